@@ -1,0 +1,395 @@
+//! The agent's typed memory: a session of chunks, parsed and validated from JSON.
+//!
+//! The JSON shape is the contract of the CLI and of serde (see the README):
+//! every chunk has an `id` and a `kind`; any unknown field is an error that
+//! names the chunk and the field, because a typo such as `"pined": true` would
+//! otherwise silently drop a guarantee the caller asked for.
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{ChunkLocation, ErrorKind, Result};
+
+/// What a chunk records; decides its default tag, role and budget treatment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChunkKind {
+    /// Standing context about the task or environment (system message).
+    System,
+    /// A user or assistant turn.
+    Agent,
+    /// A tool or skill call made by the agent.
+    Workflow,
+    /// Work handed to, or returned by, a subagent.
+    Delegation,
+    /// What the environment returned: a tool result.
+    Environment,
+    /// The agent's reasoning.
+    Thinking,
+    /// The outcome of the task.
+    Output,
+}
+
+impl ChunkKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ChunkKind; 7] = [
+        ChunkKind::System,
+        ChunkKind::Agent,
+        ChunkKind::Workflow,
+        ChunkKind::Delegation,
+        ChunkKind::Environment,
+        ChunkKind::Thinking,
+        ChunkKind::Output,
+    ];
+
+    /// The kind's name as written in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChunkKind::System => "system",
+            ChunkKind::Agent => "agent",
+            ChunkKind::Workflow => "workflow",
+            ChunkKind::Delegation => "delegation",
+            ChunkKind::Environment => "environment",
+            ChunkKind::Thinking => "thinking",
+            ChunkKind::Output => "output",
+        }
+    }
+
+    /// Parses a kind name as written in JSON.
+    pub fn from_name(name: &str) -> Option<ChunkKind> {
+        ChunkKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+/// The speaker of a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Instructions and standing context.
+    System,
+    /// The user, and what the environment returns to the agent.
+    User,
+    /// The agent.
+    Assistant,
+}
+
+impl Role {
+    /// The role's name as providers spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+/// How willingly a chunk gives way when the budget is tight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Retention {
+    /// Never dropped, like a pinned chunk.
+    Critical,
+    /// May be shortened or dropped.
+    Compressible,
+    /// The first to go.
+    Disposable,
+}
+
+/// One entry of the agent's memory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct MemoryChunk {
+    /// Unique id within the session.
+    pub id: String,
+    /// What the chunk records.
+    pub kind: ChunkKind,
+    /// Speaker of an `agent` chunk (required there, rejected elsewhere).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    /// Sub-kind, e.g. `tool_call`, `subagent_result`, `task_completed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Text body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// JSON body, rendered as pretty JSON (exclusive with `text`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// Tool or skill name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Pairs a tool call with its result(s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// Whether a result or subagent succeeded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success: Option<bool>,
+    /// Type of a spawned subagent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
+    /// Pairs delegation chunks of one subagent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent_id: Option<String>,
+    /// Where an environment chunk came from (e.g. `tool`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Status of a call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Why a task ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Error text of a failed result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Higher keeps longer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    /// Never dropped.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
+    /// How willingly the chunk gives way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retention: Option<Retention>,
+    /// When the chunk was recorded (string or number, kept as given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<Value>,
+    /// Free JSON for custom renderers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom: Option<Value>,
+}
+
+impl MemoryChunk {
+    /// A chunk with the given id and kind and no other field.
+    pub fn new(id: impl Into<String>, kind: ChunkKind) -> Self {
+        MemoryChunk {
+            id: id.into(),
+            kind,
+            role: None,
+            action: None,
+            text: None,
+            data: None,
+            tool: None,
+            call_id: None,
+            success: None,
+            agent_type: None,
+            subagent_id: None,
+            source: None,
+            status: None,
+            reason: None,
+            error: None,
+            priority: None,
+            pinned: false,
+            retention: None,
+            created_at: None,
+            custom: None,
+        }
+    }
+
+    /// An `agent` chunk spoken by `role`.
+    pub fn agent(id: impl Into<String>, role: Role, text: impl Into<String>) -> Self {
+        MemoryChunk::new(id, ChunkKind::Agent).with_role(role).with_text(text)
+    }
+
+    /// Sets the text body.
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.text = Some(text.into());
+        self
+    }
+
+    /// Sets the JSON body.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// Sets the role.
+    pub fn with_role(mut self, role: Role) -> Self {
+        self.role = Some(role);
+        self
+    }
+
+    /// Sets the action.
+    pub fn with_action(mut self, action: impl Into<String>) -> Self {
+        self.action = Some(action.into());
+        self
+    }
+
+    /// Sets the tool name.
+    pub fn with_tool(mut self, tool: impl Into<String>) -> Self {
+        self.tool = Some(tool.into());
+        self
+    }
+
+    /// Sets the call id that pairs a tool call with its results.
+    pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = Some(call_id.into());
+        self
+    }
+
+    /// Pins the chunk: it is never dropped.
+    pub fn pinned(mut self) -> Self {
+        self.pinned = true;
+        self
+    }
+
+    /// Sets the retention.
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.retention = Some(retention);
+        self
+    }
+
+    /// Sets the priority.
+    pub fn with_priority(mut self, priority: i64) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// Whether this is the user speaking (an `agent` chunk with role `user`).
+    pub fn is_user_turn(&self) -> bool {
+        self.kind == ChunkKind::Agent && self.role == Some(Role::User)
+    }
+}
+
+/// A session: the whole memory an agent turns into a prompt.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct MemoryState {
+    /// Optional session id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Rendered first in the system message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// The chunks, oldest first.
+    pub chunks: Vec<MemoryChunk>,
+}
+
+impl MemoryState {
+    /// An empty session.
+    pub fn new() -> Self {
+        MemoryState::default()
+    }
+
+    /// Sets the system prompt.
+    pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Appends a chunk.
+    pub fn with_chunk(mut self, chunk: MemoryChunk) -> Self {
+        self.chunks.push(chunk);
+        self
+    }
+
+    /// Parses and validates a session from JSON text.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Json`] with line and column for malformed JSON;
+    /// [`ErrorKind::Session`] or [`ErrorKind::Chunk`] (naming the chunk's index,
+    /// id and field) for a schema violation.
+    pub fn from_json_str(json: &str) -> Result<MemoryState> {
+        let value: Value = serde_json::from_str(json).map_err(|e| ErrorKind::Json {
+            line: e.line(),
+            column: e.column(),
+            message: strip_position(&e.to_string()),
+        })?;
+        MemoryState::from_json_value(value)
+    }
+
+    /// Validates a session from an already parsed JSON value.
+    ///
+    /// # Errors
+    ///
+    /// As [`MemoryState::from_json_str`], minus syntax errors.
+    pub fn from_json_value(value: Value) -> Result<MemoryState> {
+        crate::memory_schema::session_from_value(value)
+    }
+
+    /// Checks the invariants a hand-built session must also hold: ids present
+    /// and unique, `role` given exactly on `agent` chunks, `text` and `data`
+    /// not both set.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chunk`] naming the first offending chunk and field.
+    pub fn validate(&self) -> Result<()> {
+        let mut seen = HashSet::with_capacity(self.chunks.len());
+        for (index, chunk) in self.chunks.iter().enumerate() {
+            let fail = |field: &str, message: String| {
+                ErrorKind::Chunk {
+                    location: ChunkLocation { index, id: Some(chunk.id.clone()) },
+                    field: field.to_owned(),
+                    message,
+                }
+                .into()
+            };
+            if chunk.id.is_empty() {
+                return Err(fail("id", "must be a non-empty string".into()));
+            }
+            if !seen.insert(chunk.id.as_str()) {
+                return Err(fail("id", "duplicate id: every chunk id must be unique".into()));
+            }
+            match (chunk.kind, chunk.role) {
+                (ChunkKind::Agent, None) => {
+                    return Err(fail(
+                        "role",
+                        "an agent chunk needs \"role\": \"user\" or \"assistant\"".into(),
+                    ));
+                }
+                (ChunkKind::Agent, Some(Role::System)) => {
+                    return Err(fail(
+                        "role",
+                        "an agent chunk's role is \"user\" or \"assistant\"; use kind \"system\" \
+                         for system context"
+                            .into(),
+                    ));
+                }
+                (kind, Some(_)) if kind != ChunkKind::Agent => {
+                    return Err(fail(
+                        "role",
+                        format!(
+                            "only agent chunks take a role; a {} chunk's role follows from its \
+                             kind and action",
+                            kind.as_str()
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+            if chunk.text.is_some() && chunk.data.is_some() {
+                return Err(fail("data", "give either \"text\" or \"data\", not both".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'de> Deserialize<'de> for MemoryState {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        MemoryState::from_json_value(value).map_err(serde::de::Error::custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for MemoryChunk {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        crate::memory_schema::chunk_from_value(0, value).map_err(serde::de::Error::custom)
+    }
+}
+
+/// serde_json appends " at line L column C"; we report those separately.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+pub(crate) type JsonObject = Map<String, Value>;

@@ -1,0 +1,272 @@
+//! Exact counting of text that tiktoken-rs cannot take.
+//!
+//! tiktoken-rs splits text with a backtracking regex whose `\s+(?!\S)`
+//! alternative overflows on long whitespace runs (a million spaces panics).
+//! This path gives the same tokens in linear time:
+//!
+//! * the same pre-tokenization pattern, run by the `regex` crate (a DFA, no
+//!   backtracking) with the one lookahead rewritten: `\s+(?!\S)` matches a
+//!   whitespace run minus its last character when the run is followed by
+//!   non-whitespace, so we match `\s+` and give that character back;
+//! * the same byte-pair merges over the same ranks (read back from tiktoken-rs
+//!   by decoding every ordinary token), lowest rank first and leftmost among
+//!   equals, with a heap so that a megabyte-long piece stays O(n log n).
+//!
+//! Tests compare this path with tiktoken-rs on every input tiktoken-rs can take.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use regex::Regex;
+use rustc_hash::FxHashMap;
+use tiktoken_rs::CoreBPE;
+
+/// Whitespace runs at least this long (in characters) take the guarded path.
+/// tiktoken-rs fails near 1,000,000; 16,384 leaves a wide margin and is still
+/// far beyond any whitespace run in ordinary text.
+pub(crate) const GUARD_WHITESPACE_RUN: usize = 16_384;
+
+/// Whether `text` must avoid tiktoken-rs's backtracking regex.
+pub(crate) fn needs_guard(text: &str) -> bool {
+    text.len() >= GUARD_WHITESPACE_RUN && longest_whitespace_run(text) >= GUARD_WHITESPACE_RUN
+}
+
+/// The longest run of Unicode whitespace (regex `\s`), in characters.
+fn longest_whitespace_run(text: &str) -> usize {
+    let (mut longest, mut run) = (0, 0);
+    for c in text.chars() {
+        if c.is_whitespace() {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    longest
+}
+
+/// Which pre-tokenization pattern to emulate.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Pattern {
+    /// `o200k_base` and `o200k_harmony`.
+    O200k,
+    /// `cl100k_base`.
+    Cl100k,
+}
+
+impl Pattern {
+    /// tiktoken-rs's pattern with `\s+(?!\S)|\s+` (or `|\s`) replaced by
+    /// `\s+` and possessive quantifiers made greedy (same matches here: no
+    /// alternative can succeed by giving back what a possessive took).
+    fn regex(self) -> &'static str {
+        match self {
+            Pattern::O200k => concat!(
+                r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+                r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+                r"|\p{N}{1,3}",
+                r"| ?[^\s\p{L}\p{N}]+[\r\n/]*",
+                r"|\s*[\r\n]+",
+                r"|\s+",
+            ),
+            Pattern::Cl100k => concat!(
+                r"'(?i:[sdmt]|ll|ve|re)",
+                r"|[^\r\n\p{L}\p{N}]?\p{L}+",
+                r"|\p{N}{1,3}",
+                r"| ?[^\s\p{L}\p{N}]+[\r\n]*",
+                r"|\s+$",
+                r"|\s*[\r\n]",
+                r"|\s+",
+            ),
+        }
+    }
+}
+
+/// Pre-tokenizer and byte-pair merger equivalent to tiktoken-rs's `encode_ordinary`.
+#[derive(Debug)]
+pub(crate) struct GuardedEncoder {
+    regex: Regex,
+    ranks: FxHashMap<Vec<u8>, u32>,
+}
+
+impl GuardedEncoder {
+    /// Reads the ordinary ranks back out of `bpe` (ranks are dense from 0 up
+    /// to the first special token).
+    pub(crate) fn new(bpe: &CoreBPE, pattern: Pattern) -> Self {
+        let mut ranks = FxHashMap::default();
+        let mut rank = 0u32;
+        while let Ok(bytes) = bpe.decode_bytes(&[rank]) {
+            ranks.insert(bytes, rank);
+            rank += 1;
+        }
+        // The pattern is a constant covered by tests; it cannot fail at runtime.
+        let regex = Regex::new(pattern.regex()).expect("guard pattern compiles");
+        GuardedEncoder { regex, ranks }
+    }
+
+    pub(crate) fn count(&self, text: &str) -> usize {
+        let mut total = 0;
+        self.for_each_piece(text, |piece| total += self.merge(piece).count());
+        total
+    }
+
+    pub(crate) fn encode(&self, text: &str) -> Vec<u32> {
+        let mut tokens = Vec::new();
+        self.for_each_piece(text, |piece| {
+            tokens.extend(self.merge(piece).map(|part| self.ranks.get(part).copied().unwrap_or(u32::MAX)))
+        });
+        tokens
+    }
+
+    fn for_each_piece<'t>(&self, text: &'t str, mut f: impl FnMut(&'t [u8])) {
+        let mut pos = 0;
+        while let Some(found) = self.regex.find_at(text, pos) {
+            let mut end = found.end();
+            if end < text.len() {
+                end -= lookahead_give_back(found.as_str());
+            }
+            f(&text.as_bytes()[found.start()..end]);
+            pos = end;
+        }
+    }
+
+    /// The parts `piece` merges into.
+    fn merge<'p>(&self, piece: &'p [u8]) -> impl Iterator<Item = &'p [u8]> {
+        let ends = if piece.len() <= 1 || self.ranks.contains_key(piece) {
+            vec![piece.len()]
+        } else {
+            self.merge_ends(piece)
+        };
+        let mut start = 0;
+        ends.into_iter().map(move |end| {
+            let part = &piece[start..end];
+            start = end;
+            part
+        })
+    }
+
+    /// Byte-pair merging, lowest rank first, leftmost among equal ranks; the
+    /// end offset of each final part, in order.
+    fn merge_ends(&self, piece: &[u8]) -> Vec<usize> {
+        let n = piece.len();
+        // Parts are kept as a linked list over their start offsets.
+        let mut end: Vec<usize> = (1..=n).collect();
+        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
+        let mut pair_rank = vec![u32::MAX; n];
+        let mut heap = BinaryHeap::with_capacity(n);
+        let rank_of = |start: usize, stop: usize| self.ranks.get(&piece[start..stop]).copied();
+        for i in 0..n - 1 {
+            if let Some(rank) = rank_of(i, i + 2) {
+                pair_rank[i] = rank;
+                heap.push(Reverse((rank, i)));
+            }
+        }
+        while let Some(Reverse((rank, left))) = heap.pop() {
+            // Ranks name unique byte strings, so a matching rank means the
+            // entry still describes the current pair at `left`.
+            if pair_rank[left] != rank {
+                continue;
+            }
+            let right = end[left];
+            let new_end = end[right];
+            end[left] = new_end;
+            pair_rank[right] = u32::MAX;
+            if new_end < n {
+                prev[new_end] = left;
+            }
+            pair_rank[left] = u32::MAX;
+            if new_end < n {
+                if let Some(rank) = rank_of(left, end[new_end]) {
+                    pair_rank[left] = rank;
+                    heap.push(Reverse((rank, left)));
+                }
+            }
+            if left > 0 {
+                let before = prev[left];
+                pair_rank[before] = u32::MAX;
+                if let Some(rank) = rank_of(before, new_end) {
+                    pair_rank[before] = rank;
+                    heap.push(Reverse((rank, before)));
+                }
+            }
+        }
+        let mut ends = Vec::new();
+        let mut at = 0;
+        while at < n {
+            at = end[at];
+            ends.push(at);
+        }
+        ends
+    }
+}
+
+/// Bytes to give back from a match of the final `\s+` alternative so that it
+/// behaves like `\s+(?!\S)`: a run of two or more whitespace characters, with
+/// no newline (those are taken by an earlier alternative) and followed by more
+/// text, keeps its last character for the next piece.
+fn lookahead_give_back(matched: &str) -> usize {
+    let mut chars = matched.chars();
+    let Some(last) = chars.next_back() else { return 0 };
+    let all_blank = matched.chars().all(|c| c.is_whitespace() && c != '\r' && c != '\n');
+    if all_blank && chars.next().is_some() { last.len_utf8() } else { 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoders() -> [(&'static CoreBPE, GuardedEncoder); 2] {
+        let o200k = tiktoken_rs::o200k_base_singleton();
+        let cl100k = tiktoken_rs::cl100k_base_singleton();
+        [
+            (o200k, GuardedEncoder::new(o200k, Pattern::O200k)),
+            (cl100k, GuardedEncoder::new(cl100k, Pattern::Cl100k)),
+        ]
+    }
+
+    #[test]
+    fn ranks_are_read_back_completely() {
+        let [(_, o200k), (_, cl100k)] = encoders();
+        assert_eq!(o200k.ranks.len(), 199_998);
+        assert_eq!(cl100k.ranks.len(), 100_256);
+    }
+
+    #[test]
+    fn same_tokens_as_tiktoken_on_tricky_text() {
+        let samples = [
+            "",
+            " ",
+            "   ",
+            "a  b",
+            "a   \n  b",
+            "x \t\u{3000} y",
+            "trailing   ",
+            "  leading",
+            "\n\n\nlines\r\n\r\nmore \n",
+            "it's THEY'LL we'Re don'T",
+            "fn main() { println!(\"{}\", 1234567); }",
+            "漢字かな交じり文 and 한국어 텍스트",
+            "emoji 👩‍👩‍👧 flags 🇫🇷 combining e\u{301}\u{302}",
+            "camelCaseHTTPServer URLs://a/b//c\n/d",
+            "<tool_result id=\"c1\">\n{\"a\": [1, 2.5, null]}\n</tool_result>",
+            "<|endoftext|> <|fim_prefix|>",
+            "\u{85}\u{a0}\u{2028}\u{b}\u{c} mixed\u{a0}\u{a0}x",
+        ];
+        for (bpe, guarded) in encoders() {
+            for text in samples {
+                assert_eq!(guarded.encode(text), bpe.encode_ordinary(text), "{text:?}");
+            }
+            let long_runs = [" ".repeat(5000) + "a", "\t \u{3000}".repeat(2000), "b".repeat(3000)];
+            for text in &long_runs {
+                assert_eq!(guarded.count(text), bpe.encode_ordinary(text).len());
+            }
+        }
+    }
+
+    #[test]
+    fn only_long_whitespace_runs_are_guarded() {
+        assert!(!needs_guard(&"x ".repeat(100_000)));
+        assert!(!needs_guard(&" ".repeat(GUARD_WHITESPACE_RUN - 1)));
+        assert!(needs_guard(&" ".repeat(GUARD_WHITESPACE_RUN)));
+        assert!(needs_guard(&format!("a{}b", "\u{3000}\n".repeat(GUARD_WHITESPACE_RUN))));
+    }
+}

@@ -1,0 +1,50 @@
+//! Token counting: exact tiktoken counts, framing, and the model table.
+//!
+//! Content is always encoded as ordinary text: `<|endoftext|>` inside a tool
+//! result is seven-odd tokens of text, never a special token, because that is
+//! how providers bill it.
+
+mod estimate;
+mod framing;
+mod guard;
+mod model;
+mod tiktoken;
+
+use std::fmt;
+use std::sync::Arc;
+
+pub use estimate::EstimateCounter;
+pub use framing::Framing;
+pub use model::{Encoding, ModelInfo, model_info};
+pub use tiktoken::TiktokenCounter;
+
+use crate::error::Result;
+
+/// Counts the tokens of a text.
+///
+/// Implementations must be deterministic and must not panic on any input.
+pub trait TokenCounter: Send + Sync + fmt::Debug {
+    /// The number of tokens `text` encodes to.
+    fn count(&self, text: &str) -> usize;
+
+    /// Whether [`count`](TokenCounter::count) is the figure the provider bills
+    /// (`false` for estimates).
+    fn is_exact(&self) -> bool;
+
+    /// The encoding's name (`o200k_base`, …), or a name for the estimate.
+    fn encoding_name(&self) -> &str;
+}
+
+/// The counter for a model: exact where the model's encoding is known, a
+/// conservative [`EstimateCounter`] otherwise.
+///
+/// # Errors
+///
+/// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the tokenizer
+/// tables fail to load.
+pub fn counter_for_model(model: &str) -> Result<Arc<dyn TokenCounter>> {
+    match model_info(model).and_then(|m| m.encoding) {
+        Some(encoding) => Ok(Arc::new(TiktokenCounter::new(encoding)?)),
+        None => Ok(Arc::new(EstimateCounter::new()?)),
+    }
+}

@@ -1,0 +1,124 @@
+//! The exact counter, backed by tiktoken-rs.
+
+use std::sync::OnceLock;
+
+use tiktoken_rs::CoreBPE;
+
+use crate::error::{ErrorKind, Result};
+use crate::tokens::guard::{self, GuardedEncoder};
+use crate::tokens::{Encoding, TokenCounter};
+
+/// Exact counts with a tiktoken encoding.
+///
+/// Tables load once per process and are shared by every counter. Text with a
+/// whitespace run long enough to overflow tiktoken-rs's backtracking regex
+/// (it panics near a million spaces) is counted by a linear-time path over
+/// the same ranks and pattern, which gives the same count.
+#[derive(Clone, Copy)]
+pub struct TiktokenCounter {
+    encoding: Encoding,
+    bpe: &'static CoreBPE,
+}
+
+impl TiktokenCounter {
+    /// A counter for `encoding`, loading its tables on first use in the process.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Tokenizer`] if the embedded tables fail to load.
+    pub fn new(encoding: Encoding) -> Result<Self> {
+        Ok(TiktokenCounter { encoding, bpe: core_bpe(encoding)? })
+    }
+
+    /// The encoding this counter uses.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// The token ids of `text` encoded as ordinary text.
+    pub fn encode(&self, text: &str) -> Vec<u32> {
+        if guard::needs_guard(text) {
+            self.guarded().encode(text)
+        } else {
+            self.bpe.encode_ordinary(text)
+        }
+    }
+
+    fn guarded(&self) -> &'static GuardedEncoder {
+        static O200K: OnceLock<GuardedEncoder> = OnceLock::new();
+        static CL100K: OnceLock<GuardedEncoder> = OnceLock::new();
+        let (cell, pattern) = match self.encoding {
+            Encoding::O200kBase | Encoding::O200kHarmony => (&O200K, guard::Pattern::O200k),
+            Encoding::Cl100kBase => (&CL100K, guard::Pattern::Cl100k),
+        };
+        cell.get_or_init(|| GuardedEncoder::new(self.bpe, pattern))
+    }
+}
+
+impl std::fmt::Debug for TiktokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TiktokenCounter").field("encoding", &self.encoding).finish()
+    }
+}
+
+impl TokenCounter for TiktokenCounter {
+    fn count(&self, text: &str) -> usize {
+        if guard::needs_guard(text) {
+            self.guarded().count(text)
+        } else {
+            self.bpe.encode_ordinary(text).len()
+        }
+    }
+
+    fn is_exact(&self) -> bool {
+        true
+    }
+
+    fn encoding_name(&self) -> &str {
+        self.encoding.name()
+    }
+}
+
+/// The process-wide tables of an encoding (`o200k_harmony` shares `o200k_base`'s:
+/// ordinary text encodes identically).
+fn core_bpe(encoding: Encoding) -> Result<&'static CoreBPE> {
+    static O200K: OnceLock<Result<CoreBPE, String>> = OnceLock::new();
+    static CL100K: OnceLock<Result<CoreBPE, String>> = OnceLock::new();
+    let loaded = match encoding {
+        Encoding::O200kBase | Encoding::O200kHarmony => {
+            O200K.get_or_init(|| tiktoken_rs::o200k_base().map_err(|e| e.to_string()))
+        }
+        Encoding::Cl100kBase => {
+            CL100K.get_or_init(|| tiktoken_rs::cl100k_base().map_err(|e| e.to_string()))
+        }
+    };
+    loaded.as_ref().map_err(|message| {
+        ErrorKind::Tokenizer { encoding: encoding.name().to_owned(), message: message.clone() }
+            .into()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn special_token_text_counts_as_ordinary_text() {
+        for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+            let counter = TiktokenCounter::new(encoding).unwrap();
+            // As a special token this would be exactly one token.
+            assert!(counter.count("<|endoftext|>") > 1, "{encoding:?}");
+            assert_eq!(
+                counter.count("a <|endoftext|> b"),
+                counter.bpe.encode_ordinary("a <|endoftext|> b").len()
+            );
+        }
+    }
+
+    #[test]
+    fn tables_load_once() {
+        let a = TiktokenCounter::new(Encoding::O200kBase).unwrap();
+        let b = TiktokenCounter::new(Encoding::O200kHarmony).unwrap();
+        assert!(std::ptr::eq(a.bpe, b.bpe));
+    }
+}
