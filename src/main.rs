@@ -1,1 +1,216 @@
-fn main() {}
+//! The `agent-context` command: a thin layer over the library.
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+use agent_context::tokens::{Framing, counter_for_model};
+use agent_context::{ContextBuilder, DEFAULT_MODEL, ErrorKind, MemoryState, adapter, render::EscapeMode};
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Turn an agent's typed memory into budgeted LLM messages with exact token counts.
+#[derive(Parser)]
+#[command(name = "agent-context", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the prompt of a session (JSON) within a token budget.
+    Build(BuildArgs),
+    /// Count the tokens of raw text.
+    Count(CountArgs),
+}
+
+#[derive(clap::Args)]
+struct BuildArgs {
+    /// Session JSON file, or `-` (the default) for standard input.
+    #[arg(default_value = "-")]
+    file: String,
+    /// Model: picks the encoding and the default budget.
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    model: String,
+    /// Prompt budget in tokens (default: the model's context window).
+    #[arg(long)]
+    max_tokens: Option<usize>,
+    /// Tokens held back for the reply.
+    #[arg(long, default_value_t = 0)]
+    reserve: usize,
+    /// How chunk bodies are escaped.
+    #[arg(long, value_enum, default_value_t = EscapeArg::Structural)]
+    escape: EscapeArg,
+    /// How message framing is counted.
+    #[arg(long, value_enum, default_value_t = FramingArg::Openai)]
+    framing: FramingArg,
+    /// What to print.
+    #[arg(long, value_enum, default_value_t = OutputArg::Report)]
+    output: OutputArg,
+    /// Leave out chunks of this kind (repeatable).
+    #[arg(long = "exclude-kind", value_name = "KIND", value_parser = parse_kind)]
+    exclude_kinds: Vec<agent_context::ChunkKind>,
+    /// Write a breakdown of every decision to standard error.
+    #[arg(long)]
+    explain: bool,
+}
+
+#[derive(clap::Args)]
+struct CountArgs {
+    /// Text file, or `-` (the default) for standard input.
+    #[arg(default_value = "-")]
+    file: String,
+    /// Model whose encoding counts.
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    model: String,
+    /// Print a JSON object instead of the bare number.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum EscapeArg {
+    Structural,
+    Xml,
+    None,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FramingArg {
+    Openai,
+    None,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OutputArg {
+    Report,
+    Openai,
+    Anthropic,
+    Text,
+}
+
+fn parse_kind(name: &str) -> Result<agent_context::ChunkKind, String> {
+    agent_context::ChunkKind::from_name(name).ok_or_else(|| {
+        let names: Vec<_> = agent_context::ChunkKind::ALL.iter().map(|k| k.as_str()).collect();
+        format!("unknown kind {name:?}; expected one of: {}", names.join(", "))
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            // Help and version go to stdout with success; usage errors to stderr with 2.
+            let _ = error.print();
+            return ExitCode::from(if error.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let outcome = match cli.command {
+        Command::Build(args) => build(args),
+        Command::Count(args) => count(args),
+    };
+    match outcome {
+        Ok(stdout) => {
+            let mut out = std::io::stdout().lock();
+            match out.write_all(stdout.as_bytes()).and_then(|()| out.flush()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("error: writing output: {error}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(exit_code(error.kind()))
+        }
+    }
+}
+
+/// 2 for input the caller must fix, 1 for a budget that cannot hold the
+/// protected content (and anything else).
+fn exit_code(kind: &ErrorKind) -> u8 {
+    match kind {
+        ErrorKind::Json { .. }
+        | ErrorKind::Session { .. }
+        | ErrorKind::Chunk { .. }
+        | ErrorKind::Option { .. }
+        | ErrorKind::Io { .. } => 2,
+        _ => 1,
+    }
+}
+
+/// Builds, returning everything for stdout so nothing is half-written on error.
+fn build(args: BuildArgs) -> agent_context::Result<String> {
+    let state = MemoryState::from_json_str(&read_input(&args.file)?)?;
+    let mut builder = ContextBuilder::new();
+    builder
+        .model(&args.model)
+        .reserve_output(args.reserve)
+        .escape(match args.escape {
+            EscapeArg::Structural => EscapeMode::Structural,
+            EscapeArg::Xml => EscapeMode::Xml,
+            EscapeArg::None => EscapeMode::None,
+        })
+        .framing(match args.framing {
+            FramingArg::Openai => Framing::OpenAi,
+            FramingArg::None => Framing::None,
+        })
+        .exclude_kinds(args.exclude_kinds)
+        .user_first(matches!(args.output, OutputArg::Anthropic));
+    if let Some(max_tokens) = args.max_tokens {
+        builder.max_tokens(max_tokens);
+    }
+    let result = builder.build(&state)?;
+    if args.explain {
+        eprint!("{}", result.explain());
+    }
+    Ok(match args.output {
+        OutputArg::Report => pretty(&serde_json::to_value(&result).unwrap_or_default()),
+        OutputArg::Openai => pretty(&adapter::openai(&result)),
+        OutputArg::Anthropic => pretty(&adapter::anthropic(&result)?),
+        OutputArg::Text => adapter::text(&result),
+    })
+}
+
+fn count(args: CountArgs) -> agent_context::Result<String> {
+    let text = read_input(&args.file)?;
+    let counter = counter_for_model(&args.model)?;
+    let tokens = counter.count(&text);
+    Ok(if args.json {
+        pretty(&serde_json::json!({
+            "model": args.model,
+            "encoding": counter.encoding_name(),
+            "tokens": tokens,
+            "exact": counter.is_exact(),
+        }))
+    } else {
+        format!("{tokens}\n")
+    })
+}
+
+fn pretty(value: &serde_json::Value) -> String {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn read_input(file: &str) -> agent_context::Result<String> {
+    let (context, bytes) = if file == "-" {
+        let mut bytes = Vec::new();
+        let read = std::io::stdin().read_to_end(&mut bytes);
+        ("reading standard input".to_owned(), read.map(|_| bytes))
+    } else {
+        (format!("reading {file}"), std::fs::read(file))
+    };
+    let bytes = bytes.map_err(|source| ErrorKind::Io { context: context.clone(), source })?;
+    String::from_utf8(bytes).map_err(|e| {
+        ErrorKind::Io {
+            context,
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("not UTF-8: invalid byte at offset {}", e.utf8_error().valid_up_to()),
+            ),
+        }
+        .into()
+    })
+}

@@ -8,6 +8,7 @@ mod estimate;
 mod framing;
 mod guard;
 mod model;
+pub(crate) mod parts;
 mod tiktoken;
 
 use std::fmt;

@@ -1,0 +1,379 @@
+//! [`ContextBuilder`]: one session in, budgeted messages out.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashSet;
+use smallvec::SmallVec;
+
+use crate::budget::{
+    ChunkDecision, Decision, DropReason, HISTORY_START_TAG, Item, Layout, Planner, Slot,
+    framing_table, group_units,
+};
+use crate::error::{ErrorKind, Result};
+use crate::memory::{ChunkKind, MemoryState, Retention, Role};
+use crate::message::{BuildResult, ContextMessage};
+use crate::render::{ChunkRenderer, EscapeMode, RenderContext, RendererRegistry};
+use crate::tokens::parts::{CountedText, join};
+use crate::tokens::{Framing, TokenCounter, counter_for_model, model_info};
+
+/// The model counted for when none is given.
+pub const DEFAULT_MODEL: &str = "gpt-4o";
+
+/// Builds the prompt of a session: renders every chunk, counts it exactly,
+/// and keeps what fits the budget by the rules of [`budget`](crate::budget).
+///
+/// Setters take `&mut self` so options can be set in a loop; validation
+/// happens in [`build`](ContextBuilder::build).
+#[derive(Debug, Clone)]
+pub struct ContextBuilder {
+    model: String,
+    counter: Option<Arc<dyn TokenCounter>>,
+    max_tokens: Option<usize>,
+    reserve_output: usize,
+    system_prompt: Option<String>,
+    escape: EscapeMode,
+    framing: Framing,
+    include_kinds: Option<Vec<ChunkKind>>,
+    exclude_kinds: Vec<ChunkKind>,
+    include_ids: Option<Vec<String>>,
+    renderers: RendererRegistry,
+    user_first: bool,
+}
+
+impl Default for ContextBuilder {
+    fn default() -> Self {
+        ContextBuilder::new()
+    }
+}
+
+impl ContextBuilder {
+    /// A builder for [`DEFAULT_MODEL`] with the model's whole window as budget.
+    pub fn new() -> Self {
+        ContextBuilder {
+            model: DEFAULT_MODEL.to_owned(),
+            counter: None,
+            max_tokens: None,
+            reserve_output: 0,
+            system_prompt: None,
+            escape: EscapeMode::default(),
+            framing: Framing::default(),
+            include_kinds: None,
+            exclude_kinds: Vec::new(),
+            include_ids: None,
+            renderers: RendererRegistry::new(),
+            user_first: false,
+        }
+    }
+
+    /// The model: picks the encoding and the default `max_tokens`.
+    pub fn model(&mut self, model: impl Into<String>) -> &mut Self {
+        self.model = model.into();
+        self
+    }
+
+    /// Counts with `counter` instead of the model's encoding.
+    pub fn counter(&mut self, counter: Arc<dyn TokenCounter>) -> &mut Self {
+        self.counter = Some(counter);
+        self
+    }
+
+    /// The prompt budget (default: the model's context window). A value above
+    /// the known window is honoured, with a warning.
+    pub fn max_tokens(&mut self, max_tokens: usize) -> &mut Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Tokens held back for the reply.
+    pub fn reserve_output(&mut self, tokens: usize) -> &mut Self {
+        self.reserve_output = tokens;
+        self
+    }
+
+    /// Replaces the session's system prompt.
+    pub fn system_prompt(&mut self, prompt: impl Into<String>) -> &mut Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// How bodies are escaped.
+    pub fn escape(&mut self, mode: EscapeMode) -> &mut Self {
+        self.escape = mode;
+        self
+    }
+
+    /// How message framing is counted.
+    pub fn framing(&mut self, framing: Framing) -> &mut Self {
+        self.framing = framing;
+        self
+    }
+
+    /// Keeps only chunks of these kinds.
+    pub fn include_kinds(&mut self, kinds: impl IntoIterator<Item = ChunkKind>) -> &mut Self {
+        self.include_kinds = Some(kinds.into_iter().collect());
+        self
+    }
+
+    /// Leaves out chunks of these kinds.
+    pub fn exclude_kinds(&mut self, kinds: impl IntoIterator<Item = ChunkKind>) -> &mut Self {
+        self.exclude_kinds = kinds.into_iter().collect();
+        self
+    }
+
+    /// Keeps only the chunks with these ids (each must exist).
+    pub fn include_ids<S: Into<String>>(&mut self, ids: impl IntoIterator<Item = S>) -> &mut Self {
+        self.include_ids = Some(ids.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Puts `renderer` ahead of the defaults and of earlier custom renderers.
+    pub fn register_renderer(&mut self, renderer: Arc<dyn ChunkRenderer>) -> &mut Self {
+        self.renderers.register(renderer);
+        self
+    }
+
+    /// The renderer registry, to register closures or protect extra tags.
+    pub fn renderers_mut(&mut self) -> &mut RendererRegistry {
+        &mut self.renderers
+    }
+
+    /// Makes the history start with a user message, as Anthropic requires:
+    /// when it would start with the assistant, a `<history_start/>` user
+    /// message (counted like any other) goes first.
+    pub fn user_first(&mut self, yes: bool) -> &mut Self {
+        self.user_first = yes;
+        self
+    }
+
+    /// Builds the prompt of `state`.
+    ///
+    /// # Errors
+    ///
+    /// * [`ErrorKind::Chunk`] if `state` breaks an invariant (see
+    ///   [`MemoryState::validate`]);
+    /// * [`ErrorKind::Option`] for an unknown model without `max_tokens`, a
+    ///   reserve that leaves no budget, or an included id that no chunk has;
+    /// * [`ErrorKind::BudgetExceeded`] when the protected content alone does
+    ///   not fit;
+    /// * [`ErrorKind::Tokenizer`] if the tokenizer fails to load.
+    pub fn build(&self, state: &MemoryState) -> Result<BuildResult> {
+        state.validate()?;
+        let counter = match &self.counter {
+            Some(counter) => Arc::clone(counter),
+            None => counter_for_model(&self.model)?,
+        };
+        let counter = counter.as_ref();
+        let mut warnings = Vec::new();
+        let (max_tokens, available) = self.budget(&mut warnings)?;
+        self.check_included_ids(state)?;
+
+        let ctx = RenderContext::new(self.escape, self.renderers.tag_set());
+        let selected: Vec<bool> = state.chunks.iter().map(|c| self.selects(c.kind, &c.id)).collect();
+        let calls: FxHashSet<&str> = state
+            .chunks
+            .iter()
+            .zip(&selected)
+            .filter(|(c, keep)| **keep && c.kind == ChunkKind::Workflow)
+            .filter_map(|(c, _)| c.call_id.as_deref())
+            .collect();
+
+        let mut system = Vec::new();
+        let prompt = self.system_prompt.as_deref().or(state.system_prompt.as_deref());
+        if let Some(prompt) = prompt.filter(|p| !p.is_empty()) {
+            system.push(CountedText::new(self.system_prompt_text(prompt, &ctx), counter));
+        }
+        let mut system_chunks = Vec::new();
+        let mut items = Vec::new();
+        let mut decisions = Vec::with_capacity(state.chunks.len());
+        for (index, chunk) in state.chunks.iter().enumerate() {
+            let mut decision = ChunkDecision {
+                id: chunk.id.clone(),
+                kind: chunk.kind,
+                tokens: 0,
+                protected: false,
+                decision: Decision::Dropped { reason: DropReason::Filtered },
+            };
+            if selected[index] {
+                let renderer = self.renderers.renderer_for(chunk);
+                let mut text = String::new();
+                renderer.render(chunk, &ctx, &mut text);
+                let part = CountedText::new(text, counter);
+                decision.tokens = part.alone();
+                let role = renderer.role(chunk);
+                if crate::budget::is_orphan_result(chunk, &calls) {
+                    decision.decision = Decision::Dropped { reason: DropReason::Orphan };
+                } else if role == Role::System {
+                    decision.protected = true;
+                    decision.decision = Decision::Kept;
+                    system.push(part);
+                    system_chunks.push(index);
+                } else {
+                    let protected =
+                        chunk.pinned || chunk.retention == Some(Retention::Critical);
+                    items.push(Item { chunk: index, role, part, protected });
+                }
+            }
+            decisions.push(decision);
+        }
+        if let Some(latest) = items.iter().rposition(|i| state.chunks[i.chunk].is_user_turn()) {
+            items[latest..].iter_mut().for_each(|i| i.protected = true);
+        }
+        let units = group_units(&mut items, &state.chunks);
+
+        let planner = Planner {
+            counter,
+            framing: framing_table(self.framing, counter),
+            priming: self.framing.priming(),
+            system: &system,
+            items: &items,
+            units: &units,
+            user_first: self.user_first,
+            available,
+            history_start: CountedText::new(format!("<{HISTORY_START_TAG}/>"), counter),
+        };
+        let layout = planner.plan().map_err(|required| ErrorKind::BudgetExceeded {
+            required,
+            available,
+            max_tokens,
+            reserve_output: self.reserve_output,
+        })?;
+
+        for (i, item) in items.iter().enumerate() {
+            let decision = &mut decisions[item.chunk];
+            decision.protected = item.protected;
+            decision.decision = if layout.dropped[i] {
+                Decision::Dropped { reason: DropReason::Budget }
+            } else {
+                Decision::Kept
+            };
+        }
+        let messages = assemble(&planner, &layout, &system_chunks, state);
+        let included: Vec<String> =
+            messages.iter().flat_map(|m| m.chunk_ids.iter().cloned()).collect();
+        let excluded = decisions
+            .iter()
+            .filter(|d| d.decision != Decision::Kept)
+            .map(|d| d.id.clone())
+            .collect();
+        Ok(BuildResult {
+            model: self.model.clone(),
+            encoding: counter.encoding_name().to_owned(),
+            budget: available,
+            max_tokens,
+            reserve_output: self.reserve_output,
+            token_count: layout.total,
+            token_count_exact: counter.is_exact(),
+            messages,
+            included,
+            excluded,
+            truncated: Vec::new(),
+            elided: layout.elision,
+            decisions,
+            warnings,
+        })
+    }
+
+    /// `(max_tokens, available)` for this build.
+    fn budget(&self, warnings: &mut Vec<String>) -> Result<(usize, usize)> {
+        let window = model_info(&self.model).map(|m| m.context_window);
+        let max_tokens = match (self.max_tokens, window) {
+            (Some(max), Some(window)) if max > window => {
+                warnings.push(format!(
+                    "max_tokens {max} is above the {window}-token context window of {}",
+                    self.model
+                ));
+                max
+            }
+            (Some(max), _) => max,
+            (None, Some(window)) => window,
+            (None, None) => {
+                return Err(ErrorKind::Option {
+                    option: "max_tokens".into(),
+                    message: format!(
+                        "the context window of model {:?} is unknown; set max_tokens",
+                        self.model
+                    ),
+                }
+                .into());
+            }
+        };
+        if self.reserve_output >= max_tokens {
+            return Err(ErrorKind::Option {
+                option: "reserve_output".into(),
+                message: format!(
+                    "reserve_output {} leaves no room in max_tokens {max_tokens}",
+                    self.reserve_output
+                ),
+            }
+            .into());
+        }
+        Ok((max_tokens, max_tokens - self.reserve_output))
+    }
+
+    fn check_included_ids(&self, state: &MemoryState) -> Result<()> {
+        let Some(ids) = &self.include_ids else { return Ok(()) };
+        let known: FxHashSet<&str> = state.chunks.iter().map(|c| c.id.as_str()).collect();
+        match ids.iter().find(|id| !known.contains(id.as_str())) {
+            Some(missing) => Err(ErrorKind::Option {
+                option: "include_ids".into(),
+                message: format!("no chunk has id {missing:?}"),
+            }
+            .into()),
+            None => Ok(()),
+        }
+    }
+
+    fn selects(&self, kind: ChunkKind, id: &str) -> bool {
+        self.include_kinds.as_ref().is_none_or(|kinds| kinds.contains(&kind))
+            && !self.exclude_kinds.contains(&kind)
+            && self.include_ids.as_ref().is_none_or(|ids| ids.iter().any(|i| i == id))
+    }
+
+    /// The system prompt is the caller's own text, kept raw except in `xml`
+    /// mode, whose promise is that every message parses.
+    fn system_prompt_text(&self, prompt: &str, ctx: &RenderContext<'_>) -> String {
+        if self.escape == EscapeMode::Xml {
+            let mut out = String::with_capacity(prompt.len());
+            ctx.write_body(&mut out, prompt);
+            out
+        } else {
+            prompt.to_owned()
+        }
+    }
+}
+
+/// Turns a layout into messages, the system message first.
+fn assemble(
+    planner: &Planner<'_>,
+    layout: &Layout,
+    system_chunks: &[usize],
+    state: &MemoryState,
+) -> Vec<ContextMessage> {
+    let mut messages = Vec::with_capacity(layout.messages.len() + 1);
+    if !planner.system.is_empty() {
+        let parts: Vec<&CountedText> = planner.system.iter().collect();
+        messages.push(ContextMessage {
+            role: Role::System,
+            content: join(&parts),
+            chunk_ids: system_chunks.iter().map(|&i| state.chunks[i].id.clone()).collect(),
+            tokens: planner.message_tokens(Role::System, &parts),
+        });
+    }
+    for (role, slots) in &layout.messages {
+        let parts: Vec<&CountedText> = slots.iter().map(|s| planner.part(layout, *s)).collect();
+        let chunk_ids: SmallVec<[String; 4]> = slots
+            .iter()
+            .filter_map(|slot| match slot {
+                Slot::Item(i) => Some(state.chunks[planner.items[*i].chunk].id.clone()),
+                Slot::Marker | Slot::HistoryStart => None,
+            })
+            .collect();
+        messages.push(ContextMessage {
+            role: *role,
+            content: join(&parts),
+            chunk_ids,
+            tokens: planner.message_tokens(*role, &parts),
+        });
+    }
+    messages
+}

@@ -1,0 +1,94 @@
+//! What a build returns: messages, exact counts, and one decision per chunk.
+
+use serde::Serialize;
+use smallvec::SmallVec;
+
+use crate::budget::ChunkDecision;
+use crate::memory::Role;
+
+/// One message of the prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ContextMessage {
+    /// Who speaks.
+    pub role: Role,
+    /// The rendered chunks, joined by a blank line.
+    pub content: String,
+    /// Ids of the chunks in this message, in order (markers have none).
+    pub chunk_ids: SmallVec<[String; 4]>,
+    /// Tokens this message costs: content plus its framing.
+    pub tokens: usize,
+}
+
+/// A chunk whose body was shortened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Truncation {
+    /// The chunk's id.
+    pub id: String,
+    /// Tokens of the rendered chunk before.
+    pub tokens_before: usize,
+    /// Tokens of the rendered chunk after.
+    pub tokens_after: usize,
+}
+
+/// History the budget left out, summarized by the marker that replaces it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Elision {
+    /// How many chunks were dropped for the budget.
+    pub chunks: usize,
+    /// Their tokens, as rendered.
+    pub tokens: usize,
+    /// Whether the marker made it into the prompt (it is left out only when
+    /// the protected content fits but the marker would not).
+    pub marker: bool,
+}
+
+/// The result of a build.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct BuildResult {
+    /// The model the build was counted for.
+    pub model: String,
+    /// The encoding that counted it.
+    pub encoding: String,
+    /// Tokens available to the prompt: `max_tokens - reserve_output`.
+    pub budget: usize,
+    /// The prompt budget before the reserve.
+    pub max_tokens: usize,
+    /// Tokens held back for the reply.
+    pub reserve_output: usize,
+    /// Tokens of the whole prompt, framing included: what the provider bills.
+    pub token_count: usize,
+    /// Whether `token_count` is exact (false for estimates).
+    pub token_count_exact: bool,
+    /// The messages, system first.
+    pub messages: Vec<ContextMessage>,
+    /// Ids of the chunks in the prompt, in order.
+    pub included: Vec<String>,
+    /// Ids of the chunks left out, in input order.
+    pub excluded: Vec<String>,
+    /// Chunks whose bodies were shortened.
+    pub truncated: Vec<Truncation>,
+    /// What the budget elided, if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elided: Option<Elision>,
+    /// One decision per input chunk, in input order.
+    pub decisions: Vec<ChunkDecision>,
+    /// Things the caller should know (e.g. a budget above the model's window).
+    pub warnings: Vec<String>,
+}
+
+impl BuildResult {
+    /// The message with the system role, if any.
+    pub fn system_message(&self) -> Option<&ContextMessage> {
+        self.messages.first().filter(|m| m.role == Role::System)
+    }
+
+    /// The messages after the system message.
+    pub fn history(&self) -> &[ContextMessage] {
+        let skip = usize::from(self.system_message().is_some());
+        &self.messages[skip..]
+    }
+}

@@ -1,0 +1,209 @@
+//! Turning chunks into tagged text: the [`ChunkRenderer`] trait, the
+//! [`RendererRegistry`] that picks a renderer per chunk, and escaping.
+//!
+//! The default renderers follow the tag table in the README. A custom renderer
+//! registered with [`RendererRegistry::register`] is asked before the defaults,
+//! the latest registered first.
+
+mod chunks;
+mod escape;
+
+use std::fmt;
+use std::sync::Arc;
+
+pub use chunks::{DefaultRenderer, default_tag};
+pub use escape::EscapeMode;
+
+pub(crate) use escape::TagSet;
+
+use crate::memory::{MemoryChunk, Role};
+
+/// Renders chunks it accepts into tagged text.
+///
+/// Object safe; renderers write into the caller's buffer so a build reuses one
+/// allocation per chunk. Use [`RenderContext::write_element`] to get escaping right.
+pub trait ChunkRenderer: Send + Sync {
+    /// Whether this renderer handles `chunk`.
+    fn can_render(&self, chunk: &MemoryChunk) -> bool;
+
+    /// The message role the rendered chunk belongs to.
+    fn role(&self, chunk: &MemoryChunk) -> Role;
+
+    /// Appends the rendered chunk to `out`.
+    fn render(&self, chunk: &MemoryChunk, ctx: &RenderContext<'_>, out: &mut String);
+
+    /// The tag names this renderer may emit. Structural escaping protects them:
+    /// no body can open or close one of these tags.
+    fn tags(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// What a renderer needs to write escaped output.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderContext<'a> {
+    mode: EscapeMode,
+    tags: &'a TagSet,
+}
+
+impl<'a> RenderContext<'a> {
+    pub(crate) fn new(mode: EscapeMode, tags: &'a TagSet) -> Self {
+        RenderContext { mode, tags }
+    }
+
+    /// The escape mode of this build.
+    pub fn escape_mode(&self) -> EscapeMode {
+        self.mode
+    }
+
+    /// Appends body text, escaped for this build's mode.
+    pub fn write_body(&self, out: &mut String, body: &str) {
+        escape::write_body(out, body, self.mode, self.tags);
+    }
+
+    /// Appends an attribute value (no quotes), escaped for this build's mode.
+    pub fn write_attribute(&self, out: &mut String, value: &str) {
+        escape::write_attribute(out, value, self.mode);
+    }
+
+    /// Appends `<tag a="v"…>\nBODY\n</tag>`, or `<tag a="v"…/>` when `body`
+    /// is empty or absent. Attributes whose value is `None` are omitted.
+    pub fn write_element(
+        &self,
+        out: &mut String,
+        tag: &str,
+        attributes: &[(&str, Option<&str>)],
+        body: Option<&str>,
+    ) {
+        self.write_open_tag(out, tag, attributes);
+        match body {
+            Some(body) if !body.is_empty() => {
+                out.push_str(">\n");
+                self.write_body(out, body);
+                out.push_str("\n</");
+                out.push_str(tag);
+                out.push('>');
+            }
+            _ => out.push_str("/>"),
+        }
+    }
+
+    /// Appends `<tag a="v"…` (unterminated), for elements with extra attributes.
+    pub fn write_open_tag(&self, out: &mut String, tag: &str, attributes: &[(&str, Option<&str>)]) {
+        out.push('<');
+        out.push_str(tag);
+        for (name, value) in attributes {
+            if let Some(value) = value {
+                out.push(' ');
+                out.push_str(name);
+                out.push_str("=\"");
+                self.write_attribute(out, value);
+                out.push('"');
+            }
+        }
+    }
+}
+
+/// A renderer made of closures; see [`RendererRegistry::register_fn`].
+pub struct FnRenderer<C, R> {
+    tags: Vec<String>,
+    role: Role,
+    can_render: C,
+    render: R,
+}
+
+impl<C, R> ChunkRenderer for FnRenderer<C, R>
+where
+    C: Fn(&MemoryChunk) -> bool + Send + Sync,
+    R: Fn(&MemoryChunk, &RenderContext<'_>, &mut String) + Send + Sync,
+{
+    fn can_render(&self, chunk: &MemoryChunk) -> bool {
+        (self.can_render)(chunk)
+    }
+
+    fn role(&self, _chunk: &MemoryChunk) -> Role {
+        self.role
+    }
+
+    fn render(&self, chunk: &MemoryChunk, ctx: &RenderContext<'_>, out: &mut String) {
+        (self.render)(chunk, ctx, out)
+    }
+
+    fn tags(&self) -> Vec<String> {
+        self.tags.clone()
+    }
+}
+
+/// The renderers of a build: custom ones first (latest registered first), then
+/// the defaults, which accept every chunk.
+#[derive(Clone)]
+pub struct RendererRegistry {
+    custom: Vec<Arc<dyn ChunkRenderer>>,
+    tags: TagSet,
+}
+
+impl Default for RendererRegistry {
+    fn default() -> Self {
+        RendererRegistry::new()
+    }
+}
+
+impl fmt::Debug for RendererRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RendererRegistry")
+            .field("custom_renderers", &self.custom.len())
+            .field("tags", &self.tags)
+            .finish()
+    }
+}
+
+impl RendererRegistry {
+    /// The default renderers only.
+    pub fn new() -> Self {
+        let mut tags = TagSet::default();
+        for tag in DefaultRenderer.tags() {
+            tags.insert(&tag);
+        }
+        RendererRegistry { custom: Vec::new(), tags }
+    }
+
+    /// Puts `renderer` ahead of every renderer registered so far.
+    pub fn register(&mut self, renderer: Arc<dyn ChunkRenderer>) -> &mut Self {
+        for tag in renderer.tags() {
+            self.tags.insert(&tag);
+        }
+        self.custom.insert(0, renderer);
+        self
+    }
+
+    /// Registers closures as a renderer whose chunks all take `role` and which
+    /// may emit `tags`.
+    pub fn register_fn<C, R>(&mut self, tags: &[&str], role: Role, can_render: C, render: R) -> &mut Self
+    where
+        C: Fn(&MemoryChunk) -> bool + Send + Sync + 'static,
+        R: Fn(&MemoryChunk, &RenderContext<'_>, &mut String) + Send + Sync + 'static,
+    {
+        let tags = tags.iter().map(|t| (*t).to_owned()).collect();
+        self.register(Arc::new(FnRenderer { tags, role, can_render, render }))
+    }
+
+    /// Declares a tag that bodies must not forge even though no renderer
+    /// advertises it (e.g. one the caller adds around the prompt).
+    pub fn protect_tag(&mut self, tag: &str) -> &mut Self {
+        self.tags.insert(tag);
+        self
+    }
+
+    /// The renderer that handles `chunk`.
+    pub fn renderer_for(&self, chunk: &MemoryChunk) -> &dyn ChunkRenderer {
+        self.custom
+            .iter()
+            .find(|r| r.can_render(chunk))
+            .map(|r| r.as_ref())
+            .unwrap_or(&DefaultRenderer)
+    }
+
+    pub(crate) fn tag_set(&self) -> &TagSet {
+        &self.tags
+    }
+}

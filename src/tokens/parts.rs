@@ -1,0 +1,127 @@
+//! Exact counts of text that is joined with separators after counting.
+//!
+//! A message is its parts (system prompt, chunks, markers) joined by a blank
+//! line, and which parts end up side by side depends on what the budget keeps.
+//! BPE merges across boundaries, so counts of parts do not simply add up. They
+//! do add up at a *clean cut*: a position right after `\n` whose next
+//! character is neither whitespace nor `/`. No pre-tokenizer piece of
+//! `cl100k_base` or `o200k_base` spans such a cut, and no piece before it
+//! looks past it (the README explains the argument; tests check sum ==
+//! recount). Every part is therefore counted as a head up to its last clean
+//! cut (once) and a short tail (twice: alone, and followed by the separator).
+
+use crate::tokens::TokenCounter;
+
+/// What parts of a message are joined with.
+pub(crate) const SEPARATOR: &str = "\n\n";
+
+/// A part of a message with its exact counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CountedText {
+    pub(crate) text: String,
+    head: usize,
+    tail_alone: usize,
+    tail_joined: usize,
+    /// Whether a separator before this part ends at a clean cut.
+    pub(crate) clean_start: bool,
+}
+
+impl CountedText {
+    pub(crate) fn new(text: String, counter: &dyn TokenCounter) -> Self {
+        let cut = last_clean_cut(&text);
+        let (head, tail) = text.split_at(cut);
+        let mut joined = String::with_capacity(tail.len() + SEPARATOR.len());
+        joined.push_str(tail);
+        joined.push_str(SEPARATOR);
+        CountedText {
+            head: counter.count(head),
+            tail_alone: counter.count(tail),
+            tail_joined: counter.count(&joined),
+            clean_start: starts_clean(&text),
+            text,
+        }
+    }
+
+    /// Tokens of the text alone (last in its message).
+    pub(crate) fn alone(&self) -> usize {
+        self.head + self.tail_alone
+    }
+
+    /// Tokens of the text followed by the separator.
+    pub(crate) fn joined(&self) -> usize {
+        self.head + self.tail_joined
+    }
+}
+
+/// Whether a separator followed by `text` ends at a clean cut.
+fn starts_clean(text: &str) -> bool {
+    text.chars().next().is_some_and(|c| !c.is_whitespace() && c != '/')
+}
+
+/// Byte offset of the last clean cut in `text`, or 0 if there is none.
+fn last_clean_cut(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let mut search_end = bytes.len();
+    while let Some(newline) = bytes[..search_end].iter().rposition(|&b| b == b'\n') {
+        if starts_clean(&text[newline + 1..]) {
+            return newline + 1;
+        }
+        search_end = newline;
+    }
+    0
+}
+
+/// Exact content tokens of `parts` joined by [`SEPARATOR`].
+pub(crate) fn joined_tokens(parts: &[&CountedText], counter: &dyn TokenCounter) -> usize {
+    let Some((last, rest)) = parts.split_last() else { return 0 };
+    if parts.iter().skip(1).all(|p| p.clean_start) {
+        rest.iter().map(|p| p.joined()).sum::<usize>() + last.alone()
+    } else {
+        // A custom renderer produced a part that BPE could merge with the
+        // separator before it: count the assembled text instead.
+        counter.count(&join(parts))
+    }
+}
+
+/// The parts' text joined by [`SEPARATOR`].
+pub(crate) fn join(parts: &[&CountedText]) -> String {
+    let len = parts.iter().map(|p| p.text.len() + SEPARATOR.len()).sum();
+    let mut out = String::with_capacity(len);
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push_str(SEPARATOR);
+        }
+        out.push_str(&part.text);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::{Encoding, TiktokenCounter};
+
+    #[test]
+    fn cuts_fall_after_a_newline_before_a_tag() {
+        assert_eq!(last_clean_cut("<a>\nbody\n</a>"), 9);
+        assert_eq!(last_clean_cut("<a/>"), 0);
+        assert_eq!(last_clean_cut("x\n /y\n/z"), 0);
+    }
+
+    #[test]
+    fn part_counts_add_up_to_the_recount() {
+        let texts = [
+            "system prompt ending in spaces  \n",
+            "<tool_result id=\"a\">\n{\"x\": 1}\n</tool_result>",
+            "<thinking id=\"t\"/>",
+            "<user_message id=\"u\">\nhi there.\n\n\n</user_message>",
+            "plain text with no tag at all",
+        ];
+        for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+            let counter = TiktokenCounter::new(encoding).unwrap();
+            let parts: Vec<_> = texts.iter().map(|t| CountedText::new((*t).into(), &counter)).collect();
+            let refs: Vec<_> = parts.iter().collect();
+            assert_eq!(joined_tokens(&refs, &counter), counter.count(&join(&refs)));
+        }
+    }
+}
