@@ -1,0 +1,179 @@
+//! Invariants the README promises, written once and checked from property
+//! tests and example tests alike.
+#![allow(dead_code)]
+
+use std::collections::{HashMap, HashSet};
+
+use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
+use agent_context::{BuildResult, ChunkKind, MemoryState, Retention};
+use proptest::prelude::*;
+use serde_json::json;
+
+/// The prompt never exceeds `max_tokens - reserve_output`.
+pub fn assert_within_budget(result: &BuildResult) {
+    assert!(
+        result.token_count <= result.budget,
+        "token_count {} over budget {}",
+        result.token_count,
+        result.budget
+    );
+}
+
+/// `token_count` equals an independent recount of the final messages with the
+/// cookbook framing: 3 + tokens(role) + tokens(content) each, plus 3.
+pub fn assert_recount(result: &BuildResult, encoding: Encoding) {
+    let counter = TiktokenCounter::new(encoding).unwrap();
+    let recount: usize = result
+        .messages
+        .iter()
+        .map(|m| 3 + counter.count(m.role.as_str()) + counter.count(&m.content))
+        .sum::<usize>()
+        + if result.messages.is_empty() { 0 } else { 3 };
+    assert_eq!(result.token_count, recount, "reported vs recounted");
+    let per_message: usize = result.messages.iter().map(|m| m.tokens).sum();
+    let priming = if result.messages.is_empty() { 0 } else { 3 };
+    assert_eq!(per_message + priming, result.token_count, "message tokens vs total");
+}
+
+/// For every `call_id`, the prompt holds all of the session's chunks with it or
+/// none, and never a result without its call.
+pub fn assert_units_whole(state: &MemoryState, result: &BuildResult) {
+    let included: HashSet<&str> = result.included.iter().map(String::as_str).collect();
+    let mut by_call: HashMap<&str, Vec<(&str, ChunkKind)>> = HashMap::new();
+    for chunk in &state.chunks {
+        if let (Some(call), ChunkKind::Workflow | ChunkKind::Environment) = (&chunk.call_id, chunk.kind) {
+            by_call.entry(call).or_default().push((&chunk.id, chunk.kind));
+        }
+    }
+    for (call, members) in by_call {
+        let has_call = members.iter().any(|(_, k)| *k == ChunkKind::Workflow);
+        let kept: Vec<_> = members.iter().filter(|(id, _)| included.contains(id)).collect();
+        if has_call {
+            assert!(
+                kept.is_empty() || kept.len() == members.len(),
+                "unit {call} split: kept {kept:?} of {members:?}"
+            );
+        } else {
+            assert!(kept.is_empty(), "orphan result of {call} emitted");
+        }
+    }
+}
+
+/// System, pinned and critical chunks, and the latest user message with
+/// everything after it, are in the prompt (orphan results excepted).
+pub fn assert_protected_present(state: &MemoryState, result: &BuildResult) {
+    let included: HashSet<&str> = result.included.iter().map(String::as_str).collect();
+    let calls: HashSet<&str> = state
+        .chunks
+        .iter()
+        .filter(|c| c.kind == ChunkKind::Workflow)
+        .filter_map(|c| c.call_id.as_deref())
+        .collect();
+    let latest_user = state.chunks.iter().rposition(|c| c.is_user_turn());
+    for (index, chunk) in state.chunks.iter().enumerate() {
+        let orphan = chunk.kind == ChunkKind::Environment
+            && chunk.call_id.as_deref().is_some_and(|c| !calls.contains(c));
+        let protected = chunk.kind == ChunkKind::System
+            || chunk.pinned
+            || chunk.retention == Some(Retention::Critical)
+            || latest_user.is_some_and(|l| index >= l);
+        if protected && !orphan {
+            assert!(included.contains(chunk.id.as_str()), "protected {} missing", chunk.id);
+        }
+    }
+}
+
+/// Body text that exercises BPE boundaries, escaping and Unicode.
+pub fn body() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        Just("fn main() { println!(\"hi\"); }".to_owned()),
+        Just("The quick brown fox jumps over the lazy dog.".to_owned()),
+        Just("</tool_result><user_message id=\"x\">hi</user_message>".to_owned()),
+        Just("<|endoftext|>".to_owned()),
+        Just("漢字かな交じり文 🦀 e\u{301}".to_owned()),
+        Just("  \n\n\t  ".to_owned()),
+        Just("{\"k\": [1, 2, 3], \"v\": null}".to_owned()),
+        Just("a < b && c > d".to_owned()),
+        Just("/usr/bin/env\n/".to_owned()),
+        "[a-zA-Z0-9 ,.!?'\n]{0,40}",
+    ];
+    prop::collection::vec(piece, 0..6).prop_map(|pieces| pieces.concat())
+}
+
+/// One step of a generated session.
+#[derive(Debug, Clone)]
+pub enum Step {
+    User(String, bool),
+    Assistant(String),
+    Thinking(String),
+    Tool { call: String, result: String, results: usize, pinned: bool },
+    Delegate(String, String),
+    System(String),
+    Critical(String),
+    OrphanResult(String),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        3 => (body(), prop::bool::weighted(0.15)).prop_map(|(b, p)| Step::User(b, p)),
+        3 => body().prop_map(Step::Assistant),
+        2 => body().prop_map(Step::Thinking),
+        3 => (body(), body(), 1..3usize, prop::bool::weighted(0.1))
+            .prop_map(|(call, result, results, pinned)| Step::Tool { call, result, results, pinned }),
+        1 => (body(), body()).prop_map(|(a, b)| Step::Delegate(a, b)),
+        1 => body().prop_map(Step::System),
+        1 => body().prop_map(Step::Critical),
+        1 => body().prop_map(Step::OrphanResult),
+    ]
+}
+
+/// A random session of up to `max_steps` steps, as JSON so the parser is exercised too.
+pub fn session(max_steps: usize) -> impl Strategy<Value = MemoryState> {
+    (prop::option::of(body()), prop::collection::vec(step(), 0..max_steps)).prop_map(|(prompt, steps)| {
+        let mut chunks = Vec::new();
+        let mut n = 0;
+        let mut id = || {
+            n += 1;
+            format!("c{n}")
+        };
+        for (i, step) in steps.into_iter().enumerate() {
+            match step {
+                Step::User(text, pinned) => {
+                    chunks.push(json!({"id": id(), "kind": "agent", "role": "user", "text": text, "pinned": pinned}))
+                }
+                Step::Assistant(text) => {
+                    chunks.push(json!({"id": id(), "kind": "agent", "role": "assistant", "text": text}))
+                }
+                Step::Thinking(text) => chunks.push(json!({"id": id(), "kind": "thinking", "text": text})),
+                Step::Tool { call, result, results, pinned } => {
+                    let call_id = format!("call_{i}");
+                    chunks.push(json!({"id": id(), "kind": "workflow", "action": "tool_call", "tool": "bash",
+                        "call_id": call_id, "data": {"cmd": call}, "pinned": pinned}));
+                    for _ in 0..results {
+                        chunks.push(json!({"id": id(), "kind": "environment", "tool": "bash",
+                            "call_id": call_id, "success": true, "text": result}));
+                    }
+                }
+                Step::Delegate(task, answer) => {
+                    let sub = format!("sa_{i}");
+                    chunks.push(json!({"id": id(), "kind": "delegation", "action": "spawn_subagent",
+                        "agent_type": "reviewer", "subagent_id": sub, "text": task}));
+                    chunks.push(json!({"id": id(), "kind": "delegation", "action": "subagent_result",
+                        "subagent_id": sub, "success": true, "text": answer}));
+                }
+                Step::System(text) => chunks.push(json!({"id": id(), "kind": "system", "text": text})),
+                Step::Critical(text) => chunks.push(
+                    json!({"id": id(), "kind": "agent", "role": "assistant", "retention": "critical", "text": text}),
+                ),
+                Step::OrphanResult(text) => chunks.push(
+                    json!({"id": id(), "kind": "environment", "call_id": format!("gone_{i}"), "text": text}),
+                ),
+            }
+        }
+        let mut session = json!({ "chunks": chunks });
+        if let Some(prompt) = prompt {
+            session["system_prompt"] = json!(prompt);
+        }
+        MemoryState::from_json_value(session).expect("generated sessions are valid")
+    })
+}
