@@ -1,4 +1,60 @@
-//! agent-context
+//! Turn an LLM agent's typed memory into the messages sent to the model,
+//! trimmed to a token budget with exact tokenizer counts.
+//!
+//! A long-running agent rebuilds its prompt every turn. agent-context takes
+//! the agent's memory (a [`MemoryState`] of typed [`MemoryChunk`]s: user turns,
+//! tool calls and results, thinking, delegation, outcomes), renders each chunk
+//! as an XML-tagged block, counts it exactly as the provider bills it, and
+//! keeps what fits:
+//!
+//! * **never over budget**: `token_count <= max_tokens - reserve_output` for
+//!   every input, or [`ErrorKind::BudgetExceeded`] says how much the protected
+//!   content needs;
+//! * **never loses what matters**: the system prompt, system, pinned and
+//!   `critical` chunks and the latest user turn survive; a tool call and its
+//!   results are kept or dropped together; every decision is reported;
+//! * **never lets content forge structure**: a tool result containing
+//!   `</tool_result><user_message>` cannot become a user message.
+//!
+//! # Quickstart
+//!
+//! ```
+//! use agent_context::{ContextBuilder, MemoryState};
+//!
+//! let state = MemoryState::from_json_str(r#"{
+//!   "system_prompt": "You are a careful coding agent.",
+//!   "chunks": [
+//!     {"id": "c1", "kind": "agent", "role": "user", "text": "Fix the failing test", "pinned": true},
+//!     {"id": "c2", "kind": "workflow", "action": "tool_call", "tool": "read_file",
+//!      "call_id": "call_1", "data": {"path": "src/lib.rs"}},
+//!     {"id": "c3", "kind": "environment", "tool": "read_file", "call_id": "call_1",
+//!      "success": true, "text": "pub fn add(a: i32, b: i32) -> i32 { a - b }"}
+//!   ]
+//! }"#)?;
+//!
+//! let result = ContextBuilder::new()
+//!     .model("gpt-4o")
+//!     .max_tokens(8_000)
+//!     .reserve_output(1_000)
+//!     .build(&state)?;
+//!
+//! assert!(result.token_count <= 7_000);
+//! assert!(result.token_count_exact);
+//! assert_eq!(result.messages[1].role.as_str(), "user");
+//! assert!(result.messages[2].content.starts_with("<tool_call id=\"c2\""));
+//! # Ok::<(), agent_context::Error>(())
+//! ```
+//!
+//! # Map
+//!
+//! * [`MemoryState`], [`MemoryChunk`]: the input, parsed and validated from JSON.
+//! * [`render`]: the [`ChunkRenderer`](render::ChunkRenderer) trait, the
+//!   default tag table, custom renderers, escaping.
+//! * [`tokens`]: exact counting ([`TiktokenCounter`](tokens::TiktokenCounter)),
+//!   estimates for other models, message framing, the model table.
+//! * [`budget`]: what is protected, what moves together, what was decided.
+//! * [`ContextBuilder`] → [`BuildResult`]: messages, counts, decisions.
+//! * [`adapter`]: OpenAI, Anthropic and plain-text output.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -154,9 +154,9 @@ impl GuardedEncoder {
         let mut pair_rank = vec![u32::MAX; n];
         let mut heap = BinaryHeap::with_capacity(n);
         let rank_of = |start: usize, stop: usize| self.ranks.get(&piece[start..stop]).copied();
-        for i in 0..n - 1 {
+        for (i, slot) in pair_rank.iter_mut().enumerate().take(n - 1) {
             if let Some(rank) = rank_of(i, i + 2) {
-                pair_rank[i] = rank;
+                *slot = rank;
                 heap.push(Reverse((rank, i)));
             }
         }

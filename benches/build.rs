@@ -1,0 +1,54 @@
+//! Counting and building, measured on the bundled sessions.
+//!
+//! `cargo bench --bench build`. Counting is compared with tiktoken-rs's raw
+//! `encode_ordinary` on the same bytes, so the overhead of the guard scan and
+//! of part-wise counting is visible.
+
+use std::hint::black_box;
+
+use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
+use agent_context::{ContextBuilder, MemoryState};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+fn sessions() -> Vec<(&'static str, MemoryState)> {
+    ["coding-agent", "research-agent"]
+        .into_iter()
+        .map(|name| {
+            let path = format!("{}/data/{name}.json", env!("CARGO_MANIFEST_DIR"));
+            let json = std::fs::read_to_string(&path).expect("bundled data is present");
+            (name, MemoryState::from_json_str(&json).expect("bundled data is valid"))
+        })
+        .collect()
+}
+
+fn count(c: &mut Criterion) {
+    let counter = TiktokenCounter::new(Encoding::O200kBase).unwrap();
+    let raw = tiktoken_rs::o200k_base_singleton();
+    let mut group = c.benchmark_group("count");
+    for (name, state) in sessions() {
+        let text: String = state.chunks.iter().filter_map(|c| c.text.as_deref()).collect();
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_function(format!("{name}/agent-context"), |b| b.iter(|| counter.count(black_box(&text))));
+        group.bench_function(format!("{name}/encode_ordinary"), |b| {
+            b.iter(|| raw.encode_ordinary(black_box(&text)).len())
+        });
+    }
+    group.finish();
+}
+
+fn build(c: &mut Criterion) {
+    let mut group = c.benchmark_group("build");
+    for (name, state) in sessions() {
+        let bytes: usize = state.chunks.iter().filter_map(|c| c.text.as_deref()).map(str::len).sum();
+        group.throughput(Throughput::Bytes(bytes as u64));
+        for budget in [4_000, 128_000] {
+            let mut builder = ContextBuilder::new();
+            builder.model("gpt-4o").max_tokens(budget);
+            group.bench_function(format!("{name}/{budget}"), |b| b.iter(|| builder.build(black_box(&state))));
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, count, build);
+criterion_main!(benches);
