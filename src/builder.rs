@@ -168,7 +168,17 @@ impl ContextBuilder {
         self.check_included_ids(state)?;
 
         let ctx = RenderContext::new(self.escape, self.renderers.tag_set());
-        let selected: Vec<bool> = state.chunks.iter().map(|c| self.selects(c.kind, &c.id)).collect();
+        let only_ids: Option<FxHashSet<&str>> =
+            self.include_ids.as_ref().map(|ids| ids.iter().map(String::as_str).collect());
+        let selected: Vec<bool> = state
+            .chunks
+            .iter()
+            .map(|c| {
+                self.include_kinds.as_ref().is_none_or(|kinds| kinds.contains(&c.kind))
+                    && !self.exclude_kinds.contains(&c.kind)
+                    && only_ids.as_ref().is_none_or(|ids| ids.contains(c.id.as_str()))
+            })
+            .collect();
         let calls: FxHashSet<&str> = state
             .chunks
             .iter()
@@ -321,12 +331,6 @@ impl ContextBuilder {
             .into()),
             None => Ok(()),
         }
-    }
-
-    fn selects(&self, kind: ChunkKind, id: &str) -> bool {
-        self.include_kinds.as_ref().is_none_or(|kinds| kinds.contains(&kind))
-            && !self.exclude_kinds.contains(&kind)
-            && self.include_ids.as_ref().is_none_or(|ids| ids.iter().any(|i| i == id))
     }
 
     /// The system prompt is the caller's own text, kept raw except in `xml`

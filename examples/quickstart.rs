@@ -1,0 +1,26 @@
+//! Build the bundled coding-agent session into an 8,000-token window and print
+//! what went where: `cargo run --example quickstart`.
+
+use agent_context::{ContextBuilder, MemoryState};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/coding-agent.json");
+    let state = MemoryState::from_json_str(&std::fs::read_to_string(path)?)?;
+    let result = ContextBuilder::new()
+        .model("gpt-4o")
+        .max_tokens(8_000)
+        .reserve_output(1_000)
+        .build(&state)?;
+    for message in &result.messages {
+        println!(
+            "{:<9} {:>5} tokens  {} chunks",
+            message.role.as_str(),
+            message.tokens,
+            message.chunk_ids.len()
+        );
+    }
+    println!("total {} of {} tokens (exact: {})", result.token_count, result.budget, result.token_count_exact);
+    let request = agent_context::adapter::openai(&result);
+    println!("{} messages ready for the OpenAI chat API", request["messages"].as_array().map_or(0, Vec::len));
+    Ok(())
+}
