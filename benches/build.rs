@@ -16,7 +16,10 @@ fn sessions() -> Vec<(&'static str, MemoryState)> {
         .map(|name| {
             let path = format!("{}/data/{name}.json", env!("CARGO_MANIFEST_DIR"));
             let json = std::fs::read_to_string(&path).expect("bundled data is present");
-            (name, MemoryState::from_json_str(&json).expect("bundled data is valid"))
+            (
+                name,
+                MemoryState::from_json_str(&json).expect("bundled data is valid"),
+            )
         })
         .collect()
 }
@@ -26,9 +29,15 @@ fn count(c: &mut Criterion) {
     let raw = tiktoken_rs::o200k_base_singleton();
     let mut group = c.benchmark_group("count");
     for (name, state) in sessions() {
-        let text: String = state.chunks.iter().filter_map(|c| c.text.as_deref()).collect();
+        let text: String = state
+            .chunks
+            .iter()
+            .filter_map(|c| c.text.as_deref())
+            .collect();
         group.throughput(Throughput::Bytes(text.len() as u64));
-        group.bench_function(format!("{name}/agent-context"), |b| b.iter(|| counter.count(black_box(&text))));
+        group.bench_function(format!("{name}/agent-context"), |b| {
+            b.iter(|| counter.count(black_box(&text)))
+        });
         group.bench_function(format!("{name}/encode_ordinary"), |b| {
             b.iter(|| raw.encode_ordinary(black_box(&text)).len())
         });
@@ -39,12 +48,19 @@ fn count(c: &mut Criterion) {
 fn build(c: &mut Criterion) {
     let mut group = c.benchmark_group("build");
     for (name, state) in sessions() {
-        let bytes: usize = state.chunks.iter().filter_map(|c| c.text.as_deref()).map(str::len).sum();
+        let bytes: usize = state
+            .chunks
+            .iter()
+            .filter_map(|c| c.text.as_deref())
+            .map(str::len)
+            .sum();
         group.throughput(Throughput::Bytes(bytes as u64));
         for budget in [4_000, 128_000] {
             let mut builder = ContextBuilder::new();
             builder.model("gpt-4o").max_tokens(budget);
-            group.bench_function(format!("{name}/{budget}"), |b| b.iter(|| builder.build(black_box(&state))));
+            group.bench_function(format!("{name}/{budget}"), |b| {
+                b.iter(|| builder.build(black_box(&state)))
+            });
         }
     }
     group.finish();

@@ -19,8 +19,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             message.chunk_ids.len()
         );
     }
-    println!("total {} of {} tokens (exact: {})", result.token_count, result.budget, result.token_count_exact);
+    println!(
+        "total {} of {} tokens (exact: {})",
+        result.token_count, result.budget, result.token_count_exact
+    );
     let request = agent_context::adapter::openai(&result);
-    println!("{} messages ready for the OpenAI chat API", request["messages"].as_array().map_or(0, Vec::len));
+    println!(
+        "{} messages ready for the OpenAI chat API",
+        request["messages"].as_array().map_or(0, Vec::len)
+    );
     Ok(())
 }

@@ -165,18 +165,31 @@ impl ContextBuilder {
         let counter = counter.as_ref();
         let mut warnings = Vec::new();
         let (max_tokens, available) = self.budget(&mut warnings)?;
+        if !counter.is_exact() && self.counter.is_none() {
+            warnings.push(format!(
+                "no public tokenizer for model {:?}: counts are estimates ({})",
+                self.model,
+                counter.encoding_name()
+            ));
+        }
         self.check_included_ids(state)?;
 
         let ctx = RenderContext::new(self.escape, self.renderers.tag_set());
-        let only_ids: Option<FxHashSet<&str>> =
-            self.include_ids.as_ref().map(|ids| ids.iter().map(String::as_str).collect());
+        let only_ids: Option<FxHashSet<&str>> = self
+            .include_ids
+            .as_ref()
+            .map(|ids| ids.iter().map(String::as_str).collect());
         let selected: Vec<bool> = state
             .chunks
             .iter()
             .map(|c| {
-                self.include_kinds.as_ref().is_none_or(|kinds| kinds.contains(&c.kind))
+                self.include_kinds
+                    .as_ref()
+                    .is_none_or(|kinds| kinds.contains(&c.kind))
                     && !self.exclude_kinds.contains(&c.kind)
-                    && only_ids.as_ref().is_none_or(|ids| ids.contains(c.id.as_str()))
+                    && only_ids
+                        .as_ref()
+                        .is_none_or(|ids| ids.contains(c.id.as_str()))
             })
             .collect();
         let calls: FxHashSet<&str> = state
@@ -188,9 +201,15 @@ impl ContextBuilder {
             .collect();
 
         let mut system = Vec::new();
-        let prompt = self.system_prompt.as_deref().or(state.system_prompt.as_deref());
+        let prompt = self
+            .system_prompt
+            .as_deref()
+            .or(state.system_prompt.as_deref());
         if let Some(prompt) = prompt.filter(|p| !p.is_empty()) {
-            system.push(CountedText::new(self.system_prompt_text(prompt, &ctx), counter));
+            system.push(CountedText::new(
+                self.system_prompt_text(prompt, &ctx),
+                counter,
+            ));
         }
         let mut system_chunks = Vec::new();
         let mut items = Vec::new();
@@ -201,7 +220,9 @@ impl ContextBuilder {
                 kind: chunk.kind,
                 tokens: 0,
                 protected: false,
-                decision: Decision::Dropped { reason: DropReason::Filtered },
+                decision: Decision::Dropped {
+                    reason: DropReason::Filtered,
+                },
             };
             if selected[index] {
                 let renderer = self.renderers.renderer_for(chunk);
@@ -211,21 +232,30 @@ impl ContextBuilder {
                 decision.tokens = part.alone();
                 let role = renderer.role(chunk);
                 if crate::budget::is_orphan_result(chunk, &calls) {
-                    decision.decision = Decision::Dropped { reason: DropReason::Orphan };
+                    decision.decision = Decision::Dropped {
+                        reason: DropReason::Orphan,
+                    };
                 } else if role == Role::System {
                     decision.protected = true;
                     decision.decision = Decision::Kept;
                     system.push(part);
                     system_chunks.push(index);
                 } else {
-                    let protected =
-                        chunk.pinned || chunk.retention == Some(Retention::Critical);
-                    items.push(Item { chunk: index, role, part, protected });
+                    let protected = chunk.pinned || chunk.retention == Some(Retention::Critical);
+                    items.push(Item {
+                        chunk: index,
+                        role,
+                        part,
+                        protected,
+                    });
                 }
             }
             decisions.push(decision);
         }
-        if let Some(latest) = items.iter().rposition(|i| state.chunks[i.chunk].is_user_turn()) {
+        if let Some(latest) = items
+            .iter()
+            .rposition(|i| state.chunks[i.chunk].is_user_turn())
+        {
             items[latest..].iter_mut().for_each(|i| i.protected = true);
         }
         let units = group_units(&mut items, &state.chunks);
@@ -241,25 +271,31 @@ impl ContextBuilder {
             available,
             history_start: CountedText::new(format!("<{HISTORY_START_TAG}/>"), counter),
         };
-        let layout = planner.plan().map_err(|required| ErrorKind::BudgetExceeded {
-            required,
-            available,
-            max_tokens,
-            reserve_output: self.reserve_output,
-        })?;
+        let layout = planner
+            .plan()
+            .map_err(|required| ErrorKind::BudgetExceeded {
+                required,
+                available,
+                max_tokens,
+                reserve_output: self.reserve_output,
+            })?;
 
         for (i, item) in items.iter().enumerate() {
             let decision = &mut decisions[item.chunk];
             decision.protected = item.protected;
             decision.decision = if layout.dropped[i] {
-                Decision::Dropped { reason: DropReason::Budget }
+                Decision::Dropped {
+                    reason: DropReason::Budget,
+                }
             } else {
                 Decision::Kept
             };
         }
         let messages = assemble(&planner, &layout, &system_chunks, state);
-        let included: Vec<String> =
-            messages.iter().flat_map(|m| m.chunk_ids.iter().cloned()).collect();
+        let included: Vec<String> = messages
+            .iter()
+            .flat_map(|m| m.chunk_ids.iter().cloned())
+            .collect();
         let excluded = decisions
             .iter()
             .filter(|d| d.decision != Decision::Kept)
@@ -300,7 +336,8 @@ impl ContextBuilder {
                 return Err(ErrorKind::Option {
                     option: "max_tokens".into(),
                     message: format!(
-                        "the context window of model {:?} is unknown; set max_tokens",
+                        "the context window of model {:?} is unknown; set max_tokens \
+                         (--max-tokens)",
                         self.model
                     ),
                 }
@@ -311,7 +348,8 @@ impl ContextBuilder {
             return Err(ErrorKind::Option {
                 option: "reserve_output".into(),
                 message: format!(
-                    "reserve_output {} leaves no room in max_tokens {max_tokens}",
+                    "reserve_output {} (--reserve) leaves no room in max_tokens {max_tokens} \
+                     (--max-tokens)",
                     self.reserve_output
                 ),
             }
@@ -321,7 +359,9 @@ impl ContextBuilder {
     }
 
     fn check_included_ids(&self, state: &MemoryState) -> Result<()> {
-        let Some(ids) = &self.include_ids else { return Ok(()) };
+        let Some(ids) = &self.include_ids else {
+            return Ok(());
+        };
         let known: FxHashSet<&str> = state.chunks.iter().map(|c| c.id.as_str()).collect();
         match ids.iter().find(|id| !known.contains(id.as_str())) {
             Some(missing) => Err(ErrorKind::Option {
@@ -359,7 +399,10 @@ fn assemble(
         messages.push(ContextMessage {
             role: Role::System,
             content: join(&parts),
-            chunk_ids: system_chunks.iter().map(|&i| state.chunks[i].id.clone()).collect(),
+            chunk_ids: system_chunks
+                .iter()
+                .map(|&i| state.chunks[i].id.clone())
+                .collect(),
             tokens: planner.message_tokens(Role::System, &parts),
         });
     }

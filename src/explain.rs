@@ -12,22 +12,46 @@ impl BuildResult {
     /// Each chunk's kind, tokens and decision, then a bar of the window by kind.
     pub fn explain(&self) -> String {
         let mut out = String::new();
-        let exact = if self.token_count_exact { "exact" } else { "estimate" };
+        let exact = if self.token_count_exact {
+            "exact"
+        } else {
+            "estimate"
+        };
         let _ = writeln!(
             out,
             "{}: {} of {} tokens ({exact}, {}); max_tokens {}, reserve {}",
-            self.model, self.token_count, self.budget, self.encoding, self.max_tokens,
+            self.model,
+            self.token_count,
+            self.budget,
+            self.encoding,
+            self.max_tokens,
             self.reserve_output
         );
-        let id_width = self.decisions.iter().map(|d| d.id.len()).max().unwrap_or(2).clamp(2, 24);
-        let _ = writeln!(out, "  {:<id_width$}  {:<11}  {:>8}  decision", "id", "kind", "tokens");
+        let id_width = self
+            .decisions
+            .iter()
+            .map(|d| d.id.len())
+            .max()
+            .unwrap_or(2)
+            .clamp(2, 24);
+        let _ = writeln!(
+            out,
+            "  {:<id_width$}  {:<11}  {:>8}  decision",
+            "id", "kind", "tokens"
+        );
         for d in &self.decisions {
             let what = match d.decision {
                 Decision::Kept if d.protected => "kept (protected)".to_owned(),
                 Decision::Kept => "kept".to_owned(),
                 Decision::Dropped { reason } => format!("dropped ({})", reason_name(reason)),
             };
-            let _ = writeln!(out, "  {:<id_width$}  {:<11}  {:>8}  {what}", d.id, d.kind.as_str(), d.tokens);
+            let _ = writeln!(
+                out,
+                "  {:<id_width$}  {:<11}  {:>8}  {what}",
+                d.id,
+                d.kind.as_str(),
+                d.tokens
+            );
         }
         if let Some(elided) = self.elided {
             let _ = writeln!(
@@ -35,7 +59,11 @@ impl BuildResult {
                 "  elided {} chunks, {} tokens{}",
                 elided.chunks,
                 elided.tokens,
-                if elided.marker { "" } else { " (no room for the marker)" }
+                if elided.marker {
+                    ""
+                } else {
+                    " (no room for the marker)"
+                }
             );
         }
         for warning in &self.warnings {
@@ -78,7 +106,10 @@ impl BuildResult {
         let _ = writeln!(out, "window [{bar}]");
         for (letter, name, tokens) in segments.into_iter().filter(|s| s.2 > 0) {
             let percent = tokens as f64 * 100.0 / window as f64;
-            let _ = writeln!(out, "  {letter} {name:<28} {tokens:>8} tokens {percent:>5.1}%");
+            let _ = writeln!(
+                out,
+                "  {letter} {name:<28} {tokens:>8} tokens {percent:>5.1}%"
+            );
         }
     }
 }

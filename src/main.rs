@@ -4,7 +4,9 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use agent_context::tokens::{Framing, counter_for_model};
-use agent_context::{ContextBuilder, DEFAULT_MODEL, ErrorKind, MemoryState, adapter, render::EscapeMode};
+use agent_context::{
+    ContextBuilder, DEFAULT_MODEL, ErrorKind, MemoryState, adapter, render::EscapeMode,
+};
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// Turn an agent's typed memory into budgeted LLM messages with exact token counts.
@@ -90,8 +92,14 @@ enum OutputArg {
 
 fn parse_kind(name: &str) -> Result<agent_context::ChunkKind, String> {
     agent_context::ChunkKind::from_name(name).ok_or_else(|| {
-        let names: Vec<_> = agent_context::ChunkKind::ALL.iter().map(|k| k.as_str()).collect();
-        format!("unknown kind {name:?}; expected one of: {}", names.join(", "))
+        let names: Vec<_> = agent_context::ChunkKind::ALL
+            .iter()
+            .map(|k| k.as_str())
+            .collect();
+        format!(
+            "unknown kind {name:?}; expected one of: {}",
+            names.join(", ")
+        )
     })
 }
 
@@ -163,6 +171,10 @@ fn build(args: BuildArgs) -> agent_context::Result<String> {
     let result = builder.build(&state)?;
     if args.explain {
         eprint!("{}", result.explain());
+    } else {
+        for warning in &result.warnings {
+            eprintln!("warning: {warning}");
+        }
     }
     Ok(match args.output {
         OutputArg::Report => pretty(&serde_json::to_value(&result).unwrap_or_default()),
@@ -202,13 +214,19 @@ fn read_input(file: &str) -> agent_context::Result<String> {
     } else {
         (format!("reading {file}"), std::fs::read(file))
     };
-    let bytes = bytes.map_err(|source| ErrorKind::Io { context: context.clone(), source })?;
+    let bytes = bytes.map_err(|source| ErrorKind::Io {
+        context: context.clone(),
+        source,
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         ErrorKind::Io {
             context,
             source: std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
-                format!("not UTF-8: invalid byte at offset {}", e.utf8_error().valid_up_to()),
+                format!(
+                    "not UTF-8: invalid byte at offset {}",
+                    e.utf8_error().valid_up_to()
+                ),
             ),
         }
         .into()

@@ -191,7 +191,9 @@ impl MemoryChunk {
 
     /// An `agent` chunk spoken by `role`.
     pub fn agent(id: impl Into<String>, role: Role, text: impl Into<String>) -> Self {
-        MemoryChunk::new(id, ChunkKind::Agent).with_role(role).with_text(text)
+        MemoryChunk::new(id, ChunkKind::Agent)
+            .with_role(role)
+            .with_text(text)
     }
 
     /// Sets the text body.
@@ -294,9 +296,19 @@ impl MemoryState {
     /// [`ErrorKind::Session`] or [`ErrorKind::Chunk`] (naming the chunk's index,
     /// id and field) for a schema violation.
     pub fn from_json_str(json: &str) -> Result<MemoryState> {
+        if json.trim().is_empty() {
+            return Err(ErrorKind::Json {
+                line: 1,
+                column: 1,
+                message: "the input is empty; expected a session object".into(),
+            }
+            .into());
+        }
+        // serde_json reports column 0 at the very start of a line (an input
+        // that ends right after a newline); columns here are 1-based.
         let value: Value = serde_json::from_str(json).map_err(|e| ErrorKind::Json {
             line: e.line(),
-            column: e.column(),
+            column: e.column().max(1),
             message: strip_position(&e.to_string()),
         })?;
         MemoryState::from_json_value(value)
@@ -323,7 +335,10 @@ impl MemoryState {
         for (index, chunk) in self.chunks.iter().enumerate() {
             let fail = |field: &str, message: String| {
                 ErrorKind::Chunk {
-                    location: ChunkLocation { index, id: Some(chunk.id.clone()) },
+                    location: ChunkLocation {
+                        index,
+                        id: Some(chunk.id.clone()),
+                    },
                     field: field.to_owned(),
                     message,
                 }
@@ -333,7 +348,10 @@ impl MemoryState {
                 return Err(fail("id", "must be a non-empty string".into()));
             }
             if !seen.insert(chunk.id.as_str()) {
-                return Err(fail("id", "duplicate id: every chunk id must be unique".into()));
+                return Err(fail(
+                    "id",
+                    "duplicate id: every chunk id must be unique".into(),
+                ));
             }
             match (chunk.kind, chunk.role) {
                 (ChunkKind::Agent, None) => {
@@ -363,7 +381,10 @@ impl MemoryState {
                 _ => {}
             }
             if chunk.text.is_some() && chunk.data.is_some() {
-                return Err(fail("data", "give either \"text\" or \"data\", not both".into()));
+                return Err(fail(
+                    "data",
+                    "give either \"text\" or \"data\", not both".into(),
+                ));
             }
         }
         Ok(())

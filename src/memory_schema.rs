@@ -12,19 +12,45 @@ use crate::memory::{ChunkKind, JsonObject, MemoryChunk, MemoryState, Retention, 
 const SESSION_FIELDS: &[&str] = &["id", "system_prompt", "fragments", "chunks"];
 
 const CHUNK_FIELDS: &[&str] = &[
-    "id", "kind", "role", "action", "text", "data", "tool", "call_id", "success", "agent_type",
-    "subagent_id", "source", "status", "reason", "error", "priority", "pinned", "retention",
-    "created_at", "custom",
+    "id",
+    "kind",
+    "role",
+    "action",
+    "text",
+    "data",
+    "tool",
+    "call_id",
+    "success",
+    "agent_type",
+    "subagent_id",
+    "source",
+    "status",
+    "reason",
+    "error",
+    "priority",
+    "pinned",
+    "retention",
+    "created_at",
+    "custom",
 ];
 
 pub(crate) fn session_from_value(value: Value) -> Result<MemoryState> {
     let Value::Object(mut object) = value else {
-        return Err(session_error("(root)", format!("expected an object, found {}", type_name(&value))));
+        return Err(session_error(
+            "(root)",
+            format!("expected an object, found {}", type_name(&value)),
+        ));
     };
-    if let Some(field) = object.keys().find(|k| !SESSION_FIELDS.contains(&k.as_str())) {
+    if let Some(field) = object
+        .keys()
+        .find(|k| !SESSION_FIELDS.contains(&k.as_str()))
+    {
         return Err(session_error(
             field,
-            format!("unknown field; expected one of: {}", SESSION_FIELDS.join(", ")),
+            format!(
+                "unknown field; expected one of: {}",
+                SESSION_FIELDS.join(", ")
+            ),
         ));
     }
     let id = optional_session_string(&mut object, "id")?;
@@ -61,7 +87,11 @@ pub(crate) fn session_from_value(value: Value) -> Result<MemoryState> {
             ));
         }
     };
-    let state = MemoryState { id, system_prompt, chunks };
+    let state = MemoryState {
+        id,
+        system_prompt,
+        chunks,
+    };
     state.validate()?;
     Ok(state)
 }
@@ -76,7 +106,10 @@ pub(crate) fn chunk_from_value(index: usize, value: Value) -> Result<MemoryChunk
         .into());
     };
     let id = object.get("id").and_then(Value::as_str).map(str::to_owned);
-    let mut fields = ChunkFields { object: &mut object, location: ChunkLocation { index, id } };
+    let mut fields = ChunkFields {
+        object: &mut object,
+        location: ChunkLocation { index, id },
+    };
     fields.reject_unknown()?;
 
     let id = fields.required_string("id")?;
@@ -86,15 +119,26 @@ pub(crate) fn chunk_from_value(index: usize, value: Value) -> Result<MemoryChunk
     let kind_name = fields.required_string("kind")?;
     let kind = ChunkKind::from_name(&kind_name).ok_or_else(|| {
         let names: Vec<_> = ChunkKind::ALL.iter().map(|k| k.as_str()).collect();
-        fields.error("kind", format!("unknown kind {kind_name:?}; expected one of: {}", names.join(", ")))
+        fields.error(
+            "kind",
+            format!(
+                "unknown kind {kind_name:?}; expected one of: {}",
+                names.join(", ")
+            ),
+        )
     })?;
     let mut chunk = MemoryChunk::new(id, kind);
     chunk.role = match fields.optional_string("role")?.as_deref() {
         None => None,
         Some("user") => Some(Role::User),
         Some("assistant") => Some(Role::Assistant),
+        // Parsed so that validation can say what to use instead.
+        Some("system") => Some(Role::System),
         Some(other) => {
-            return Err(fields.error("role", format!("unknown role {other:?}; expected \"user\" or \"assistant\"")));
+            return Err(fields.error(
+                "role",
+                format!("unknown role {other:?}; expected \"user\" or \"assistant\""),
+            ));
         }
     };
     chunk.action = fields.optional_string("action")?;
@@ -151,10 +195,17 @@ struct ChunkFields<'a> {
 
 impl ChunkFields<'_> {
     fn reject_unknown(&self) -> Result<()> {
-        match self.object.keys().find(|k| !CHUNK_FIELDS.contains(&k.as_str())) {
+        match self
+            .object
+            .keys()
+            .find(|k| !CHUNK_FIELDS.contains(&k.as_str()))
+        {
             Some(field) => Err(self.error(
                 field,
-                format!("unknown field; expected one of: {}", CHUNK_FIELDS.join(", ")),
+                format!(
+                    "unknown field; expected one of: {}",
+                    CHUNK_FIELDS.join(", ")
+                ),
             )),
             None => Ok(()),
         }
@@ -178,11 +229,19 @@ impl ChunkFields<'_> {
     }
 
     fn wrong_type(&self, field: &str, expected: &str, found: &Value) -> crate::Error {
-        self.error(field, format!("expected {expected}, found {}", type_name(found)))
+        self.error(
+            field,
+            format!("expected {expected}, found {}", type_name(found)),
+        )
     }
 
     fn error(&self, field: &str, message: String) -> crate::Error {
-        ErrorKind::Chunk { location: self.location.clone(), field: field.to_owned(), message }.into()
+        ErrorKind::Chunk {
+            location: self.location.clone(),
+            field: field.to_owned(),
+            message,
+        }
+        .into()
     }
 }
 
@@ -190,12 +249,19 @@ fn optional_session_string(object: &mut JsonObject, field: &str) -> Result<Optio
     match object.remove(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(session_error(field, format!("expected a string, found {}", type_name(&other)))),
+        Some(other) => Err(session_error(
+            field,
+            format!("expected a string, found {}", type_name(&other)),
+        )),
     }
 }
 
 fn session_error(field: &str, message: String) -> crate::Error {
-    ErrorKind::Session { field: field.to_owned(), message }.into()
+    ErrorKind::Session {
+        field: field.to_owned(),
+        message,
+    }
+    .into()
 }
 
 fn type_name(value: &Value) -> &'static str {
@@ -206,5 +272,40 @@ fn type_name(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{ErrorKind, MemoryState};
+
+    fn error(json: &str) -> String {
+        MemoryState::from_json_str(json).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn empty_input_and_line_starts_are_reported_plainly() {
+        assert!(error("  \n").contains("the input is empty"));
+        let truncated = MemoryState::from_json_str("{\"chunks\": [\n").unwrap_err();
+        match truncated.kind() {
+            ErrorKind::Json { line, column, .. } => assert_eq!((*line, *column), (2, 1)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_system_role_points_to_the_system_kind() {
+        let agent = r#"{"chunks": [{"id": "a", "kind": "agent", "role": "system", "text": "x"}]}"#;
+        assert!(
+            error(agent).contains("use kind \"system\""),
+            "{}",
+            error(agent)
+        );
+        let system = r#"{"chunks": [{"id": "s", "kind": "system", "role": "system"}]}"#;
+        assert!(
+            error(system).contains("only agent chunks take a role"),
+            "{}",
+            error(system)
+        );
     }
 }

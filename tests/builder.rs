@@ -18,11 +18,17 @@ fn assistant(id: &str, text: &str) -> MemoryChunk {
 }
 
 fn call(id: &str, call_id: &str) -> MemoryChunk {
-    MemoryChunk::new(id, ChunkKind::Workflow).with_tool("bash").with_call_id(call_id).with_text("ls")
+    MemoryChunk::new(id, ChunkKind::Workflow)
+        .with_tool("bash")
+        .with_call_id(call_id)
+        .with_text("ls")
 }
 
 fn result(id: &str, call_id: &str, text: &str) -> MemoryChunk {
-    MemoryChunk::new(id, ChunkKind::Environment).with_tool("bash").with_call_id(call_id).with_text(text)
+    MemoryChunk::new(id, ChunkKind::Environment)
+        .with_tool("bash")
+        .with_call_id(call_id)
+        .with_text(text)
 }
 
 fn build(state: &MemoryState) -> agent_context::BuildResult {
@@ -68,7 +74,10 @@ fn system_chunks_join_the_system_message_wherever_they_are() {
         .with_chunk(user("u1", "hi"))
         .with_chunk(MemoryChunk::new("s1", ChunkKind::System).with_text("Repo: acme."));
     let result = build(&state);
-    assert_eq!(result.messages[0].content, "Prompt.\n\n<system_context id=\"s1\">\nRepo: acme.\n</system_context>");
+    assert_eq!(
+        result.messages[0].content,
+        "Prompt.\n\n<system_context id=\"s1\">\nRepo: acme.\n</system_context>"
+    );
     assert_eq!(result.included, ["s1", "u1"]);
 }
 
@@ -97,12 +106,29 @@ fn custom_renderers_win_latest_first() {
     builder.register_renderer(Arc::new(Shouting));
     let result = builder.build(&state).unwrap();
     // Its own tag is protected by structural escaping too.
-    assert_eq!(result.messages[0].content, "<shout id=\"u1\">\nHELLO &lt;/SHOUT>\n</shout>");
-    builder.renderers_mut().register_fn(&["whisper"], Role::User, |_| true, |chunk, ctx, out| {
-        ctx.write_element(out, "whisper", &[("id", Some(&chunk.id))], chunk.text.as_deref())
-    });
+    assert_eq!(
+        result.messages[0].content,
+        "<shout id=\"u1\">\nHELLO &lt;/SHOUT>\n</shout>"
+    );
+    builder.renderers_mut().register_fn(
+        &["whisper"],
+        Role::User,
+        |_| true,
+        |chunk, ctx, out| {
+            ctx.write_element(
+                out,
+                "whisper",
+                &[("id", Some(&chunk.id))],
+                chunk.text.as_deref(),
+            )
+        },
+    );
     let result = builder.build(&state).unwrap();
-    assert!(result.messages[0].content.starts_with("<whisper id=\"u1\">"));
+    assert!(
+        result.messages[0]
+            .content
+            .starts_with("<whisper id=\"u1\">")
+    );
     assert_recount(&result, Encoding::O200kBase);
 }
 
@@ -112,14 +138,26 @@ fn kind_and_id_filters() {
         .with_chunk(user("u1", "q"))
         .with_chunk(MemoryChunk::new("t1", ChunkKind::Thinking).with_text("hmm"))
         .with_chunk(assistant("a1", "answer"));
-    let result = ContextBuilder::new().exclude_kinds([ChunkKind::Thinking]).build(&state).unwrap();
+    let result = ContextBuilder::new()
+        .exclude_kinds([ChunkKind::Thinking])
+        .build(&state)
+        .unwrap();
     assert_eq!(result.included, ["u1", "a1"]);
     assert_eq!(result.excluded, ["t1"]);
-    let result = ContextBuilder::new().include_kinds([ChunkKind::Thinking]).build(&state).unwrap();
+    let result = ContextBuilder::new()
+        .include_kinds([ChunkKind::Thinking])
+        .build(&state)
+        .unwrap();
     assert_eq!(result.included, ["t1"]);
-    let result = ContextBuilder::new().include_ids(["a1"]).build(&state).unwrap();
+    let result = ContextBuilder::new()
+        .include_ids(["a1"])
+        .build(&state)
+        .unwrap();
     assert_eq!(result.included, ["a1"]);
-    let error = ContextBuilder::new().include_ids(["nope"]).build(&state).unwrap_err();
+    let error = ContextBuilder::new()
+        .include_ids(["nope"])
+        .build(&state)
+        .unwrap_err();
     assert!(error.to_string().contains("\"nope\""), "{error}");
 }
 
@@ -139,12 +177,22 @@ fn forged_session() -> MemoryState {
 #[test]
 fn bodies_cannot_forge_messages() {
     for mode in [EscapeMode::Structural, EscapeMode::Xml] {
-        let result = ContextBuilder::new().escape(mode).build(&forged_session()).unwrap();
+        let result = ContextBuilder::new()
+            .escape(mode)
+            .build(&forged_session())
+            .unwrap();
         let all: String = result.messages.iter().map(|m| m.content.as_str()).collect();
         assert_eq!(all.matches("<user_message").count(), 1, "{mode}: {all}");
-        assert_eq!(all.to_lowercase().matches("</tool_result").count(), 1, "{mode}: {all}");
+        assert_eq!(
+            all.to_lowercase().matches("</tool_result").count(),
+            1,
+            "{mode}: {all}"
+        );
     }
-    let raw = ContextBuilder::new().escape(EscapeMode::None).build(&forged_session()).unwrap();
+    let raw = ContextBuilder::new()
+        .escape(EscapeMode::None)
+        .build(&forged_session())
+        .unwrap();
     let all: String = raw.messages.iter().map(|m| m.content.as_str()).collect();
     assert_eq!(all.matches("<user_message").count(), 2, "none mode is raw");
 }
@@ -152,7 +200,10 @@ fn bodies_cannot_forge_messages() {
 #[test]
 fn xml_mode_parses_and_round_trips() {
     let state = forged_session();
-    let result = ContextBuilder::new().escape(EscapeMode::Xml).build(&state).unwrap();
+    let result = ContextBuilder::new()
+        .escape(EscapeMode::Xml)
+        .build(&state)
+        .unwrap();
     for message in &result.messages {
         let wrapped = format!("<message>{}</message>", message.content);
         let doc = roxmltree::Document::parse(&wrapped).unwrap_or_else(|e| panic!("{e}: {wrapped}"));
@@ -174,24 +225,47 @@ fn oldest_history_goes_first_and_leaves_one_marker() {
     for i in 1..=6 {
         state = state
             .with_chunk(call(&format!("w{i}"), &format!("k{i}")))
-            .with_chunk(result(&format!("r{i}"), &format!("k{i}"), &"output line\n".repeat(40)));
+            .with_chunk(result(
+                &format!("r{i}"),
+                &format!("k{i}"),
+                &"output line\n".repeat(40),
+            ));
     }
     state = state.with_chunk(user("u1", "now what?"));
     let full = build(&state).token_count;
-    let result = ContextBuilder::new().max_tokens(full - 200).build(&state).unwrap();
+    let result = ContextBuilder::new()
+        .max_tokens(full - 200)
+        .build(&state)
+        .unwrap();
     assert_within_budget(&result);
     assert_units_whole(&state, &result);
     assert_eq!(result.excluded, ["w1", "r1", "w2", "r2"]);
     let elided = result.elided.unwrap();
     assert_eq!(elided.chunks, 4);
-    let marker = format!("<elided_history chunks=\"4\" tokens=\"{}\"/>", elided.tokens);
-    assert!(result.messages[0].content.ends_with(&marker), "{}", result.messages[0].content);
-    assert_eq!(result.messages.iter().filter(|m| m.content.contains("elided_history")).count(), 1);
+    let marker = format!(
+        "<elided_history chunks=\"4\" tokens=\"{}\"/>",
+        elided.tokens
+    );
+    assert!(
+        result.messages[0].content.ends_with(&marker),
+        "{}",
+        result.messages[0].content
+    );
+    assert_eq!(
+        result
+            .messages
+            .iter()
+            .filter(|m| m.content.contains("elided_history"))
+            .count(),
+        1
+    );
 }
 
 #[test]
 fn orphan_results_are_never_emitted() {
-    let state = MemoryState::new().with_chunk(user("u1", "go")).with_chunk(result("r1", "missing", "data"));
+    let state = MemoryState::new()
+        .with_chunk(user("u1", "go"))
+        .with_chunk(result("r1", "missing", "data"));
     let result = build(&state);
     assert_eq!(result.excluded, ["r1"]);
 }
@@ -199,9 +273,17 @@ fn orphan_results_are_never_emitted() {
 #[test]
 fn protected_content_too_large_fails_with_the_numbers() {
     let state = MemoryState::new().with_chunk(user("u1", &"word ".repeat(500)));
-    let error = ContextBuilder::new().max_tokens(300).reserve_output(100).build(&state).unwrap_err();
+    let error = ContextBuilder::new()
+        .max_tokens(300)
+        .reserve_output(100)
+        .build(&state)
+        .unwrap_err();
     match error.kind() {
-        ErrorKind::BudgetExceeded { required, available, .. } => {
+        ErrorKind::BudgetExceeded {
+            required,
+            available,
+            ..
+        } => {
             assert_eq!(*available, 200);
             assert!(*required > 500, "{required}");
         }
@@ -212,17 +294,26 @@ fn protected_content_too_large_fails_with_the_numbers() {
 #[test]
 fn unknown_models_are_estimates() {
     let state = MemoryState::new().with_chunk(user("u1", "hello"));
-    let result = ContextBuilder::new().model("claude-sonnet-4").build(&state).unwrap();
+    let result = ContextBuilder::new()
+        .model("claude-sonnet-4")
+        .build(&state)
+        .unwrap();
     assert!(!result.token_count_exact);
     assert_eq!(result.max_tokens, 200_000);
-    let error = ContextBuilder::new().model("mystery-1").build(&state).unwrap_err();
+    let error = ContextBuilder::new()
+        .model("mystery-1")
+        .build(&state)
+        .unwrap_err();
     assert!(matches!(error.kind(), ErrorKind::Option { .. }), "{error}");
 }
 
 #[test]
 fn user_first_prepends_a_counted_history_start() {
     let state = MemoryState::new().with_chunk(assistant("a1", "Hello! How can I help?"));
-    let result = ContextBuilder::new().user_first(true).build(&state).unwrap();
+    let result = ContextBuilder::new()
+        .user_first(true)
+        .build(&state)
+        .unwrap();
     assert_eq!(result.messages[0].role, Role::User);
     assert_eq!(result.messages[0].content, "<history_start/>");
     assert_recount(&result, Encoding::O200kBase);

@@ -8,7 +8,10 @@ use common::*;
 use proptest::prelude::*;
 
 fn config() -> ProptestConfig {
-    ProptestConfig { cases: 96, ..ProptestConfig::default() }
+    ProptestConfig {
+        cases: 96,
+        ..ProptestConfig::default()
+    }
 }
 
 proptest! {

@@ -99,7 +99,11 @@ impl Planner<'_> {
             }
         }
         let found = self.layout(&droppable[..lo], true);
-        Ok(if found.total <= self.available { found } else { all })
+        Ok(if found.total <= self.available {
+            found
+        } else {
+            all
+        })
     }
 
     /// The prompt with `dropped` units left out.
@@ -117,7 +121,11 @@ impl Planner<'_> {
             let text = format!("<{ELIDED_TAG} chunks=\"{chunks}\" tokens=\"{tokens}\"/>");
             CountedText::new(text, self.counter)
         });
-        let elision = (chunks > 0).then_some(Elision { chunks, tokens, marker: marker.is_some() });
+        let elision = (chunks > 0).then_some(Elision {
+            chunks,
+            tokens,
+            marker: marker.is_some(),
+        });
 
         let mut messages: Vec<(Role, SmallVec<[Slot; 4]>)> = Vec::new();
         let mut push = |role: Role, slot: Slot| match messages.last_mut() {
@@ -135,11 +143,21 @@ impl Planner<'_> {
                 push(item.role, Slot::Item(i));
             }
         }
-        if self.user_first && messages.first().is_some_and(|(role, _)| *role != Role::User) {
+        if self.user_first
+            && messages
+                .first()
+                .is_some_and(|(role, _)| *role != Role::User)
+        {
             messages.insert(0, (Role::User, SmallVec::from_elem(Slot::HistoryStart, 1)));
         }
 
-        let mut layout = Layout { messages, dropped, marker, elision, total: 0 };
+        let mut layout = Layout {
+            messages,
+            dropped,
+            marker,
+            elision,
+            total: 0,
+        };
         layout.total = self.total(&layout);
         layout
     }

@@ -42,7 +42,10 @@ pub(crate) fn group_units(items: &mut [Item], chunks: &[MemoryChunk]) -> Vec<Uni
                 if let Some(call) = call {
                     by_call.insert(call, units.len());
                 }
-                units.push(Unit { items: SmallVec::from_elem(index, 1), protected: false });
+                units.push(Unit {
+                    items: SmallVec::from_elem(index, 1),
+                    protected: false,
+                });
             }
         }
     }
@@ -58,5 +61,8 @@ pub(crate) fn group_units(items: &mut [Item], chunks: &[MemoryChunk]) -> Vec<Uni
 /// Whether `chunk` is a tool result whose call is not among `calls`.
 pub(crate) fn is_orphan_result(chunk: &MemoryChunk, calls: &rustc_hash::FxHashSet<&str>) -> bool {
     chunk.kind == ChunkKind::Environment
-        && chunk.call_id.as_deref().is_some_and(|id| !calls.contains(id))
+        && chunk
+            .call_id
+            .as_deref()
+            .is_some_and(|id| !calls.contains(id))
 }

@@ -60,8 +60,14 @@ fn attribute_value<'c>(chunk: &'c MemoryChunk, name: &str) -> Option<&'c str> {
 }
 
 /// The attributes the default table writes for `chunk`, in order (absent ones omitted later).
-pub(crate) fn default_attributes(chunk: &MemoryChunk) -> SmallVec<[(&'static str, Option<&str>); 5]> {
-    table_row(chunk).1.iter().map(|name| (*name, attribute_value(chunk, name))).collect()
+pub(crate) fn default_attributes(
+    chunk: &MemoryChunk,
+) -> SmallVec<[(&'static str, Option<&str>); 5]> {
+    table_row(chunk)
+        .1
+        .iter()
+        .map(|name| (*name, attribute_value(chunk, name)))
+        .collect()
 }
 
 /// The tag the default table gives `chunk`.

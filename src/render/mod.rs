@@ -164,7 +164,10 @@ impl RendererRegistry {
         for tag in DefaultRenderer.tags() {
             tags.insert(&tag);
         }
-        RendererRegistry { custom: Vec::new(), tags }
+        RendererRegistry {
+            custom: Vec::new(),
+            tags,
+        }
     }
 
     /// Puts `renderer` ahead of every renderer registered so far.
@@ -178,13 +181,24 @@ impl RendererRegistry {
 
     /// Registers closures as a renderer whose chunks all take `role` and which
     /// may emit `tags`.
-    pub fn register_fn<C, R>(&mut self, tags: &[&str], role: Role, can_render: C, render: R) -> &mut Self
+    pub fn register_fn<C, R>(
+        &mut self,
+        tags: &[&str],
+        role: Role,
+        can_render: C,
+        render: R,
+    ) -> &mut Self
     where
         C: Fn(&MemoryChunk) -> bool + Send + Sync + 'static,
         R: Fn(&MemoryChunk, &RenderContext<'_>, &mut String) + Send + Sync + 'static,
     {
         let tags = tags.iter().map(|t| (*t).to_owned()).collect();
-        self.register(Arc::new(FnRenderer { tags, role, can_render, render }))
+        self.register(Arc::new(FnRenderer {
+            tags,
+            role,
+            can_render,
+            render,
+        }))
     }
 
     /// Declares a tag that bodies must not forge even though no renderer

@@ -20,7 +20,9 @@ impl EstimateCounter {
     ///
     /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the tables fail to load.
     pub fn new() -> Result<Self> {
-        Ok(EstimateCounter { base: TiktokenCounter::new(Encoding::O200kBase)? })
+        Ok(EstimateCounter {
+            base: TiktokenCounter::new(Encoding::O200kBase)?,
+        })
     }
 }
 

@@ -112,7 +112,10 @@ impl GuardedEncoder {
     pub(crate) fn encode(&self, text: &str) -> Vec<u32> {
         let mut tokens = Vec::new();
         self.for_each_piece(text, |piece| {
-            tokens.extend(self.merge(piece).map(|part| self.ranks.get(part).copied().unwrap_or(u32::MAX)))
+            tokens.extend(
+                self.merge(piece)
+                    .map(|part| self.ranks.get(part).copied().unwrap_or(u32::MAX)),
+            )
         });
         tokens
     }
@@ -205,9 +208,17 @@ impl GuardedEncoder {
 /// text, keeps its last character for the next piece.
 fn lookahead_give_back(matched: &str) -> usize {
     let mut chars = matched.chars();
-    let Some(last) = chars.next_back() else { return 0 };
-    let all_blank = matched.chars().all(|c| c.is_whitespace() && c != '\r' && c != '\n');
-    if all_blank && chars.next().is_some() { last.len_utf8() } else { 0 }
+    let Some(last) = chars.next_back() else {
+        return 0;
+    };
+    let all_blank = matched
+        .chars()
+        .all(|c| c.is_whitespace() && c != '\r' && c != '\n');
+    if all_blank && chars.next().is_some() {
+        last.len_utf8()
+    } else {
+        0
+    }
 }
 
 #[cfg(test)]
@@ -255,7 +266,11 @@ mod tests {
             for text in samples {
                 assert_eq!(guarded.encode(text), bpe.encode_ordinary(text), "{text:?}");
             }
-            let long_runs = [" ".repeat(5000) + "a", "\t \u{3000}".repeat(2000), "b".repeat(3000)];
+            let long_runs = [
+                " ".repeat(5000) + "a",
+                "\t \u{3000}".repeat(2000),
+                "b".repeat(3000),
+            ];
             for text in &long_runs {
                 assert_eq!(guarded.count(text), bpe.encode_ordinary(text).len());
             }
@@ -267,6 +282,9 @@ mod tests {
         assert!(!needs_guard(&"x ".repeat(100_000)));
         assert!(!needs_guard(&" ".repeat(GUARD_WHITESPACE_RUN - 1)));
         assert!(needs_guard(&" ".repeat(GUARD_WHITESPACE_RUN)));
-        assert!(needs_guard(&format!("a{}b", "\u{3000}\n".repeat(GUARD_WHITESPACE_RUN))));
+        assert!(needs_guard(&format!(
+            "a{}b",
+            "\u{3000}\n".repeat(GUARD_WHITESPACE_RUN)
+        )));
     }
 }

@@ -25,9 +25,13 @@ impl Encoding {
 
     /// Parses a tiktoken encoding name.
     pub fn from_name(name: &str) -> Option<Encoding> {
-        [Encoding::O200kBase, Encoding::Cl100kBase, Encoding::O200kHarmony]
-            .into_iter()
-            .find(|e| e.name() == name)
+        [
+            Encoding::O200kBase,
+            Encoding::Cl100kBase,
+            Encoding::O200kHarmony,
+        ]
+        .into_iter()
+        .find(|e| e.name() == name)
     }
 }
 
@@ -77,7 +81,11 @@ pub fn model_info(model: &str) -> Option<ModelInfo> {
         .iter()
         .filter(|(prefix, _, _)| name.starts_with(prefix) && prefix_ends_cleanly(&name, prefix))
         .max_by_key(|(prefix, _, _)| prefix.len())
-        .map(|&(family, encoding, context_window)| ModelInfo { family, encoding, context_window })
+        .map(|&(family, encoding, context_window)| ModelInfo {
+            family,
+            encoding,
+            context_window,
+        })
 }
 
 /// `o1` must match `o1-2024-12-17` but not `o100`; `gpt-4` must not match `gpt-4o`
@@ -108,15 +116,25 @@ mod tests {
             ("openai/gpt-4o", Encoding::O200kBase),
             ("ft:gpt-4o:acme::abc", Encoding::O200kBase),
         ] {
-            assert_eq!(model_info(model).and_then(|m| m.encoding), Some(encoding), "{model}");
+            assert_eq!(
+                model_info(model).and_then(|m| m.encoding),
+                Some(encoding),
+                "{model}"
+            );
         }
     }
 
     #[test]
     fn windows_and_unknowns() {
-        assert_eq!(model_info("gpt-4-32k").map(|m| m.context_window), Some(32_768));
+        assert_eq!(
+            model_info("gpt-4-32k").map(|m| m.context_window),
+            Some(32_768)
+        );
         assert_eq!(model_info("gpt-4").map(|m| m.context_window), Some(8_192));
-        assert_eq!(model_info("gpt-4.1-mini").map(|m| m.context_window), Some(1_047_576));
+        assert_eq!(
+            model_info("gpt-4.1-mini").map(|m| m.context_window),
+            Some(1_047_576)
+        );
         assert_eq!(model_info("claude-sonnet-4").and_then(|m| m.encoding), None);
         assert!(model_info("o100").is_none());
         assert!(model_info("llama-3").is_none());

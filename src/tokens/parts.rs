@@ -55,7 +55,9 @@ impl CountedText {
 
 /// Whether a separator followed by `text` ends at a clean cut.
 fn starts_clean(text: &str) -> bool {
-    text.chars().next().is_some_and(|c| !c.is_whitespace() && c != '/')
+    text.chars()
+        .next()
+        .is_some_and(|c| !c.is_whitespace() && c != '/')
 }
 
 /// Byte offset of the last clean cut in `text`, or 0 if there is none.
@@ -73,7 +75,9 @@ fn last_clean_cut(text: &str) -> usize {
 
 /// Exact content tokens of `parts` joined by [`SEPARATOR`].
 pub(crate) fn joined_tokens(parts: &[&CountedText], counter: &dyn TokenCounter) -> usize {
-    let Some((last, rest)) = parts.split_last() else { return 0 };
+    let Some((last, rest)) = parts.split_last() else {
+        return 0;
+    };
     if parts.iter().skip(1).all(|p| p.clean_start) {
         rest.iter().map(|p| p.joined()).sum::<usize>() + last.alone()
     } else {
@@ -119,7 +123,10 @@ mod tests {
         ];
         for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
             let counter = TiktokenCounter::new(encoding).unwrap();
-            let parts: Vec<_> = texts.iter().map(|t| CountedText::new((*t).into(), &counter)).collect();
+            let parts: Vec<_> = texts
+                .iter()
+                .map(|t| CountedText::new((*t).into(), &counter))
+                .collect();
             let refs: Vec<_> = parts.iter().collect();
             assert_eq!(joined_tokens(&refs, &counter), counter.count(&join(&refs)));
         }

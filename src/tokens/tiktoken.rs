@@ -27,7 +27,10 @@ impl TiktokenCounter {
     ///
     /// [`ErrorKind::Tokenizer`] if the embedded tables fail to load.
     pub fn new(encoding: Encoding) -> Result<Self> {
-        Ok(TiktokenCounter { encoding, bpe: core_bpe(encoding)? })
+        Ok(TiktokenCounter {
+            encoding,
+            bpe: core_bpe(encoding)?,
+        })
     }
 
     /// The encoding this counter uses.
@@ -57,7 +60,9 @@ impl TiktokenCounter {
 
 impl std::fmt::Debug for TiktokenCounter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TiktokenCounter").field("encoding", &self.encoding).finish()
+        f.debug_struct("TiktokenCounter")
+            .field("encoding", &self.encoding)
+            .finish()
     }
 }
 
@@ -93,8 +98,11 @@ fn core_bpe(encoding: Encoding) -> Result<&'static CoreBPE> {
         }
     };
     loaded.as_ref().map_err(|message| {
-        ErrorKind::Tokenizer { encoding: encoding.name().to_owned(), message: message.clone() }
-            .into()
+        ErrorKind::Tokenizer {
+            encoding: encoding.name().to_owned(),
+            message: message.clone(),
+        }
+        .into()
     })
 }
 

@@ -32,7 +32,11 @@ pub fn assert_recount(result: &BuildResult, encoding: Encoding) {
     assert_eq!(result.token_count, recount, "reported vs recounted");
     let per_message: usize = result.messages.iter().map(|m| m.tokens).sum();
     let priming = if result.messages.is_empty() { 0 } else { 3 };
-    assert_eq!(per_message + priming, result.token_count, "message tokens vs total");
+    assert_eq!(
+        per_message + priming,
+        result.token_count,
+        "message tokens vs total"
+    );
 }
 
 /// For every `call_id`, the prompt holds all of the session's chunks with it or
@@ -41,13 +45,21 @@ pub fn assert_units_whole(state: &MemoryState, result: &BuildResult) {
     let included: HashSet<&str> = result.included.iter().map(String::as_str).collect();
     let mut by_call: HashMap<&str, Vec<(&str, ChunkKind)>> = HashMap::new();
     for chunk in &state.chunks {
-        if let (Some(call), ChunkKind::Workflow | ChunkKind::Environment) = (&chunk.call_id, chunk.kind) {
-            by_call.entry(call).or_default().push((&chunk.id, chunk.kind));
+        if let (Some(call), ChunkKind::Workflow | ChunkKind::Environment) =
+            (&chunk.call_id, chunk.kind)
+        {
+            by_call
+                .entry(call)
+                .or_default()
+                .push((&chunk.id, chunk.kind));
         }
     }
     for (call, members) in by_call {
         let has_call = members.iter().any(|(_, k)| *k == ChunkKind::Workflow);
-        let kept: Vec<_> = members.iter().filter(|(id, _)| included.contains(id)).collect();
+        let kept: Vec<_> = members
+            .iter()
+            .filter(|(id, _)| included.contains(id))
+            .collect();
         if has_call {
             assert!(
                 kept.is_empty() || kept.len() == members.len(),
@@ -78,7 +90,11 @@ pub fn assert_protected_present(state: &MemoryState, result: &BuildResult) {
             || chunk.retention == Some(Retention::Critical)
             || latest_user.is_some_and(|l| index >= l);
         if protected && !orphan {
-            assert!(included.contains(chunk.id.as_str()), "protected {} missing", chunk.id);
+            assert!(
+                included.contains(chunk.id.as_str()),
+                "protected {} missing",
+                chunk.id
+            );
         }
     }
 }
@@ -106,7 +122,12 @@ pub enum Step {
     User(String, bool),
     Assistant(String),
     Thinking(String),
-    Tool { call: String, result: String, results: usize, pinned: bool },
+    Tool {
+        call: String,
+        result: String,
+        results: usize,
+        pinned: bool,
+    },
     Delegate(String, String),
     System(String),
     Critical(String),
