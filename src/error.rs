@@ -116,6 +116,16 @@ pub enum ErrorKind {
         /// The underlying error, as text (tiktoken-rs reports `anyhow` errors).
         message: String,
     },
+    /// A fragment or a data value cannot be read or rendered: a malformed
+    /// fragment, nesting deeper than [`format::MAX_DEPTH`](crate::format::MAX_DEPTH).
+    #[error("invalid structured context at `{path}`: {message}")]
+    Fragment {
+        /// Where: `fragments[2].data[0].name` when reading JSON, the chain of
+        /// names and indices (`config.database.hosts[3]`) when rendering.
+        path: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
     /// Reading input or writing output failed.
     #[error("{context}: {source}")]
     Io {

@@ -63,6 +63,8 @@ pub mod budget;
 mod builder;
 mod error;
 mod explain;
+pub mod format;
+mod fragment;
 mod memory;
 mod memory_schema;
 mod message;
@@ -71,5 +73,10 @@ pub mod tokens;
 
 pub use builder::{ContextBuilder, DEFAULT_MODEL};
 pub use error::{ChunkLocation, Error, ErrorKind, Result};
+pub use format::{FormatOptions, FragmentFormat};
+pub use fragment::{
+    Child, Fragment, FragmentData, assistant, example, fragment, fragments_from_json, guardrail,
+    hint, role, term, user, workflow,
+};
 pub use memory::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
 pub use message::{BuildResult, ContextMessage, Elision, Truncation};

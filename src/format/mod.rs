@@ -1,0 +1,454 @@
+//! Structured context as text: [`Fragment`]s, or any JSON value, rendered as
+//! XML, Markdown, TOML or TOON.
+//!
+//! # One traversal
+//!
+//! Every format writes the same normalized [`Tree`], built once by
+//! [`Tree::from_fragments`] or [`Tree::from_value`]:
+//!
+//! * **nulls are removed**, in objects and in arrays alike;
+//! * **empty objects and arrays are skipped**, including those that only held
+//!   nulls, and a fragment whose data ends up empty renders nothing;
+//! * **a child fragment is the key of its name**; fragments whose names repeat
+//!   among siblings form one list, under the plural of the name (`hint`,
+//!   `hint` -> `hints`, by a simple English rule; the name itself when a
+//!   sibling already uses the plural), at the first one's position;
+//! * **nesting is bounded**: a container deeper than [`MAX_DEPTH`] levels (a
+//!   list of repeated names counts as a level) is an
+//!   [`ErrorKind::Fragment`] naming its path,
+//!   never a stack overflow. 64 keeps every output within what its parser
+//!   accepts (the `toml` crate stops at 80 levels of inline nesting);
+//! * key order is kept (TOML alone moves a table's plain keys ahead of its
+//!   sub-tables, as the format requires).
+//!
+//! XML and Markdown are written by a [`TreeWriter`] that [`Tree::walk`] drives
+//! (implement it to add a format); TOML and TOON hand [`Tree::to_value`] to the
+//! `toml` and `toon-format` crates, which own those grammars.
+//!
+//! # The formats
+//!
+//! No output ends with a newline. Given the design's example
+//! `fragment("config", {debug: true, timeout: 30}, fragment("database", {host: "localhost", port: 5432}))`:
+//!
+//! * [`FragmentFormat::Xml`]: one element per key, [`FormatOptions::indent`]
+//!   spaces per level. Text is fully escaped (`&`, `<`, `>`, a carriage return
+//!   as `&#13;`; characters XML 1.0 forbids become U+FFFD) and written verbatim,
+//!   never re-indented, so a strict parser returns it unchanged. A key that is
+//!   not an XML name (or holds a `:`) becomes `<item name="…">`. List elements
+//!   are named by the fragment name for repeated fragments (`<hints><hint>`),
+//!   else by the singular of the key (`<tags><tag>`) or `item`. Top-level
+//!   entries are sibling elements, one after another.
+//!   ```text
+//!   <config>
+//!     <debug>true</debug>
+//!     <timeout>30</timeout>
+//!     <database>
+//!       <host>localhost</host>
+//!       <port>5432</port>
+//!     </database>
+//!   </config>
+//!   ```
+//! * [`FragmentFormat::Markdown`]: `## Title` per top-level key (title-cased),
+//!   then every value is one bullet, `- **key**: value` (a bare `- value` in
+//!   a list or for a top-level primitive), nested lists indented by two
+//!   spaces; a container inside a list is labelled `**tag 1**`. Values are
+//!   verbatim except: a line that would open a Markdown block that can break
+//!   the bullets (list item, heading, quote, fence, thematic break, setext
+//!   underline) gets a backslash before its marker; line breaks are `\n` (a
+//!   carriage return becomes one); a bare bullet drops leading whitespace,
+//!   and an empty or blank value is written `""` (an empty bullet would not
+//!   be a list item where it follows a paragraph). Continuation lines are
+//!   indented into their bullet, so each value stays one list item; inline
+//!   markup and HTML in values are left as they are. Keys escape Markdown's
+//!   inline markers; line breaks in keys become spaces. Sections are
+//!   separated by a blank line.
+//!   ```text
+//!   ## Config
+//!   - **debug**: true
+//!   - **timeout**: 30
+//!   - **database**:
+//!     - **host**: localhost
+//!     - **port**: 5432
+//!   ```
+//! * [`FragmentFormat::Toml`]: through the `toml` crate. A document that is
+//!   not a table is wrapped as the key [`ROOT_KEY`] (`value = 42`); integers
+//!   above `i64::MAX`, which TOML cannot hold, are written as strings. The
+//!   output always parses, to the input minus nulls and empty containers.
+//!   ```text
+//!   [config]
+//!   debug = true
+//!   timeout = 30
+//!
+//!   [config.database]
+//!   host = "localhost"
+//!   port = 5432
+//!   ```
+//! * [`FragmentFormat::Toon`]: TOON spec v4 through the `toon-format` crate,
+//!   with [`FormatOptions::delimiter`] and [`FormatOptions::indent`]; uniform
+//!   arrays of objects take the tabular form. Decodes to the input minus nulls
+//!   and empty containers (numbers compare by value: TOON writes `1.0` as `1`).
+//!   ```text
+//!   config:
+//!     debug: true
+//!     timeout: 30
+//!     database:
+//!       host: localhost
+//!       port: 5432
+//!   ```
+
+mod markdown;
+mod toml;
+mod toon;
+mod tree;
+mod xml;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::Value;
+
+pub use tree::{Container, Label, Leaf, Slot, Tree, TreeWriter};
+
+use crate::error::{ErrorKind, Result};
+use crate::fragment::Fragment;
+
+/// The deepest nesting of containers (objects, arrays, fragment lists) a
+/// rendered document may have.
+pub const MAX_DEPTH: usize = 64;
+
+/// The key a document that is not an object renders under, where the format
+/// needs one (XML, Markdown, TOML), and the key a bare primitive beside keyed
+/// children takes in [`Fragment::with`].
+pub const ROOT_KEY: &str = "value";
+
+/// The widest indent accepted, in spaces per level.
+pub const MAX_INDENT: usize = 16;
+
+/// An output format for structured context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum FragmentFormat {
+    /// Nested elements; text escaped so a strict parser reads it back.
+    #[default]
+    Xml,
+    /// `## Title` sections of `- **key**: value` bullets.
+    Markdown,
+    /// TOML through the `toml` crate.
+    Toml,
+    /// TOON (spec v4) through the `toon-format` crate.
+    Toon,
+}
+
+impl FragmentFormat {
+    /// Every format, in documentation order.
+    pub const ALL: [FragmentFormat; 4] = [
+        FragmentFormat::Xml,
+        FragmentFormat::Markdown,
+        FragmentFormat::Toml,
+        FragmentFormat::Toon,
+    ];
+
+    /// The name used on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FragmentFormat::Xml => "xml",
+            FragmentFormat::Markdown => "markdown",
+            FragmentFormat::Toml => "toml",
+            FragmentFormat::Toon => "toon",
+        }
+    }
+}
+
+impl fmt::Display for FragmentFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for FragmentFormat {
+    type Err = crate::Error;
+
+    /// Parses `xml`, `markdown` (or `md`), `toml` or `toon`, ignoring case.
+    fn from_str(name: &str) -> Result<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "xml" => Ok(FragmentFormat::Xml),
+            "markdown" | "md" => Ok(FragmentFormat::Markdown),
+            "toml" => Ok(FragmentFormat::Toml),
+            "toon" => Ok(FragmentFormat::Toon),
+            _ => Err(option_error(
+                "format",
+                format!("unknown format {name:?}; expected xml, markdown, toml or toon"),
+            )),
+        }
+    }
+}
+
+/// What separates the values of a TOON array or table row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Delimiter {
+    /// `,` (TOON's default, declared by omission).
+    #[default]
+    Comma,
+    /// A tab.
+    Tab,
+    /// `|`.
+    Pipe,
+}
+
+impl Delimiter {
+    /// The character written between values.
+    pub fn as_char(self) -> char {
+        match self {
+            Delimiter::Comma => ',',
+            Delimiter::Tab => '\t',
+            Delimiter::Pipe => '|',
+        }
+    }
+}
+
+impl FromStr for Delimiter {
+    type Err = crate::Error;
+
+    /// Parses `,` / `comma`, `tab` / a tab character, `|` / `pipe`.
+    fn from_str(name: &str) -> Result<Self> {
+        match name {
+            "," | "comma" => Ok(Delimiter::Comma),
+            "\t" | "tab" => Ok(Delimiter::Tab),
+            "|" | "pipe" => Ok(Delimiter::Pipe),
+            _ => Err(option_error(
+                "delimiter",
+                format!("unknown delimiter {name:?}; expected `,`, `tab` or `|` (`pipe`)"),
+            )),
+        }
+    }
+}
+
+/// Layout options; each format uses those it has a place for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FormatOptions {
+    /// TOON's array delimiter. Default: comma.
+    pub delimiter: Delimiter,
+    /// Spaces per nesting level for XML and TOON (TOON needs at least 1), at
+    /// most [`MAX_INDENT`]. Markdown always indents by 2, the width of `- `;
+    /// TOML has no indentation. Default: 2.
+    pub indent: usize,
+}
+
+impl Default for FormatOptions {
+    fn default() -> Self {
+        FormatOptions {
+            delimiter: Delimiter::Comma,
+            indent: 2,
+        }
+    }
+}
+
+impl FormatOptions {
+    /// These options with `delimiter`.
+    pub fn with_delimiter(mut self, delimiter: Delimiter) -> Self {
+        self.delimiter = delimiter;
+        self
+    }
+
+    /// These options with `indent` spaces per level.
+    pub fn with_indent(mut self, indent: usize) -> Self {
+        self.indent = indent;
+        self
+    }
+
+    fn validate(&self, format: FragmentFormat) -> Result<()> {
+        if self.indent > MAX_INDENT {
+            return Err(option_error(
+                "indent",
+                format!("{} spaces is too wide; use 0 to {MAX_INDENT}", self.indent),
+            ));
+        }
+        if format == FragmentFormat::Toon && self.indent == 0 {
+            return Err(option_error(
+                "indent",
+                "TOON nests by indentation and needs at least 1 space per level".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Renders `fragments` as one document in `format`.
+///
+/// ```
+/// use agent_context::format::{FormatOptions, FragmentFormat, render_fragments};
+/// use agent_context::{hint, role};
+///
+/// let xml = render_fragments(
+///     &[role("You review Rust."), hint("Be brief."), hint("Cite lines.")],
+///     FragmentFormat::Xml,
+///     &FormatOptions::default(),
+/// )?;
+/// assert_eq!(
+///     xml,
+///     "<role>You review Rust.</role>\n<hints>\n  <hint>Be brief.</hint>\n  <hint>Cite lines.</hint>\n</hints>"
+/// );
+/// # Ok::<(), agent_context::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// [`ErrorKind::Fragment`] when nesting passes [`MAX_DEPTH`] or a fragment
+/// list in `data` is malformed; [`ErrorKind::Option`] for an indent out of
+/// range.
+pub fn render_fragments(
+    fragments: &[Fragment],
+    format: FragmentFormat,
+    options: &FormatOptions,
+) -> Result<String> {
+    let mut out = String::new();
+    Tree::from_fragments(fragments)?.write_to(format, options, &mut out)?;
+    Ok(out)
+}
+
+/// Renders any JSON value (the CLI's `--data`) in `format`. An object's keys
+/// are the top-level entries, like fragments; other values render under
+/// [`ROOT_KEY`] where the format needs a key (TOON does not).
+///
+/// # Errors
+///
+/// As [`render_fragments`].
+pub fn render_value(
+    value: &Value,
+    format: FragmentFormat,
+    options: &FormatOptions,
+) -> Result<String> {
+    let mut out = String::new();
+    Tree::from_value(value)?.write_to(format, options, &mut out)?;
+    Ok(out)
+}
+
+impl Tree {
+    /// Appends this tree to `out` in `format`, without a trailing newline;
+    /// an empty tree appends nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Option`] for an indent out of range;
+    /// [`ErrorKind::Fragment`] if the TOML or TOON library rejects the tree.
+    pub fn write_to(
+        &self,
+        format: FragmentFormat,
+        options: &FormatOptions,
+        out: &mut String,
+    ) -> Result<()> {
+        options.validate(format)?;
+        let start = out.len();
+        match format {
+            FragmentFormat::Xml => self.walk(&mut xml::XmlWriter::new(options.indent), out),
+            FragmentFormat::Markdown => self.walk(&mut markdown::MarkdownWriter, out),
+            FragmentFormat::Toml => toml::write(self, out)?,
+            FragmentFormat::Toon => toon::write(self, options, out)?,
+        }
+        if out.len() > start && out.ends_with('\n') {
+            out.pop();
+        }
+        Ok(())
+    }
+}
+
+/// Appends `key` to a path: `a.b`, or `a["odd key"]` when it is not a plain
+/// identifier.
+pub(crate) fn push_key(path: &mut String, key: &str) {
+    let plain = key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if plain {
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(key);
+    } else {
+        path.push('[');
+        path.push_str(&Value::from(key).to_string());
+        path.push(']');
+    }
+}
+
+fn option_error(option: &str, message: String) -> crate::Error {
+    ErrorKind::Option {
+        option: option.to_owned(),
+        message,
+    }
+    .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn names_parse_back() {
+        for format in FragmentFormat::ALL {
+            assert_eq!(format.as_str().parse::<FragmentFormat>().unwrap(), format);
+        }
+        assert_eq!(
+            "MD".parse::<FragmentFormat>().unwrap(),
+            FragmentFormat::Markdown
+        );
+        let error = "yaml".parse::<FragmentFormat>().unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "invalid option `format`: unknown format \"yaml\"; expected xml, markdown, toml or toon"
+        );
+        assert_eq!("tab".parse::<Delimiter>().unwrap(), Delimiter::Tab);
+        assert_eq!("|".parse::<Delimiter>().unwrap().as_char(), '|');
+        assert!(";".parse::<Delimiter>().is_err());
+    }
+
+    #[test]
+    fn indent_is_validated_per_format() {
+        let value = json!({"a": {"b": 1}});
+        let zero = FormatOptions::default().with_indent(0);
+        assert_eq!(
+            render_value(&value, FragmentFormat::Xml, &zero).unwrap(),
+            "<a>\n<b>1</b>\n</a>"
+        );
+        let error = render_value(&value, FragmentFormat::Toon, &zero).unwrap_err();
+        assert!(matches!(error.kind(), ErrorKind::Option { option, .. } if option == "indent"));
+        let wide = FormatOptions::default().with_indent(MAX_INDENT + 1);
+        assert!(render_value(&value, FragmentFormat::Markdown, &wide).is_err());
+    }
+
+    #[test]
+    fn empty_documents_render_nothing() {
+        for format in FragmentFormat::ALL {
+            for value in [json!(null), json!({}), json!([]), json!({"a": [null, {}]})] {
+                let out = render_value(&value, format, &FormatOptions::default()).unwrap();
+                assert_eq!(out, "", "{format} {value}");
+            }
+            assert_eq!(
+                render_fragments(&[], format, &FormatOptions::default()).unwrap(),
+                ""
+            );
+        }
+    }
+
+    #[test]
+    fn write_to_appends_without_a_trailing_newline() {
+        let tree = Tree::from_value(&json!({"a": 1})).unwrap();
+        let mut out = String::from("before\n");
+        tree.write_to(FragmentFormat::Toml, &FormatOptions::default(), &mut out)
+            .unwrap();
+        assert_eq!(out, "before\na = 1");
+    }
+
+    #[test]
+    fn paths_quote_odd_keys() {
+        let mut path = String::new();
+        push_key(&mut path, "config");
+        push_key(&mut path, "db-1");
+        push_key(&mut path, "a key");
+        assert_eq!(path, r#"config.db-1["a key"]"#);
+    }
+}

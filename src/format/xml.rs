@@ -1,0 +1,178 @@
+//! XML: one element per key, text escaped and verbatim.
+
+use super::tree::{Container, Label, Leaf, Slot, TreeWriter};
+use crate::render::{EscapeMode, RenderContext, TagSet};
+
+/// The element that stands in for a key that is not an XML name.
+const GENERIC: &str = "item";
+
+pub(super) struct XmlWriter {
+    indent: usize,
+    tags: TagSet,
+}
+
+impl XmlWriter {
+    pub(super) fn new(indent: usize) -> Self {
+        XmlWriter {
+            indent,
+            tags: TagSet::default(),
+        }
+    }
+
+    /// Writes `<tag>` or `<item name="…">` after the indentation.
+    fn open_tag(&self, out: &mut String, slot: &Slot<'_>) {
+        let context = RenderContext::new(EscapeMode::Xml, &self.tags);
+        push_spaces(out, slot.depth * self.indent);
+        let (tag, name) = element(slot);
+        context.write_open_tag(out, tag, &[("name", name)]);
+        out.push('>');
+    }
+
+    fn close_tag(&self, out: &mut String, slot: &Slot<'_>, indented: bool) {
+        if indented {
+            push_spaces(out, slot.depth * self.indent);
+        }
+        out.push_str("</");
+        out.push_str(element(slot).0);
+        out.push_str(">\n");
+    }
+}
+
+impl TreeWriter for XmlWriter {
+    fn leaf(&mut self, out: &mut String, slot: &Slot<'_>, leaf: Leaf<'_>) {
+        self.open_tag(out, slot);
+        // Verbatim: a multi-line string is not re-indented, so it parses back
+        // unchanged; the closing tag follows its last character.
+        RenderContext::new(EscapeMode::Xml, &self.tags).write_body(out, &leaf.text());
+        self.close_tag(out, slot, false);
+    }
+
+    fn open(&mut self, out: &mut String, slot: &Slot<'_>, _container: Container) {
+        self.open_tag(out, slot);
+        out.push('\n');
+    }
+
+    fn close(&mut self, out: &mut String, slot: &Slot<'_>, _container: Container) {
+        self.close_tag(out, slot, true);
+    }
+}
+
+/// The element name of `slot`, and the `name` attribute when the key itself
+/// cannot be one.
+fn element<'a>(slot: &Slot<'a>) -> (&'a str, Option<&'a str>) {
+    let key = match slot.label {
+        Label::Key(key) => key,
+        Label::Item { name, .. } => name,
+    };
+    if is_name(key) {
+        (key, None)
+    } else {
+        (GENERIC, Some(key))
+    }
+}
+
+fn push_spaces(out: &mut String, count: usize) {
+    out.extend(std::iter::repeat_n(' ', count));
+}
+
+/// XML 1.0's `Name` production without `:`, which would need a declared
+/// namespace prefix.
+pub(crate) fn is_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(is_name_start) && chars.all(is_name_char)
+}
+
+fn is_name_start(c: char) -> bool {
+    matches!(c,
+        'A'..='Z' | '_' | 'a'..='z'
+        | '\u{C0}'..='\u{D6}' | '\u{D8}'..='\u{F6}' | '\u{F8}'..='\u{2FF}'
+        | '\u{370}'..='\u{37D}' | '\u{37F}'..='\u{1FFF}' | '\u{200C}'..='\u{200D}'
+        | '\u{2070}'..='\u{218F}' | '\u{2C00}'..='\u{2FEF}' | '\u{3001}'..='\u{D7FF}'
+        | '\u{F900}'..='\u{FDCF}' | '\u{FDF0}'..='\u{FFFD}' | '\u{10000}'..='\u{EFFFF}')
+}
+
+fn is_name_char(c: char) -> bool {
+    is_name_start(c)
+        || matches!(c,
+            '-' | '.' | '0'..='9' | '\u{B7}' | '\u{300}'..='\u{36F}' | '\u{203F}'..='\u{2040}')
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::format::{FormatOptions, FragmentFormat, render_fragments, render_value};
+    use crate::fragment::{fragment, hint, role};
+
+    fn xml(value: serde_json::Value) -> String {
+        render_value(&value, FragmentFormat::Xml, &FormatOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn the_design_example_holds_exactly() {
+        let config = fragment("config", [json!({"debug": true, "timeout": 30})]).with(fragment(
+            "database",
+            [json!({"host": "localhost", "port": 5432})],
+        ));
+        let out = render_fragments(&[config], FragmentFormat::Xml, &FormatOptions::default());
+        assert_eq!(
+            out.unwrap(),
+            "<config>\n  <debug>true</debug>\n  <timeout>30</timeout>\n  <database>\n    \
+             <host>localhost</host>\n    <port>5432</port>\n  </database>\n</config>"
+        );
+    }
+
+    #[test]
+    fn repeated_fragments_nest_under_the_plural() {
+        let out = render_fragments(
+            &[role("r"), hint("a"), hint("b")],
+            FragmentFormat::Xml,
+            &FormatOptions::default(),
+        );
+        assert_eq!(
+            out.unwrap(),
+            "<role>r</role>\n<hints>\n  <hint>a</hint>\n  <hint>b</hint>\n</hints>"
+        );
+    }
+
+    #[test]
+    fn text_is_escaped_and_kept_verbatim() {
+        assert_eq!(
+            xml(json!({"code": "if a < b && c > d {\n    x\r\n}"})),
+            "<code>if a &lt; b &amp;&amp; c &gt; d {\n    x&#13;\n}</code>"
+        );
+        assert_eq!(xml(json!({"empty": ""})), "<empty></empty>");
+        assert_eq!(xml(json!({"nul": "a\u{0}b"})), "<nul>a\u{FFFD}b</nul>");
+    }
+
+    #[test]
+    fn odd_keys_go_into_a_name_attribute() {
+        assert_eq!(
+            xml(json!({"my key": 1, "a:b": 2, "1st": 3, "ok-1.x": 4, "\"<&>": 5})),
+            "<item name=\"my key\">1</item>\n<item name=\"a:b\">2</item>\n\
+             <item name=\"1st\">3</item>\n<ok-1.x>4</ok-1.x>\n<item name=\"&quot;&lt;&amp;>\">5</item>"
+        );
+    }
+
+    #[test]
+    fn list_elements_take_the_singular_of_the_key() {
+        assert_eq!(
+            xml(json!({"tags": ["a", "b"], "matrix": [[1], [2]]})),
+            "<tags>\n  <tag>a</tag>\n  <tag>b</tag>\n</tags>\n<matrix>\n  <item>\n    <item>1</item>\n  \
+             </item>\n  <item>\n    <item>2</item>\n  </item>\n</matrix>"
+        );
+        assert_eq!(xml(json!(7)), "<value>7</value>");
+        assert_eq!(xml(json!([1])), "<value>\n  <item>1</item>\n</value>");
+    }
+
+    #[test]
+    fn names_follow_the_xml_grammar() {
+        for name in ["a", "_x", "é", "漢字", "a-b.c", "a\u{300}"] {
+            assert!(is_name(name), "{name}");
+        }
+        for name in ["", "1a", "-a", ".a", "a b", "a:b", "a/b", "\u{300}a"] {
+            assert!(!is_name(name), "{name}");
+        }
+    }
+}

@@ -1,0 +1,445 @@
+//! Structured standing context: [`Fragment`]s and the helpers that build
+//! them. The JSON shape and how children fold are documented on [`Fragment`].
+
+use rustc_hash::FxHashSet;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::ErrorKind;
+use crate::format::{MAX_DEPTH, ROOT_KEY};
+
+mod json;
+
+pub use json::fragments_from_json;
+
+/// A named piece of structured context: a role, a hint, a config table.
+///
+/// A fragment is a name and its data. Rendered (see [`format`](crate::format)),
+/// the name is a key and the data its value, so a list of fragments reads as
+/// one document:
+///
+/// ```
+/// use agent_context::format::{FormatOptions, FragmentFormat, render_fragments};
+/// use agent_context::{fragment, hint, role};
+/// use serde_json::json;
+///
+/// let context = [
+///     role("You are a careful coding agent."),
+///     hint("Run the tests before you answer."),
+///     hint("Prefer small diffs."),
+///     fragment("config", [json!({"debug": true})]),
+/// ];
+/// let toon = render_fragments(&context, FragmentFormat::Toon, &FormatOptions::default())?;
+/// assert_eq!(
+///     toon,
+///     "role: You are a careful coding agent.\n\
+///      hints[2]: Run the tests before you answer.,Prefer small diffs.\n\
+///      config:\n  debug: true"
+/// );
+/// # Ok::<(), agent_context::Error>(())
+/// ```
+///
+/// # JSON shape
+///
+/// A fragment is exactly `{"name": "<string>", "data": <any JSON>}`; any other
+/// field is an error. `data` holds **nested fragments** when it is a non-empty
+/// array whose every element is itself exactly `{"name": "<string>", "data": …}`;
+/// any other `data` (a primitive, an object, any other array) is plain data.
+/// The same rule applies wherever a fragment's `data` is read or rendered, so
+/// a [`FragmentData::Value`] holding such an array renders as nested
+/// fragments too, and serializing then parsing a fragment never changes what
+/// it renders. (The price: plain data that is a list of records with exactly
+/// the fields `name` and `data` cannot be a fragment's whole `data`; put it
+/// under a key.)
+///
+/// The design's example in both forms:
+///
+/// ```
+/// use agent_context::{Fragment, fragment};
+/// use serde_json::json;
+///
+/// let built = fragment("config", [json!({"debug": true, "timeout": 30})])
+///     .with(fragment("database", [json!({"host": "localhost", "port": 5432})]));
+/// let parsed = Fragment::from_json(json!({
+///     "name": "config",
+///     "data": {"debug": true, "timeout": 30, "database": {"host": "localhost", "port": 5432}}
+/// }))?;
+/// assert_eq!(built, parsed);
+/// # Ok::<(), agent_context::Error>(())
+/// ```
+///
+/// # Children
+///
+/// [`fragment`] and [`Fragment::with`] fold children into the body: an
+/// object's entries become keys, a child fragment becomes the key of its name,
+/// and a primitive or array beside keyed children becomes the key
+/// [`ROOT_KEY`] (`value`). Names may repeat: repeated
+/// names render as one list (see [`format`](crate::format)). When every key is
+/// plain data and no name repeats, the body is stored as one JSON object, so
+/// it serializes the way a person would write it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fragment {
+    /// The key this fragment renders under.
+    pub name: String,
+    /// What it holds.
+    pub data: FragmentData,
+}
+
+/// What a [`Fragment`] holds. Serializes as plain JSON: the value itself, or
+/// an array of `{"name", "data"}` objects.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum FragmentData {
+    /// A primitive, an object or an array. Nulls inside are dropped when
+    /// rendered; see the module docs for arrays that read as fragments.
+    Value(Value),
+    /// Nested fragments, each the key of its name; repeated names form a list.
+    Fragments(Vec<Fragment>),
+}
+
+/// One child passed to [`fragment`] or [`Fragment::with`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Child {
+    /// Plain data: an object's entries merge into the body.
+    Value(Value),
+    /// A nested fragment: becomes the key of its name.
+    Fragment(Fragment),
+}
+
+impl From<Value> for Child {
+    fn from(value: Value) -> Self {
+        Child::Value(value)
+    }
+}
+
+impl From<Fragment> for Child {
+    fn from(fragment: Fragment) -> Self {
+        Child::Fragment(fragment)
+    }
+}
+
+impl From<&str> for Child {
+    fn from(text: &str) -> Self {
+        Child::Value(Value::from(text))
+    }
+}
+
+impl From<String> for Child {
+    fn from(text: String) -> Self {
+        Child::Value(Value::from(text))
+    }
+}
+
+impl From<Value> for FragmentData {
+    fn from(value: Value) -> Self {
+        FragmentData::Value(value)
+    }
+}
+
+impl From<Vec<Fragment>> for FragmentData {
+    fn from(fragments: Vec<Fragment>) -> Self {
+        FragmentData::Fragments(fragments)
+    }
+}
+
+impl From<&str> for FragmentData {
+    fn from(text: &str) -> Self {
+        FragmentData::Value(Value::from(text))
+    }
+}
+
+impl From<String> for FragmentData {
+    fn from(text: String) -> Self {
+        FragmentData::Value(Value::from(text))
+    }
+}
+
+/// Builds a fragment from its children.
+///
+/// * one child that is plain data: that value is the data (`role`, a list);
+/// * several primitive or array children and nothing else: they form an array;
+/// * otherwise the children are folded as [`Fragment::with`] does.
+///
+/// ```
+/// use agent_context::{FragmentData, fragment, hint};
+/// use serde_json::json;
+///
+/// let steps = fragment("steps", ["read", "fix", "test"]);
+/// assert_eq!(steps.data, FragmentData::Value(json!(["read", "fix", "test"])));
+///
+/// let rules = fragment("rules", [hint("a"), hint("b")]);
+/// assert!(matches!(rules.data, FragmentData::Fragments(ref f) if f.len() == 2));
+/// ```
+pub fn fragment<I>(name: impl Into<String>, children: I) -> Fragment
+where
+    I: IntoIterator,
+    I::Item: Into<Child>,
+{
+    let mut children: Vec<Child> = children.into_iter().map(Into::into).collect();
+    let name = name.into();
+    if children.len() == 1 && matches!(children[0], Child::Value(_)) {
+        let Some(Child::Value(value)) = children.pop() else {
+            unreachable!("checked above")
+        };
+        return Fragment::new(name, value);
+    }
+    let unkeyed = |child: &Child| matches!(child, Child::Value(v) if !v.is_object());
+    if children.len() > 1 && children.iter().all(unkeyed) {
+        let items = children
+            .into_iter()
+            .filter_map(|child| match child {
+                Child::Value(value) => Some(value),
+                Child::Fragment(_) => None,
+            })
+            .collect();
+        return Fragment::new(name, Value::Array(items));
+    }
+    let mut entries = Vec::new();
+    for child in children {
+        push_child(&mut entries, child);
+    }
+    Fragment {
+        name,
+        data: collapse(entries),
+    }
+}
+
+impl Fragment {
+    /// A fragment holding `data` as it is.
+    pub fn new(name: impl Into<String>, data: impl Into<FragmentData>) -> Fragment {
+        Fragment {
+            name: name.into(),
+            data: data.into(),
+        }
+    }
+
+    /// Adds `child` to the keyed body: an object's entries become keys, a
+    /// fragment the key of its name, anything else the key `value`. A body
+    /// that was a primitive or an array first becomes the key `value`.
+    pub fn with(mut self, child: impl Into<Child>) -> Fragment {
+        let mut entries = into_entries(self.data);
+        push_child(&mut entries, child.into());
+        self.data = collapse(entries);
+        self
+    }
+
+    /// This fragment as JSON: `{"name": …, "data": …}`.
+    pub fn to_json(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("name".to_owned(), Value::from(self.name.as_str()));
+        let data = match &self.data {
+            FragmentData::Value(value) => value.clone(),
+            FragmentData::Fragments(list) => list.iter().map(Fragment::to_json).collect(),
+        };
+        object.insert("data".to_owned(), data);
+        Value::Object(object)
+    }
+}
+
+/// The role the agent plays: `role: …`.
+pub fn role(text: impl Into<String>) -> Fragment {
+    Fragment::new("role", text.into())
+}
+
+/// A piece of advice; several hints render as the list `hints`.
+pub fn hint(text: impl Into<String>) -> Fragment {
+    Fragment::new("hint", text.into())
+}
+
+/// A glossary entry `{name, definition}`; several form the table `terms`.
+pub fn term(name: impl Into<String>, definition: impl Into<String>) -> Fragment {
+    let mut data = Map::new();
+    data.insert("name".to_owned(), Value::String(name.into()));
+    data.insert("definition".to_owned(), Value::String(definition.into()));
+    Fragment::new("term", Value::Object(data))
+}
+
+/// A rule the agent must keep, why, and what to do instead; absent parts
+/// are left out. Several form the list `guardrails`.
+pub fn guardrail(rule: impl Into<String>, reason: Option<&str>, action: Option<&str>) -> Fragment {
+    let mut data = Map::new();
+    data.insert("rule".to_owned(), Value::String(rule.into()));
+    if let Some(reason) = reason {
+        data.insert("reason".to_owned(), Value::from(reason));
+    }
+    if let Some(action) = action {
+        data.insert("action".to_owned(), Value::from(action));
+    }
+    Fragment::new("guardrail", Value::Object(data))
+}
+
+/// A worked example `{input, output}`; several form the table `examples`.
+pub fn example(input: impl Into<String>, output: impl Into<String>) -> Fragment {
+    let mut data = Map::new();
+    data.insert("input".to_owned(), Value::String(input.into()));
+    data.insert("output".to_owned(), Value::String(output.into()));
+    Fragment::new("example", Value::Object(data))
+}
+
+/// A procedure `{task, steps: [...]}`.
+pub fn workflow<S>(task: impl Into<String>, steps: impl IntoIterator<Item = S>) -> Fragment
+where
+    S: Into<String>,
+{
+    let mut data = Map::new();
+    data.insert("task".to_owned(), Value::String(task.into()));
+    let steps = steps.into_iter().map(|s| Value::String(s.into())).collect();
+    data.insert("steps".to_owned(), Value::Array(steps));
+    Fragment::new("workflow", Value::Object(data))
+}
+
+/// Something the user said, as standing context: `user: …`.
+pub fn user(text: impl Into<String>) -> Fragment {
+    Fragment::new("user", text.into())
+}
+
+/// Something the assistant said, as standing context: `assistant: …`.
+pub fn assistant(text: impl Into<String>) -> Fragment {
+    Fragment::new("assistant", text.into())
+}
+
+/// Whether `value`, as a fragment's data, is a list of nested fragments.
+pub(crate) fn is_fragment_list(value: &Value) -> bool {
+    match value {
+        Value::Array(items) => !items.is_empty() && items.iter().all(is_fragment_object),
+        _ => false,
+    }
+}
+
+/// `{"name": "<string>", "data": …}` and nothing else.
+pub(crate) fn is_fragment_object(value: &Value) -> bool {
+    match value {
+        Value::Object(object) => {
+            object.len() == 2
+                && object.get("name").is_some_and(Value::is_string)
+                && object.contains_key("data")
+        }
+        _ => false,
+    }
+}
+
+/// The body as keyed entries, for folding more children in.
+fn into_entries(data: FragmentData) -> Vec<Fragment> {
+    match data {
+        FragmentData::Fragments(list) => list,
+        FragmentData::Value(value) if is_fragment_list(&value) => {
+            let mut path = String::new();
+            // Shape checked: parsing cannot fail, but never panic on it.
+            match json::parse_data(value.clone(), &mut path, 1) {
+                Ok(FragmentData::Fragments(list)) => list,
+                _ => vec![Fragment::new(ROOT_KEY, value)],
+            }
+        }
+        FragmentData::Value(value) => {
+            let mut entries = Vec::new();
+            push_child(&mut entries, Child::Value(value));
+            entries
+        }
+    }
+}
+
+fn push_child(entries: &mut Vec<Fragment>, child: Child) {
+    match child {
+        Child::Fragment(fragment) => entries.push(fragment),
+        Child::Value(Value::Null) => {}
+        Child::Value(Value::Object(object)) => {
+            entries.extend(object.into_iter().map(|(k, v)| Fragment::new(k, v)));
+        }
+        Child::Value(other) => entries.push(Fragment::new(ROOT_KEY, other)),
+    }
+}
+
+/// One JSON object when every entry is plain data under a unique name, so
+/// the fragment serializes as a person would write it; the list otherwise.
+fn collapse(entries: Vec<Fragment>) -> FragmentData {
+    let plain = |f: &Fragment| matches!(&f.data, FragmentData::Value(v) if !is_fragment_list(v));
+    let mut names = FxHashSet::default();
+    let unique = entries.iter().all(|f| names.insert(f.name.as_str()));
+    if !(unique && entries.iter().all(plain)) {
+        return FragmentData::Fragments(entries);
+    }
+    let object = entries
+        .into_iter()
+        .filter_map(|f| match f.data {
+            FragmentData::Value(value) => Some((f.name, value)),
+            FragmentData::Fragments(_) => None,
+        })
+        .collect();
+    FragmentData::Value(Value::Object(object))
+}
+
+pub(crate) fn too_deep(path: &str) -> crate::Error {
+    error(
+        path,
+        format!("nested deeper than {MAX_DEPTH} levels; flatten the data"),
+    )
+}
+
+pub(crate) fn error(path: &str, message: String) -> crate::Error {
+    let path = if path.is_empty() { "(root)" } else { path };
+    ErrorKind::Fragment {
+        path: path.to_owned(),
+        message,
+    }
+    .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn objects_merge_and_fragments_become_keys() {
+        let config = fragment("config", [json!({"debug": true}), json!({"timeout": 30})])
+            .with(fragment("database", [json!({"port": 5432})]));
+        let expected = json!({"debug": true, "timeout": 30, "database": {"port": 5432}});
+        assert_eq!(config.data, FragmentData::Value(expected));
+    }
+
+    #[test]
+    fn repeated_names_keep_the_fragment_list() {
+        let rules = fragment("rules", [hint("a")]).with(hint("b"));
+        assert_eq!(
+            rules.data,
+            FragmentData::Fragments(vec![hint("a"), hint("b")])
+        );
+    }
+
+    #[test]
+    fn a_primitive_beside_keys_becomes_the_value_key() {
+        let mixed = fragment("x", [Child::from("text"), json!({"k": 1}).into()]);
+        assert_eq!(
+            mixed.data,
+            FragmentData::Value(json!({"value": "text", "k": 1}))
+        );
+        let list = Fragment::new("y", json!([1, 2])).with(json!({"k": 1}));
+        assert_eq!(
+            list.data,
+            FragmentData::Value(json!({"value": [1, 2], "k": 1}))
+        );
+    }
+
+    #[test]
+    fn helpers_build_the_documented_shapes() {
+        assert_eq!(role("r").to_json(), json!({"name": "role", "data": "r"}));
+        assert_eq!(
+            term("MRR", "monthly recurring revenue").data,
+            FragmentData::Value(json!({"name": "MRR", "definition": "monthly recurring revenue"}))
+        );
+        assert_eq!(
+            guardrail("no force-push", None, Some("open a PR")).data,
+            FragmentData::Value(json!({"rule": "no force-push", "action": "open a PR"}))
+        );
+        assert_eq!(
+            workflow("release", ["tag", "publish"]).data,
+            FragmentData::Value(json!({"task": "release", "steps": ["tag", "publish"]}))
+        );
+        assert_eq!(example("2+2", "4").name, "example");
+        assert_eq!(
+            (user("u").name, assistant("a").name),
+            ("user".into(), "assistant".into())
+        );
+    }
+}

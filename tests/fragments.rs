@@ -1,0 +1,488 @@
+//! Structured context: the design's examples exactly, every format parsing
+//! back (property tests over random JSON and random fragments), and a
+//! snapshot per fixture case per format.
+
+use agent_context::format::{
+    Delimiter, FormatOptions, FragmentFormat, MAX_DEPTH, ROOT_KEY, Tree, render_fragments,
+    render_value,
+};
+use agent_context::{
+    ErrorKind, Fragment, FragmentData, fragment, fragments_from_json, guardrail, hint, role, term,
+};
+use proptest::prelude::*;
+use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+use serde_json::{Map, Value, json};
+
+const CASES: &str = include_str!("fixtures/fragment_cases.json");
+const DOCUMENT: &str = include_str!("fixtures/fragment_document.json");
+
+const CONFIG_XML: &str = "\
+<config>
+  <debug>true</debug>
+  <timeout>30</timeout>
+  <database>
+    <host>localhost</host>
+    <port>5432</port>
+  </database>
+</config>";
+
+const CONFIG_MARKDOWN: &str = "\
+## Config
+- **debug**: true
+- **timeout**: 30
+- **database**:
+  - **host**: localhost
+  - **port**: 5432";
+
+const CONFIG_TOON: &str = "\
+config:
+  debug: true
+  timeout: 30
+  database:
+    host: localhost
+    port: 5432";
+
+fn render(fragments: &[Fragment], format: FragmentFormat) -> String {
+    render_fragments(fragments, format, &FormatOptions::default()).unwrap()
+}
+
+fn config_in_rust() -> Fragment {
+    fragment("config", [json!({"debug": true, "timeout": 30})]).with(fragment(
+        "database",
+        [json!({"host": "localhost", "port": 5432})],
+    ))
+}
+
+// ---------------------------------------------------------------- invariants
+
+/// The input as every format must give it back: nulls removed, then empty
+/// objects and arrays (which may have held only nulls); `None` if nothing is left.
+fn pruned(value: &Value) -> Option<Value> {
+    match value {
+        Value::Null => None,
+        Value::Array(items) => {
+            let items: Vec<Value> = items.iter().filter_map(pruned).collect();
+            (!items.is_empty()).then_some(Value::Array(items))
+        }
+        Value::Object(map) => {
+            let map: Map<String, Value> = map
+                .iter()
+                .filter_map(|(k, v)| Some((k.clone(), pruned(v)?)))
+                .collect();
+            (!map.is_empty()).then_some(Value::Object(map))
+        }
+        other => Some(other.clone()),
+    }
+}
+
+/// What a strict XML parser reads back from a text node: characters XML 1.0
+/// forbids are U+FFFD.
+fn xml_text(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\t'
+            | '\n'
+            | '\r'
+            | '\u{20}'..='\u{D7FF}'
+            | '\u{E000}'..='\u{FFFD}'
+            | '\u{10000}'.. => c,
+            _ => '\u{FFFD}',
+        })
+        .collect()
+}
+
+/// Leaves in document order: the key of an object member (`None` for a list
+/// element) and the text.
+fn leaves(value: &Value, label: Option<&str>, out: &mut Vec<(Option<String>, String)>) {
+    match value {
+        Value::Array(items) => items.iter().for_each(|item| leaves(item, None, out)),
+        Value::Object(map) => map
+            .iter()
+            .for_each(|(k, v)| leaves(v, Some(&xml_text(k)), out)),
+        Value::String(s) => out.push((label.map(str::to_owned), xml_text(s))),
+        other => out.push((label.map(str::to_owned), other.to_string())),
+    }
+}
+
+fn expected_leaves(normalized: &Value) -> Vec<(Option<String>, String)> {
+    let mut out = Vec::new();
+    let root = if normalized.is_object() {
+        None
+    } else {
+        Some(ROOT_KEY)
+    };
+    leaves(normalized, root, &mut out);
+    out
+}
+
+/// XML parses strictly and its leaf elements are the leaves, keyed members
+/// named by their key (as element or `name` attribute).
+fn assert_xml_parses_back(xml: &str, normalized: &Value) {
+    let wrapped = format!("<root>{xml}</root>");
+    let document = roxmltree::Document::parse(&wrapped)
+        .unwrap_or_else(|e| panic!("XML does not parse: {e}\n{xml}"));
+    let expected = expected_leaves(normalized);
+    let found: Vec<(Option<String>, String)> = document
+        .descendants()
+        .filter(|n| n.is_element() && n.tag_name().name() != "root")
+        .filter(|n| !n.children().any(|c| c.is_element()))
+        .map(|n| {
+            let name = n.attribute("name").unwrap_or(n.tag_name().name());
+            (Some(name.to_owned()), n.text().unwrap_or("").to_owned())
+        })
+        .collect();
+    assert_eq!(found.len(), expected.len(), "leaf count\n{xml}");
+    for ((found_key, found_text), (key, text)) in found.iter().zip(&expected) {
+        assert_eq!(found_text, text, "\n{xml}");
+        if key.is_some() {
+            assert_eq!(found_key, key, "\n{xml}");
+        }
+    }
+}
+
+/// TOML parses and equals the input minus nulls, with a non-table document
+/// under `value` and integers past `i64` as strings.
+fn assert_toml_parses_back(toml: &str, normalized: &Value) {
+    fn tomlable(value: &Value) -> Value {
+        match value {
+            Value::Number(n) if n.as_i64().is_none() && n.is_u64() => Value::String(n.to_string()),
+            Value::Array(items) => items.iter().map(tomlable).collect(),
+            Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), tomlable(v))).collect(),
+            other => other.clone(),
+        }
+    }
+    let table: toml::Table =
+        toml::from_str(toml).unwrap_or_else(|e| panic!("TOML does not parse: {e}\n{toml}"));
+    let mut expected = tomlable(normalized);
+    if !expected.is_object() {
+        expected = json!({ ROOT_KEY: expected });
+    }
+    assert_eq!(serde_json::to_value(table).unwrap(), expected, "\n{toml}");
+}
+
+/// Same JSON, numbers compared by value (TOON writes `1.0` as `1`).
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            x == y
+                || (x.as_f64().is_some() && x.as_f64() == y.as_f64() && (x.is_f64() || y.is_f64()))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((kx, x), (ky, y))| kx == ky && same_json(x, y))
+        }
+        (x, y) => x == y,
+    }
+}
+
+/// TOON decodes (strictly, per the spec) to the input minus nulls.
+fn assert_toon_decodes_back(toon: &str, normalized: &Value, options: &FormatOptions) {
+    let decode_options =
+        toon_format::DecodeOptions::new().with_indent(toon_format::Indent::Spaces(options.indent));
+    let decoded: Value = toon_format::decode(toon, &decode_options)
+        .unwrap_or_else(|e| panic!("TOON does not decode: {e}\n{toon}"));
+    assert!(
+        same_json(&decoded, normalized),
+        "decoded {decoded}\nexpected {normalized}\n{toon}"
+    );
+}
+
+/// Markdown has one `##` heading per top-level entry and one list item per
+/// leaf (an item that holds no nested list).
+fn assert_markdown_lists_every_leaf(markdown: &str, normalized: &Value) {
+    let mut open_items: Vec<bool> = Vec::new();
+    let (mut leaf_items, mut headings) = (0, 0);
+    for event in Parser::new(markdown) {
+        match event {
+            Event::Start(Tag::Heading { .. }) => headings += 1,
+            Event::Start(Tag::List(_)) => {
+                if let Some(has_list) = open_items.last_mut() {
+                    *has_list = true;
+                }
+            }
+            Event::Start(Tag::Item) => open_items.push(false),
+            Event::End(TagEnd::Item) => leaf_items += usize::from(!open_items.pop().unwrap()),
+            _ => {}
+        }
+    }
+    let top_level = normalized.as_object().map_or(1, Map::len);
+    assert_eq!(headings, top_level, "headings\n{markdown}");
+    assert_eq!(
+        leaf_items,
+        expected_leaves(normalized).len(),
+        "leaf items\n{markdown}"
+    );
+}
+
+/// Every format, rendered by `render`, gives `normalized` back.
+fn assert_every_format_round_trips(
+    normalized: Option<&Value>,
+    options: &FormatOptions,
+    render: impl Fn(FragmentFormat) -> String,
+) {
+    let Some(normalized) = normalized else {
+        for format in FragmentFormat::ALL {
+            assert_eq!(render(format), "", "{format} of an empty document");
+        }
+        return;
+    };
+    assert_xml_parses_back(&render(FragmentFormat::Xml), normalized);
+    assert_markdown_lists_every_leaf(&render(FragmentFormat::Markdown), normalized);
+    assert_toml_parses_back(&render(FragmentFormat::Toml), normalized);
+    assert_toon_decodes_back(&render(FragmentFormat::Toon), normalized, options);
+}
+
+fn check_value(value: &Value, options: &FormatOptions) {
+    assert_every_format_round_trips(pruned(value).as_ref(), options, |format| {
+        render_value(value, format, options).unwrap()
+    });
+}
+
+// ------------------------------------------------------------ the examples
+
+#[test]
+fn the_design_example_renders_exactly() {
+    let built = [config_in_rust()];
+    let parsed = fragments_from_json(json!([{"name": "config", "data": [
+        {"name": "debug", "data": true},
+        {"name": "timeout", "data": 30},
+        {"name": "database", "data": {"host": "localhost", "port": 5432}}
+    ]}]))
+    .unwrap();
+    for fragments in [&built[..], &parsed[..]] {
+        assert_eq!(render(fragments, FragmentFormat::Xml), CONFIG_XML);
+        assert_eq!(render(fragments, FragmentFormat::Markdown), CONFIG_MARKDOWN);
+        assert_eq!(render(fragments, FragmentFormat::Toon), CONFIG_TOON);
+        let normalized = json!({"config": {"debug": true, "timeout": 30,
+            "database": {"host": "localhost", "port": 5432}}});
+        assert_toml_parses_back(&render(fragments, FragmentFormat::Toml), &normalized);
+    }
+}
+
+#[test]
+fn the_design_example_serializes_as_written() {
+    assert_eq!(
+        serde_json::to_value(config_in_rust()).unwrap(),
+        json!({"name": "config", "data": {"debug": true, "timeout": 30,
+            "database": {"host": "localhost", "port": 5432}}})
+    );
+}
+
+#[test]
+fn role_and_hints_render_as_role_then_hints() {
+    let fragments = [
+        role("You are a careful coding agent."),
+        hint("a"),
+        hint("b"),
+    ];
+    assert_eq!(
+        render(&fragments, FragmentFormat::Xml),
+        "<role>You are a careful coding agent.</role>\n<hints>\n  <hint>a</hint>\n  <hint>b</hint>\n</hints>"
+    );
+    assert_eq!(
+        render(&fragments, FragmentFormat::Markdown),
+        "## Role\n- You are a careful coding agent.\n\n## Hints\n- a\n- b"
+    );
+    assert_eq!(
+        render(&fragments, FragmentFormat::Toon),
+        "role: You are a careful coding agent.\nhints[2]: a,b"
+    );
+    assert_eq!(
+        render(&fragments, FragmentFormat::Toml),
+        "role = \"You are a careful coding agent.\"\nhints = [\"a\", \"b\"]"
+    );
+}
+
+#[test]
+fn repeated_records_become_a_table() {
+    let fragments = [
+        term("MRR", "monthly recurring revenue"),
+        term("ARR", "annual recurring revenue"),
+        guardrail("Never push to main", Some("CI deploys main"), None),
+    ];
+    assert_eq!(
+        render(&fragments, FragmentFormat::Toon),
+        "terms[2]{name,definition}:\n  MRR,monthly recurring revenue\n  ARR,annual recurring revenue\n\
+         guardrail:\n  rule: Never push to main\n  reason: CI deploys main"
+    );
+}
+
+#[test]
+fn nesting_at_the_limit_round_trips_and_one_more_level_is_an_error() {
+    let mut deepest = json!({"leaf": "bottom"});
+    for level in 1..MAX_DEPTH {
+        deepest = if level % 2 == 0 {
+            json!({"k": deepest})
+        } else {
+            json!([deepest])
+        };
+    }
+    check_value(&deepest, &FormatOptions::default());
+    let too_deep = json!({"over": deepest});
+    for format in FragmentFormat::ALL {
+        let error = render_value(&too_deep, format, &FormatOptions::default()).unwrap_err();
+        let ErrorKind::Fragment { path, message } = error.kind() else {
+            panic!("{error:?}")
+        };
+        assert!(path.starts_with("over[0].k[0]"), "{path}");
+        assert!(message.contains("64 levels"), "{message}");
+    }
+}
+
+#[test]
+fn the_document_fixture_round_trips_in_every_format() {
+    let document: Value = serde_json::from_str(DOCUMENT).unwrap();
+    let fragments = fragments_from_json(document["fragments"].clone()).unwrap();
+    let tree = Tree::from_fragments(&fragments).unwrap();
+    assert_every_format_round_trips(
+        Some(&tree.to_value()),
+        &FormatOptions::default(),
+        |format| render(&fragments, format),
+    );
+}
+
+#[test]
+fn the_case_fixtures_round_trip_in_every_format() {
+    let cases: Map<String, Value> = serde_json::from_str(CASES).unwrap();
+    for (_, value) in cases {
+        check_value(&value, &FormatOptions::default());
+    }
+}
+
+// ------------------------------------------------------------- properties
+
+fn text() -> BoxedStrategy<String> {
+    prop_oneof![
+        3 => "[a-z0-9 _.:,|#>*`~=\\-\\[\\]{}<>&\"'\\\\\n\r\téü漢😀\u{0}\u{1}\u{7f}\u{FFFE}]{0,14}",
+        1 => prop::sample::select(vec![
+            "", " ", "- x", "1. a", "# h", "```", "<div>", "***", "===", "a\n- b", "a\n\n\nb",
+            "\n\nlead", "trail\n", "  - y", "true", "null", "-1", "0x10", "a,b", "[1]",
+            "<!-- open", "<pre>", "<div>\n- x", "> - q", "<script>\n\n- s", "```\n- f",
+        ])
+        .prop_map(str::to_owned),
+    ]
+    .boxed()
+}
+
+fn key() -> BoxedStrategy<String> {
+    prop_oneof![4 => "[a-z_][a-z0-9_]{0,6}", 1 => text()].boxed()
+}
+
+fn leaf() -> BoxedStrategy<Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        (-1000i32..1000).prop_map(|n| Value::from(f64::from(n) / 8.0)),
+        text().prop_map(Value::from),
+    ]
+    .boxed()
+}
+
+/// Rows sharing one set of keys: TOON's tabular form.
+fn records(cell: BoxedStrategy<Value>) -> impl Strategy<Value = Value> {
+    prop::collection::vec(key(), 1..4).prop_flat_map(move |keys| {
+        let row = prop::collection::vec(cell.clone(), keys.len())
+            .prop_map(move |cells| keys.iter().cloned().zip(cells).collect::<Map<_, _>>());
+        prop::collection::vec(row.prop_map(Value::Object), 1..4).prop_map(Value::Array)
+    })
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    leaf().prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec((key(), inner), 0..6)
+                .prop_map(|pairs| Value::Object(pairs.into_iter().collect())),
+            records(leaf()),
+        ]
+    })
+}
+
+fn fragment_list() -> impl Strategy<Value = Vec<Fragment>> {
+    let name = prop::sample::select(vec!["hint", "hints", "role", "term", "config", "a b", "x"]);
+    let single = (name.clone(), json_value()).prop_map(|(n, v)| Fragment::new(n, v));
+    let nested = single.prop_recursive(3, 24, 4, move |inner| {
+        (name.clone(), prop::collection::vec(inner, 0..4))
+            .prop_map(|(n, list)| Fragment::new(n, FragmentData::Fragments(list)))
+    });
+    prop::collection::vec(nested, 0..6)
+}
+
+fn options() -> impl Strategy<Value = FormatOptions> {
+    let delimiter = prop::sample::select(vec![Delimiter::Comma, Delimiter::Tab, Delimiter::Pipe]);
+    (delimiter, 1usize..5)
+        .prop_map(|(d, i)| FormatOptions::default().with_delimiter(d).with_indent(i))
+}
+
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 64,
+        ..ProptestConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn every_format_gives_random_json_back(value in json_value(), options in options()) {
+        check_value(&value, &options);
+    }
+
+    #[test]
+    fn every_format_gives_random_fragments_back(fragments in fragment_list(), options in options()) {
+        let tree = Tree::from_fragments(&fragments).unwrap();
+        let normalized = (!tree.is_empty()).then(|| tree.to_value());
+        assert_every_format_round_trips(normalized.as_ref(), &options, |format| {
+            render_fragments(&fragments, format, &options).unwrap()
+        });
+        // Serializing then parsing never changes what renders.
+        let json = serde_json::to_value(&fragments).unwrap();
+        let back = fragments_from_json(json).unwrap();
+        prop_assert_eq!(Tree::from_fragments(&back).unwrap(), tree);
+    }
+}
+
+// -------------------------------------------------------------- snapshots
+
+#[test]
+fn every_case_in_every_format() {
+    let cases: Map<String, Value> = serde_json::from_str(CASES).unwrap();
+    for (case, value) in &cases {
+        for format in FragmentFormat::ALL {
+            let out = render_value(value, format, &FormatOptions::default()).unwrap();
+            insta::assert_snapshot!(format!("{case}_{format}"), out);
+        }
+    }
+}
+
+#[test]
+fn the_document_in_every_format() {
+    let document: Value = serde_json::from_str(DOCUMENT).unwrap();
+    let fragments = fragments_from_json(document["fragments"].clone()).unwrap();
+    for format in FragmentFormat::ALL {
+        insta::assert_snapshot!(format!("document_{format}"), render(&fragments, format));
+    }
+}
+
+#[test]
+fn toon_delimiters_on_records() {
+    let cases: Map<String, Value> = serde_json::from_str(CASES).unwrap();
+    for (name, delimiter) in [("tab", Delimiter::Tab), ("pipe", Delimiter::Pipe)] {
+        let options = FormatOptions::default()
+            .with_delimiter(delimiter)
+            .with_indent(4);
+        let out = render_value(&cases["uniform_records"], FragmentFormat::Toon, &options).unwrap();
+        insta::assert_snapshot!(format!("uniform_records_toon_{name}"), out);
+    }
+}
