@@ -14,11 +14,13 @@
 //!   the place of the first dropped chunk.
 
 mod planner;
+mod truncate;
 mod units;
 
 use serde::Serialize;
 
 pub(crate) use planner::{ELIDED_TAG, HISTORY_START_TAG, Layout, Planner, Slot, framing_table};
+pub use truncate::{MIN_CAP, TruncatedBody, truncate_to_cap};
 pub(crate) use units::{Item, group_units, is_orphan_result};
 
 use crate::memory::ChunkKind;
