@@ -10,8 +10,9 @@ use crate::budget::{
     framing_table, group_units,
 };
 use crate::error::{ErrorKind, Result};
+use crate::format::{FormatOptions, FragmentFormat, render_fragments};
 use crate::memory::{ChunkKind, MemoryState, Retention, Role};
-use crate::message::{BuildResult, ContextMessage};
+use crate::message::{BuildResult, ContextMessage, Resolved};
 use crate::render::{ChunkRenderer, EscapeMode, RenderContext, RendererRegistry};
 use crate::tokens::parts::{CountedText, join};
 use crate::tokens::{Framing, TokenCounter, counter_for_model, model_info};
@@ -38,6 +39,8 @@ pub struct ContextBuilder {
     include_ids: Option<Vec<String>>,
     renderers: RendererRegistry,
     user_first: bool,
+    fragments_format: FragmentFormat,
+    fragment_options: FormatOptions,
 }
 
 impl Default for ContextBuilder {
@@ -62,6 +65,8 @@ impl ContextBuilder {
             include_ids: None,
             renderers: RendererRegistry::new(),
             user_first: false,
+            fragments_format: FragmentFormat::default(),
+            fragment_options: FormatOptions::default(),
         }
     }
 
@@ -145,6 +150,34 @@ impl ContextBuilder {
         self
     }
 
+    /// The format the session's fragments render in (default XML).
+    pub fn fragments_format(&mut self, format: FragmentFormat) -> &mut Self {
+        self.fragments_format = format;
+        self
+    }
+
+    /// Delimiter and indentation of the fragments' rendering.
+    pub fn fragment_options(&mut self, options: FormatOptions) -> &mut Self {
+        self.fragment_options = options;
+        self
+    }
+
+    /// Builds the prompt of `state` and splits off the system prompt, for
+    /// callers that send it separately (Anthropic's `system`, say).
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](ContextBuilder::build).
+    pub fn resolve(&self, state: &MemoryState) -> Result<Resolved> {
+        let result = self.build(state)?;
+        let system_prompt = result.system_message().map(|m| m.content.clone());
+        let messages = result.history().to_vec();
+        Ok(Resolved {
+            system_prompt,
+            messages,
+        })
+    }
+
     /// Builds the prompt of `state`.
     ///
     /// # Errors
@@ -153,6 +186,8 @@ impl ContextBuilder {
     ///   [`MemoryState::validate`]);
     /// * [`ErrorKind::Option`] for an unknown model without `max_tokens`, a
     ///   reserve that leaves no budget, or an included id that no chunk has;
+    /// * [`ErrorKind::Fragment`] or [`ErrorKind::Option`] when the fragments
+    ///   cannot be rendered in the chosen format (e.g. a bad indent);
     /// * [`ErrorKind::BudgetExceeded`] when the protected content alone does
     ///   not fit;
     /// * [`ErrorKind::Tokenizer`] if the tokenizer fails to load.
@@ -210,6 +245,23 @@ impl ContextBuilder {
                 self.system_prompt_text(prompt, &ctx),
                 counter,
             ));
+        }
+        if !state.fragments.is_empty() {
+            let rendered = render_fragments(
+                &state.fragments,
+                self.fragments_format,
+                &self.fragment_options,
+            )?;
+            // XML fragments are well-formed XML already; other formats are
+            // text that `xml` mode must escape like any body.
+            let text = if self.fragments_format == FragmentFormat::Xml {
+                rendered
+            } else {
+                self.system_prompt_text(&rendered, &ctx)
+            };
+            if !text.is_empty() {
+                system.push(CountedText::new(text, counter));
+            }
         }
         let mut system_chunks = Vec::new();
         let mut items = Vec::new();
@@ -373,8 +425,8 @@ impl ContextBuilder {
         }
     }
 
-    /// The system prompt is the caller's own text, kept raw except in `xml`
-    /// mode, whose promise is that every message parses.
+    /// The system prompt (and fragments rendered as text) are the caller's
+    /// own, kept raw except in `xml` mode, whose promise is that every message parses.
     fn system_prompt_text(&self, prompt: &str, ctx: &RenderContext<'_>) -> String {
         if self.escape == EscapeMode::Xml {
             let mut out = String::with_capacity(prompt.len());

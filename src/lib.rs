@@ -55,6 +55,8 @@
 //! * [`budget`]: what is protected, what moves together, what was decided.
 //! * [`ContextBuilder`] → [`BuildResult`]: messages, counts, decisions.
 //! * [`adapter`]: OpenAI, Anthropic and plain-text output.
+//! * [`Fragment`] and [`format`]: structured system context (role, hints,
+//!   terms, guardrails, config) rendered as XML, Markdown, TOML or TOON.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -79,4 +81,4 @@ pub use fragment::{
     hint, role, term, user, workflow,
 };
 pub use memory::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
-pub use message::{BuildResult, ContextMessage, Elision, Truncation};
+pub use message::{BuildResult, ContextMessage, Elision, Resolved, Truncation};

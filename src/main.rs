@@ -3,9 +3,13 @@
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
+use agent_context::format::{
+    Delimiter, FormatOptions, FragmentFormat, render_fragments, render_value,
+};
 use agent_context::tokens::{Framing, counter_for_model};
 use agent_context::{
-    ContextBuilder, DEFAULT_MODEL, ErrorKind, MemoryState, adapter, render::EscapeMode,
+    ContextBuilder, DEFAULT_MODEL, ErrorKind, MemoryState, adapter, fragments_from_json,
+    render::EscapeMode,
 };
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -23,6 +27,8 @@ enum Command {
     Build(BuildArgs),
     /// Count the tokens of raw text.
     Count(CountArgs),
+    /// Render structured context (`{"fragments": [...]}`, or any JSON with --data).
+    Render(RenderArgs),
 }
 
 #[derive(clap::Args)]
@@ -48,6 +54,9 @@ struct BuildArgs {
     /// What to print.
     #[arg(long, value_enum, default_value_t = OutputArg::Report)]
     output: OutputArg,
+    /// Format of the session's fragments in the system message.
+    #[arg(long, value_name = "FORMAT", default_value = "xml", value_parser = parse_format)]
+    fragments_format: FragmentFormat,
     /// Leave out chunks of this kind (repeatable).
     #[arg(long = "exclude-kind", value_name = "KIND", value_parser = parse_kind)]
     exclude_kinds: Vec<agent_context::ChunkKind>,
@@ -67,6 +76,25 @@ struct CountArgs {
     /// Print a JSON object instead of the bare number.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(clap::Args)]
+struct RenderArgs {
+    /// JSON file, or `-` (the default) for standard input.
+    #[arg(default_value = "-")]
+    file: String,
+    /// Output format: xml, markdown, toml or toon.
+    #[arg(long, value_parser = parse_format)]
+    format: FragmentFormat,
+    /// Render any JSON value instead of a fragments document.
+    #[arg(long)]
+    data: bool,
+    /// TOON field delimiter: `,`, `tab` or `pipe`.
+    #[arg(long, default_value = ",", value_parser = parse_delimiter)]
+    delimiter: Delimiter,
+    /// Spaces per indentation level (XML and TOON).
+    #[arg(long, default_value_t = 2)]
+    indent: usize,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -103,6 +131,14 @@ fn parse_kind(name: &str) -> Result<agent_context::ChunkKind, String> {
     })
 }
 
+fn parse_format(name: &str) -> Result<FragmentFormat, String> {
+    name.parse::<FragmentFormat>().map_err(|e| e.to_string())
+}
+
+fn parse_delimiter(name: &str) -> Result<Delimiter, String> {
+    name.parse::<Delimiter>().map_err(|e| e.to_string())
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -115,6 +151,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Build(args) => build(args),
         Command::Count(args) => count(args),
+        Command::Render(args) => render(args),
     };
     match outcome {
         Ok(stdout) => {
@@ -142,6 +179,7 @@ fn exit_code(kind: &ErrorKind) -> u8 {
         | ErrorKind::Session { .. }
         | ErrorKind::Chunk { .. }
         | ErrorKind::Option { .. }
+        | ErrorKind::Fragment { .. }
         | ErrorKind::Io { .. } => 2,
         _ => 1,
     }
@@ -164,6 +202,7 @@ fn build(args: BuildArgs) -> agent_context::Result<String> {
             FramingArg::None => Framing::None,
         })
         .exclude_kinds(args.exclude_kinds)
+        .fragments_format(args.fragments_format)
         .user_first(matches!(args.output, OutputArg::Anthropic));
     if let Some(max_tokens) = args.max_tokens {
         builder.max_tokens(max_tokens);
@@ -198,6 +237,42 @@ fn count(args: CountArgs) -> agent_context::Result<String> {
     } else {
         format!("{tokens}\n")
     })
+}
+
+/// Renders a fragments document (or, with `--data`, any JSON value).
+fn render(args: RenderArgs) -> agent_context::Result<String> {
+    let text = read_input(&args.file)?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| ErrorKind::Json {
+        line: e.line(),
+        column: e.column().max(1),
+        message: e.to_string(),
+    })?;
+    let options = FormatOptions::default()
+        .with_delimiter(args.delimiter)
+        .with_indent(args.indent);
+    let mut out = if args.data {
+        render_value(&value, args.format, &options)?
+    } else {
+        let fragments = match value {
+            serde_json::Value::Object(mut object)
+                if object.len() == 1 && object.contains_key("fragments") =>
+            {
+                fragments_from_json(object.remove("fragments").unwrap_or_default())?
+            }
+            _ => {
+                return Err(ErrorKind::Session {
+                    field: "(root)".into(),
+                    message:
+                        "expected {\"fragments\": [...]}; pass --data to render any JSON value"
+                            .into(),
+                }
+                .into());
+            }
+        };
+        render_fragments(&fragments, args.format, &options)?
+    };
+    out.push('\n');
+    Ok(out)
 }
 
 fn pretty(value: &serde_json::Value) -> String {

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{ChunkLocation, ErrorKind, Result};
+use crate::fragment::Fragment;
 
 /// What a chunk records; decides its default tag, role and budget treatment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -266,6 +267,9 @@ pub struct MemoryState {
     /// Rendered first in the system message.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
+    /// Structured system context, rendered after the system prompt.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fragments: Vec<Fragment>,
     /// The chunks, oldest first.
     pub chunks: Vec<MemoryChunk>,
 }
@@ -279,6 +283,12 @@ impl MemoryState {
     /// Sets the system prompt.
     pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Appends a fragment of structured system context.
+    pub fn with_fragment(mut self, fragment: Fragment) -> Self {
+        self.fragments.push(fragment);
         self
     }
 

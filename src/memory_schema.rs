@@ -55,24 +55,10 @@ pub(crate) fn session_from_value(value: Value) -> Result<MemoryState> {
     }
     let id = optional_session_string(&mut object, "id")?;
     let system_prompt = optional_session_string(&mut object, "system_prompt")?;
-    match object.remove("fragments") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) if items.is_empty() => {}
-        Some(Value::Array(_)) => {
-            return Err(session_error(
-                "fragments",
-                "structured fragments are not supported by this version; put the context in \
-                 `system_prompt` or a `system` chunk"
-                    .into(),
-            ));
-        }
-        Some(other) => {
-            return Err(session_error(
-                "fragments",
-                format!("expected an array, found {}", type_name(&other)),
-            ));
-        }
-    }
+    let fragments = match object.remove("fragments") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(value) => crate::fragment::fragments_from_json(value)?,
+    };
     let chunks = match object.remove("chunks") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items
@@ -90,6 +76,7 @@ pub(crate) fn session_from_value(value: Value) -> Result<MemoryState> {
     let state = MemoryState {
         id,
         system_prompt,
+        fragments,
         chunks,
     };
     state.validate()?;

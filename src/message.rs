@@ -92,3 +92,14 @@ impl BuildResult {
         &self.messages[skip..]
     }
 }
+
+/// A build split for callers that send the system prompt apart from the
+/// messages; see [`ContextBuilder::resolve`](crate::ContextBuilder::resolve).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Resolved {
+    /// The system message's content (system prompt, fragments, system chunks).
+    pub system_prompt: Option<String>,
+    /// The history messages, oldest first.
+    pub messages: Vec<ContextMessage>,
+}

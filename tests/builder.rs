@@ -321,3 +321,49 @@ fn user_first_prepends_a_counted_history_start() {
     let plain = build(&state);
     assert!(agent_context::adapter::anthropic(&plain).is_err());
 }
+
+#[test]
+fn fragments_are_counted_and_protected() {
+    let state = MemoryState::new()
+        .with_system_prompt("You review code.")
+        .with_fragment(agent_context::fragment(
+            "config",
+            [serde_json::json!({"debug": true, "timeout": 30})],
+        ))
+        .with_chunk(user("u0", &"old question ".repeat(40)))
+        .with_chunk(assistant("a0", &"old answer ".repeat(40)))
+        .with_chunk(user("u1", "review this"));
+    let full = build(&state);
+    assert_eq!(
+        full.messages[0].content,
+        "You review code.\n\n<config>\n  <debug>true</debug>\n  <timeout>30</timeout>\n</config>"
+    );
+    assert_recount(&full, Encoding::O200kBase);
+    // At a tight budget history goes, the fragments stay.
+    let tight = ContextBuilder::new()
+        .max_tokens(full.token_count - 60)
+        .build(&state)
+        .unwrap();
+    assert_eq!(tight.messages[0].content, full.messages[0].content);
+    assert!(tight.excluded.contains(&"u0".to_owned()));
+    // Too tight for the system message itself: the requirement counts the fragments.
+    let error = ContextBuilder::new()
+        .max_tokens(20)
+        .build(&state)
+        .unwrap_err();
+    match error.kind() {
+        ErrorKind::BudgetExceeded { required, .. } => assert!(*required > full.messages[0].tokens),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn resolve_splits_the_system_prompt() {
+    let state = MemoryState::new()
+        .with_system_prompt("Sys.")
+        .with_chunk(user("u1", "hi"));
+    let resolved = ContextBuilder::new().resolve(&state).unwrap();
+    assert_eq!(resolved.system_prompt.as_deref(), Some("Sys."));
+    assert_eq!(resolved.messages.len(), 1);
+    assert_eq!(resolved.messages[0].role, Role::User);
+}

@@ -402,3 +402,74 @@ fn help_goes_to_stdout_with_success() {
     assert_eq!((out.code, out.stderr.as_str()), (0, ""));
     assert!(out.stdout.contains("--max-tokens <MAX_TOKENS>"));
 }
+
+// ---- structured context ------------------------------------------------
+
+const CONFIG: &str = r#"{"fragments": [{"name": "config", "data": {"debug": true, "timeout": 30,
+  "database": {"host": "localhost", "port": 5432}}}]}"#;
+
+#[test]
+fn render_prints_each_format() {
+    let xml = run(&["render", "-", "--format", "xml"], CONFIG);
+    assert_eq!(xml.code, 0, "{}", xml.stderr);
+    assert_eq!(
+        xml.stdout,
+        "<config>\n  <debug>true</debug>\n  <timeout>30</timeout>\n  <database>\n    \
+         <host>localhost</host>\n    <port>5432</port>\n  </database>\n</config>\n"
+    );
+    let toon = run(&["render", "--format", "toon", "--indent", "4"], CONFIG);
+    assert!(
+        toon.stdout.starts_with("config:\n    debug: true\n"),
+        "{}",
+        toon.stdout
+    );
+    let toml = run(&["render", "--format", "toml"], CONFIG);
+    assert!(
+        toml.stdout
+            .contains("[config.database]\nhost = \"localhost\""),
+        "{}",
+        toml.stdout
+    );
+    let data = run(
+        &[
+            "render",
+            "--data",
+            "--format",
+            "toon",
+            "--delimiter",
+            "pipe",
+        ],
+        r#"[{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]"#,
+    );
+    assert_eq!(data.stdout, "[2|]{a|b}:\n  1|x\n  2|y\n");
+}
+
+#[test]
+fn render_errors() {
+    let not_fragments = run(&["render", "--format", "xml"], r#"{"config": 1}"#);
+    assert_failed(&not_fragments, 2, "pass --data");
+    let bad_format = run(&["render", "--format", "yaml"], CONFIG);
+    assert_failed(&bad_format, 2, "unknown format \"yaml\"");
+    let bad_fragment = run(
+        &["render", "--format", "xml"],
+        r#"{"fragments": [{"name": "x"}]}"#,
+    );
+    assert_failed(&bad_fragment, 2, "fragments[0]");
+    insta::assert_snapshot!("render_bad_fragment", bad_fragment.stderr);
+}
+
+#[test]
+fn build_renders_session_fragments_into_the_system_message() {
+    let session = r#"{"system_prompt": "Be brief.",
+      "fragments": [{"name": "role", "data": "reviewer"}],
+      "chunks": [{"id": "u1", "kind": "agent", "role": "user", "text": "hi"}]}"#;
+    let out = build_file(
+        session,
+        &["--output", "openai", "--fragments-format", "markdown"],
+    );
+    let value = json_output(&out);
+    assert_eq!(
+        value["messages"][0]["content"],
+        "Be brief.\n\n## Role\n- reviewer"
+    );
+}
