@@ -55,7 +55,7 @@
 //! * [`budget`]: what is protected, what moves together, what was decided.
 //! * [`ContextBuilder`] → [`BuildResult`]: messages, counts, decisions.
 //! * [`adapter`]: OpenAI, Anthropic and plain-text output.
-//! * [`Fragment`] and [`format`]: structured system context (role, hints,
+//! * [`Fragment`] and [`format`](mod@format): structured system context (role, hints,
 //!   terms, guardrails, config) rendered as XML, Markdown, TOML or TOON.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
