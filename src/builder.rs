@@ -6,13 +6,15 @@ use rustc_hash::FxHashSet;
 use smallvec::SmallVec;
 
 use crate::budget::{
-    ChunkDecision, Decision, DropReason, HISTORY_START_TAG, Item, Layout, Planner, Slot,
-    framing_table, group_units,
+    ChunkDecision, Decision, DropReason, HISTORY_START_TAG, Item, Layout, Planner, Policy,
+    SUMMARY_TAG, Slot, framing_table, group_units, is_orphan_result, plan_steps,
 };
 use crate::error::{ErrorKind, Result};
 use crate::format::{FormatOptions, FragmentFormat, render_fragments};
-use crate::memory::{ChunkKind, MemoryState, Retention, Role};
-use crate::message::{BuildResult, ContextMessage, Resolved};
+use crate::memory::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
+use crate::message::{BuildResult, ContextMessage, Resolved, Truncation};
+use crate::prepare::Preparer;
+use crate::previous::PreviousBuild;
 use crate::render::{ChunkRenderer, EscapeMode, RenderContext, RendererRegistry};
 use crate::tokens::parts::{CountedText, join};
 use crate::tokens::{Framing, TokenCounter, counter_for_model, model_info};
@@ -41,6 +43,19 @@ pub struct ContextBuilder {
     user_first: bool,
     fragments_format: FragmentFormat,
     fragment_options: FormatOptions,
+    policy: Policy,
+    previous: Option<Arc<PreviousBuild>>,
+}
+
+/// The chunks of a build after rendering, before planning.
+#[derive(Default)]
+struct History {
+    items: Vec<Item>,
+    /// One per session chunk, in order.
+    decisions: Vec<ChunkDecision>,
+    /// Rendered chunks whose role is `system`, and their session indexes.
+    system_parts: Vec<CountedText>,
+    system_chunks: Vec<usize>,
 }
 
 impl Default for ContextBuilder {
@@ -67,6 +82,8 @@ impl ContextBuilder {
             user_first: false,
             fragments_format: FragmentFormat::default(),
             fragment_options: FormatOptions::default(),
+            policy: Policy::default(),
+            previous: None,
         }
     }
 
@@ -162,6 +179,31 @@ impl ContextBuilder {
         self
     }
 
+    /// How room is made: caps, priorities, low-water mark, summarizer.
+    pub fn policy(&mut self, policy: Policy) -> &mut Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The policy, to change one setting.
+    pub fn policy_mut(&mut self) -> &mut Policy {
+        &mut self.policy
+    }
+
+    /// The previous build of this session: its cut is kept while it still
+    /// fits (and only ever extended), and `stable_prefix_tokens` reports how
+    /// much of the new prompt is byte-identical to it.
+    pub fn previous(&mut self, previous: &BuildResult) -> &mut Self {
+        self.previous = Some(Arc::new(PreviousBuild::from(previous)));
+        self
+    }
+
+    /// Forgets the previous build.
+    pub fn clear_previous(&mut self) -> &mut Self {
+        self.previous = None;
+        self
+    }
+
     /// Builds the prompt of `state` and splits off the system prompt, for
     /// callers that send it separately (Anthropic's `system`, say).
     ///
@@ -185,7 +227,8 @@ impl ContextBuilder {
     /// * [`ErrorKind::Chunk`] if `state` breaks an invariant (see
     ///   [`MemoryState::validate`]);
     /// * [`ErrorKind::Option`] for an unknown model without `max_tokens`, a
-    ///   reserve that leaves no budget, or an included id that no chunk has;
+    ///   reserve that leaves no budget, an included id that no chunk has, or a
+    ///   low-water mark outside (0, 1];
     /// * [`ErrorKind::Fragment`] or [`ErrorKind::Option`] when the fragments
     ///   cannot be rendered in the chosen format (e.g. a bad indent);
     /// * [`ErrorKind::BudgetExceeded`] when the protected content alone does
@@ -193,6 +236,7 @@ impl ContextBuilder {
     /// * [`ErrorKind::Tokenizer`] if the tokenizer fails to load.
     pub fn build(&self, state: &MemoryState) -> Result<BuildResult> {
         state.validate()?;
+        self.policy.validate()?;
         let counter = match &self.counter {
             Some(counter) => Arc::clone(counter),
             None => counter_for_model(&self.model)?,
@@ -210,148 +254,66 @@ impl ContextBuilder {
         self.check_included_ids(state)?;
 
         let ctx = RenderContext::new(self.escape, self.renderers.tag_set());
-        let only_ids: Option<FxHashSet<&str>> = self
-            .include_ids
-            .as_ref()
-            .map(|ids| ids.iter().map(String::as_str).collect());
-        let selected: Vec<bool> = state
-            .chunks
-            .iter()
-            .map(|c| {
-                self.include_kinds
-                    .as_ref()
-                    .is_none_or(|kinds| kinds.contains(&c.kind))
-                    && !self.exclude_kinds.contains(&c.kind)
-                    && only_ids
-                        .as_ref()
-                        .is_none_or(|ids| ids.contains(c.id.as_str()))
-            })
-            .collect();
-        let calls: FxHashSet<&str> = state
-            .chunks
-            .iter()
-            .zip(&selected)
-            .filter(|(c, keep)| **keep && c.kind == ChunkKind::Workflow)
-            .filter_map(|(c, _)| c.call_id.as_deref())
-            .collect();
-
-        let mut system = Vec::new();
-        let prompt = self
-            .system_prompt
-            .as_deref()
-            .or(state.system_prompt.as_deref());
-        if let Some(prompt) = prompt.filter(|p| !p.is_empty()) {
-            system.push(CountedText::new(
-                self.system_prompt_text(prompt, &ctx),
-                counter,
-            ));
-        }
-        if !state.fragments.is_empty() {
-            let rendered = render_fragments(
-                &state.fragments,
-                self.fragments_format,
-                &self.fragment_options,
-            )?;
-            // XML fragments are well-formed XML already; other formats are
-            // text that `xml` mode must escape like any body.
-            let text = if self.fragments_format == FragmentFormat::Xml {
-                rendered
-            } else {
-                self.system_prompt_text(&rendered, &ctx)
-            };
-            if !text.is_empty() {
-                system.push(CountedText::new(text, counter));
-            }
-        }
-        let mut system_chunks = Vec::new();
-        let mut items = Vec::new();
-        let mut decisions = Vec::with_capacity(state.chunks.len());
-        for (index, chunk) in state.chunks.iter().enumerate() {
-            let mut decision = ChunkDecision {
-                id: chunk.id.clone(),
-                kind: chunk.kind,
-                tokens: 0,
-                protected: false,
-                decision: Decision::Dropped {
-                    reason: DropReason::Filtered,
-                },
-            };
-            if selected[index] {
-                let renderer = self.renderers.renderer_for(chunk);
-                let mut text = String::new();
-                renderer.render(chunk, &ctx, &mut text);
-                let part = CountedText::new(text, counter);
-                decision.tokens = part.alone();
-                let role = renderer.role(chunk);
-                if crate::budget::is_orphan_result(chunk, &calls) {
-                    decision.decision = Decision::Dropped {
-                        reason: DropReason::Orphan,
-                    };
-                } else if role == Role::System {
-                    decision.protected = true;
-                    decision.decision = Decision::Kept;
-                    system.push(part);
-                    system_chunks.push(index);
-                } else {
-                    let protected = chunk.pinned || chunk.retention == Some(Retention::Critical);
-                    items.push(Item {
-                        chunk: index,
-                        role,
-                        part,
-                        protected,
-                    });
-                }
-            }
-            decisions.push(decision);
-        }
-        if let Some(latest) = items
-            .iter()
-            .rposition(|i| state.chunks[i.chunk].is_user_turn())
-        {
-            items[latest..].iter_mut().for_each(|i| i.protected = true);
-        }
-        let units = group_units(&mut items, &state.chunks);
-
+        let system = self.system_parts(state, &ctx, counter)?;
+        let preparer = Preparer { counter, ctx, policy: &self.policy };
+        let mut history = self.prepare_history(state, &preparer);
+        let units = group_units(&mut history.items, &state.chunks);
+        let (steps, sticky) = plan_steps(
+            &history.items,
+            &units,
+            &state.chunks,
+            self.previous.as_ref().map(|p| &p.cut),
+        );
+        let mut planner_system = system;
+        planner_system.extend(history.system_parts);
         let planner = Planner {
             counter,
             framing: framing_table(self.framing, counter),
             priming: self.framing.priming(),
-            system: &system,
-            items: &items,
+            system: &planner_system,
+            items: &history.items,
             units: &units,
+            steps: &steps,
+            sticky,
             user_first: self.user_first,
             available,
+            low_water: self.policy.low_water,
             history_start: CountedText::new(format!("<{HISTORY_START_TAG}/>"), counter),
         };
-        let layout = planner
-            .plan()
-            .map_err(|required| ErrorKind::BudgetExceeded {
-                required,
-                available,
-                max_tokens,
-                reserve_output: self.reserve_output,
-            })?;
+        let mut layout = planner.plan().map_err(|required| ErrorKind::BudgetExceeded {
+            required,
+            available,
+            max_tokens,
+            reserve_output: self.reserve_output,
+        })?;
+        self.summarize(&planner, &mut layout, state, &preparer.ctx);
 
-        for (i, item) in items.iter().enumerate() {
+        let mut decisions = history.decisions;
+        for (i, item) in history.items.iter().enumerate() {
             let decision = &mut decisions[item.chunk];
             decision.protected = item.protected;
-            decision.decision = if layout.dropped[i] {
-                Decision::Dropped {
-                    reason: DropReason::Budget,
-                }
-            } else {
-                Decision::Kept
-            };
+            decision.priority = item.priority;
+            if layout.dropped[i] {
+                decision.decision = Decision::Dropped { reason: DropReason::Budget };
+            } else if let (true, Some(stub)) = (layout.stubbed[i], &item.stub) {
+                decision.decision =
+                    Decision::Stubbed { tokens_before: item.part.alone(), tokens_after: stub.alone() };
+                decision.tokens = stub.alone();
+            }
         }
-        let messages = assemble(&planner, &layout, &system_chunks, state);
-        let included: Vec<String> = messages
+        let messages = assemble(&planner, &layout, &history.system_chunks, state);
+        let stable_prefix_tokens = self.previous.as_ref().map(|p| p.stable_prefix_tokens(&messages));
+        let included: Vec<String> =
+            messages.iter().flat_map(|m| m.chunk_ids.iter().cloned()).collect();
+        let excluded = decisions.iter().filter(|d| !d.is_included()).map(|d| d.id.clone()).collect();
+        let truncated = decisions
             .iter()
-            .flat_map(|m| m.chunk_ids.iter().cloned())
-            .collect();
-        let excluded = decisions
-            .iter()
-            .filter(|d| d.decision != Decision::Kept)
-            .map(|d| d.id.clone())
+            .filter_map(|d| match d.decision {
+                Decision::Truncated { tokens_before, tokens_after, .. } => {
+                    Some(Truncation { id: d.id.clone(), tokens_before, tokens_after })
+                }
+                _ => None,
+            })
             .collect();
         Ok(BuildResult {
             model: self.model.clone(),
@@ -364,11 +326,171 @@ impl ContextBuilder {
             messages,
             included,
             excluded,
-            truncated: Vec::new(),
+            truncated,
             elided: layout.elision,
+            stable_prefix_tokens,
             decisions,
             warnings,
         })
+    }
+
+    /// The system prompt and fragments, in the order they open the system message.
+    fn system_parts(
+        &self,
+        state: &MemoryState,
+        ctx: &RenderContext<'_>,
+        counter: &dyn TokenCounter,
+    ) -> Result<Vec<CountedText>> {
+        let mut system = Vec::new();
+        let prompt = self.system_prompt.as_deref().or(state.system_prompt.as_deref());
+        if let Some(prompt) = prompt.filter(|p| !p.is_empty()) {
+            system.push(CountedText::new(self.system_prompt_text(prompt, ctx), counter));
+        }
+        if !state.fragments.is_empty() {
+            let rendered =
+                render_fragments(&state.fragments, self.fragments_format, &self.fragment_options)?;
+            // XML fragments are well-formed XML already; other formats are
+            // text that `xml` mode must escape like any body.
+            let text = if self.fragments_format == FragmentFormat::Xml {
+                rendered
+            } else {
+                self.system_prompt_text(&rendered, ctx)
+            };
+            if !text.is_empty() {
+                system.push(CountedText::new(text, counter));
+            }
+        }
+        Ok(system)
+    }
+
+    /// Renders, caps and counts every selected chunk; system-role chunks go
+    /// to the system message, the rest become planner items with their
+    /// protection, priority and (for disposable ones) stub.
+    fn prepare_history(&self, state: &MemoryState, preparer: &Preparer<'_>) -> History {
+        let only_ids: Option<FxHashSet<&str>> =
+            self.include_ids.as_ref().map(|ids| ids.iter().map(String::as_str).collect());
+        let selected: Vec<bool> = state
+            .chunks
+            .iter()
+            .map(|c| {
+                self.include_kinds.as_ref().is_none_or(|kinds| kinds.contains(&c.kind))
+                    && !self.exclude_kinds.contains(&c.kind)
+                    && only_ids.as_ref().is_none_or(|ids| ids.contains(c.id.as_str()))
+            })
+            .collect();
+        let calls: FxHashSet<&str> = state
+            .chunks
+            .iter()
+            .zip(&selected)
+            .filter(|(c, keep)| **keep && c.kind == ChunkKind::Workflow)
+            .filter_map(|(c, _)| c.call_id.as_deref())
+            .collect();
+        // A turn starts at a user message; count how many start after each chunk.
+        let mut turns_after = vec![0; state.chunks.len()];
+        let mut later_users = 0;
+        for (index, chunk) in state.chunks.iter().enumerate().rev() {
+            turns_after[index] = later_users;
+            if selected[index] && chunk.is_user_turn() {
+                later_users += 1;
+            }
+        }
+
+        let mut history = History::default();
+        for (index, chunk) in state.chunks.iter().enumerate() {
+            let mut decision = ChunkDecision {
+                id: chunk.id.clone(),
+                kind: chunk.kind,
+                tokens: 0,
+                priority: self.policy.priority_of(chunk),
+                protected: false,
+                decision: Decision::Dropped { reason: DropReason::Filtered },
+            };
+            if selected[index] {
+                let renderer = self.renderers.renderer_for(chunk);
+                let prepared = preparer.prepare(chunk, renderer);
+                decision.tokens = prepared.part.alone();
+                decision.decision = prepared.decision;
+                let retention = self.policy.retention_of(chunk, turns_after[index]);
+                if is_orphan_result(chunk, &calls) {
+                    decision.decision = Decision::Dropped { reason: DropReason::Orphan };
+                } else if prepared.role == Role::System {
+                    decision.protected = true;
+                    history.system_parts.push(prepared.part);
+                    history.system_chunks.push(index);
+                } else {
+                    let stub = (retention == Retention::Disposable)
+                        .then(|| preparer.stub(chunk, renderer, &prepared.part))
+                        .flatten();
+                    history.items.push(Item {
+                        chunk: index,
+                        role: prepared.role,
+                        part: prepared.part,
+                        stub,
+                        protected: chunk.pinned || retention == Retention::Critical,
+                        priority: decision.priority,
+                    });
+                }
+            }
+            history.decisions.push(decision);
+        }
+        let latest_user = history.items.iter().rposition(|i| state.chunks[i.chunk].is_user_turn());
+        if let Some(latest) = latest_user {
+            history.items[latest..].iter_mut().for_each(|i| i.protected = true);
+        }
+        history
+    }
+
+    /// Replaces the elision marker by the summarizer's summary when one is
+    /// set and the summary fits where the marker was.
+    fn summarize(
+        &self,
+        planner: &Planner<'_>,
+        layout: &mut Layout,
+        state: &MemoryState,
+        ctx: &RenderContext<'_>,
+    ) {
+        let (Some(summarizer), Some(elision), Some(marker)) =
+            (self.policy.summarizer(), layout.elision, layout.marker.as_ref())
+        else {
+            return;
+        };
+        let dropped: Vec<&MemoryChunk> = planner
+            .items
+            .iter()
+            .zip(&layout.dropped)
+            .filter(|(_, dropped)| **dropped)
+            .map(|(item, _)| &state.chunks[item.chunk])
+            .collect();
+        let chunks = elision.chunks.to_string();
+        let tokens = elision.tokens.to_string();
+        let attributes = [("chunks", Some(chunks.as_str())), ("tokens", Some(tokens.as_str()))];
+        let render = |body: &str| {
+            let mut text = String::new();
+            ctx.write_element(&mut text, SUMMARY_TAG, &attributes, Some(body));
+            CountedText::new(text, planner.counter)
+        };
+        let frame = render("x").alone();
+        let room = (planner.available + marker.alone()).saturating_sub(layout.total + frame);
+        let Some(summary) = summarizer.summarize(&dropped, room).filter(|s| !s.is_empty()) else {
+            return;
+        };
+        // Escaping and joins can cost a few tokens more than the text alone:
+        // shorten until the whole prompt fits, or keep the marker.
+        let mut body = summary;
+        for _ in 0..4 {
+            let mut candidate = layout.clone();
+            planner.replace_marker(&mut candidate, render(&body));
+            if candidate.total <= planner.available {
+                *layout = candidate;
+                return;
+            }
+            let excess = candidate.total - planner.available;
+            let cap = planner.counter.count(&body).saturating_sub(excess + 1);
+            match crate::budget::truncate_to_cap(planner.counter, &body, cap) {
+                Some(cut) if cap >= crate::budget::MIN_CAP => body = cut.text,
+                _ => return,
+            }
+        }
     }
 
     /// `(max_tokens, available)` for this build.

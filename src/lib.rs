@@ -70,6 +70,8 @@ mod fragment;
 mod memory;
 mod memory_schema;
 mod message;
+mod prepare;
+mod previous;
 pub mod render;
 pub mod tokens;
 

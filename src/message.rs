@@ -74,6 +74,10 @@ pub struct BuildResult {
     /// What the budget elided, if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elided: Option<Elision>,
+    /// Tokens of the leading messages byte-identical to the previous build's,
+    /// when one was given (see [`ContextBuilder::previous`](crate::ContextBuilder::previous)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stable_prefix_tokens: Option<usize>,
     /// One decision per input chunk, in input order.
     pub decisions: Vec<ChunkDecision>,
     /// Things the caller should know (e.g. a budget above the model's window).

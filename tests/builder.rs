@@ -233,10 +233,9 @@ fn oldest_history_goes_first_and_leaves_one_marker() {
     }
     state = state.with_chunk(user("u1", "now what?"));
     let full = build(&state).token_count;
-    let result = ContextBuilder::new()
-        .max_tokens(full - 200)
-        .build(&state)
-        .unwrap();
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(full - 200).policy_mut().low_water = 1.0;
+    let result = builder.build(&state).unwrap();
     assert_within_budget(&result);
     assert_units_whole(&state, &result);
     assert_eq!(result.excluded, ["w1", "r1", "w2", "r2"]);

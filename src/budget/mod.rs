@@ -1,27 +1,41 @@
 //! Fitting the prompt into the budget: what is protected, what moves together,
-//! and one decision per chunk.
+//! how room is made, and one decision per chunk.
 //!
-//! The rules, in order:
-//! * **Protected** content is never dropped: the system prompt and system
-//!   chunks, pinned and `critical` chunks, and the latest user message with
-//!   everything after it. If it alone does not fit, the build fails with
-//!   [`ErrorKind::BudgetExceeded`](crate::ErrorKind::BudgetExceeded).
+//! * **Protected** content is never stubbed or dropped: the system prompt,
+//!   fragments and system chunks, pinned and `critical` chunks, and the latest
+//!   user message with everything after it. If it alone does not fit, the
+//!   build fails with [`ErrorKind::BudgetExceeded`](crate::ErrorKind::BudgetExceeded).
 //! * **Units** are kept or dropped whole: a tool call with every result that
 //!   shares its `call_id`. A result whose call is not in the session (or was
 //!   filtered out) is an orphan and is never emitted.
-//! * Unprotected units are **dropped oldest first** until the prompt fits; one
-//!   `<elided_history chunks="N" tokens="T"/>` marker, in the user role, takes
-//!   the place of the first dropped chunk.
+//! * **Caps** (see [`Policy`]) shorten every body over its cap, whether or not
+//!   the session fits: exact head+tail truncation, the tail kept larger.
+//! * When the prompt is over budget, room is made cheapest loss first:
+//!   1. `disposable` bodies become stubs (`<tool_result id=… elided="N tokens"/>`),
+//!      oldest first;
+//!   2. whole unprotected units are dropped, lowest priority first, then oldest.
+//!
+//!   Trimming goes down to the policy's low-water mark (80% of the budget by
+//!   default) so the next turns append without changing the prompt's start;
+//!   given the previous build, the builder keeps its cut while it still fits
+//!   and only ever extends it. One `<elided_history chunks="N" tokens="T"/>`
+//!   marker (or a [`Summarizer`]'s `<progress_summary>`) stands where the
+//!   first dropped chunk was.
 
 mod planner;
+mod policy;
 mod truncate;
 mod units;
 
 use serde::Serialize;
 
 pub(crate) use planner::{ELIDED_TAG, HISTORY_START_TAG, Layout, Planner, Slot, framing_table};
+pub use policy::{Caps, DEFAULT_TOOL_RESULT_CAP, Policy, Summarizer};
 pub use truncate::{MIN_CAP, TruncatedBody, truncate_to_cap};
-pub(crate) use units::{Item, group_units, is_orphan_result};
+pub(crate) use units::{Item, PreviousCut, group_units, is_orphan_result, plan_steps};
+
+/// Tag of the summary that replaces dropped history when a summarizer is set.
+pub(crate) const SUMMARY_TAG: &str = "progress_summary";
 
 use crate::memory::ChunkKind;
 
@@ -34,7 +48,7 @@ pub enum DropReason {
     Filtered,
     /// A tool result whose call is not in the prompt.
     Orphan,
-    /// Older unprotected history, dropped to fit the budget.
+    /// Unprotected history, dropped to fit the budget (lowest priority, then oldest).
     Budget,
 }
 
@@ -45,6 +59,22 @@ pub enum DropReason {
 pub enum Decision {
     /// In the prompt as rendered.
     Kept,
+    /// In the prompt with its body cut to the cap.
+    Truncated {
+        /// Tokens of the rendered chunk before.
+        tokens_before: usize,
+        /// Tokens of the rendered chunk after.
+        tokens_after: usize,
+        /// The body's cap.
+        cap: usize,
+    },
+    /// In the prompt as a stub that keeps tag, id and attributes.
+    Stubbed {
+        /// Tokens of the rendered chunk before (after any truncation).
+        tokens_before: usize,
+        /// Tokens of the stub.
+        tokens_after: usize,
+    },
     /// Left out.
     Dropped {
         /// Why.
@@ -60,11 +90,21 @@ pub struct ChunkDecision {
     pub id: String,
     /// The chunk's kind.
     pub kind: ChunkKind,
-    /// Tokens of the rendered chunk (0 when filtered out before rendering).
+    /// Tokens the chunk costs in the prompt (its rendered tokens when it was
+    /// dropped; 0 when filtered out before rendering).
     pub tokens: usize,
-    /// Whether the chunk was protected from dropping.
+    /// The priority it was planned with (its unit's).
+    pub priority: i64,
+    /// Whether the chunk was protected from stubbing and dropping.
     pub protected: bool,
     /// What happened.
     #[serde(flatten)]
     pub decision: Decision,
+}
+
+impl ChunkDecision {
+    /// Whether the chunk is in the prompt, in any form.
+    pub fn is_included(&self) -> bool {
+        !matches!(self.decision, Decision::Dropped { .. })
+    }
 }

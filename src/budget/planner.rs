@@ -1,12 +1,17 @@
-//! Choosing what to drop: the fewest oldest units that make the prompt fit.
+//! Choosing how much room to make: the fewest steps of the ladder that fit.
 
 use smallvec::SmallVec;
 
-use crate::budget::units::{Item, Unit};
+use crate::budget::units::{Item, Step, Unit};
 use crate::memory::Role;
 use crate::message::Elision;
 use crate::tokens::parts::{CountedText, joined_tokens};
 use crate::tokens::{Framing, TokenCounter};
+
+/// Tag of the marker that stands for dropped history.
+pub(crate) const ELIDED_TAG: &str = "elided_history";
+/// Tag of the user message put first when history would start with the assistant.
+pub(crate) const HISTORY_START_TAG: &str = "history_start";
 
 /// Position of a role in per-role tables.
 pub(crate) fn role_index(role: Role) -> usize {
@@ -22,28 +27,25 @@ pub(crate) fn framing_table(framing: Framing, counter: &dyn TokenCounter) -> [us
     [Role::System, Role::User, Role::Assistant].map(|role| framing.per_message(counter, role))
 }
 
-/// Tag of the marker that stands for dropped history.
-pub(crate) const ELIDED_TAG: &str = "elided_history";
-/// Tag of the user message put first when history would start with the assistant.
-pub(crate) const HISTORY_START_TAG: &str = "history_start";
-
 /// One part of a history message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Slot {
-    /// A kept item (index into the planner's items).
+    /// A kept item (index into the planner's items), stubbed or not.
     Item(usize),
-    /// The elided-history marker.
+    /// The elided-history marker (or summary).
     Marker,
     /// The history-start message of a user-first build.
     HistoryStart,
 }
 
-/// The planned prompt: which items are dropped and how the rest group into messages.
-#[derive(Debug)]
+/// The planned prompt: which items are stubbed or dropped and how the rest
+/// group into messages.
+#[derive(Debug, Clone)]
 pub(crate) struct Layout {
     /// History messages in order (the system message is the planner's `system` parts).
     pub(crate) messages: Vec<(Role, SmallVec<[Slot; 4]>)>,
     pub(crate) dropped: Vec<bool>,
+    pub(crate) stubbed: Vec<bool>,
     pub(crate) marker: Option<CountedText>,
     pub(crate) elision: Option<Elision>,
     /// Exact tokens of the whole prompt, framing included.
@@ -58,74 +60,90 @@ pub(crate) struct Planner<'a> {
     pub(crate) priming: usize,
     pub(crate) system: &'a [CountedText],
     pub(crate) items: &'a [Item],
-    pub(crate) units: &'a [crate::budget::units::Unit],
+    pub(crate) units: &'a [Unit],
+    /// The ladder, in order.
+    pub(crate) steps: &'a [Step],
+    /// How many leading steps repeat the previous build's cut.
+    pub(crate) sticky: usize,
     pub(crate) user_first: bool,
     pub(crate) available: usize,
+    /// Trimming goes down to `available * low_water`.
+    pub(crate) low_water: f64,
     pub(crate) history_start: CountedText,
 }
 
 impl Planner<'_> {
-    /// The layout that fits with the fewest oldest units dropped.
-    ///
-    /// Dropping more never makes the prompt longer once the marker is in
-    /// (each unit costs more than the marker's digits can grow), so a binary
-    /// search over "drop the k oldest droppable units" finds the fewest; the
-    /// result is checked against the budget regardless.
+    /// The layout with the fewest steps that fits: the previous cut if it
+    /// still fits, else the fewest steps beyond it that reach the low-water
+    /// mark (or, failing that, the budget).
     ///
     /// # Errors
     ///
     /// The tokens the protected content needs, when it alone does not fit.
     pub(crate) fn plan(&self) -> Result<Layout, usize> {
-        let droppable: Vec<&Unit> = self.units.iter().filter(|u| !u.protected).collect();
-        let whole = self.layout(&droppable[..0], true);
-        if whole.total <= self.available {
-            return Ok(whole);
+        let kept = self.layout(self.sticky, true);
+        if kept.total <= self.available {
+            return Ok(kept);
         }
-        let all = self.layout(&droppable, true);
-        if all.total > self.available {
-            let bare = self.layout(&droppable, false);
-            if bare.total <= self.available {
-                return Ok(bare);
-            }
-            return Err(bare.total);
+        let all = self.steps.len();
+        let last = self.layout(all, true);
+        if last.total > self.available {
+            let bare = self.layout(all, false);
+            return if bare.total <= self.available { Ok(bare) } else { Err(bare.total) };
         }
-        let (mut lo, mut hi) = (1, droppable.len());
+        // Truncation is deliberate: the mark is a floor, never above the budget.
+        let low_water = (self.available as f64 * self.low_water) as usize;
+        let target = if last.total <= low_water { low_water } else { self.available };
+        Ok(self.fewest_steps_within(self.sticky + 1, all, target))
+    }
+
+    /// The layout of the fewest steps in `lo..=hi` whose total is within
+    /// `limit`; the total at `hi` must be.
+    ///
+    /// Each step makes the prompt shorter, except that the first dropped unit
+    /// brings in the marker, so totals fall with the number of steps nearly
+    /// everywhere: a binary search finds the point, and a forward scan covers
+    /// the rare place where they do not.
+    fn fewest_steps_within(&self, mut lo: usize, mut hi: usize, limit: usize) -> Layout {
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.layout(&droppable[..mid], true).total <= self.available {
+            if self.layout(mid, true).total <= limit {
                 hi = mid;
             } else {
                 lo = mid + 1;
             }
         }
-        let found = self.layout(&droppable[..lo], true);
-        Ok(if found.total <= self.available {
-            found
-        } else {
-            all
-        })
+        loop {
+            let layout = self.layout(lo, true);
+            if layout.total <= limit || lo >= self.steps.len() {
+                return layout;
+            }
+            lo += 1;
+        }
     }
 
-    /// The prompt with `dropped` units left out.
-    fn layout(&self, dropped_units: &[&Unit], with_marker: bool) -> Layout {
+    /// The prompt with the first `steps` steps of the ladder applied.
+    pub(crate) fn layout(&self, steps: usize, with_marker: bool) -> Layout {
         let mut dropped = vec![false; self.items.len()];
+        let mut stubbed = vec![false; self.items.len()];
+        for step in &self.steps[..steps] {
+            match *step {
+                Step::Stub(i) => stubbed[i] = true,
+                Step::Drop(u) => self.units[u].items.iter().for_each(|&i| dropped[i] = true),
+            }
+        }
         let (mut chunks, mut tokens) = (0, 0);
-        for unit in dropped_units {
-            for &i in &unit.items {
-                dropped[i] = true;
+        for (i, item) in self.items.iter().enumerate() {
+            if dropped[i] {
                 chunks += 1;
-                tokens += self.items[i].part.alone();
+                tokens += item.part.alone();
             }
         }
         let marker = (with_marker && chunks > 0).then(|| {
             let text = format!("<{ELIDED_TAG} chunks=\"{chunks}\" tokens=\"{tokens}\"/>");
             CountedText::new(text, self.counter)
         });
-        let elision = (chunks > 0).then_some(Elision {
-            chunks,
-            tokens,
-            marker: marker.is_some(),
-        });
+        let elision = (chunks > 0).then_some(Elision { chunks, tokens, marker: marker.is_some() });
 
         let mut messages: Vec<(Role, SmallVec<[Slot; 4]>)> = Vec::new();
         let mut push = |role: Role, slot: Slot| match messages.last_mut() {
@@ -134,49 +152,40 @@ impl Planner<'_> {
         };
         let mut marker_placed = marker.is_none();
         for (i, item) in self.items.iter().enumerate() {
-            if dropped[i] {
-                if !marker_placed {
-                    push(Role::User, Slot::Marker);
-                    marker_placed = true;
-                }
-            } else {
+            if !dropped[i] {
                 push(item.role, Slot::Item(i));
+            } else if !marker_placed {
+                push(Role::User, Slot::Marker);
+                marker_placed = true;
             }
         }
-        if self.user_first
-            && messages
-                .first()
-                .is_some_and(|(role, _)| *role != Role::User)
-        {
+        if self.user_first && messages.first().is_some_and(|(role, _)| *role != Role::User) {
             messages.insert(0, (Role::User, SmallVec::from_elem(Slot::HistoryStart, 1)));
         }
-
-        let mut layout = Layout {
-            messages,
-            dropped,
-            marker,
-            elision,
-            total: 0,
-        };
+        let mut layout = Layout { messages, dropped, stubbed, marker, elision, total: 0 };
         layout.total = self.total(&layout);
         layout
+    }
+
+    /// Puts `marker` (a summary, say) in place of the layout's marker.
+    pub(crate) fn replace_marker(&self, layout: &mut Layout, marker: CountedText) {
+        layout.marker = Some(marker);
+        layout.total = self.total(layout);
     }
 
     /// Exact tokens of the prompt a layout describes.
     fn total(&self, layout: &Layout) -> usize {
         let mut total = 0;
-        let mut any = false;
         if !self.system.is_empty() {
             let parts: SmallVec<[&CountedText; 8]> = self.system.iter().collect();
             total += self.message_tokens(Role::System, &parts);
-            any = true;
         }
         for (role, slots) in &layout.messages {
             let parts: SmallVec<[&CountedText; 8]> =
                 slots.iter().map(|slot| self.part(layout, *slot)).collect();
             total += self.message_tokens(*role, &parts);
-            any = true;
         }
+        let any = !self.system.is_empty() || !layout.messages.is_empty();
         if any { total + self.priming } else { 0 }
     }
 
@@ -188,7 +197,13 @@ impl Planner<'_> {
     /// The counted text a slot stands for.
     pub(crate) fn part<'l>(&'l self, layout: &'l Layout, slot: Slot) -> &'l CountedText {
         match slot {
-            Slot::Item(i) => &self.items[i].part,
+            Slot::Item(i) => {
+                let item = &self.items[i];
+                match (&item.stub, layout.stubbed[i]) {
+                    (Some(stub), true) => stub,
+                    _ => &item.part,
+                }
+            }
             // A marker slot is only laid out together with its marker.
             Slot::Marker => layout.marker.as_ref().unwrap_or(&self.history_start),
             Slot::HistoryStart => &self.history_start,

@@ -1,6 +1,6 @@
-//! Protection and atomic units over the rendered history.
+//! Protection, atomic units, and the order in which room is made.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 use crate::memory::{ChunkKind, MemoryChunk, Role};
@@ -13,20 +13,35 @@ pub(crate) struct Item {
     pub(crate) chunk: usize,
     pub(crate) role: Role,
     pub(crate) part: CountedText,
+    /// The stub that may replace the part; only for disposable chunks whose
+    /// stub is smaller.
+    pub(crate) stub: Option<CountedText>,
     pub(crate) protected: bool,
+    /// The chunk's own priority; after [`group_units`], its unit's.
+    pub(crate) priority: i64,
 }
 
-/// Chunks that are kept or dropped together, oldest first by their first item.
+/// Chunks that are kept or dropped together.
 #[derive(Debug)]
 pub(crate) struct Unit {
     /// Indexes into the item list, ascending.
     pub(crate) items: SmallVec<[usize; 2]>,
     pub(crate) protected: bool,
+    pub(crate) priority: i64,
+}
+
+/// One way of making room, applied in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Replace an item's body by its stub.
+    Stub(usize),
+    /// Drop a unit.
+    Drop(usize),
 }
 
 /// Groups `items` into units (a tool call with its results) and spreads
-/// protection over each unit, so that a pair is never split. Items are the
-/// session's history chunks in order; `chunks` is the session.
+/// protection and priority (the highest member's) over each unit, so a pair
+/// is never split. Items are the session's history chunks in order.
 pub(crate) fn group_units(items: &mut [Item], chunks: &[MemoryChunk]) -> Vec<Unit> {
     let mut units: Vec<Unit> = Vec::with_capacity(items.len());
     let mut by_call: FxHashMap<&str, usize> = FxHashMap::default();
@@ -42,27 +57,93 @@ pub(crate) fn group_units(items: &mut [Item], chunks: &[MemoryChunk]) -> Vec<Uni
                 if let Some(call) = call {
                     by_call.insert(call, units.len());
                 }
-                units.push(Unit {
-                    items: SmallVec::from_elem(index, 1),
-                    protected: false,
-                });
+                let items = SmallVec::from_elem(index, 1);
+                units.push(Unit { items, protected: false, priority: i64::MIN });
             }
         }
     }
     for unit in &mut units {
         unit.protected = unit.items.iter().any(|&i| items[i].protected);
+        unit.priority = unit.items.iter().map(|&i| items[i].priority).max().unwrap_or(0);
         for &i in &unit.items {
             items[i].protected = unit.protected;
+            items[i].priority = unit.priority;
         }
     }
     units
 }
 
+/// The ids a previous build stubbed or dropped to fit its budget.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct PreviousCut {
+    pub(crate) stubbed: FxHashSet<String>,
+    pub(crate) dropped: FxHashSet<String>,
+}
+
+/// The order in which room is made, and how many leading steps repeat the
+/// previous build's cut. The previous cut comes first so that trimming only
+/// ever extends it; then stubs of disposable bodies, oldest first; then whole
+/// units, lowest priority first, then oldest.
+pub(crate) fn plan_steps(
+    items: &[Item],
+    units: &[Unit],
+    chunks: &[MemoryChunk],
+    previous: Option<&PreviousCut>,
+) -> (Vec<Step>, usize) {
+    let id = |item: usize| chunks[items[item].chunk].id.as_str();
+    let mut steps = Vec::new();
+    let mut unit_taken = vec![false; units.len()];
+    let mut item_unit = vec![0; items.len()];
+    for (u, unit) in units.iter().enumerate() {
+        for &i in &unit.items {
+            item_unit[i] = u;
+        }
+    }
+    if let Some(previous) = previous {
+        for (u, unit) in units.iter().enumerate() {
+            if !unit.protected && unit.items.iter().any(|&i| previous.dropped.contains(id(i))) {
+                unit_taken[u] = true;
+            }
+        }
+        for (i, item) in items.iter().enumerate() {
+            let unit = item_unit[i];
+            if unit_taken[unit] && units[unit].items[0] == i {
+                steps.push(Step::Drop(unit));
+            } else if !unit_taken[unit]
+                && item.stub.is_some()
+                && !item.protected
+                && previous.stubbed.contains(id(i))
+            {
+                steps.push(Step::Stub(i));
+            }
+        }
+    }
+    let sticky = steps.len();
+    let already_stubbed: FxHashSet<usize> = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Stub(i) => Some(*i),
+            Step::Drop(_) => None,
+        })
+        .collect();
+    for (i, item) in items.iter().enumerate() {
+        if item.stub.is_some()
+            && !item.protected
+            && !unit_taken[item_unit[i]]
+            && !already_stubbed.contains(&i)
+        {
+            steps.push(Step::Stub(i));
+        }
+    }
+    let mut droppable: Vec<usize> =
+        (0..units.len()).filter(|&u| !units[u].protected && !unit_taken[u]).collect();
+    droppable.sort_by_key(|&u| (units[u].priority, units[u].items[0]));
+    steps.extend(droppable.into_iter().map(Step::Drop));
+    (steps, sticky)
+}
+
 /// Whether `chunk` is a tool result whose call is not among `calls`.
-pub(crate) fn is_orphan_result(chunk: &MemoryChunk, calls: &rustc_hash::FxHashSet<&str>) -> bool {
+pub(crate) fn is_orphan_result(chunk: &MemoryChunk, calls: &FxHashSet<&str>) -> bool {
     chunk.kind == ChunkKind::Environment
-        && chunk
-            .call_id
-            .as_deref()
-            .is_some_and(|id| !calls.contains(id))
+        && chunk.call_id.as_deref().is_some_and(|id| !calls.contains(id))
 }

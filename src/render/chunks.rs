@@ -93,6 +93,7 @@ const DEFAULT_TAGS: &[&str] = &[
     "task_terminated",
     crate::budget::ELIDED_TAG,
     crate::budget::HISTORY_START_TAG,
+    crate::budget::SUMMARY_TAG,
 ];
 
 /// Renders every chunk by the default table. Unknown actions fall back to the
@@ -113,15 +114,22 @@ impl ChunkRenderer for DefaultRenderer {
     fn render(&self, chunk: &MemoryChunk, ctx: &RenderContext<'_>, out: &mut String) {
         let tag = default_tag(chunk);
         let attributes = default_attributes(chunk);
-        match (&chunk.text, &chunk.data) {
-            (Some(text), _) => ctx.write_element(out, tag, &attributes, Some(text)),
-            (None, Some(data)) => {
-                // Serializing a `Value` to a string cannot fail.
-                let pretty = serde_json::to_string_pretty(data).unwrap_or_default();
-                ctx.write_element(out, tag, &attributes, Some(&pretty))
-            }
-            (None, None) => ctx.write_element(out, tag, &attributes, None),
-        }
+        let body = crate::prepare::body_text(chunk);
+        ctx.write_element(out, tag, &attributes, body.as_deref());
+    }
+
+    fn render_stub(
+        &self,
+        chunk: &MemoryChunk,
+        elided_tokens: usize,
+        ctx: &RenderContext<'_>,
+        out: &mut String,
+    ) -> bool {
+        ctx.write_open_tag(out, default_tag(chunk), &default_attributes(chunk));
+        out.push_str(" elided=\"");
+        out.push_str(&elided_tokens.to_string());
+        out.push_str(" tokens\"/>");
+        true
     }
 
     fn tags(&self) -> Vec<String> {

@@ -32,6 +32,21 @@ pub trait ChunkRenderer: Send + Sync {
     /// Appends the rendered chunk to `out`.
     fn render(&self, chunk: &MemoryChunk, ctx: &RenderContext<'_>, out: &mut String);
 
+    /// Appends a stub of `chunk` that keeps its tag, id and attributes and
+    /// states how many tokens its body had, e.g.
+    /// `<tool_result id="c5" call_id="k1" elided="1234 tokens"/>`. Returns
+    /// `false`, writing nothing, when this renderer has no stub form (the
+    /// default): such chunks are dropped rather than stubbed.
+    fn render_stub(
+        &self,
+        _chunk: &MemoryChunk,
+        _elided_tokens: usize,
+        _ctx: &RenderContext<'_>,
+        _out: &mut String,
+    ) -> bool {
+        false
+    }
+
     /// The tag names this renderer may emit. Structural escaping protects them:
     /// no body can open or close one of these tags.
     fn tags(&self) -> Vec<String> {

@@ -1,0 +1,211 @@
+//! What the planner may do to make room, and in which order.
+//!
+//! Defaults, and why:
+//!
+//! | kind | priority | retention | cap |
+//! |---|---|---|---|
+//! | agent, role user | 90 | compressible | |
+//! | output | 80 | compressible | |
+//! | agent, role assistant | 70 | compressible | |
+//! | delegation | 60 | compressible | |
+//! | workflow | 40 | compressible | |
+//! | environment | 40 | disposable once older than the last 3 turns | 8,192 tokens |
+//! | thinking | 10 | disposable | |
+//!
+//! What the user asked and what was decided (outputs, answers) outlive the
+//! bulk that led to them; subagent results condense much work; tool output is
+//! bulky and can be fetched again, and stale reasoning is the cheapest loss.
+//! A tool result keeps its body for the last 3 turns (a turn starts at a user
+//! message) because the agent is still acting on it. The cap keeps one huge
+//! tool output from eating the window even when everything fits.
+//!
+//! A chunk's own `priority` and `retention` override its kind's.
+
+use std::fmt;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use crate::error::{ErrorKind, Result};
+use crate::memory::{ChunkKind, MemoryChunk, Retention, Role};
+
+/// Replaces dropped history with a summary the runtime writes.
+///
+/// Called once per build that drops history; cache on your side if it is
+/// expensive. Return `None` to keep the plain elision marker.
+pub trait Summarizer: Send + Sync {
+    /// A summary of `dropped` (oldest first) in at most `max_tokens` tokens.
+    fn summarize(&self, dropped: &[&MemoryChunk], max_tokens: usize) -> Option<String>;
+}
+
+/// Token caps on bodies: by chunk id, by tag, by kind (the most specific wins).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caps {
+    by_kind: FxHashMap<ChunkKind, Option<usize>>,
+    by_tag: FxHashMap<String, Option<usize>>,
+    by_chunk: FxHashMap<String, Option<usize>>,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        let mut by_kind = FxHashMap::default();
+        by_kind.insert(ChunkKind::Environment, Some(DEFAULT_TOOL_RESULT_CAP));
+        Caps { by_kind, by_tag: FxHashMap::default(), by_chunk: FxHashMap::default() }
+    }
+}
+
+/// The default cap on tool results (`environment` chunks), in tokens.
+pub const DEFAULT_TOOL_RESULT_CAP: usize = 8_192;
+
+impl Caps {
+    /// No caps at all.
+    pub fn none() -> Self {
+        Caps {
+            by_kind: FxHashMap::default(),
+            by_tag: FxHashMap::default(),
+            by_chunk: FxHashMap::default(),
+        }
+    }
+
+    /// Caps bodies of a kind (`environment`) or a tag (`tool_result`); `None`
+    /// lifts the cap (also a default one).
+    pub fn set(&mut self, name: &str, tokens: Option<usize>) -> &mut Self {
+        match ChunkKind::from_name(name) {
+            Some(kind) => self.by_kind.insert(kind, tokens),
+            None => self.by_tag.insert(name.to_owned(), tokens),
+        };
+        self
+    }
+
+    /// Caps (or with `None`, uncaps) the body of one chunk.
+    pub fn set_chunk(&mut self, id: &str, tokens: Option<usize>) -> &mut Self {
+        self.by_chunk.insert(id.to_owned(), tokens);
+        self
+    }
+
+    /// The cap on `chunk`'s body, rendered with `tag`.
+    pub fn cap_for(&self, chunk: &MemoryChunk, tag: &str) -> Option<usize> {
+        self.by_chunk
+            .get(&chunk.id)
+            .or_else(|| self.by_tag.get(tag))
+            .or_else(|| self.by_kind.get(&chunk.kind))
+            .copied()
+            .flatten()
+    }
+
+    /// Parses a command-line cap, `NAME=N` or `NAME=none`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Option`] when the text is not of that form.
+    pub fn parse_setting(text: &str) -> Result<(String, Option<usize>)> {
+        let fail = |message: String| ErrorKind::Option { option: "cap".into(), message }.into();
+        let Some((name, value)) = text.split_once('=') else {
+            return Err(fail(format!("{text:?}: expected NAME=N, e.g. tool_result=2000")));
+        };
+        if name.is_empty() {
+            return Err(fail(format!("{text:?}: the name (a kind or a tag) is missing")));
+        }
+        let tokens = match value {
+            "none" | "off" => None,
+            n => Some(n.parse::<usize>().map_err(|_| {
+                fail(format!("{text:?}: {n:?} is not a token count (or \"none\")"))
+            })?),
+        };
+        Ok((name.to_owned(), tokens))
+    }
+}
+
+/// How the planner makes room. `Default` gives the documented defaults.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct Policy {
+    /// Body caps.
+    pub caps: Caps,
+    /// When trimming is needed, trim down to this fraction of the budget so
+    /// the next turns append without changing the start of the prompt.
+    /// `1.0` trims to exactly the budget. Default `0.8`.
+    pub low_water: f64,
+    /// Tool results in the last this many turns are not disposable. Default 3.
+    pub recent_turns: usize,
+    priorities: FxHashMap<ChunkKind, i64>,
+    summarizer: Option<Arc<dyn Summarizer>>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            caps: Caps::default(),
+            low_water: 0.8,
+            recent_turns: 3,
+            priorities: FxHashMap::default(),
+            summarizer: None,
+        }
+    }
+}
+
+impl fmt::Debug for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Policy")
+            .field("caps", &self.caps)
+            .field("low_water", &self.low_water)
+            .field("recent_turns", &self.recent_turns)
+            .field("priorities", &self.priorities)
+            .field("summarizer", &self.summarizer.is_some())
+            .finish()
+    }
+}
+
+impl Policy {
+    /// Overrides the default priority of a kind.
+    pub fn set_priority(&mut self, kind: ChunkKind, priority: i64) -> &mut Self {
+        self.priorities.insert(kind, priority);
+        self
+    }
+
+    /// Replaces dropped history with summaries from `summarizer`.
+    pub fn set_summarizer(&mut self, summarizer: Arc<dyn Summarizer>) -> &mut Self {
+        self.summarizer = Some(summarizer);
+        self
+    }
+
+    pub(crate) fn summarizer(&self) -> Option<&dyn Summarizer> {
+        self.summarizer.as_deref()
+    }
+
+    /// Checks the numbers.
+    pub(crate) fn validate(&self) -> Result<()> {
+        if !(self.low_water > 0.0 && self.low_water <= 1.0) {
+            return Err(ErrorKind::Option {
+                option: "low_water".into(),
+                message: format!("{} is not a fraction in (0, 1]", self.low_water),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// The priority of `chunk`: its own, else its kind's.
+    pub fn priority_of(&self, chunk: &MemoryChunk) -> i64 {
+        chunk.priority.unwrap_or_else(|| {
+            self.priorities.get(&chunk.kind).copied().unwrap_or(match chunk.kind {
+                ChunkKind::Agent if chunk.role == Some(Role::User) => 90,
+                ChunkKind::Output => 80,
+                ChunkKind::Agent => 70,
+                ChunkKind::Delegation => 60,
+                ChunkKind::Workflow | ChunkKind::Environment | ChunkKind::System => 40,
+                ChunkKind::Thinking => 10,
+            })
+        })
+    }
+
+    /// The retention of `chunk`, which sits `turns_back` turns before the
+    /// current one (0 for the current turn).
+    pub fn retention_of(&self, chunk: &MemoryChunk, turns_back: usize) -> Retention {
+        chunk.retention.unwrap_or(match chunk.kind {
+            ChunkKind::Thinking => Retention::Disposable,
+            ChunkKind::Environment if turns_back >= self.recent_turns => Retention::Disposable,
+            _ => Retention::Compressible,
+        })
+    }
+}

@@ -1,0 +1,85 @@
+//! Each chunk made ready for planning: rendered, capped, stubbed, counted.
+
+use std::borrow::Cow;
+
+use crate::budget::{Decision, Policy, truncate_to_cap};
+use crate::memory::{MemoryChunk, Retention, Role};
+use crate::render::{ChunkRenderer, RenderContext, default_tag};
+use crate::tokens::TokenCounter;
+use crate::tokens::parts::CountedText;
+
+/// A rendered chunk with what the planner may replace it by.
+pub(crate) struct PreparedChunk {
+    pub(crate) role: Role,
+    pub(crate) part: CountedText,
+    /// `Truncated` when a cap shortened the body, else `Kept`.
+    pub(crate) decision: Decision,
+}
+
+/// Renders chunks for one build.
+pub(crate) struct Preparer<'a> {
+    pub(crate) counter: &'a dyn TokenCounter,
+    pub(crate) ctx: RenderContext<'a>,
+    pub(crate) policy: &'a Policy,
+}
+
+impl Preparer<'_> {
+    /// Renders `chunk`, cutting its body to its cap when it is over. Pinned
+    /// and critical chunks are exempt from caps: the caller asked to keep
+    /// them whole.
+    pub(crate) fn prepare(&self, chunk: &MemoryChunk, renderer: &dyn ChunkRenderer) -> PreparedChunk {
+        let role = renderer.role(chunk);
+        let part = self.render(chunk, renderer);
+        let exempt = chunk.pinned || chunk.retention == Some(Retention::Critical);
+        let cap = if exempt { None } else { self.policy.caps.cap_for(chunk, default_tag(chunk)) };
+        if let (Some(cap), Some(body)) = (cap, body_text(chunk)) {
+            // A body costs fewer tokens than its rendered chunk, so only
+            // chunks over the cap can have a body over it.
+            if part.alone() > cap {
+                if let Some(cut) = truncate_to_cap(self.counter, &body, cap) {
+                    let mut shortened = chunk.clone();
+                    shortened.text = Some(cut.text);
+                    shortened.data = None;
+                    let cut_part = self.render(&shortened, renderer);
+                    let decision = Decision::Truncated {
+                        tokens_before: part.alone(),
+                        tokens_after: cut_part.alone(),
+                        cap: cap.max(crate::budget::MIN_CAP),
+                    };
+                    return PreparedChunk { role, part: cut_part, decision };
+                }
+            }
+        }
+        PreparedChunk { role, part, decision: Decision::Kept }
+    }
+
+    /// The stub of a rendered chunk, when its renderer has one and it is shorter.
+    pub(crate) fn stub(
+        &self,
+        chunk: &MemoryChunk,
+        renderer: &dyn ChunkRenderer,
+        part: &CountedText,
+    ) -> Option<CountedText> {
+        let mut text = String::new();
+        if !renderer.render_stub(chunk, part.alone(), &self.ctx, &mut text) {
+            return None;
+        }
+        Some(CountedText::new(text, self.counter)).filter(|stub| stub.alone() < part.alone())
+    }
+
+    fn render(&self, chunk: &MemoryChunk, renderer: &dyn ChunkRenderer) -> CountedText {
+        let mut text = String::new();
+        renderer.render(chunk, &self.ctx, &mut text);
+        CountedText::new(text, self.counter)
+    }
+}
+
+/// A chunk's body as the default renderers write it (before escaping).
+pub(crate) fn body_text(chunk: &MemoryChunk) -> Option<Cow<'_, str>> {
+    match (&chunk.text, &chunk.data) {
+        (Some(text), _) => Some(Cow::Borrowed(text)),
+        // Serializing a `Value` to a string cannot fail.
+        (None, Some(data)) => Some(Cow::Owned(serde_json::to_string_pretty(data).unwrap_or_default())),
+        (None, None) => None,
+    }
+}
