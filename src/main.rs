@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use agent_context::format::{
     Delimiter, FormatOptions, FragmentFormat, render_fragments, render_value,
 };
+use agent_context::budget::Caps;
 use agent_context::tokens::{Framing, counter_for_model};
 use agent_context::{
     ContextBuilder, DEFAULT_MODEL, ErrorKind, MemoryState, adapter, fragments_from_json,
@@ -57,6 +58,13 @@ struct BuildArgs {
     /// Format of the session's fragments in the system message.
     #[arg(long, value_name = "FORMAT", default_value = "xml", value_parser = parse_format)]
     fragments_format: FragmentFormat,
+    /// Cap the bodies of a kind or tag at N tokens, e.g. `tool_result=2000`,
+    /// or lift a cap with `NAME=none` (repeatable; tool results default to 8192).
+    #[arg(long = "cap", value_name = "NAME=N")]
+    caps: Vec<String>,
+    /// When trimming, trim down to this fraction of the budget (1.0: exactly to it).
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.8)]
+    low_water: f64,
     /// Leave out chunks of this kind (repeatable).
     #[arg(long = "exclude-kind", value_name = "KIND", value_parser = parse_kind)]
     exclude_kinds: Vec<agent_context::ChunkKind>,
@@ -204,6 +212,12 @@ fn build(args: BuildArgs) -> agent_context::Result<String> {
         .exclude_kinds(args.exclude_kinds)
         .fragments_format(args.fragments_format)
         .user_first(matches!(args.output, OutputArg::Anthropic));
+    let policy = builder.policy_mut();
+    policy.low_water = args.low_water;
+    for setting in &args.caps {
+        let (name, tokens) = Caps::parse_setting(setting)?;
+        policy.caps.set(&name, tokens);
+    }
     if let Some(max_tokens) = args.max_tokens {
         builder.max_tokens(max_tokens);
     }

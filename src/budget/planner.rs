@@ -91,10 +91,20 @@ impl Planner<'_> {
             let bare = self.layout(all, false);
             return if bare.total <= self.available { Ok(bare) } else { Err(bare.total) };
         }
-        // Truncation is deliberate: the mark is a floor, never above the budget.
-        let low_water = (self.available as f64 * self.low_water) as usize;
-        let target = if last.total <= low_water { low_water } else { self.available };
-        Ok(self.fewest_steps_within(self.sticky + 1, all, target))
+        Ok(self.fewest_steps_within(self.sticky + 1, all, self.trim_target(last.total)))
+    }
+
+    /// How far a trim goes: down to the low-water mark, but never deeper than
+    /// the fully trimmed prompt would sit at that mark. Without that floor a
+    /// session whose protected content is just above the mark would lose all
+    /// its history, and a larger budget could keep less (the target must grow
+    /// with the budget: it is continuous and non-decreasing in it).
+    fn trim_target(&self, fully_trimmed: usize) -> usize {
+        let budget = self.available as f64;
+        let mark = budget * self.low_water;
+        let floor = budget.min(fully_trimmed as f64 / self.low_water);
+        // Rounding down keeps the target within the budget.
+        mark.max(floor) as usize
     }
 
     /// The layout of the fewest steps in `lo..=hi` whose total is within
@@ -102,9 +112,10 @@ impl Planner<'_> {
     ///
     /// Each step makes the prompt shorter, except that the first dropped unit
     /// brings in the marker, so totals fall with the number of steps nearly
-    /// everywhere: a binary search finds the point, and a forward scan covers
-    /// the rare place where they do not.
-    fn fewest_steps_within(&self, mut lo: usize, mut hi: usize, limit: usize) -> Layout {
+    /// everywhere: a binary search finds the point, and short scans cover the
+    /// rare place where they do not.
+    fn fewest_steps_within(&self, start: usize, mut hi: usize, limit: usize) -> Layout {
+        let mut lo = start;
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if self.layout(mid, true).total <= limit {
@@ -112,6 +123,11 @@ impl Planner<'_> {
             } else {
                 lo = mid + 1;
             }
+        }
+        // The marker can make one step cost more than it saves: look back
+        // over it, then forward past any step the search jumped wrongly.
+        while lo > start && self.layout(lo - 1, true).total <= limit {
+            lo -= 1;
         }
         loop {
             let layout = self.layout(lo, true);
