@@ -1,0 +1,247 @@
+//! The budget ladder: numeric fixtures, caps, stubs, priorities, low-water
+//! mark, the previous cut, and summaries.
+
+mod common;
+
+use std::sync::Arc;
+
+use agent_context::budget::{Decision, DropReason, Summarizer};
+use agent_context::tokens::{Encoding, Framing, TokenCounter};
+use agent_context::{ChunkKind, ContextBuilder, ErrorKind, MemoryChunk, MemoryState, Role};
+use common::*;
+
+/// Counts words, so fixtures can be written in exact numbers.
+#[derive(Debug)]
+struct Words;
+
+impl TokenCounter for Words {
+    fn count(&self, text: &str) -> usize {
+        text.split_whitespace().count()
+    }
+    fn is_exact(&self) -> bool {
+        true
+    }
+    fn encoding_name(&self) -> &str {
+        "words"
+    }
+}
+
+/// A builder that counts words, renders bodies bare and frames nothing:
+/// every entry costs exactly its words. The marker costs 3 words.
+fn word_builder(max_tokens: usize) -> ContextBuilder {
+    let mut builder = ContextBuilder::new();
+    builder
+        .counter(Arc::new(Words))
+        .framing(Framing::None)
+        .max_tokens(max_tokens)
+        .renderers_mut()
+        .register_fn(&[], Role::Assistant, |_| true, |chunk, ctx, out| {
+            ctx.write_body(out, chunk.text.as_deref().unwrap_or_default())
+        });
+    builder.policy_mut().low_water = 1.0;
+    builder
+}
+
+fn words(n: usize) -> String {
+    vec!["w"; n].join(" ")
+}
+
+fn entries(sizes: &[usize]) -> MemoryState {
+    sizes.iter().enumerate().fold(MemoryState::new(), |state, (i, &n)| {
+        state.with_chunk(MemoryChunk::agent(format!("e{}", i + 1), Role::Assistant, words(n)))
+    })
+}
+
+#[test]
+fn four_entries_of_25_in_55_keep_the_last_two() {
+    let result = word_builder(55).build(&entries(&[25, 25, 25, 25])).unwrap();
+    assert_eq!(result.included, ["e3", "e4"]);
+    assert_eq!(result.token_count, 25 + 25 + 3, "two entries and the marker");
+}
+
+#[test]
+fn a_single_entry_over_budget_is_dropped() {
+    let result = word_builder(55).build(&entries(&[60])).unwrap();
+    assert!(result.included.is_empty());
+    assert_eq!(result.excluded, ["e1"]);
+    assert_eq!(result.token_count, 3);
+}
+
+#[test]
+fn the_reserve_is_headroom_taken_from_the_budget() {
+    let mut builder = word_builder(80);
+    builder.reserve_output(25);
+    let result = builder.build(&entries(&[25, 25, 25, 25])).unwrap();
+    assert_eq!((result.budget, result.included.len()), (55, 2));
+}
+
+#[test]
+fn a_protected_entry_larger_than_the_budget_fails_with_the_numbers() {
+    let state = MemoryState::new().with_chunk(MemoryChunk::agent("e1", Role::Assistant, words(60)).pinned());
+    let error = word_builder(55).build(&state).unwrap_err();
+    match error.kind() {
+        ErrorKind::BudgetExceeded { required, available, .. } => assert_eq!((*required, *available), (60, 55)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn lower_priority_goes_before_older() {
+    let mut state = entries(&[25, 25, 25, 25]);
+    state.chunks[2].priority = Some(1);
+    let result = word_builder(55).build(&state).unwrap();
+    assert_eq!(result.excluded, ["e1", "e3"]);
+}
+
+#[test]
+fn low_water_trims_below_the_budget() {
+    let mut builder = word_builder(100);
+    builder.policy_mut().low_water = 0.6;
+    let result = builder.build(&entries(&[25, 25, 25, 25, 25])).unwrap();
+    assert!(result.token_count <= 60, "{}", result.token_count);
+    assert_eq!(result.included, ["e4", "e5"]);
+}
+
+fn big_tool_session(output: &str) -> MemoryState {
+    MemoryState::new()
+        .with_chunk(MemoryChunk::agent("u1", Role::User, "Run the test suite."))
+        .with_chunk(MemoryChunk::new("w1", ChunkKind::Workflow).with_tool("bash").with_call_id("k1").with_text("cargo test"))
+        .with_chunk(MemoryChunk::new("r1", ChunkKind::Environment).with_tool("bash").with_call_id("k1").with_text(output))
+        .with_chunk(MemoryChunk::agent("a1", Role::Assistant, "One test fails."))
+}
+
+#[test]
+fn a_two_megabyte_tool_output_is_cut_to_its_cap_and_nothing_else_is_lost() {
+    let mut output: String = (0..100_000).map(|i| format!("test case_{i} ... ok\n")).collect();
+    output.push_str("test result: FAILED. 1 failed; panicked at src/lib.rs:42");
+    assert!(output.len() > 1_900_000);
+    let state = big_tool_session(&output);
+    let result = ContextBuilder::new().build(&state).unwrap();
+    assert_eq!(result.included, ["u1", "w1", "r1", "a1"]);
+    assert_within_budget(&result);
+    assert_recount(&result, Encoding::O200kBase);
+    let [cut] = result.truncated.as_slice() else { panic!("{:?}", result.truncated) };
+    assert_eq!(cut.id, "r1");
+    assert!(cut.tokens_after <= 8_192 + 40, "body cap plus tags: {}", cut.tokens_after);
+    let content: String = result.messages.iter().map(|m| m.content.as_str()).collect();
+    assert!(content.contains("panicked at src/lib.rs:42\n</tool_result>"), "the tail is kept");
+    assert!(content.contains("test case_0 ... ok"), "so is the head");
+    assert!(content.contains(" tokens cut …]"));
+}
+
+#[test]
+fn caps_apply_by_kind_tag_and_chunk_and_spare_pinned_chunks() {
+    let output = "line of output\n".repeat(400);
+    let mut builder = ContextBuilder::new();
+    builder.policy_mut().caps.set("tool_result", Some(50));
+    let result = builder.build(&big_tool_session(&output)).unwrap();
+    assert_eq!(result.truncated.len(), 1);
+    builder.policy_mut().caps.set_chunk("r1", None);
+    assert!(builder.build(&big_tool_session(&output)).unwrap().truncated.is_empty());
+    let mut pinned = big_tool_session(&output);
+    pinned.chunks[2].pinned = true;
+    let mut capped = ContextBuilder::new();
+    capped.policy_mut().caps.set("environment", Some(50));
+    assert!(capped.build(&pinned).unwrap().truncated.is_empty());
+}
+
+/// Old turns of thinking and tool output, then a current question.
+fn turns(n: usize) -> MemoryState {
+    let mut state = MemoryState::new();
+    for t in 0..n {
+        state = state
+            .with_chunk(MemoryChunk::agent(format!("u{t}"), Role::User, format!("step {t}?")))
+            .with_chunk(MemoryChunk::new(format!("t{t}"), ChunkKind::Thinking).with_text("reasoning ".repeat(60)))
+            .with_chunk(
+                MemoryChunk::new(format!("w{t}"), ChunkKind::Workflow).with_tool("grep").with_call_id(format!("k{t}")).with_text("grep -r x"),
+            )
+            .with_chunk(
+                MemoryChunk::new(format!("r{t}"), ChunkKind::Environment).with_tool("grep").with_call_id(format!("k{t}")).with_text("match line\n".repeat(80)),
+            )
+            .with_chunk(MemoryChunk::agent(format!("a{t}"), Role::Assistant, format!("done with {t}")));
+    }
+    state
+}
+
+#[test]
+fn disposable_bodies_become_stubs_before_anything_is_dropped() {
+    let state = turns(6);
+    let full = ContextBuilder::new().build(&state).unwrap().token_count;
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(full - 40).policy_mut().low_water = 1.0;
+    let result = builder.build(&state).unwrap();
+    assert!(result.elided.is_none(), "nothing dropped");
+    let stubbed: Vec<&str> = result
+        .decisions
+        .iter()
+        .filter(|d| matches!(d.decision, Decision::Stubbed { .. }))
+        .map(|d| d.id.as_str())
+        .collect();
+    assert_eq!(stubbed, ["t0"], "the oldest disposable body goes first");
+    let all: String = result.messages.iter().map(|m| m.content.as_str()).collect();
+    assert!(all.contains("<thinking id=\"t0\" elided=\""), "{all}");
+    assert_recount(&result, Encoding::O200kBase);
+    // Old tool results are disposable too, recent ones are not.
+    builder.max_tokens(full / 2);
+    let tight = builder.build(&state).unwrap();
+    let stub_of = |id: &str| tight.decisions.iter().any(|d| d.id == id && matches!(d.decision, Decision::Stubbed { .. }));
+    assert!(stub_of("r0") || tight.excluded.contains(&"r0".to_owned()));
+    assert!(!stub_of("r4") && !stub_of("r5"), "tool results of the last 3 turns keep their bodies");
+}
+
+#[test]
+fn the_previous_cut_is_kept_while_it_fits() {
+    let mut state = turns(8);
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(1_500);
+    let first = builder.build(&state).unwrap();
+    assert!(first.elided.is_some());
+    state.chunks.push(MemoryChunk::agent("late", Role::Assistant, "one more thing"));
+    builder.previous(&first);
+    let second = builder.build(&state).unwrap();
+    assert_eq!(second.excluded, first.excluded, "same cut");
+    let unchanged = &first.messages[..first.messages.len() - 1];
+    assert_eq!(&second.messages[..unchanged.len()], unchanged);
+    let stable: usize = unchanged.iter().map(|m| m.tokens).sum();
+    assert!(second.stable_prefix_tokens.unwrap() >= stable);
+}
+
+struct Fixed(String);
+
+impl Summarizer for Fixed {
+    fn summarize(&self, dropped: &[&MemoryChunk], max_tokens: usize) -> Option<String> {
+        assert!(!dropped.is_empty() && max_tokens > 0);
+        Some(self.0.clone())
+    }
+}
+
+#[test]
+fn a_summary_replaces_the_marker_inside_the_budget() {
+    let state = turns(8);
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(1_500).policy_mut().set_summarizer(Arc::new(Fixed("Steps 0-3 found x in a.rs.".into())));
+    let result = builder.build(&state).unwrap();
+    let all: String = result.messages.iter().map(|m| m.content.as_str()).collect();
+    assert!(all.contains("<progress_summary chunks=\""), "{all}");
+    assert!(all.contains("Steps 0-3 found x in a.rs."));
+    assert!(!all.contains("<elided_history"));
+    assert_within_budget(&result);
+    assert_recount(&result, Encoding::O200kBase);
+    // A summary too long for the room is shortened to fit, never over budget.
+    builder.policy_mut().set_summarizer(Arc::new(Fixed("very long summary ".repeat(5_000))));
+    let long = builder.build(&state).unwrap();
+    assert_within_budget(&long);
+    assert_recount(&long, Encoding::O200kBase);
+}
+
+#[test]
+fn orphans_and_filters_have_their_reasons() {
+    let state = MemoryState::new()
+        .with_chunk(MemoryChunk::agent("u1", Role::User, "go"))
+        .with_chunk(MemoryChunk::new("r1", ChunkKind::Environment).with_call_id("gone").with_text("x"))
+        .with_chunk(MemoryChunk::new("t1", ChunkKind::Thinking).with_text("hmm"));
+    let result = ContextBuilder::new().exclude_kinds([ChunkKind::Thinking]).build(&state).unwrap();
+    let reasons: Vec<_> = result.decisions.iter().map(|d| d.decision).collect();
+    assert_eq!(reasons[1], Decision::Dropped { reason: DropReason::Orphan });
+    assert_eq!(reasons[2], Decision::Dropped { reason: DropReason::Filtered });
+}
