@@ -255,7 +255,11 @@ impl ContextBuilder {
 
         let ctx = RenderContext::new(self.escape, self.renderers.tag_set());
         let system = self.system_parts(state, &ctx, counter)?;
-        let preparer = Preparer { counter, ctx, policy: &self.policy };
+        let preparer = Preparer {
+            counter,
+            ctx,
+            policy: &self.policy,
+        };
         let mut history = self.prepare_history(state, &preparer);
         let units = group_units(&mut history.items, &state.chunks);
         let (steps, sticky) = plan_steps(
@@ -280,12 +284,14 @@ impl ContextBuilder {
             low_water: self.policy.low_water,
             history_start: CountedText::new(format!("<{HISTORY_START_TAG}/>"), counter),
         };
-        let mut layout = planner.plan().map_err(|required| ErrorKind::BudgetExceeded {
-            required,
-            available,
-            max_tokens,
-            reserve_output: self.reserve_output,
-        })?;
+        let mut layout = planner
+            .plan()
+            .map_err(|required| ErrorKind::BudgetExceeded {
+                required,
+                available,
+                max_tokens,
+                reserve_output: self.reserve_output,
+            })?;
         self.summarize(&planner, &mut layout, state, &preparer.ctx);
 
         let mut decisions = history.decisions;
@@ -294,24 +300,43 @@ impl ContextBuilder {
             decision.protected = item.protected;
             decision.priority = item.priority;
             if layout.dropped[i] {
-                decision.decision = Decision::Dropped { reason: DropReason::Budget };
+                decision.decision = Decision::Dropped {
+                    reason: DropReason::Budget,
+                };
             } else if let (true, Some(stub)) = (layout.stubbed[i], &item.stub) {
-                decision.decision =
-                    Decision::Stubbed { tokens_before: item.part.alone(), tokens_after: stub.alone() };
+                decision.decision = Decision::Stubbed {
+                    tokens_before: item.part.alone(),
+                    tokens_after: stub.alone(),
+                };
                 decision.tokens = stub.alone();
             }
         }
         let messages = assemble(&planner, &layout, &history.system_chunks, state);
-        let stable_prefix_tokens = self.previous.as_ref().map(|p| p.stable_prefix_tokens(&messages));
-        let included: Vec<String> =
-            messages.iter().flat_map(|m| m.chunk_ids.iter().cloned()).collect();
-        let excluded = decisions.iter().filter(|d| !d.is_included()).map(|d| d.id.clone()).collect();
+        let stable_prefix_tokens = self
+            .previous
+            .as_ref()
+            .map(|p| p.stable_prefix_tokens(&messages));
+        let included: Vec<String> = messages
+            .iter()
+            .flat_map(|m| m.chunk_ids.iter().cloned())
+            .collect();
+        let excluded = decisions
+            .iter()
+            .filter(|d| !d.is_included())
+            .map(|d| d.id.clone())
+            .collect();
         let truncated = decisions
             .iter()
             .filter_map(|d| match d.decision {
-                Decision::Truncated { tokens_before, tokens_after, .. } => {
-                    Some(Truncation { id: d.id.clone(), tokens_before, tokens_after })
-                }
+                Decision::Truncated {
+                    tokens_before,
+                    tokens_after,
+                    ..
+                } => Some(Truncation {
+                    id: d.id.clone(),
+                    tokens_before,
+                    tokens_after,
+                }),
                 _ => None,
             })
             .collect();
@@ -342,13 +367,22 @@ impl ContextBuilder {
         counter: &dyn TokenCounter,
     ) -> Result<Vec<CountedText>> {
         let mut system = Vec::new();
-        let prompt = self.system_prompt.as_deref().or(state.system_prompt.as_deref());
+        let prompt = self
+            .system_prompt
+            .as_deref()
+            .or(state.system_prompt.as_deref());
         if let Some(prompt) = prompt.filter(|p| !p.is_empty()) {
-            system.push(CountedText::new(self.system_prompt_text(prompt, ctx), counter));
+            system.push(CountedText::new(
+                self.system_prompt_text(prompt, ctx),
+                counter,
+            ));
         }
         if !state.fragments.is_empty() {
-            let rendered =
-                render_fragments(&state.fragments, self.fragments_format, &self.fragment_options)?;
+            let rendered = render_fragments(
+                &state.fragments,
+                self.fragments_format,
+                &self.fragment_options,
+            )?;
             // XML fragments are well-formed XML already; other formats are
             // text that `xml` mode must escape like any body.
             let text = if self.fragments_format == FragmentFormat::Xml {
@@ -367,15 +401,21 @@ impl ContextBuilder {
     /// to the system message, the rest become planner items with their
     /// protection, priority and (for disposable ones) stub.
     fn prepare_history(&self, state: &MemoryState, preparer: &Preparer<'_>) -> History {
-        let only_ids: Option<FxHashSet<&str>> =
-            self.include_ids.as_ref().map(|ids| ids.iter().map(String::as_str).collect());
+        let only_ids: Option<FxHashSet<&str>> = self
+            .include_ids
+            .as_ref()
+            .map(|ids| ids.iter().map(String::as_str).collect());
         let selected: Vec<bool> = state
             .chunks
             .iter()
             .map(|c| {
-                self.include_kinds.as_ref().is_none_or(|kinds| kinds.contains(&c.kind))
+                self.include_kinds
+                    .as_ref()
+                    .is_none_or(|kinds| kinds.contains(&c.kind))
                     && !self.exclude_kinds.contains(&c.kind)
-                    && only_ids.as_ref().is_none_or(|ids| ids.contains(c.id.as_str()))
+                    && only_ids
+                        .as_ref()
+                        .is_none_or(|ids| ids.contains(c.id.as_str()))
             })
             .collect();
         let calls: FxHashSet<&str> = state
@@ -403,7 +443,9 @@ impl ContextBuilder {
                 tokens: 0,
                 priority: self.policy.priority_of(chunk),
                 protected: false,
-                decision: Decision::Dropped { reason: DropReason::Filtered },
+                decision: Decision::Dropped {
+                    reason: DropReason::Filtered,
+                },
             };
             if selected[index] {
                 let renderer = self.renderers.renderer_for(chunk);
@@ -412,7 +454,9 @@ impl ContextBuilder {
                 decision.decision = prepared.decision;
                 let retention = self.policy.retention_of(chunk, turns_after[index]);
                 if is_orphan_result(chunk, &calls) {
-                    decision.decision = Decision::Dropped { reason: DropReason::Orphan };
+                    decision.decision = Decision::Dropped {
+                        reason: DropReason::Orphan,
+                    };
                 } else if prepared.role == Role::System {
                     decision.protected = true;
                     history.system_parts.push(prepared.part);
@@ -433,9 +477,14 @@ impl ContextBuilder {
             }
             history.decisions.push(decision);
         }
-        let latest_user = history.items.iter().rposition(|i| state.chunks[i.chunk].is_user_turn());
+        let latest_user = history
+            .items
+            .iter()
+            .rposition(|i| state.chunks[i.chunk].is_user_turn());
         if let Some(latest) = latest_user {
-            history.items[latest..].iter_mut().for_each(|i| i.protected = true);
+            history.items[latest..]
+                .iter_mut()
+                .for_each(|i| i.protected = true);
         }
         history
     }
@@ -449,9 +498,11 @@ impl ContextBuilder {
         state: &MemoryState,
         ctx: &RenderContext<'_>,
     ) {
-        let (Some(summarizer), Some(elision), Some(marker)) =
-            (self.policy.summarizer(), layout.elision, layout.marker.as_ref())
-        else {
+        let (Some(summarizer), Some(elision), Some(marker)) = (
+            self.policy.summarizer(),
+            layout.elision,
+            layout.marker.as_ref(),
+        ) else {
             return;
         };
         let dropped: Vec<&MemoryChunk> = planner
@@ -463,7 +514,10 @@ impl ContextBuilder {
             .collect();
         let chunks = elision.chunks.to_string();
         let tokens = elision.tokens.to_string();
-        let attributes = [("chunks", Some(chunks.as_str())), ("tokens", Some(tokens.as_str()))];
+        let attributes = [
+            ("chunks", Some(chunks.as_str())),
+            ("tokens", Some(tokens.as_str())),
+        ];
         let render = |body: &str| {
             let mut text = String::new();
             ctx.write_element(&mut text, SUMMARY_TAG, &attributes, Some(body));
@@ -471,7 +525,10 @@ impl ContextBuilder {
         };
         let frame = render("x").alone();
         let room = (planner.available + marker.alone()).saturating_sub(layout.total + frame);
-        let Some(summary) = summarizer.summarize(&dropped, room).filter(|s| !s.is_empty()) else {
+        let Some(summary) = summarizer
+            .summarize(&dropped, room)
+            .filter(|s| !s.is_empty())
+        else {
             return;
         };
         // Escaping and joins can cost a few tokens more than the text alone:

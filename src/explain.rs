@@ -13,7 +13,11 @@ impl BuildResult {
     /// window by kind and by decision.
     pub fn explain(&self) -> String {
         let mut out = String::new();
-        let exact = if self.token_count_exact { "exact" } else { "estimate" };
+        let exact = if self.token_count_exact {
+            "exact"
+        } else {
+            "estimate"
+        };
         let _ = writeln!(
             out,
             "{}: {} of {} tokens ({exact}, {}); max_tokens {}, reserve {}",
@@ -24,16 +28,35 @@ impl BuildResult {
             self.max_tokens,
             self.reserve_output
         );
-        let width = self.decisions.iter().map(|d| d.id.len()).max().unwrap_or(2).clamp(2, 24);
-        let _ = writeln!(out, "  {:<width$}  {:<11}  {:>8}  {:>8}  decision", "id", "kind", "tokens", "priority");
+        let width = self
+            .decisions
+            .iter()
+            .map(|d| d.id.len())
+            .max()
+            .unwrap_or(2)
+            .clamp(2, 24);
+        let _ = writeln!(
+            out,
+            "  {:<width$}  {:<11}  {:>8}  {:>8}  decision",
+            "id", "kind", "tokens", "priority"
+        );
         for d in &self.decisions {
             let protected = if d.protected { ", protected" } else { "" };
             let what = match d.decision {
                 Decision::Kept => format!("kept{protected}"),
-                Decision::Truncated { tokens_before, tokens_after, cap } => {
-                    format!("truncated {tokens_before} -> {tokens_after} (body cap {cap}){protected}")
+                Decision::Truncated {
+                    tokens_before,
+                    tokens_after,
+                    cap,
+                } => {
+                    format!(
+                        "truncated {tokens_before} -> {tokens_after} (body cap {cap}){protected}"
+                    )
                 }
-                Decision::Stubbed { tokens_before, tokens_after } => {
+                Decision::Stubbed {
+                    tokens_before,
+                    tokens_after,
+                } => {
                     format!("stubbed {tokens_before} -> {tokens_after} (disposable)")
                 }
                 Decision::Dropped { reason } => format!("dropped ({})", reason_name(reason)),
@@ -48,11 +71,22 @@ impl BuildResult {
             );
         }
         if let Some(elided) = self.elided {
-            let marker = if elided.marker { "" } else { " (no room for the marker)" };
-            let _ = writeln!(out, "  elided {} chunks, {} tokens{marker}", elided.chunks, elided.tokens);
+            let marker = if elided.marker {
+                ""
+            } else {
+                " (no room for the marker)"
+            };
+            let _ = writeln!(
+                out,
+                "  elided {} chunks, {} tokens{marker}",
+                elided.chunks, elided.tokens
+            );
         }
         if let Some(stable) = self.stable_prefix_tokens {
-            let _ = writeln!(out, "  stable prefix: {stable} tokens identical to the previous build");
+            let _ = writeln!(
+                out,
+                "  stable prefix: {stable} tokens identical to the previous build"
+            );
         }
         for warning in &self.warnings {
             let _ = writeln!(out, "  warning: {warning}");
@@ -60,7 +94,13 @@ impl BuildResult {
         let in_prompt = |d: &&crate::budget::ChunkDecision| d.is_included();
         let mut by_kind = Vec::new();
         for kind in ChunkKind::ALL {
-            let tokens = self.decisions.iter().filter(in_prompt).filter(|d| d.kind == kind).map(|d| d.tokens).sum();
+            let tokens = self
+                .decisions
+                .iter()
+                .filter(in_prompt)
+                .filter(|d| d.kind == kind)
+                .map(|d| d.tokens)
+                .sum();
             by_kind.push((kind_letter(kind), kind.as_str(), tokens));
         }
         self.write_bar(&mut out, "by kind", by_kind);
@@ -77,11 +117,22 @@ impl BuildResult {
         let dropped: Vec<_> = self
             .decisions
             .iter()
-            .filter(|d| matches!(d.decision, Decision::Dropped { reason: DropReason::Budget }))
+            .filter(|d| {
+                matches!(
+                    d.decision,
+                    Decision::Dropped {
+                        reason: DropReason::Budget
+                    }
+                )
+            })
             .collect();
         if !dropped.is_empty() {
             let tokens: usize = dropped.iter().map(|d| d.tokens).sum();
-            let _ = writeln!(out, "  dropped for the budget: {} chunks, {tokens} tokens", dropped.len());
+            let _ = writeln!(
+                out,
+                "  dropped for the budget: {} chunks, {tokens} tokens",
+                dropped.len()
+            );
         }
         out
     }
@@ -90,7 +141,11 @@ impl BuildResult {
     /// free space and the reserve; one letter per slice.
     fn write_bar(&self, out: &mut String, title: &str, mut segments: Vec<(char, &str, usize)>) {
         let content: usize = segments.iter().map(|s| s.2).sum();
-        segments.push(('+', "framing, prompt, markers", self.token_count.saturating_sub(content)));
+        segments.push((
+            '+',
+            "framing, prompt, markers",
+            self.token_count.saturating_sub(content),
+        ));
         segments.push(('.', "free", self.budget.saturating_sub(self.token_count)));
         segments.push(('|', "reserve", self.reserve_output));
         let window = self.max_tokens.max(1);
@@ -107,7 +162,10 @@ impl BuildResult {
         let _ = writeln!(out, "window {title:<11} [{bar}]");
         for (letter, name, tokens) in segments.into_iter().filter(|s| s.2 > 0) {
             let percent = tokens as f64 * 100.0 / window as f64;
-            let _ = writeln!(out, "  {letter} {name:<26} {tokens:>8} tokens {percent:>5.1}%");
+            let _ = writeln!(
+                out,
+                "  {letter} {name:<26} {tokens:>8} tokens {percent:>5.1}%"
+            );
         }
     }
 }

@@ -3,10 +3,10 @@
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
+use agent_context::budget::Caps;
 use agent_context::format::{
     Delimiter, FormatOptions, FragmentFormat, render_fragments, render_value,
 };
-use agent_context::budget::Caps;
 use agent_context::tokens::{Framing, counter_for_model};
 use agent_context::{
     ContextBuilder, DEFAULT_MODEL, ErrorKind, MemoryState, adapter, fragments_from_json,

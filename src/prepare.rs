@@ -27,11 +27,19 @@ impl Preparer<'_> {
     /// Renders `chunk`, cutting its body to its cap when it is over. Pinned
     /// and critical chunks are exempt from caps: the caller asked to keep
     /// them whole.
-    pub(crate) fn prepare(&self, chunk: &MemoryChunk, renderer: &dyn ChunkRenderer) -> PreparedChunk {
+    pub(crate) fn prepare(
+        &self,
+        chunk: &MemoryChunk,
+        renderer: &dyn ChunkRenderer,
+    ) -> PreparedChunk {
         let role = renderer.role(chunk);
         let part = self.render(chunk, renderer);
         let exempt = chunk.pinned || chunk.retention == Some(Retention::Critical);
-        let cap = if exempt { None } else { self.policy.caps.cap_for(chunk, default_tag(chunk)) };
+        let cap = if exempt {
+            None
+        } else {
+            self.policy.caps.cap_for(chunk, default_tag(chunk))
+        };
         if let (Some(cap), Some(body)) = (cap, body_text(chunk)) {
             // A body costs fewer tokens than its rendered chunk, so only
             // chunks over the cap can have a body over it.
@@ -46,11 +54,19 @@ impl Preparer<'_> {
                         tokens_after: cut_part.alone(),
                         cap: cap.max(crate::budget::MIN_CAP),
                     };
-                    return PreparedChunk { role, part: cut_part, decision };
+                    return PreparedChunk {
+                        role,
+                        part: cut_part,
+                        decision,
+                    };
                 }
             }
         }
-        PreparedChunk { role, part, decision: Decision::Kept }
+        PreparedChunk {
+            role,
+            part,
+            decision: Decision::Kept,
+        }
     }
 
     /// The stub of a rendered chunk, when its renderer has one and it is shorter.
@@ -79,7 +95,9 @@ pub(crate) fn body_text(chunk: &MemoryChunk) -> Option<Cow<'_, str>> {
     match (&chunk.text, &chunk.data) {
         (Some(text), _) => Some(Cow::Borrowed(text)),
         // Serializing a `Value` to a string cannot fail.
-        (None, Some(data)) => Some(Cow::Owned(serde_json::to_string_pretty(data).unwrap_or_default())),
+        (None, Some(data)) => Some(Cow::Owned(
+            serde_json::to_string_pretty(data).unwrap_or_default(),
+        )),
         (None, None) => None,
     }
 }

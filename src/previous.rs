@@ -23,14 +23,20 @@ impl From<&BuildResult> for PreviousBuild {
                 Decision::Stubbed { .. } => {
                     stubbed.insert(decision.id.clone());
                 }
-                Decision::Dropped { reason: DropReason::Budget } => {
+                Decision::Dropped {
+                    reason: DropReason::Budget,
+                } => {
                     dropped.insert(decision.id.clone());
                 }
                 _ => {}
             }
         }
         PreviousBuild {
-            messages: result.messages.iter().map(|m| (m.role, m.content.clone())).collect(),
+            messages: result
+                .messages
+                .iter()
+                .map(|m| (m.role, m.content.clone()))
+                .collect(),
             cut: PreviousCut { stubbed, dropped },
         }
     }

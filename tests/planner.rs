@@ -35,9 +35,12 @@ fn word_builder(max_tokens: usize) -> ContextBuilder {
         .framing(Framing::None)
         .max_tokens(max_tokens)
         .renderers_mut()
-        .register_fn(&[], Role::Assistant, |_| true, |chunk, ctx, out| {
-            ctx.write_body(out, chunk.text.as_deref().unwrap_or_default())
-        });
+        .register_fn(
+            &[],
+            Role::Assistant,
+            |_| true,
+            |chunk, ctx, out| ctx.write_body(out, chunk.text.as_deref().unwrap_or_default()),
+        );
     builder.policy_mut().low_water = 1.0;
     builder
 }
@@ -47,16 +50,27 @@ fn words(n: usize) -> String {
 }
 
 fn entries(sizes: &[usize]) -> MemoryState {
-    sizes.iter().enumerate().fold(MemoryState::new(), |state, (i, &n)| {
-        state.with_chunk(MemoryChunk::agent(format!("e{}", i + 1), Role::Assistant, words(n)))
-    })
+    sizes
+        .iter()
+        .enumerate()
+        .fold(MemoryState::new(), |state, (i, &n)| {
+            state.with_chunk(MemoryChunk::agent(
+                format!("e{}", i + 1),
+                Role::Assistant,
+                words(n),
+            ))
+        })
 }
 
 #[test]
 fn four_entries_of_25_in_55_keep_the_last_two() {
     let result = word_builder(55).build(&entries(&[25, 25, 25, 25])).unwrap();
     assert_eq!(result.included, ["e3", "e4"]);
-    assert_eq!(result.token_count, 25 + 25 + 3, "two entries and the marker");
+    assert_eq!(
+        result.token_count,
+        25 + 25 + 3,
+        "two entries and the marker"
+    );
 }
 
 #[test]
@@ -77,10 +91,15 @@ fn the_reserve_is_headroom_taken_from_the_budget() {
 
 #[test]
 fn a_protected_entry_larger_than_the_budget_fails_with_the_numbers() {
-    let state = MemoryState::new().with_chunk(MemoryChunk::agent("e1", Role::Assistant, words(60)).pinned());
+    let state = MemoryState::new()
+        .with_chunk(MemoryChunk::agent("e1", Role::Assistant, words(60)).pinned());
     let error = word_builder(55).build(&state).unwrap_err();
     match error.kind() {
-        ErrorKind::BudgetExceeded { required, available, .. } => assert_eq!((*required, *available), (60, 55)),
+        ErrorKind::BudgetExceeded {
+            required,
+            available,
+            ..
+        } => assert_eq!((*required, *available), (60, 55)),
         other => panic!("{other:?}"),
     }
 }
@@ -105,14 +124,26 @@ fn low_water_trims_below_the_budget() {
 fn big_tool_session(output: &str) -> MemoryState {
     MemoryState::new()
         .with_chunk(MemoryChunk::agent("u1", Role::User, "Run the test suite."))
-        .with_chunk(MemoryChunk::new("w1", ChunkKind::Workflow).with_tool("bash").with_call_id("k1").with_text("cargo test"))
-        .with_chunk(MemoryChunk::new("r1", ChunkKind::Environment).with_tool("bash").with_call_id("k1").with_text(output))
+        .with_chunk(
+            MemoryChunk::new("w1", ChunkKind::Workflow)
+                .with_tool("bash")
+                .with_call_id("k1")
+                .with_text("cargo test"),
+        )
+        .with_chunk(
+            MemoryChunk::new("r1", ChunkKind::Environment)
+                .with_tool("bash")
+                .with_call_id("k1")
+                .with_text(output),
+        )
         .with_chunk(MemoryChunk::agent("a1", Role::Assistant, "One test fails."))
 }
 
 #[test]
 fn a_two_megabyte_tool_output_is_cut_to_its_cap_and_nothing_else_is_lost() {
-    let mut output: String = (0..100_000).map(|i| format!("test case_{i} ... ok\n")).collect();
+    let mut output: String = (0..100_000)
+        .map(|i| format!("test case_{i} ... ok\n"))
+        .collect();
     output.push_str("test result: FAILED. 1 failed; panicked at src/lib.rs:42");
     assert!(output.len() > 1_900_000);
     let state = big_tool_session(&output);
@@ -120,11 +151,20 @@ fn a_two_megabyte_tool_output_is_cut_to_its_cap_and_nothing_else_is_lost() {
     assert_eq!(result.included, ["u1", "w1", "r1", "a1"]);
     assert_within_budget(&result);
     assert_recount(&result, Encoding::O200kBase);
-    let [cut] = result.truncated.as_slice() else { panic!("{:?}", result.truncated) };
+    let [cut] = result.truncated.as_slice() else {
+        panic!("{:?}", result.truncated)
+    };
     assert_eq!(cut.id, "r1");
-    assert!(cut.tokens_after <= 8_192 + 40, "body cap plus tags: {}", cut.tokens_after);
+    assert!(
+        cut.tokens_after <= 8_192 + 40,
+        "body cap plus tags: {}",
+        cut.tokens_after
+    );
     let content: String = result.messages.iter().map(|m| m.content.as_str()).collect();
-    assert!(content.contains("panicked at src/lib.rs:42\n</tool_result>"), "the tail is kept");
+    assert!(
+        content.contains("panicked at src/lib.rs:42\n</tool_result>"),
+        "the tail is kept"
+    );
     assert!(content.contains("test case_0 ... ok"), "so is the head");
     assert!(content.contains(" tokens cut …]"));
 }
@@ -137,7 +177,13 @@ fn caps_apply_by_kind_tag_and_chunk_and_spare_pinned_chunks() {
     let result = builder.build(&big_tool_session(&output)).unwrap();
     assert_eq!(result.truncated.len(), 1);
     builder.policy_mut().caps.set_chunk("r1", None);
-    assert!(builder.build(&big_tool_session(&output)).unwrap().truncated.is_empty());
+    assert!(
+        builder
+            .build(&big_tool_session(&output))
+            .unwrap()
+            .truncated
+            .is_empty()
+    );
     let mut pinned = big_tool_session(&output);
     pinned.chunks[2].pinned = true;
     let mut capped = ContextBuilder::new();
@@ -150,15 +196,32 @@ fn turns(n: usize) -> MemoryState {
     let mut state = MemoryState::new();
     for t in 0..n {
         state = state
-            .with_chunk(MemoryChunk::agent(format!("u{t}"), Role::User, format!("step {t}?")))
-            .with_chunk(MemoryChunk::new(format!("t{t}"), ChunkKind::Thinking).with_text("reasoning ".repeat(60)))
+            .with_chunk(MemoryChunk::agent(
+                format!("u{t}"),
+                Role::User,
+                format!("step {t}?"),
+            ))
             .with_chunk(
-                MemoryChunk::new(format!("w{t}"), ChunkKind::Workflow).with_tool("grep").with_call_id(format!("k{t}")).with_text("grep -r x"),
+                MemoryChunk::new(format!("t{t}"), ChunkKind::Thinking)
+                    .with_text("reasoning ".repeat(60)),
             )
             .with_chunk(
-                MemoryChunk::new(format!("r{t}"), ChunkKind::Environment).with_tool("grep").with_call_id(format!("k{t}")).with_text("match line\n".repeat(80)),
+                MemoryChunk::new(format!("w{t}"), ChunkKind::Workflow)
+                    .with_tool("grep")
+                    .with_call_id(format!("k{t}"))
+                    .with_text("grep -r x"),
             )
-            .with_chunk(MemoryChunk::agent(format!("a{t}"), Role::Assistant, format!("done with {t}")));
+            .with_chunk(
+                MemoryChunk::new(format!("r{t}"), ChunkKind::Environment)
+                    .with_tool("grep")
+                    .with_call_id(format!("k{t}"))
+                    .with_text("match line\n".repeat(80)),
+            )
+            .with_chunk(MemoryChunk::agent(
+                format!("a{t}"),
+                Role::Assistant,
+                format!("done with {t}"),
+            ));
     }
     state
 }
@@ -184,9 +247,17 @@ fn disposable_bodies_become_stubs_before_anything_is_dropped() {
     // Old tool results are disposable too, recent ones are not.
     builder.max_tokens(full / 2);
     let tight = builder.build(&state).unwrap();
-    let stub_of = |id: &str| tight.decisions.iter().any(|d| d.id == id && matches!(d.decision, Decision::Stubbed { .. }));
+    let stub_of = |id: &str| {
+        tight
+            .decisions
+            .iter()
+            .any(|d| d.id == id && matches!(d.decision, Decision::Stubbed { .. }))
+    };
     assert!(stub_of("r0") || tight.excluded.contains(&"r0".to_owned()));
-    assert!(!stub_of("r4") && !stub_of("r5"), "tool results of the last 3 turns keep their bodies");
+    assert!(
+        !stub_of("r4") && !stub_of("r5"),
+        "tool results of the last 3 turns keep their bodies"
+    );
 }
 
 #[test]
@@ -196,7 +267,11 @@ fn the_previous_cut_is_kept_while_it_fits() {
     builder.max_tokens(1_500);
     let first = builder.build(&state).unwrap();
     assert!(first.elided.is_some());
-    state.chunks.push(MemoryChunk::agent("late", Role::Assistant, "one more thing"));
+    state.chunks.push(MemoryChunk::agent(
+        "late",
+        Role::Assistant,
+        "one more thing",
+    ));
     builder.previous(&first);
     let second = builder.build(&state).unwrap();
     assert_eq!(second.excluded, first.excluded, "same cut");
@@ -219,7 +294,10 @@ impl Summarizer for Fixed {
 fn a_summary_replaces_the_marker_inside_the_budget() {
     let state = turns(8);
     let mut builder = ContextBuilder::new();
-    builder.max_tokens(1_500).policy_mut().set_summarizer(Arc::new(Fixed("Steps 0-3 found x in a.rs.".into())));
+    builder
+        .max_tokens(1_500)
+        .policy_mut()
+        .set_summarizer(Arc::new(Fixed("Steps 0-3 found x in a.rs.".into())));
     let result = builder.build(&state).unwrap();
     let all: String = result.messages.iter().map(|m| m.content.as_str()).collect();
     assert!(all.contains("<progress_summary chunks=\""), "{all}");
@@ -228,7 +306,9 @@ fn a_summary_replaces_the_marker_inside_the_budget() {
     assert_within_budget(&result);
     assert_recount(&result, Encoding::O200kBase);
     // A summary too long for the room is shortened to fit, never over budget.
-    builder.policy_mut().set_summarizer(Arc::new(Fixed("very long summary ".repeat(5_000))));
+    builder
+        .policy_mut()
+        .set_summarizer(Arc::new(Fixed("very long summary ".repeat(5_000))));
     let long = builder.build(&state).unwrap();
     assert_within_budget(&long);
     assert_recount(&long, Encoding::O200kBase);
@@ -238,10 +318,27 @@ fn a_summary_replaces_the_marker_inside_the_budget() {
 fn orphans_and_filters_have_their_reasons() {
     let state = MemoryState::new()
         .with_chunk(MemoryChunk::agent("u1", Role::User, "go"))
-        .with_chunk(MemoryChunk::new("r1", ChunkKind::Environment).with_call_id("gone").with_text("x"))
+        .with_chunk(
+            MemoryChunk::new("r1", ChunkKind::Environment)
+                .with_call_id("gone")
+                .with_text("x"),
+        )
         .with_chunk(MemoryChunk::new("t1", ChunkKind::Thinking).with_text("hmm"));
-    let result = ContextBuilder::new().exclude_kinds([ChunkKind::Thinking]).build(&state).unwrap();
+    let result = ContextBuilder::new()
+        .exclude_kinds([ChunkKind::Thinking])
+        .build(&state)
+        .unwrap();
     let reasons: Vec<_> = result.decisions.iter().map(|d| d.decision).collect();
-    assert_eq!(reasons[1], Decision::Dropped { reason: DropReason::Orphan });
-    assert_eq!(reasons[2], Decision::Dropped { reason: DropReason::Filtered });
+    assert_eq!(
+        reasons[1],
+        Decision::Dropped {
+            reason: DropReason::Orphan
+        }
+    );
+    assert_eq!(
+        reasons[2],
+        Decision::Dropped {
+            reason: DropReason::Filtered
+        }
+    );
 }

@@ -89,7 +89,11 @@ impl Planner<'_> {
         let last = self.layout(all, true);
         if last.total > self.available {
             let bare = self.layout(all, false);
-            return if bare.total <= self.available { Ok(bare) } else { Err(bare.total) };
+            return if bare.total <= self.available {
+                Ok(bare)
+            } else {
+                Err(bare.total)
+            };
         }
         Ok(self.fewest_steps_within(self.sticky + 1, all, self.trim_target(last.total)))
     }
@@ -159,7 +163,11 @@ impl Planner<'_> {
             let text = format!("<{ELIDED_TAG} chunks=\"{chunks}\" tokens=\"{tokens}\"/>");
             CountedText::new(text, self.counter)
         });
-        let elision = (chunks > 0).then_some(Elision { chunks, tokens, marker: marker.is_some() });
+        let elision = (chunks > 0).then_some(Elision {
+            chunks,
+            tokens,
+            marker: marker.is_some(),
+        });
 
         let mut messages: Vec<(Role, SmallVec<[Slot; 4]>)> = Vec::new();
         let mut push = |role: Role, slot: Slot| match messages.last_mut() {
@@ -175,10 +183,21 @@ impl Planner<'_> {
                 marker_placed = true;
             }
         }
-        if self.user_first && messages.first().is_some_and(|(role, _)| *role != Role::User) {
+        if self.user_first
+            && messages
+                .first()
+                .is_some_and(|(role, _)| *role != Role::User)
+        {
             messages.insert(0, (Role::User, SmallVec::from_elem(Slot::HistoryStart, 1)));
         }
-        let mut layout = Layout { messages, dropped, stubbed, marker, elision, total: 0 };
+        let mut layout = Layout {
+            messages,
+            dropped,
+            stubbed,
+            marker,
+            elision,
+            total: 0,
+        };
         layout.total = self.total(&layout);
         layout
     }

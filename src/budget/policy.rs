@@ -50,7 +50,11 @@ impl Default for Caps {
     fn default() -> Self {
         let mut by_kind = FxHashMap::default();
         by_kind.insert(ChunkKind::Environment, Some(DEFAULT_TOOL_RESULT_CAP));
-        Caps { by_kind, by_tag: FxHashMap::default(), by_chunk: FxHashMap::default() }
+        Caps {
+            by_kind,
+            by_tag: FxHashMap::default(),
+            by_chunk: FxHashMap::default(),
+        }
     }
 }
 
@@ -99,17 +103,29 @@ impl Caps {
     ///
     /// [`ErrorKind::Option`] when the text is not of that form.
     pub fn parse_setting(text: &str) -> Result<(String, Option<usize>)> {
-        let fail = |message: String| ErrorKind::Option { option: "cap".into(), message }.into();
+        let fail = |message: String| {
+            ErrorKind::Option {
+                option: "cap".into(),
+                message,
+            }
+            .into()
+        };
         let Some((name, value)) = text.split_once('=') else {
-            return Err(fail(format!("{text:?}: expected NAME=N, e.g. tool_result=2000")));
+            return Err(fail(format!(
+                "{text:?}: expected NAME=N, e.g. tool_result=2000"
+            )));
         };
         if name.is_empty() {
-            return Err(fail(format!("{text:?}: the name (a kind or a tag) is missing")));
+            return Err(fail(format!(
+                "{text:?}: the name (a kind or a tag) is missing"
+            )));
         }
         let tokens = match value {
             "none" | "off" => None,
             n => Some(n.parse::<usize>().map_err(|_| {
-                fail(format!("{text:?}: {n:?} is not a token count (or \"none\")"))
+                fail(format!(
+                    "{text:?}: {n:?} is not a token count (or \"none\")"
+                ))
             })?),
         };
         Ok((name.to_owned(), tokens))
@@ -188,14 +204,17 @@ impl Policy {
     /// The priority of `chunk`: its own, else its kind's.
     pub fn priority_of(&self, chunk: &MemoryChunk) -> i64 {
         chunk.priority.unwrap_or_else(|| {
-            self.priorities.get(&chunk.kind).copied().unwrap_or(match chunk.kind {
-                ChunkKind::Agent if chunk.role == Some(Role::User) => 90,
-                ChunkKind::Output => 80,
-                ChunkKind::Agent => 70,
-                ChunkKind::Delegation => 60,
-                ChunkKind::Workflow | ChunkKind::Environment | ChunkKind::System => 40,
-                ChunkKind::Thinking => 10,
-            })
+            self.priorities
+                .get(&chunk.kind)
+                .copied()
+                .unwrap_or(match chunk.kind {
+                    ChunkKind::Agent if chunk.role == Some(Role::User) => 90,
+                    ChunkKind::Output => 80,
+                    ChunkKind::Agent => 70,
+                    ChunkKind::Delegation => 60,
+                    ChunkKind::Workflow | ChunkKind::Environment | ChunkKind::System => 40,
+                    ChunkKind::Thinking => 10,
+                })
         })
     }
 

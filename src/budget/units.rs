@@ -58,13 +58,22 @@ pub(crate) fn group_units(items: &mut [Item], chunks: &[MemoryChunk]) -> Vec<Uni
                     by_call.insert(call, units.len());
                 }
                 let items = SmallVec::from_elem(index, 1);
-                units.push(Unit { items, protected: false, priority: i64::MIN });
+                units.push(Unit {
+                    items,
+                    protected: false,
+                    priority: i64::MIN,
+                });
             }
         }
     }
     for unit in &mut units {
         unit.protected = unit.items.iter().any(|&i| items[i].protected);
-        unit.priority = unit.items.iter().map(|&i| items[i].priority).max().unwrap_or(0);
+        unit.priority = unit
+            .items
+            .iter()
+            .map(|&i| items[i].priority)
+            .max()
+            .unwrap_or(0);
         for &i in &unit.items {
             items[i].protected = unit.protected;
             items[i].priority = unit.priority;
@@ -135,8 +144,9 @@ pub(crate) fn plan_steps(
             steps.push(Step::Stub(i));
         }
     }
-    let mut droppable: Vec<usize> =
-        (0..units.len()).filter(|&u| !units[u].protected && !unit_taken[u]).collect();
+    let mut droppable: Vec<usize> = (0..units.len())
+        .filter(|&u| !units[u].protected && !unit_taken[u])
+        .collect();
     droppable.sort_by_key(|&u| (units[u].priority, units[u].items[0]));
     steps.extend(droppable.into_iter().map(Step::Drop));
     (steps, sticky)
@@ -145,5 +155,8 @@ pub(crate) fn plan_steps(
 /// Whether `chunk` is a tool result whose call is not among `calls`.
 pub(crate) fn is_orphan_result(chunk: &MemoryChunk, calls: &FxHashSet<&str>) -> bool {
     chunk.kind == ChunkKind::Environment
-        && chunk.call_id.as_deref().is_some_and(|id| !calls.contains(id))
+        && chunk
+            .call_id
+            .as_deref()
+            .is_some_and(|id| !calls.contains(id))
 }

@@ -201,20 +201,30 @@ pub fn session(max_steps: usize) -> impl Strategy<Value = MemoryState> {
 
 /// Every truncated body in the prompt counts at most `cap` and ends with a
 /// piece of the original's tail; protected chunks are never stubbed or dropped.
-pub fn assert_degradations_hold(state: &MemoryState, result: &BuildResult, encoding: Encoding, cap: usize) {
+pub fn assert_degradations_hold(
+    state: &MemoryState,
+    result: &BuildResult,
+    encoding: Encoding,
+    cap: usize,
+) {
     use agent_context::budget::Decision;
     let counter = TiktokenCounter::new(encoding).unwrap();
     let prompt: String = result.messages.iter().map(|m| m.content.as_str()).collect();
     for decision in &result.decisions {
         if decision.protected {
             assert!(
-                matches!(decision.decision, Decision::Kept | Decision::Truncated { .. }),
+                matches!(
+                    decision.decision,
+                    Decision::Kept | Decision::Truncated { .. }
+                ),
                 "protected {} was {:?}",
                 decision.id,
                 decision.decision
             );
         }
-        let Decision::Truncated { cap: applied, .. } = decision.decision else { continue };
+        let Decision::Truncated { cap: applied, .. } = decision.decision else {
+            continue;
+        };
         assert_eq!(applied, cap.max(agent_context::budget::MIN_CAP));
         let chunk = state.chunks.iter().find(|c| c.id == decision.id).unwrap();
         let original = match (&chunk.text, &chunk.data) {
@@ -228,14 +238,25 @@ pub fn assert_degradations_hold(state: &MemoryState, result: &BuildResult, encod
         let body_end = body_start + prompt[body_start..].find("\n</").unwrap();
         let body = prompt[body_start..body_end].replace("&lt;", "<");
         assert!(counter.count(&body) <= applied, "{} over its cap", chunk.id);
-        let marker_end = body.rfind(" tokens cut …]\n").expect("a cut marker") + " tokens cut …]\n".len();
+        let marker_end =
+            body.rfind(" tokens cut …]\n").expect("a cut marker") + " tokens cut …]\n".len();
         let tail = &body[marker_end..];
-        assert!(!tail.is_empty() && original.ends_with(tail), "{}: tail {tail:?} not the original's", chunk.id);
+        assert!(
+            !tail.is_empty() && original.ends_with(tail),
+            "{}: tail {tail:?} not the original's",
+            chunk.id
+        );
     }
 }
 
 /// Proptest settings: 96 cases, or `PROPTEST_CASES` for a longer hunt.
 pub fn proptest_config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96);
-    ProptestConfig { cases, ..ProptestConfig::default() }
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(96);
+    ProptestConfig {
+        cases,
+        ..ProptestConfig::default()
+    }
 }

@@ -1,0 +1,194 @@
+//! A deterministic generator of realistic agent sessions, for examples,
+//! replay tests and benchmarks (not part of the library's API).
+//!
+//! Each turn is a user request, some thinking, one to three tool calls with
+//! results (prose, Rust code, JSON, CJK text, emoji, long lines, logs), and an
+//! assistant answer. The same seed always gives the same session.
+#![allow(dead_code)]
+
+use agent_context::{ChunkKind, MemoryChunk, MemoryState, Role};
+use serde_json::json;
+
+/// xorshift64*: small, fast, and the same everywhere.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number in `lo..hi`.
+    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + (self.next() % (hi - lo) as u64) as usize
+    }
+
+    pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.range(0, items.len())]
+    }
+}
+
+const WORDS: &[&str] = &[
+    "the", "parser", "returns", "an", "error", "when", "input", "is", "empty", "cache", "budget",
+    "tokens", "request", "handler", "retries", "timeout", "config", "value", "field", "module",
+    "test", "fails", "because", "offset", "index", "buffer", "stream", "async", "lock", "queue",
+];
+
+const CJK: &[&str] = &[
+    "漢字",
+    "テスト",
+    "데이터",
+    "缓存",
+    "错误",
+    "関数",
+    "模块",
+    "请求",
+];
+const EMOJI: &[&str] = &["🦀", "✅", "❌", "🚀", "👩‍💻", "🔥"];
+
+fn prose(rng: &mut Rng, words: usize) -> String {
+    let mut out = String::new();
+    for i in 0..words {
+        if i > 0 {
+            out.push(if rng.range(0, 14) == 0 { '\n' } else { ' ' });
+        }
+        match rng.range(0, 40) {
+            0 => out.push_str(rng.pick(CJK)),
+            1 => out.push_str(rng.pick(EMOJI)),
+            _ => out.push_str(rng.pick(WORDS)),
+        }
+    }
+    out.push('.');
+    out
+}
+
+fn code(rng: &mut Rng, lines: usize) -> String {
+    let mut out = String::from("use std::collections::HashMap;\n\n");
+    for i in 0..lines {
+        let word = rng.pick(WORDS);
+        match rng.range(0, 5) {
+            0 => out.push_str(&format!(
+                "pub fn {word}_{i}(input: &str) -> Result<usize, Error> {{\n"
+            )),
+            1 => out.push_str(&format!(
+                "    let {word} = map.get(\"{word}\").copied().unwrap_or({i});\n"
+            )),
+            2 => {
+                let comment = prose(rng, 8);
+                out.push_str(&format!("    // {comment}\n"))
+            }
+            3 => out.push_str("    }\n"),
+            _ => {
+                let limit = rng.range(0, 999);
+                out.push_str(&format!(
+                    "    if {word} > {limit} {{ return Err(Error::Overflow); }}\n"
+                ))
+            }
+        }
+    }
+    out
+}
+
+fn json_rows(rng: &mut Rng, rows: usize) -> serde_json::Value {
+    let rows: Vec<_> = (0..rows)
+        .map(|i| {
+            let (name, score) = (rng.pick(WORDS), rng.range(0, 10_000) as f64 / 100.0);
+            let tags = [rng.pick(WORDS), rng.pick(CJK)];
+            json!({"id": i, "name": name, "score": score, "tags": tags, "ok": rng.range(0, 2) == 1})
+        })
+        .collect();
+    json!({ "rows": rows, "total": rows.len() })
+}
+
+fn log_lines(rng: &mut Rng, lines: usize) -> String {
+    (0..lines)
+        .map(|i| {
+            let long = if rng.range(0, 30) == 0 {
+                let width = rng.range(200, 2_000);
+                "x".repeat(width)
+            } else {
+                String::new()
+            };
+            let level = rng.pick(&["INFO", "WARN", "DEBUG"]);
+            let word = rng.pick(WORDS);
+            format!("[{i:05}] {level} {word} {}{long}\n", rng.range(0, 1 << 20))
+        })
+        .collect()
+}
+
+/// Appends one turn (about `scale` × 600 tokens) to `state`.
+pub fn push_turn(state: &mut MemoryState, rng: &mut Rng, turn: usize, scale: usize) {
+    let id = |what: &str, n: usize| format!("t{turn}-{what}{n}");
+    let words = rng.range(10, 60);
+    let request = prose(rng, words);
+    state
+        .chunks
+        .push(MemoryChunk::agent(id("user", 0), Role::User, request));
+    let words = rng.range(20, 80) * scale;
+    let thought = prose(rng, words);
+    state
+        .chunks
+        .push(MemoryChunk::new(id("think", 0), ChunkKind::Thinking).with_text(thought));
+    for call in 0..rng.range(1, 4) {
+        let call_id = id("call", call);
+        let result = MemoryChunk::new(id("result", call), ChunkKind::Environment);
+        let (tool, result) = match rng.range(0, 4) {
+            0 => {
+                let lines = rng.range(20, 80) * scale;
+                ("read_file", result.with_text(code(rng, lines)))
+            }
+            1 => {
+                let rows = rng.range(3, 15) * scale;
+                ("query", result.with_data(json_rows(rng, rows)))
+            }
+            2 => {
+                let lines = rng.range(10, 40) * scale;
+                ("bash", result.with_text(log_lines(rng, lines)))
+            }
+            _ => {
+                let words = rng.range(60, 300) * scale;
+                ("fetch_url", result.with_text(prose(rng, words)))
+            }
+        };
+        let arg = json!({"arg": rng.pick(WORDS)});
+        state.chunks.push(
+            MemoryChunk::new(id("tool", call), ChunkKind::Workflow)
+                .with_tool(tool)
+                .with_call_id(&call_id)
+                .with_data(arg),
+        );
+        state
+            .chunks
+            .push(result.with_tool(tool).with_call_id(&call_id));
+    }
+    let words = rng.range(20, 120);
+    let answer = prose(rng, words);
+    state
+        .chunks
+        .push(MemoryChunk::agent(id("answer", 0), Role::Assistant, answer));
+}
+
+/// A session of `turns` turns after a system prompt and a pinned task.
+pub fn session(seed: u64, turns: usize, scale: usize) -> MemoryState {
+    let mut rng = Rng::new(seed);
+    let mut state = MemoryState::new()
+        .with_system_prompt("You are a careful coding agent. Use tools; never guess.")
+        .with_chunk(
+            MemoryChunk::agent(
+                "task",
+                Role::User,
+                "Keep the service green while refactoring the cache.",
+            )
+            .pinned(),
+        );
+    for turn in 0..turns {
+        push_turn(&mut state, &mut rng, turn, scale);
+    }
+    state
+}
