@@ -473,3 +473,26 @@ fn build_renders_session_fragments_into_the_system_message() {
         "Be brief.\n\n## Role\n- reviewer"
     );
 }
+
+// ---- budget policy flags -----------------------------------------------
+
+#[test]
+fn caps_from_the_command_line() {
+    let long = format!(
+        r#"{{"chunks": [{{"id": "u1", "kind": "agent", "role": "user", "text": "go"}},
+        {{"id": "c1", "kind": "workflow", "call_id": "k", "text": "ls"}},
+        {{"id": "r1", "kind": "environment", "call_id": "k", "text": "{}"}}]}}"#,
+        "file.txt ".repeat(300)
+    );
+    let capped = json_output(&build_file(&long, &["--cap", "tool_result=30"]));
+    assert_eq!(capped["truncated"][0]["id"], "r1");
+    assert_eq!(capped["decisions"][2]["decision"], "truncated");
+    assert_eq!(capped["decisions"][2]["cap"], 30);
+    let lifted = json_output(&build_file(&long, &["--cap", "environment=none"]));
+    assert_eq!(lifted["truncated"], serde_json::json!([]));
+    let bad = build_file(&long, &["--cap", "tool_result"]);
+    assert_failed(&bad, 2, "expected NAME=N");
+    insta::assert_snapshot!("bad_cap", bad.stderr);
+    let bad_low_water = build_file(&long, &["--low-water", "1.5"]);
+    assert_failed(&bad_low_water, 2, "low_water");
+}
