@@ -16,6 +16,7 @@ use crate::message::{BuildResult, ContextMessage, Resolved, Truncation};
 use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
 use crate::render::{ChunkRenderer, EscapeMode, RenderContext, RendererRegistry};
+use crate::session::ChunkCache;
 use crate::tokens::parts::{CountedText, join};
 use crate::tokens::{Framing, TokenCounter, counter_for_model, model_info};
 
@@ -47,6 +48,15 @@ pub struct ContextBuilder {
     previous: Option<Arc<PreviousBuild>>,
 }
 
+/// What one build runs with besides the builder's own settings: the
+/// one-shot builder passes its policy and previous build; a session passes
+/// the turn's policy, its last build and its cache.
+pub(crate) struct Pass<'a> {
+    pub(crate) policy: &'a Policy,
+    pub(crate) previous: Option<&'a PreviousBuild>,
+    pub(crate) cache: Option<&'a mut ChunkCache>,
+}
+
 /// The chunks of a build after rendering, before planning.
 #[derive(Default)]
 struct History {
@@ -54,7 +64,7 @@ struct History {
     /// One per session chunk, in order.
     decisions: Vec<ChunkDecision>,
     /// Rendered chunks whose role is `system`, and their session indexes.
-    system_parts: Vec<CountedText>,
+    system_parts: Vec<Arc<CountedText>>,
     system_chunks: Vec<usize>,
 }
 
@@ -236,7 +246,22 @@ impl ContextBuilder {
     /// * [`ErrorKind::Tokenizer`] if the tokenizer fails to load.
     pub fn build(&self, state: &MemoryState) -> Result<BuildResult> {
         state.validate()?;
-        self.policy.validate()?;
+        let pass = Pass {
+            policy: &self.policy,
+            previous: self.previous.as_deref(),
+            cache: None,
+        };
+        self.build_with(state, pass)
+    }
+
+    /// Builds a validated `state` with a pass's policy, previous build and cache.
+    pub(crate) fn build_with(
+        &self,
+        state: &MemoryState,
+        mut pass: Pass<'_>,
+    ) -> Result<BuildResult> {
+        let policy = pass.policy;
+        policy.validate()?;
         let counter = match &self.counter {
             Some(counter) => Arc::clone(counter),
             None => counter_for_model(&self.model)?,
@@ -258,15 +283,15 @@ impl ContextBuilder {
         let preparer = Preparer {
             counter,
             ctx,
-            policy: &self.policy,
+            policy,
         };
-        let mut history = self.prepare_history(state, &preparer);
+        let mut history = self.prepare_history(state, &preparer, pass.cache.as_deref_mut());
         let units = group_units(&mut history.items, &state.chunks);
         let (steps, sticky) = plan_steps(
             &history.items,
             &units,
             &state.chunks,
-            self.previous.as_ref().map(|p| &p.cut),
+            pass.previous.map(|p| &p.cut),
         );
         let mut planner_system = system;
         planner_system.extend(history.system_parts);
@@ -281,7 +306,7 @@ impl ContextBuilder {
             sticky,
             user_first: self.user_first,
             available,
-            low_water: self.policy.low_water,
+            low_water: policy.low_water,
             history_start: CountedText::new(format!("<{HISTORY_START_TAG}/>"), counter),
         };
         let mut layout = planner
@@ -292,7 +317,7 @@ impl ContextBuilder {
                 max_tokens,
                 reserve_output: self.reserve_output,
             })?;
-        self.summarize(&planner, &mut layout, state, &preparer.ctx);
+        self.summarize(&planner, &mut layout, state, &preparer);
 
         let mut decisions = history.decisions;
         for (i, item) in history.items.iter().enumerate() {
@@ -312,10 +337,7 @@ impl ContextBuilder {
             }
         }
         let messages = assemble(&planner, &layout, &history.system_chunks, state);
-        let stable_prefix_tokens = self
-            .previous
-            .as_ref()
-            .map(|p| p.stable_prefix_tokens(&messages));
+        let stable_prefix_tokens = pass.previous.map(|p| p.stable_prefix_tokens(&messages));
         let included: Vec<String> = messages
             .iter()
             .flat_map(|m| m.chunk_ids.iter().cloned())
@@ -365,17 +387,17 @@ impl ContextBuilder {
         state: &MemoryState,
         ctx: &RenderContext<'_>,
         counter: &dyn TokenCounter,
-    ) -> Result<Vec<CountedText>> {
+    ) -> Result<Vec<Arc<CountedText>>> {
         let mut system = Vec::new();
         let prompt = self
             .system_prompt
             .as_deref()
             .or(state.system_prompt.as_deref());
         if let Some(prompt) = prompt.filter(|p| !p.is_empty()) {
-            system.push(CountedText::new(
+            system.push(Arc::new(CountedText::new(
                 self.system_prompt_text(prompt, ctx),
                 counter,
-            ));
+            )));
         }
         if !state.fragments.is_empty() {
             let rendered = render_fragments(
@@ -391,7 +413,7 @@ impl ContextBuilder {
                 self.system_prompt_text(&rendered, ctx)
             };
             if !text.is_empty() {
-                system.push(CountedText::new(text, counter));
+                system.push(Arc::new(CountedText::new(text, counter)));
             }
         }
         Ok(system)
@@ -400,7 +422,13 @@ impl ContextBuilder {
     /// Renders, caps and counts every selected chunk; system-role chunks go
     /// to the system message, the rest become planner items with their
     /// protection, priority and (for disposable ones) stub.
-    fn prepare_history(&self, state: &MemoryState, preparer: &Preparer<'_>) -> History {
+    fn prepare_history(
+        &self,
+        state: &MemoryState,
+        preparer: &Preparer<'_>,
+        mut cache: Option<&mut ChunkCache>,
+    ) -> History {
+        let policy = preparer.policy;
         let only_ids: Option<FxHashSet<&str>> = self
             .include_ids
             .as_ref()
@@ -441,7 +469,7 @@ impl ContextBuilder {
                 id: chunk.id.clone(),
                 kind: chunk.kind,
                 tokens: 0,
-                priority: self.policy.priority_of(chunk),
+                priority: policy.priority_of(chunk),
                 protected: false,
                 decision: Decision::Dropped {
                     reason: DropReason::Filtered,
@@ -449,10 +477,16 @@ impl ContextBuilder {
             };
             if selected[index] {
                 let renderer = self.renderers.renderer_for(chunk);
-                let prepared = preparer.prepare(chunk, renderer);
+                let cap = preparer.cap_for(chunk);
+                let prepared = match cache.as_deref_mut() {
+                    Some(cache) => {
+                        cache.prepared(&chunk.id, cap, || preparer.prepare(chunk, renderer, cap))
+                    }
+                    None => preparer.prepare(chunk, renderer, cap),
+                };
                 decision.tokens = prepared.part.alone();
                 decision.decision = prepared.decision;
-                let retention = self.policy.retention_of(chunk, turns_after[index]);
+                let retention = policy.retention_of(chunk, turns_after[index]);
                 if is_orphan_result(chunk, &calls) {
                     decision.decision = Decision::Dropped {
                         reason: DropReason::Orphan,
@@ -462,9 +496,12 @@ impl ContextBuilder {
                     history.system_parts.push(prepared.part);
                     history.system_chunks.push(index);
                 } else {
-                    let stub = (retention == Retention::Disposable)
-                        .then(|| preparer.stub(chunk, renderer, &prepared.part))
-                        .flatten();
+                    let make_stub = || preparer.stub(chunk, renderer, &prepared.part);
+                    let stub = match (retention, cache.as_deref_mut()) {
+                        (Retention::Disposable, Some(cache)) => cache.stub(&chunk.id, make_stub),
+                        (Retention::Disposable, None) => make_stub(),
+                        _ => None,
+                    };
                     history.items.push(Item {
                         chunk: index,
                         role: prepared.role,
@@ -496,7 +533,7 @@ impl ContextBuilder {
         planner: &Planner<'_>,
         layout: &mut Layout,
         state: &MemoryState,
-        ctx: &RenderContext<'_>,
+        preparer: &Preparer<'_>,
     ) {
         let (Some(summarizer), Some(elision), Some(marker)) = (
             self.policy.summarizer(),
@@ -520,7 +557,9 @@ impl ContextBuilder {
         ];
         let render = |body: &str| {
             let mut text = String::new();
-            ctx.write_element(&mut text, SUMMARY_TAG, &attributes, Some(body));
+            preparer
+                .ctx
+                .write_element(&mut text, SUMMARY_TAG, &attributes, Some(body));
             CountedText::new(text, planner.counter)
         };
         let frame = render("x").alone();
@@ -626,7 +665,7 @@ fn assemble(
 ) -> Vec<ContextMessage> {
     let mut messages = Vec::with_capacity(layout.messages.len() + 1);
     if !planner.system.is_empty() {
-        let parts: Vec<&CountedText> = planner.system.iter().collect();
+        let parts: Vec<&CountedText> = planner.system.iter().map(|p| &**p).collect();
         messages.push(ContextMessage {
             role: Role::System,
             content: join(&parts),

@@ -73,6 +73,7 @@ mod message;
 mod prepare;
 mod previous;
 pub mod render;
+mod session;
 pub mod tokens;
 
 pub use builder::{ContextBuilder, DEFAULT_MODEL};
@@ -84,3 +85,4 @@ pub use fragment::{
 };
 pub use memory::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
 pub use message::{BuildResult, ContextMessage, Elision, Resolved, Truncation};
+pub use session::{BuildStats, ContextSession};

@@ -1,6 +1,7 @@
 //! Each chunk made ready for planning: rendered, capped, stubbed, counted.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use crate::budget::{Decision, Policy, truncate_to_cap};
 use crate::memory::{MemoryChunk, Retention, Role};
@@ -8,10 +9,11 @@ use crate::render::{ChunkRenderer, RenderContext, default_tag};
 use crate::tokens::TokenCounter;
 use crate::tokens::parts::CountedText;
 
-/// A rendered chunk with what the planner may replace it by.
+/// A rendered chunk, shared between a session's cache and its builds.
+#[derive(Debug, Clone)]
 pub(crate) struct PreparedChunk {
     pub(crate) role: Role,
-    pub(crate) part: CountedText,
+    pub(crate) part: Arc<CountedText>,
     /// `Truncated` when a cap shortened the body, else `Kept`.
     pub(crate) decision: Decision,
 }
@@ -24,22 +26,26 @@ pub(crate) struct Preparer<'a> {
 }
 
 impl Preparer<'_> {
-    /// Renders `chunk`, cutting its body to its cap when it is over. Pinned
-    /// and critical chunks are exempt from caps: the caller asked to keep
-    /// them whole.
+    /// The cap on `chunk`'s body. Pinned and critical chunks are exempt:
+    /// the caller asked to keep them whole.
+    pub(crate) fn cap_for(&self, chunk: &MemoryChunk) -> Option<usize> {
+        let exempt = chunk.pinned || chunk.retention == Some(Retention::Critical);
+        if exempt {
+            None
+        } else {
+            self.policy.caps.cap_for(chunk, default_tag(chunk))
+        }
+    }
+
+    /// Renders `chunk`, cutting its body to `cap` when it is over.
     pub(crate) fn prepare(
         &self,
         chunk: &MemoryChunk,
         renderer: &dyn ChunkRenderer,
+        cap: Option<usize>,
     ) -> PreparedChunk {
         let role = renderer.role(chunk);
         let part = self.render(chunk, renderer);
-        let exempt = chunk.pinned || chunk.retention == Some(Retention::Critical);
-        let cap = if exempt {
-            None
-        } else {
-            self.policy.caps.cap_for(chunk, default_tag(chunk))
-        };
         if let (Some(cap), Some(body)) = (cap, body_text(chunk)) {
             // A body costs fewer tokens than its rendered chunk, so only
             // chunks over the cap can have a body over it.
@@ -56,7 +62,7 @@ impl Preparer<'_> {
                     };
                     return PreparedChunk {
                         role,
-                        part: cut_part,
+                        part: Arc::new(cut_part),
                         decision,
                     };
                 }
@@ -64,7 +70,7 @@ impl Preparer<'_> {
         }
         PreparedChunk {
             role,
-            part,
+            part: Arc::new(part),
             decision: Decision::Kept,
         }
     }
@@ -75,12 +81,14 @@ impl Preparer<'_> {
         chunk: &MemoryChunk,
         renderer: &dyn ChunkRenderer,
         part: &CountedText,
-    ) -> Option<CountedText> {
+    ) -> Option<Arc<CountedText>> {
         let mut text = String::new();
         if !renderer.render_stub(chunk, part.alone(), &self.ctx, &mut text) {
             return None;
         }
-        Some(CountedText::new(text, self.counter)).filter(|stub| stub.alone() < part.alone())
+        Some(CountedText::new(text, self.counter))
+            .filter(|stub| stub.alone() < part.alone())
+            .map(Arc::new)
     }
 
     fn render(&self, chunk: &MemoryChunk, renderer: &dyn ChunkRenderer) -> CountedText {

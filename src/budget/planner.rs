@@ -1,5 +1,7 @@
 //! Choosing how much room to make: the fewest steps of the ladder that fit.
 
+use std::sync::Arc;
+
 use smallvec::SmallVec;
 
 use crate::budget::units::{Item, Step, Unit};
@@ -58,7 +60,7 @@ pub(crate) struct Planner<'a> {
     /// Framing tokens of a message of each role, indexed by [`role_index`].
     pub(crate) framing: [usize; 3],
     pub(crate) priming: usize,
-    pub(crate) system: &'a [CountedText],
+    pub(crate) system: &'a [Arc<CountedText>],
     pub(crate) items: &'a [Item],
     pub(crate) units: &'a [Unit],
     /// The ladder, in order.
@@ -212,7 +214,7 @@ impl Planner<'_> {
     fn total(&self, layout: &Layout) -> usize {
         let mut total = 0;
         if !self.system.is_empty() {
-            let parts: SmallVec<[&CountedText; 8]> = self.system.iter().collect();
+            let parts: SmallVec<[&CountedText; 8]> = self.system.iter().map(|p| &**p).collect();
             total += self.message_tokens(Role::System, &parts);
         }
         for (role, slots) in &layout.messages {

@@ -1,5 +1,7 @@
 //! Protection, atomic units, and the order in which room is made.
 
+use std::sync::Arc;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
@@ -12,10 +14,10 @@ pub(crate) struct Item {
     /// Index of the chunk in the session.
     pub(crate) chunk: usize,
     pub(crate) role: Role,
-    pub(crate) part: CountedText,
+    pub(crate) part: Arc<CountedText>,
     /// The stub that may replace the part; only for disposable chunks whose
     /// stub is smaller.
-    pub(crate) stub: Option<CountedText>,
+    pub(crate) stub: Option<Arc<CountedText>>,
     pub(crate) protected: bool,
     /// The chunk's own priority; after [`group_units`], its unit's.
     pub(crate) priority: i64,

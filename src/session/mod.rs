@@ -1,0 +1,239 @@
+//! [`ContextSession`]: a long-running agent's memory, rebuilt every turn at
+//! the cost of what is new.
+//!
+//! The session keeps each chunk rendered and counted, so a turn tokenizes
+//! only the chunks added or changed since the last build; everything else is
+//! work linear in the number of chunks. It also keeps its last build, so the
+//! cut made to fit the budget stays put between trims (the elision frontier
+//! only moves forward) and `stable_prefix_tokens` is reported every turn.
+//! A build is byte-identical to a cold [`ContextBuilder::build`] of the same
+//! state given the same previous build.
+
+mod cache;
+
+use std::collections::HashSet;
+
+use rustc_hash::FxHashSet;
+
+pub use cache::BuildStats;
+pub(crate) use cache::ChunkCache;
+
+use crate::budget::Policy;
+use crate::builder::{ContextBuilder, Pass};
+use crate::error::{ChunkLocation, ErrorKind, Result};
+use crate::memory::{MemoryChunk, MemoryState};
+use crate::message::BuildResult;
+use crate::previous::PreviousBuild;
+
+/// A session that is built turn after turn.
+///
+/// ```
+/// use agent_context::{ContextBuilder, ContextSession, MemoryChunk, MemoryState, Role};
+/// use agent_context::budget::Policy;
+///
+/// let mut builder = ContextBuilder::new();
+/// builder.model("gpt-4o").max_tokens(8_000);
+/// let mut session = ContextSession::new(builder, MemoryState::new())?;
+/// session.push(MemoryChunk::agent("u1", Role::User, "Fix the test."))?;
+/// let first = session.build(&Policy::default())?;
+/// session.push(MemoryChunk::agent("a1", Role::Assistant, "On it."))?;
+/// let second = session.build(&Policy::default())?;
+/// assert_eq!(session.stats().chunks_rendered, 1, "only the new chunk was rendered");
+/// assert_eq!(second.stable_prefix_tokens, Some(first.messages[0].tokens));
+/// # Ok::<(), agent_context::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct ContextSession {
+    builder: ContextBuilder,
+    state: MemoryState,
+    cache: ChunkCache,
+    previous: Option<PreviousBuild>,
+    /// The ids in `state`, to check new chunks in constant time.
+    ids: FxHashSet<String>,
+}
+
+impl ContextSession {
+    /// A session over `state`, built with `builder`'s settings (its policy
+    /// and previous build are replaced by each build's).
+    ///
+    /// # Errors
+    ///
+    /// As [`MemoryState::validate`].
+    pub fn new(builder: ContextBuilder, state: MemoryState) -> Result<Self> {
+        state.validate()?;
+        let ids = state.chunks.iter().map(|c| c.id.clone()).collect();
+        Ok(ContextSession {
+            builder,
+            state,
+            cache: ChunkCache::default(),
+            previous: None,
+            ids,
+        })
+    }
+
+    /// The session's memory.
+    pub fn state(&self) -> &MemoryState {
+        &self.state
+    }
+
+    /// The builder's settings. Changing them (model, escaping, renderers…)
+    /// can change every chunk's rendering, so the cache is cleared.
+    pub fn builder_mut(&mut self) -> &mut ContextBuilder {
+        self.cache.clear();
+        &mut self.builder
+    }
+
+    /// Appends a chunk.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chunk`] if the chunk is invalid or its id is taken; the
+    /// session is unchanged.
+    pub fn push(&mut self, chunk: MemoryChunk) -> Result<()> {
+        self.check_new(&chunk, self.state.chunks.len())?;
+        self.ids.insert(chunk.id.clone());
+        self.state.chunks.push(chunk);
+        Ok(())
+    }
+
+    /// Appends chunks, all or none.
+    ///
+    /// # Errors
+    ///
+    /// As [`push`](ContextSession::push), for the first bad chunk; the
+    /// session is unchanged.
+    pub fn extend(&mut self, chunks: impl IntoIterator<Item = MemoryChunk>) -> Result<()> {
+        let chunks: Vec<MemoryChunk> = chunks.into_iter().collect();
+        let mut ids: HashSet<&str> = HashSet::with_capacity(chunks.len());
+        for (offset, chunk) in chunks.iter().enumerate() {
+            let index = self.state.chunks.len() + offset;
+            self.check_new(chunk, index)?;
+            if !ids.insert(&chunk.id) {
+                return Err(duplicate(index, &chunk.id));
+            }
+        }
+        self.ids.extend(chunks.iter().map(|c| c.id.clone()));
+        self.state.chunks.extend(chunks);
+        Ok(())
+    }
+
+    /// Replaces the chunk with the same id, in place.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chunk`] if no chunk has that id or the new chunk is invalid.
+    pub fn update(&mut self, chunk: MemoryChunk) -> Result<()> {
+        let index = self.index_of(&chunk.id)?;
+        MemoryState::new()
+            .with_chunk(chunk.clone())
+            .validate()
+            .map_err(|e| relocate(e, index))?;
+        self.cache.forget(&chunk.id);
+        self.state.chunks[index] = chunk;
+        Ok(())
+    }
+
+    /// Removes the chunk with `id` and returns it.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chunk`] if no chunk has that id.
+    pub fn remove(&mut self, id: &str) -> Result<MemoryChunk> {
+        let index = self.index_of(id)?;
+        self.cache.forget(id);
+        self.ids.remove(id);
+        Ok(self.state.chunks.remove(index))
+    }
+
+    /// Builds this turn's prompt with `policy`, rendering only chunks that
+    /// are new or changed (or whose cap changed).
+    ///
+    /// # Errors
+    ///
+    /// As [`ContextBuilder::build`]; the session keeps its previous build.
+    pub fn build(&mut self, policy: &Policy) -> Result<BuildResult> {
+        self.cache.start_build();
+        let pass = Pass {
+            policy,
+            previous: self.previous.as_ref(),
+            cache: Some(&mut self.cache),
+        };
+        let result = self.builder.build_with(&self.state, pass)?;
+        self.previous = Some(PreviousBuild::from(&result));
+        Ok(result)
+    }
+
+    /// What the last build had to render and count.
+    pub fn stats(&self) -> BuildStats {
+        self.cache.stats
+    }
+
+    /// Forgets every rendered chunk (the next build renders all of them) but
+    /// keeps the previous build.
+    pub fn clear_cache(&mut self) {
+        self.cache.clear();
+    }
+
+    /// Forgets the previous build: the next build plans from scratch.
+    pub fn forget_previous(&mut self) {
+        self.previous = None;
+    }
+
+    fn check_new(&self, chunk: &MemoryChunk, index: usize) -> Result<()> {
+        MemoryState::new()
+            .with_chunk(chunk.clone())
+            .validate()
+            .map_err(|e| relocate(e, index))?;
+        if self.ids.contains(&chunk.id) {
+            return Err(duplicate(index, &chunk.id));
+        }
+        Ok(())
+    }
+
+    fn index_of(&self, id: &str) -> Result<usize> {
+        self.state
+            .chunks
+            .iter()
+            .position(|c| c.id == id)
+            .ok_or_else(|| {
+                ErrorKind::Chunk {
+                    location: ChunkLocation {
+                        index: self.state.chunks.len(),
+                        id: Some(id.to_owned()),
+                    },
+                    field: "id".into(),
+                    message: "no chunk in the session has this id".into(),
+                }
+                .into()
+            })
+    }
+}
+
+fn duplicate(index: usize, id: &str) -> crate::Error {
+    ErrorKind::Chunk {
+        location: ChunkLocation {
+            index,
+            id: Some(id.to_owned()),
+        },
+        field: "id".into(),
+        message: "duplicate id: every chunk id must be unique".into(),
+    }
+    .into()
+}
+
+/// Validation of a lone chunk reports index 0; put the session's index back.
+fn relocate(error: crate::Error, index: usize) -> crate::Error {
+    match error.into_kind() {
+        ErrorKind::Chunk {
+            location,
+            field,
+            message,
+        } => ErrorKind::Chunk {
+            location: ChunkLocation { index, ..location },
+            field,
+            message,
+        }
+        .into(),
+        other => other.into(),
+    }
+}
