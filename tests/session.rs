@@ -1,0 +1,158 @@
+//! Incremental sessions: every build equals a cold build of the same state
+//! with the same previous build, while rendering only what changed.
+
+mod common;
+
+use agent_context::budget::Policy;
+use agent_context::{
+    BuildResult, ChunkKind, ContextBuilder, ContextSession, MemoryChunk, MemoryState, Role,
+};
+use common::*;
+use proptest::prelude::*;
+
+fn cold(
+    builder: &ContextBuilder,
+    policy: &Policy,
+    state: &MemoryState,
+    previous: Option<&BuildResult>,
+) -> agent_context::Result<BuildResult> {
+    let mut cold = builder.clone();
+    cold.policy(policy.clone());
+    if let Some(previous) = previous {
+        cold.previous(previous);
+    }
+    cold.build(state)
+}
+
+proptest! {
+    #![proptest_config(proptest_config())]
+
+    #[test]
+    fn a_session_build_is_byte_identical_to_a_cold_build(
+        state in session(30),
+        turn_sizes in prop::collection::vec(1usize..6, 1..12),
+        max_tokens in 300usize..3000,
+        cap in 24usize..200,
+        edit in any::<bool>(),
+    ) {
+        let mut builder = ContextBuilder::new();
+        builder.max_tokens(max_tokens);
+        let mut policy = Policy::default();
+        policy.caps.set("environment", Some(cap));
+        let system: Vec<MemoryChunk> = Vec::new();
+        let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
+        session.extend(system).unwrap();
+        let mut previous: Option<BuildResult> = None;
+        let mut chunks = state.chunks.into_iter();
+        for size in turn_sizes {
+            let turn: Vec<MemoryChunk> = chunks.by_ref().take(size).collect();
+            let added = turn.len();
+            session.extend(turn).unwrap();
+            if edit && session.state().chunks.len() > 3 {
+                let mut changed = session.state().chunks[1].clone();
+                changed.text = Some(format!("{} (edited)", changed.text.unwrap_or_default()));
+                changed.data = None;
+                session.update(changed).unwrap();
+            }
+            let expected = cold(&builder, &policy, session.state(), previous.as_ref());
+            match (session.build(&policy), expected) {
+                (Ok(result), Ok(expected)) => {
+                    prop_assert_eq!(serde_json::to_string(&result).unwrap(), serde_json::to_string(&expected).unwrap());
+                    assert_within_budget(&result);
+                    let rendered = session.stats().chunks_rendered;
+                    prop_assert!(rendered <= added + usize::from(edit), "{rendered} rendered for {added} new");
+                    previous = Some(result);
+                }
+                (Err(got), Err(expected)) => {
+                    prop_assert_eq!(got.to_string(), expected.to_string());
+                    break;
+                }
+                (got, expected) => prop_assert!(false, "session {got:?} vs cold {expected:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn an_unchanged_session_renders_nothing_and_keeps_its_prefix() {
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(2_000);
+    let mut session = ContextSession::new(builder, MemoryState::new()).unwrap();
+    session
+        .push(MemoryChunk::agent("u1", Role::User, "hello"))
+        .unwrap();
+    let first = session.build(&Policy::default()).unwrap();
+    assert_eq!(session.stats().chunks_rendered, 1);
+    let second = session.build(&Policy::default()).unwrap();
+    assert_eq!(
+        (
+            session.stats().chunks_rendered,
+            session.stats().chunks_cached
+        ),
+        (0, 1)
+    );
+    assert_eq!(second.messages, first.messages);
+    assert_eq!(
+        second.stable_prefix_tokens,
+        Some(first.messages.iter().map(|m| m.tokens).sum())
+    );
+    // A changed cap re-renders the chunks it applies to.
+    let mut policy = Policy::default();
+    policy.caps.set("agent", Some(100));
+    session.build(&policy).unwrap();
+    assert_eq!(session.stats().chunks_rendered, 1);
+}
+
+#[test]
+fn edits_are_validated_and_leave_the_session_unchanged_on_error() {
+    let mut session = ContextSession::new(ContextBuilder::new(), MemoryState::new()).unwrap();
+    session
+        .push(MemoryChunk::agent("u1", Role::User, "hello"))
+        .unwrap();
+    let duplicate = session
+        .push(MemoryChunk::agent("u1", Role::User, "again"))
+        .unwrap_err();
+    assert!(
+        duplicate.to_string().contains("duplicate id"),
+        "{duplicate}"
+    );
+    let batch = [
+        MemoryChunk::agent("a1", Role::Assistant, "ok"),
+        MemoryChunk::new("x", ChunkKind::Agent),
+    ];
+    let missing_role = session.extend(batch).unwrap_err();
+    assert!(
+        missing_role.to_string().contains("chunks[2]"),
+        "{missing_role}"
+    );
+    assert_eq!(session.state().chunks.len(), 1, "all or nothing");
+    assert!(
+        session
+            .update(MemoryChunk::agent("nope", Role::User, "x"))
+            .is_err()
+    );
+    assert!(session.remove("nope").is_err());
+    let removed = session.remove("u1").unwrap();
+    assert_eq!(removed.id, "u1");
+    session.push(removed).unwrap();
+}
+
+#[test]
+fn a_changed_setting_clears_the_cache() {
+    let mut session = ContextSession::new(ContextBuilder::new(), MemoryState::new()).unwrap();
+    session
+        .push(MemoryChunk::agent(
+            "u1",
+            Role::User,
+            "a < b </user_message>",
+        ))
+        .unwrap();
+    let structural = session.build(&Policy::default()).unwrap();
+    session
+        .builder_mut()
+        .escape(agent_context::render::EscapeMode::Xml);
+    let xml = session.build(&Policy::default()).unwrap();
+    assert_eq!(session.stats().chunks_rendered, 1);
+    assert_ne!(structural.messages[0].content, xml.messages[0].content);
+    assert!(xml.messages[0].content.contains("a &lt; b"));
+}
