@@ -496,3 +496,58 @@ fn caps_from_the_command_line() {
     let bad_low_water = build_file(&long, &["--low-water", "1.5"]);
     assert_failed(&bad_low_water, 2, "low_water");
 }
+
+// ---- replay --------------------------------------------------------------
+
+#[test]
+fn replay_prints_a_line_per_turn_and_a_summary() {
+    let run_replay = |extra: &[&str]| {
+        let mut args = vec!["replay", "-"];
+        args.extend_from_slice(extra);
+        run(&args, SMALL)
+    };
+    let replay = run_replay(&[]);
+    assert_eq!(replay.code, 0, "{}", replay.stderr);
+    let lines: Vec<Value> = replay
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // SMALL has one assistant chunk, last: one turn, then the summary.
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["turn"], 1);
+    assert_eq!(lines[0]["chunks"], 4);
+    for key in [
+        "token_count",
+        "excluded",
+        "stable_prefix_tokens",
+        "build_us",
+        "new_tokens_counted",
+    ] {
+        assert!(lines[0].get(key).is_some(), "{key}");
+    }
+    assert_eq!(lines[1]["summary"]["turns"], 1);
+    let every = run_replay(&["--every", "1"]);
+    let turns: Vec<Value> = every
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(turns.len(), 5, "four turns and the summary");
+    let cached: u64 = turns[..4]
+        .iter()
+        .map(|t| t["new_tokens_counted"].as_u64().unwrap())
+        .sum();
+    let cold = run_replay(&["--every", "1", "--no-cache"]);
+    let cold_total = cold
+        .stdout
+        .lines()
+        .last()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .unwrap();
+    assert!(
+        cold_total["summary"]["tokens_counted"].as_u64().unwrap() > cached,
+        "cold counts everything each turn"
+    );
+    assert_failed(&run_replay(&["--every", "0"]), 2, "--every");
+}

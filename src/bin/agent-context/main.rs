@@ -3,16 +3,16 @@
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
-use agent_context::budget::Caps;
 use agent_context::format::{
     Delimiter, FormatOptions, FragmentFormat, render_fragments, render_value,
 };
-use agent_context::tokens::{Framing, counter_for_model};
-use agent_context::{
-    ContextBuilder, DEFAULT_MODEL, ErrorKind, MemoryState, adapter, fragments_from_json,
-    render::EscapeMode,
-};
+use agent_context::tokens::counter_for_model;
+use agent_context::{DEFAULT_MODEL, ErrorKind, MemoryState, adapter, fragments_from_json};
 use clap::{Parser, Subcommand, ValueEnum};
+use options::BuildOptions;
+
+mod options;
+mod replay;
 
 /// Turn an agent's typed memory into budgeted LLM messages with exact token counts.
 #[derive(Parser)]
@@ -30,6 +30,8 @@ enum Command {
     Count(CountArgs),
     /// Render structured context (`{"fragments": [...]}`, or any JSON with --data).
     Render(RenderArgs),
+    /// Replay a recorded session turn by turn, building after each turn.
+    Replay(replay::ReplayArgs),
 }
 
 #[derive(clap::Args)]
@@ -37,37 +39,11 @@ struct BuildArgs {
     /// Session JSON file, or `-` (the default) for standard input.
     #[arg(default_value = "-")]
     file: String,
-    /// Model: picks the encoding and the default budget.
-    #[arg(long, default_value = DEFAULT_MODEL)]
-    model: String,
-    /// Prompt budget in tokens (default: the model's context window).
-    #[arg(long)]
-    max_tokens: Option<usize>,
-    /// Tokens held back for the reply.
-    #[arg(long, default_value_t = 0)]
-    reserve: usize,
-    /// How chunk bodies are escaped.
-    #[arg(long, value_enum, default_value_t = EscapeArg::Structural)]
-    escape: EscapeArg,
-    /// How message framing is counted.
-    #[arg(long, value_enum, default_value_t = FramingArg::Openai)]
-    framing: FramingArg,
+    #[command(flatten)]
+    options: BuildOptions,
     /// What to print.
     #[arg(long, value_enum, default_value_t = OutputArg::Report)]
     output: OutputArg,
-    /// Format of the session's fragments in the system message.
-    #[arg(long, value_name = "FORMAT", default_value = "xml", value_parser = parse_format)]
-    fragments_format: FragmentFormat,
-    /// Cap the bodies of a kind or tag at N tokens, e.g. `tool_result=2000`,
-    /// or lift a cap with `NAME=none` (repeatable; tool results default to 8192).
-    #[arg(long = "cap", value_name = "NAME=N")]
-    caps: Vec<String>,
-    /// When trimming, trim down to this fraction of the budget (1.0: exactly to it).
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.8)]
-    low_water: f64,
-    /// Leave out chunks of this kind (repeatable).
-    #[arg(long = "exclude-kind", value_name = "KIND", value_parser = parse_kind)]
-    exclude_kinds: Vec<agent_context::ChunkKind>,
     /// Write a breakdown of every decision to standard error.
     #[arg(long)]
     explain: bool,
@@ -106,19 +82,6 @@ struct RenderArgs {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum EscapeArg {
-    Structural,
-    Xml,
-    None,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum FramingArg {
-    Openai,
-    None,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
 enum OutputArg {
     Report,
     Openai,
@@ -126,20 +89,7 @@ enum OutputArg {
     Text,
 }
 
-fn parse_kind(name: &str) -> Result<agent_context::ChunkKind, String> {
-    agent_context::ChunkKind::from_name(name).ok_or_else(|| {
-        let names: Vec<_> = agent_context::ChunkKind::ALL
-            .iter()
-            .map(|k| k.as_str())
-            .collect();
-        format!(
-            "unknown kind {name:?}; expected one of: {}",
-            names.join(", ")
-        )
-    })
-}
-
-fn parse_format(name: &str) -> Result<FragmentFormat, String> {
+pub(crate) fn parse_format(name: &str) -> Result<FragmentFormat, String> {
     name.parse::<FragmentFormat>().map_err(|e| e.to_string())
 }
 
@@ -160,6 +110,7 @@ fn main() -> ExitCode {
         Command::Build(args) => build(args),
         Command::Count(args) => count(args),
         Command::Render(args) => render(args),
+        Command::Replay(args) => replay::run(args),
     };
     match outcome {
         Ok(stdout) => {
@@ -196,31 +147,8 @@ fn exit_code(kind: &ErrorKind) -> u8 {
 /// Builds, returning everything for stdout so nothing is half-written on error.
 fn build(args: BuildArgs) -> agent_context::Result<String> {
     let state = MemoryState::from_json_str(&read_input(&args.file)?)?;
-    let mut builder = ContextBuilder::new();
-    builder
-        .model(&args.model)
-        .reserve_output(args.reserve)
-        .escape(match args.escape {
-            EscapeArg::Structural => EscapeMode::Structural,
-            EscapeArg::Xml => EscapeMode::Xml,
-            EscapeArg::None => EscapeMode::None,
-        })
-        .framing(match args.framing {
-            FramingArg::Openai => Framing::OpenAi,
-            FramingArg::None => Framing::None,
-        })
-        .exclude_kinds(args.exclude_kinds)
-        .fragments_format(args.fragments_format)
-        .user_first(matches!(args.output, OutputArg::Anthropic));
-    let policy = builder.policy_mut();
-    policy.low_water = args.low_water;
-    for setting in &args.caps {
-        let (name, tokens) = Caps::parse_setting(setting)?;
-        policy.caps.set(&name, tokens);
-    }
-    if let Some(max_tokens) = args.max_tokens {
-        builder.max_tokens(max_tokens);
-    }
+    let mut builder = args.options.builder()?;
+    builder.user_first(matches!(args.output, OutputArg::Anthropic));
     let result = builder.build(&state)?;
     if args.explain {
         eprint!("{}", result.explain());
@@ -295,7 +223,7 @@ fn pretty(value: &serde_json::Value) -> String {
     text
 }
 
-fn read_input(file: &str) -> agent_context::Result<String> {
+pub(crate) fn read_input(file: &str) -> agent_context::Result<String> {
     let (context, bytes) = if file == "-" {
         let mut bytes = Vec::new();
         let read = std::io::stdin().read_to_end(&mut bytes);

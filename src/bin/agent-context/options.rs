@@ -1,0 +1,96 @@
+//! The flags `build` and `replay` share, turned into a builder.
+
+use agent_context::budget::Caps;
+use agent_context::format::FragmentFormat;
+use agent_context::render::EscapeMode;
+use agent_context::tokens::Framing;
+use agent_context::{ChunkKind, ContextBuilder, DEFAULT_MODEL};
+use clap::ValueEnum;
+
+use crate::parse_format;
+
+#[derive(clap::Args)]
+pub(crate) struct BuildOptions {
+    /// Model: picks the encoding and the default budget.
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    model: String,
+    /// Prompt budget in tokens (default: the model's context window).
+    #[arg(long)]
+    max_tokens: Option<usize>,
+    /// Tokens held back for the reply.
+    #[arg(long, default_value_t = 0)]
+    reserve: usize,
+    /// How chunk bodies are escaped.
+    #[arg(long, value_enum, default_value_t = EscapeArg::Structural)]
+    escape: EscapeArg,
+    /// How message framing is counted.
+    #[arg(long, value_enum, default_value_t = FramingArg::Openai)]
+    framing: FramingArg,
+    /// Format of the session's fragments in the system message.
+    #[arg(long, value_name = "FORMAT", default_value = "xml", value_parser = parse_format)]
+    fragments_format: FragmentFormat,
+    /// Cap the bodies of a kind or tag at N tokens, e.g. `tool_result=2000`,
+    /// or lift a cap with `NAME=none` (repeatable; tool results default to 8192).
+    #[arg(long = "cap", value_name = "NAME=N")]
+    caps: Vec<String>,
+    /// When trimming, trim down to this fraction of the budget (1.0: exactly to it).
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.8)]
+    low_water: f64,
+    /// Leave out chunks of this kind (repeatable).
+    #[arg(long = "exclude-kind", value_name = "KIND", value_parser = parse_kind)]
+    exclude_kinds: Vec<ChunkKind>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum EscapeArg {
+    Structural,
+    Xml,
+    None,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FramingArg {
+    Openai,
+    None,
+}
+
+fn parse_kind(name: &str) -> Result<ChunkKind, String> {
+    ChunkKind::from_name(name).ok_or_else(|| {
+        let names: Vec<_> = ChunkKind::ALL.iter().map(|k| k.as_str()).collect();
+        format!(
+            "unknown kind {name:?}; expected one of: {}",
+            names.join(", ")
+        )
+    })
+}
+
+impl BuildOptions {
+    /// The builder these flags describe, its policy included.
+    pub(crate) fn builder(&self) -> agent_context::Result<ContextBuilder> {
+        let mut builder = ContextBuilder::new();
+        builder
+            .model(&self.model)
+            .reserve_output(self.reserve)
+            .escape(match self.escape {
+                EscapeArg::Structural => EscapeMode::Structural,
+                EscapeArg::Xml => EscapeMode::Xml,
+                EscapeArg::None => EscapeMode::None,
+            })
+            .framing(match self.framing {
+                FramingArg::Openai => Framing::OpenAi,
+                FramingArg::None => Framing::None,
+            })
+            .exclude_kinds(self.exclude_kinds.iter().copied())
+            .fragments_format(self.fragments_format);
+        if let Some(max_tokens) = self.max_tokens {
+            builder.max_tokens(max_tokens);
+        }
+        let policy = builder.policy_mut();
+        policy.low_water = self.low_water;
+        for setting in &self.caps {
+            let (name, tokens) = Caps::parse_setting(setting)?;
+            policy.caps.set(&name, tokens);
+        }
+        Ok(builder)
+    }
+}

@@ -1,0 +1,90 @@
+//! `agent-context replay`: a recorded session built turn by turn, as an
+//! agent runtime would, to choose budgets and see the cache at work.
+
+use std::fmt::Write;
+use std::time::Instant;
+
+use agent_context::{BuildResult, ChunkKind, ContextSession, MemoryState, Role};
+use serde_json::json;
+
+use crate::options::BuildOptions;
+use crate::read_input;
+
+#[derive(clap::Args)]
+pub(crate) struct ReplayArgs {
+    /// Session JSON file, or `-` (the default) for standard input.
+    #[arg(default_value = "-")]
+    file: String,
+    #[command(flatten)]
+    options: BuildOptions,
+    /// End a turn every N chunks instead of at each assistant chunk.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    every: Option<u64>,
+    /// Rebuild cold each turn (render and count everything) for comparison.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+/// One JSON line per turn, then a summary line; all or nothing on stdout.
+pub(crate) fn run(args: ReplayArgs) -> agent_context::Result<String> {
+    let recorded = MemoryState::from_json_str(&read_input(&args.file)?)?;
+    let mut opening = recorded.clone();
+    opening.chunks.clear();
+    let mut builder = args.options.builder()?;
+    let policy = builder.policy_mut().clone();
+    let mut session = ContextSession::new(builder, opening)?;
+
+    let mut out = String::new();
+    let mut times = Vec::new();
+    let (mut tokens_counted, mut prefix_changes) = (0, 0);
+    let mut previous: Option<BuildResult> = None;
+    let total = recorded.chunks.len();
+    for (index, chunk) in recorded.chunks.into_iter().enumerate() {
+        let ends_turn = match args.every {
+            Some(n) => (index as u64 + 1) % n == 0,
+            None => chunk.kind == ChunkKind::Agent && chunk.role == Some(Role::Assistant),
+        };
+        session.push(chunk)?;
+        if !(ends_turn || index + 1 == total) {
+            continue;
+        }
+        if args.no_cache {
+            session.clear_cache();
+        }
+        let started = Instant::now();
+        let result = session.build(&policy)?;
+        let build_us = started.elapsed().as_micros();
+        let stats = session.stats();
+        times.push(build_us);
+        tokens_counted += stats.tokens_counted;
+        if let Some(previous) = &previous {
+            let stable = &previous.messages[..previous.messages.len().saturating_sub(1)];
+            prefix_changes += usize::from(!result.messages.starts_with(stable));
+        }
+        let line = json!({
+            "turn": times.len(),
+            "chunks": index + 1,
+            "token_count": result.token_count,
+            "excluded": result.excluded.len(),
+            "stable_prefix_tokens": result.stable_prefix_tokens,
+            "build_us": build_us,
+            "new_tokens_counted": stats.tokens_counted,
+        });
+        let _ = writeln!(out, "{line}");
+        previous = Some(result);
+    }
+    let mut sorted = times.clone();
+    sorted.sort_unstable();
+    let summary = json!({"summary": {
+        "turns": times.len(),
+        "chunks": total,
+        "total_build_us": times.iter().sum::<u128>(),
+        "median_build_us": sorted.get(sorted.len() / 2),
+        "max_build_us": sorted.last(),
+        "tokens_counted": tokens_counted,
+        "prefix_changes": prefix_changes,
+        "cache": !args.no_cache,
+    }});
+    let _ = writeln!(out, "{summary}");
+    Ok(out)
+}
