@@ -480,7 +480,7 @@ impl ContextBuilder {
                 let cap = preparer.cap_for(chunk);
                 let prepared = match cache.as_deref_mut() {
                     Some(cache) => {
-                        cache.prepared(&chunk.id, cap, || preparer.prepare(chunk, renderer, cap))
+                        cache.prepared(index, cap, || preparer.prepare(chunk, renderer, cap))
                     }
                     None => preparer.prepare(chunk, renderer, cap),
                 };
@@ -498,7 +498,7 @@ impl ContextBuilder {
                 } else {
                     let make_stub = || preparer.stub(chunk, renderer, &prepared.part);
                     let stub = match (retention, cache.as_deref_mut()) {
-                        (Retention::Disposable, Some(cache)) => cache.stub(&chunk.id, make_stub),
+                        (Retention::Disposable, Some(cache)) => cache.stub(index, make_stub),
                         (Retention::Disposable, None) => make_stub(),
                         _ => None,
                     };

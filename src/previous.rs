@@ -1,8 +1,6 @@
 //! What a build carries over from the previous one: its cut, and its prompt
 //! for measuring how much of the new prompt is unchanged.
 
-use rustc_hash::FxHashSet;
-
 use crate::budget::{Decision, DropReason, PreviousCut};
 use crate::memory::Role;
 use crate::message::{BuildResult, ContextMessage};
@@ -16,18 +14,11 @@ pub(crate) struct PreviousBuild {
 
 impl From<&BuildResult> for PreviousBuild {
     fn from(result: &BuildResult) -> Self {
-        let mut stubbed = FxHashSet::default();
-        let mut dropped = FxHashSet::default();
+        let mut cut = PreviousCut::default();
         for decision in &result.decisions {
             match decision.decision {
-                Decision::Stubbed { .. } => {
-                    stubbed.insert(decision.id.clone());
-                }
-                Decision::Dropped {
-                    reason: DropReason::Budget,
-                } => {
-                    dropped.insert(decision.id.clone());
-                }
+                Decision::Stubbed { .. } => cut.stub(&decision.id),
+                Decision::Dropped { reason: DropReason::Budget } => cut.drop(&decision.id),
                 _ => {}
             }
         }
@@ -37,7 +28,7 @@ impl From<&BuildResult> for PreviousBuild {
                 .iter()
                 .map(|m| (m.role, m.content.clone()))
                 .collect(),
-            cut: PreviousCut { stubbed, dropped },
+            cut,
         }
     }
 }

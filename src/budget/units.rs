@@ -1,5 +1,6 @@
 //! Protection, atomic units, and the order in which room is made.
 
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -84,11 +85,38 @@ pub(crate) fn group_units(items: &mut [Item], chunks: &[MemoryChunk]) -> Vec<Uni
     units
 }
 
-/// The ids a previous build stubbed or dropped to fit its budget.
+/// The chunks a previous build stubbed or dropped to fit its budget, by a
+/// 64-bit hash of their ids: a session rebuilds this every turn, and hashes
+/// spare it thousands of string copies. A collision could only make the cut
+/// keep one more chunk out, never break a guarantee.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct PreviousCut {
-    pub(crate) stubbed: FxHashSet<String>,
-    pub(crate) dropped: FxHashSet<String>,
+    stubbed: FxHashSet<u64>,
+    dropped: FxHashSet<u64>,
+}
+
+impl PreviousCut {
+    pub(crate) fn stub(&mut self, id: &str) {
+        self.stubbed.insert(id_hash(id));
+    }
+
+    pub(crate) fn drop(&mut self, id: &str) {
+        self.dropped.insert(id_hash(id));
+    }
+
+    fn was_stubbed(&self, id: &str) -> bool {
+        !self.stubbed.is_empty() && self.stubbed.contains(&id_hash(id))
+    }
+
+    fn was_dropped(&self, id: &str) -> bool {
+        !self.dropped.is_empty() && self.dropped.contains(&id_hash(id))
+    }
+}
+
+fn id_hash(id: &str) -> u64 {
+    let mut hasher = rustc_hash::FxHasher::default();
+    id.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// The order in which room is made, and how many leading steps repeat the
@@ -112,7 +140,7 @@ pub(crate) fn plan_steps(
     }
     if let Some(previous) = previous {
         for (u, unit) in units.iter().enumerate() {
-            if !unit.protected && unit.items.iter().any(|&i| previous.dropped.contains(id(i))) {
+            if !unit.protected && unit.items.iter().any(|&i| previous.was_dropped(id(i))) {
                 unit_taken[u] = true;
             }
         }
@@ -123,7 +151,7 @@ pub(crate) fn plan_steps(
             } else if !unit_taken[unit]
                 && item.stub.is_some()
                 && !item.protected
-                && previous.stubbed.contains(id(i))
+                && previous.was_stubbed(id(i))
             {
                 steps.push(Step::Stub(i));
             }

@@ -223,6 +223,12 @@ impl RendererRegistry {
         self
     }
 
+    /// The context renderers write with, for `mode` and this registry's tags
+    /// (to call renderers directly, e.g. in a custom renderer's tests).
+    pub fn context(&self, mode: EscapeMode) -> RenderContext<'_> {
+        RenderContext::new(mode, &self.tags)
+    }
+
     /// The renderer that handles `chunk`.
     pub fn renderer_for(&self, chunk: &MemoryChunk) -> &dyn ChunkRenderer {
         self.custom

@@ -2,8 +2,6 @@
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
-
 use crate::prepare::PreparedChunk;
 use crate::tokens::parts::CountedText;
 
@@ -19,12 +17,15 @@ pub struct BuildStats {
     pub chunks_cached: usize,
 }
 
-/// Rendered chunks by id, each with the cap it was rendered under and its
-/// stub once asked for. The session drops an entry when its chunk changes
-/// and clears everything when a setting that shapes rendering changes.
+/// Rendered chunks, one slot per session chunk in the same order, each with
+/// the cap it was rendered under and its stub once asked for. The session
+/// keeps the slots aligned with its chunks (a new chunk gets an empty slot,
+/// an edited one is emptied, a removed one removed) and clears everything
+/// when a setting that shapes rendering changes. Slots by position spare
+/// every build a hash lookup per chunk.
 #[derive(Debug, Default)]
 pub(crate) struct ChunkCache {
-    entries: FxHashMap<String, Entry>,
+    slots: Vec<Option<Entry>>,
     pub(crate) stats: BuildStats,
 }
 
@@ -37,49 +38,55 @@ struct Entry {
 }
 
 impl ChunkCache {
-    /// The chunk rendered under `cap`, from the cache or from `prepare`.
+    /// The chunk at `index` rendered under `cap`, from the cache or from `prepare`.
     pub(crate) fn prepared(
         &mut self,
-        id: &str,
+        index: usize,
         cap: Option<usize>,
         prepare: impl FnOnce() -> PreparedChunk,
     ) -> PreparedChunk {
-        if let Some(entry) = self.entries.get(id).filter(|e| e.cap == cap) {
+        if let Some(entry) = self.slots.get(index).and_then(Option::as_ref).filter(|e| e.cap == cap) {
             self.stats.chunks_cached += 1;
             return entry.prepared.clone();
         }
         let prepared = prepare();
         self.stats.chunks_rendered += 1;
         self.stats.tokens_counted += prepared.part.alone();
-        self.entries.insert(
-            id.to_owned(),
-            Entry {
-                cap,
-                prepared: prepared.clone(),
-                stub: None,
-            },
-        );
+        if self.slots.len() <= index {
+            self.slots.resize_with(index + 1, || None);
+        }
+        self.slots[index] = Some(Entry { cap, prepared: prepared.clone(), stub: None });
         prepared
     }
 
-    /// The chunk's stub, from the cache or from `stub`.
+    /// The stub of the chunk at `index`, from the cache or from `stub`.
     pub(crate) fn stub(
         &mut self,
-        id: &str,
+        index: usize,
         stub: impl FnOnce() -> Option<Arc<CountedText>>,
     ) -> Option<Arc<CountedText>> {
-        match self.entries.get_mut(id) {
+        match self.slots.get_mut(index).and_then(Option::as_mut) {
             Some(entry) => entry.stub.get_or_insert_with(stub).clone(),
             None => stub(),
         }
     }
 
-    pub(crate) fn forget(&mut self, id: &str) {
-        self.entries.remove(id);
+    /// Empties the slot of an edited chunk.
+    pub(crate) fn forget(&mut self, index: usize) {
+        if let Some(slot) = self.slots.get_mut(index) {
+            *slot = None;
+        }
+    }
+
+    /// Removes the slot of a removed chunk, keeping the rest aligned.
+    pub(crate) fn remove(&mut self, index: usize) {
+        if index < self.slots.len() {
+            self.slots.remove(index);
+        }
     }
 
     pub(crate) fn clear(&mut self) {
-        self.entries.clear();
+        self.slots.clear();
     }
 
     pub(crate) fn start_build(&mut self) {

@@ -128,7 +128,7 @@ impl ContextSession {
             .with_chunk(chunk.clone())
             .validate()
             .map_err(|e| relocate(e, index))?;
-        self.cache.forget(&chunk.id);
+        self.cache.forget(index);
         self.state.chunks[index] = chunk;
         Ok(())
     }
@@ -140,7 +140,7 @@ impl ContextSession {
     /// [`ErrorKind::Chunk`] if no chunk has that id.
     pub fn remove(&mut self, id: &str) -> Result<MemoryChunk> {
         let index = self.index_of(id)?;
-        self.cache.forget(id);
+        self.cache.remove(index);
         self.ids.remove(id);
         Ok(self.state.chunks.remove(index))
     }

@@ -9,6 +9,13 @@
 //! looks past it (the README explains the argument; tests check sum ==
 //! recount). Every part is therefore counted as a head up to its last clean
 //! cut (once) and a short tail (twice: alone, and followed by the separator).
+//!
+//! A part with no newline (a stub, a marker) has a second exact cut: before
+//! a final run of ASCII punctuation (no `'`) that follows an ASCII letter or
+//! digit, as in `… tokens"/>`. Letter and digit pieces never take in
+//! punctuation other than `'`, and the run becomes one piece of its own, with
+//! or without the separator after it. Such tails repeat from part to part and
+//! their counts are memoized, so a stub costs one tokenizer call, not two.
 
 use crate::tokens::TokenCounter;
 
@@ -60,7 +67,8 @@ fn starts_clean(text: &str) -> bool {
         .is_some_and(|c| !c.is_whitespace() && c != '/')
 }
 
-/// Byte offset of the last clean cut in `text`, or 0 if there is none.
+/// Byte offset of the last clean cut in `text`, else of the cut before a
+/// final punctuation run, else 0.
 fn last_clean_cut(text: &str) -> usize {
     let bytes = text.as_bytes();
     let mut search_end = bytes.len();
@@ -70,7 +78,17 @@ fn last_clean_cut(text: &str) -> usize {
         }
         search_end = newline;
     }
-    0
+    punctuation_tail_cut(bytes)
+}
+
+/// The start of a final run of ASCII punctuation other than `'` that follows
+/// an ASCII letter or digit, or 0.
+fn punctuation_tail_cut(bytes: &[u8]) -> usize {
+    let is_tail = |b: &u8| b.is_ascii_punctuation() && *b != b'\'';
+    let run = bytes.iter().rev().take_while(|b| is_tail(b)).count();
+    let cut = bytes.len() - run;
+    let after_word = cut > 0 && bytes[cut - 1].is_ascii_alphanumeric();
+    if run > 0 && after_word { cut } else { 0 }
 }
 
 /// Exact content tokens of `parts` joined by [`SEPARATOR`].
@@ -106,15 +124,23 @@ mod tests {
     use crate::tokens::{Encoding, TiktokenCounter};
 
     #[test]
-    fn cuts_fall_after_a_newline_before_a_tag() {
+    fn cuts_fall_after_a_newline_before_a_tag_or_before_final_punctuation() {
         assert_eq!(last_clean_cut("<a>\nbody\n</a>"), 9);
-        assert_eq!(last_clean_cut("<a/>"), 0);
+        assert_eq!(last_clean_cut("<a/>"), 2);
+        assert_eq!(last_clean_cut("<t id=\"x\" elided=\"5 tokens\"/>"), 26);
         assert_eq!(last_clean_cut("x\n /y\n/z"), 0);
+        assert_eq!(last_clean_cut("it's'"), 0);
+        assert_eq!(last_clean_cut("é\"/>"), 0);
+        assert_eq!(last_clean_cut("<>"), 0);
     }
 
     #[test]
     fn part_counts_add_up_to_the_recount() {
         let texts = [
+            "<thinking id=\"t\" elided=\"12 tokens\"/>",
+            "<tool_result id=\"r-1\" call_id=\"k\" success=\"true\" elided=\"901 tokens\"/>",
+            "ends in a word, then punctuation ?!)]}>/",
+            "<elided_history chunks=\"3\" tokens=\"45\"/>",
             "system prompt ending in spaces  \n",
             "<tool_result id=\"a\">\n{\"x\": 1}\n</tool_result>",
             "<thinking id=\"t\"/>",

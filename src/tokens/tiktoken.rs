@@ -1,6 +1,8 @@
 //! The exact counter, backed by tiktoken-rs.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
+
+use rustc_hash::FxHashMap;
 
 use tiktoken_rs::CoreBPE;
 
@@ -66,13 +68,45 @@ impl std::fmt::Debug for TiktokenCounter {
     }
 }
 
-impl TokenCounter for TiktokenCounter {
-    fn count(&self, text: &str) -> usize {
+/// Texts up to this many bytes are memoized: closing tags with their
+/// separator, role names and markers recur in every build, and for them the
+/// cost of a tokenizer call is mostly its setup.
+const MEMO_MAX_BYTES: usize = 32;
+/// Entries the memo holds before it starts over, bounding its memory.
+const MEMO_MAX_ENTRIES: usize = 1 << 16;
+
+type Memo = Mutex<FxHashMap<(Encoding, Box<str>), usize>>;
+
+impl TiktokenCounter {
+    fn count_uncached(&self, text: &str) -> usize {
         if guard::needs_guard(text) {
             self.guarded().count(text)
         } else {
             self.bpe.encode_ordinary(text).len()
         }
+    }
+}
+
+impl TokenCounter for TiktokenCounter {
+    fn count(&self, text: &str) -> usize {
+        if text.len() > MEMO_MAX_BYTES {
+            return self.count_uncached(text);
+        }
+        static MEMO: OnceLock<Memo> = OnceLock::new();
+        let memo = MEMO.get_or_init(Memo::default);
+        let key = (self.encoding, Box::<str>::from(text));
+        // A poisoned lock only means another thread panicked mid-insert of
+        // an exact count; the map is still valid.
+        if let Some(&tokens) = memo.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return tokens;
+        }
+        let tokens = self.count_uncached(text);
+        let mut memo = memo.lock().unwrap_or_else(|e| e.into_inner());
+        if memo.len() >= MEMO_MAX_ENTRIES {
+            memo.clear();
+        }
+        memo.insert(key, tokens);
+        tokens
     }
 
     fn is_exact(&self) -> bool {
