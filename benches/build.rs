@@ -6,6 +6,7 @@
 
 use std::hint::black_box;
 
+use agent_context::render::{EscapeMode, RendererRegistry};
 use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
 use agent_context::{ContextBuilder, MemoryState};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -66,5 +67,33 @@ fn build(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, count, build);
+fn render(c: &mut Criterion) {
+    let registry = RendererRegistry::new();
+    let mut group = c.benchmark_group("render");
+    for (name, state) in sessions() {
+        let bytes: usize = state
+            .chunks
+            .iter()
+            .filter_map(|c| c.text.as_deref())
+            .map(str::len)
+            .sum();
+        group.throughput(Throughput::Bytes(bytes as u64));
+        for mode in [EscapeMode::Structural, EscapeMode::Xml] {
+            let ctx = registry.context(mode);
+            let mut out = String::new();
+            group.bench_function(format!("{name}/{mode}"), |b| {
+                b.iter(|| {
+                    out.clear();
+                    for chunk in &state.chunks {
+                        registry.renderer_for(chunk).render(chunk, &ctx, &mut out);
+                    }
+                    out.len()
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, count, render, build);
 criterion_main!(benches);

@@ -18,7 +18,9 @@ impl From<&BuildResult> for PreviousBuild {
         for decision in &result.decisions {
             match decision.decision {
                 Decision::Stubbed { .. } => cut.stub(&decision.id),
-                Decision::Dropped { reason: DropReason::Budget } => cut.drop(&decision.id),
+                Decision::Dropped {
+                    reason: DropReason::Budget,
+                } => cut.drop(&decision.id),
                 _ => {}
             }
         }

@@ -342,3 +342,37 @@ fn orphans_and_filters_have_their_reasons() {
         }
     );
 }
+
+/// Rounds every text up to a quarter of its characters: not additive at any cut.
+#[derive(Debug)]
+struct Quarters;
+
+impl TokenCounter for Quarters {
+    fn count(&self, text: &str) -> usize {
+        text.chars().count().div_ceil(4)
+    }
+    fn is_exact(&self) -> bool {
+        true
+    }
+    fn encoding_name(&self) -> &str {
+        "quarters"
+    }
+}
+
+#[test]
+fn a_counter_that_does_not_add_up_is_counted_message_by_message() {
+    let state = turns(6);
+    for max_tokens in [600, 900, 5_000] {
+        let mut builder = ContextBuilder::new();
+        builder.counter(Arc::new(Quarters)).max_tokens(max_tokens);
+        let result = builder.build(&state).unwrap();
+        let recount: usize = result
+            .messages
+            .iter()
+            .map(|m| 3 + Quarters.count(m.role.as_str()) + Quarters.count(&m.content))
+            .sum::<usize>()
+            + 3;
+        assert_eq!(result.token_count, recount, "at {max_tokens}");
+        assert_within_budget(&result);
+    }
+}

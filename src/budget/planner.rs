@@ -88,8 +88,8 @@ impl Planner<'_> {
             return Ok(kept);
         }
         let all = self.steps.len();
-        let last = self.layout(all, true);
-        if last.total > self.available {
+        let last = self.total_at(all, true);
+        if last > self.available {
             let bare = self.layout(all, false);
             return if bare.total <= self.available {
                 Ok(bare)
@@ -97,7 +97,20 @@ impl Planner<'_> {
                 Err(bare.total)
             };
         }
-        Ok(self.fewest_steps_within(self.sticky + 1, all, self.trim_target(last.total)))
+        let steps = self.fewest_steps_within(self.sticky + 1, all, self.trim_target(last));
+        let layout = self.layout(steps, true);
+        // The search trusted the probe; the tests hold the two to each other.
+        debug_assert_eq!(
+            layout.total,
+            self.total_at(steps, true),
+            "probe and layout disagree"
+        );
+        debug_assert_eq!(
+            self.layout(all, true).total,
+            last,
+            "probe and layout disagree"
+        );
+        Ok(layout)
     }
 
     /// How far a trim goes: down to the low-water mark, but never deeper than
@@ -120,11 +133,11 @@ impl Planner<'_> {
     /// brings in the marker, so totals fall with the number of steps nearly
     /// everywhere: a binary search finds the point, and short scans cover the
     /// rare place where they do not.
-    fn fewest_steps_within(&self, start: usize, mut hi: usize, limit: usize) -> Layout {
+    fn fewest_steps_within(&self, start: usize, mut hi: usize, limit: usize) -> usize {
         let mut lo = start;
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.layout(mid, true).total <= limit {
+            if self.total_at(mid, true) <= limit {
                 hi = mid;
             } else {
                 lo = mid + 1;
@@ -132,16 +145,104 @@ impl Planner<'_> {
         }
         // The marker can make one step cost more than it saves: look back
         // over it, then forward past any step the search jumped wrongly.
-        while lo > start && self.layout(lo - 1, true).total <= limit {
+        while lo > start && self.total_at(lo - 1, true) <= limit {
             lo -= 1;
         }
-        loop {
-            let layout = self.layout(lo, true);
-            if layout.total <= limit || lo >= self.steps.len() {
-                return layout;
-            }
+        while lo < self.steps.len() && self.total_at(lo, true) > limit {
             lo += 1;
         }
+        lo
+    }
+
+    /// The total of [`layout`](Planner::layout)`(steps, with_marker)`
+    /// without building it: the search probes many step counts, and a probe
+    /// needs only the sum. Exact because every part after the first in a
+    /// message starts cleanly (a part that does not is counted by building
+    /// the layout, which recounts its message).
+    fn total_at(&self, steps: usize, with_marker: bool) -> usize {
+        let clean = self.items.iter().all(|item| {
+            item.part.clean_start && item.stub.as_ref().is_none_or(|stub| stub.clean_start)
+        });
+        if !clean {
+            return self.layout(steps, with_marker).total;
+        }
+        const KEPT: u8 = 0;
+        const STUBBED: u8 = 1;
+        const DROPPED: u8 = 2;
+        let mut state = vec![KEPT; self.items.len()];
+        for step in &self.steps[..steps] {
+            match *step {
+                Step::Stub(i) if state[i] == KEPT => state[i] = STUBBED,
+                Step::Stub(_) => {}
+                Step::Drop(u) => self.units[u].items.iter().for_each(|&i| state[i] = DROPPED),
+            }
+        }
+        let (mut chunks, mut tokens) = (0, 0);
+        for (item, &s) in self.items.iter().zip(&state) {
+            if s == DROPPED {
+                chunks += 1;
+                tokens += item.part.alone();
+            }
+        }
+        let marker = (with_marker && chunks > 0).then(|| self.marker(chunks, tokens));
+
+        // Walk the parts in order, closing a message whenever the role changes.
+        let mut total = 0;
+        let mut first_role = None;
+        // The open message: role, tokens of its parts but the last, and the
+        // last part's (alone, followed by the separator).
+        let mut open: Option<(Role, usize, usize, usize)> = None;
+        let mut add = |role: Role, part: &CountedText| {
+            let (alone, joined) = (part.alone(), part.joined());
+            open = match open.take() {
+                Some((current, sum, _, last_joined)) if current == role => {
+                    Some((role, sum + last_joined, alone, joined))
+                }
+                Some((current, sum, last_alone, _)) => {
+                    total += self.framing[role_index(current)] + sum + last_alone;
+                    Some((role, 0, alone, joined))
+                }
+                None => {
+                    first_role = Some(role);
+                    Some((role, 0, alone, joined))
+                }
+            };
+        };
+        let mut marker_placed = marker.is_none();
+        for ((i, item), &s) in self.items.iter().enumerate().zip(&state) {
+            match s {
+                DROPPED if !marker_placed => {
+                    if let Some(marker) = &marker {
+                        add(Role::User, marker);
+                    }
+                    marker_placed = true;
+                }
+                DROPPED => {}
+                STUBBED => add(
+                    item.role,
+                    self.items[i].stub.as_deref().unwrap_or(&item.part),
+                ),
+                _ => add(item.role, &item.part),
+            }
+        }
+        if let Some((current, sum, last_alone, _)) = open {
+            total += self.framing[role_index(current)] + sum + last_alone;
+        }
+        if self.user_first && first_role.is_some_and(|role| role != Role::User) {
+            total += self.framing[role_index(Role::User)] + self.history_start.alone();
+        }
+        if !self.system.is_empty() {
+            let parts: SmallVec<[&CountedText; 8]> = self.system.iter().map(|p| &**p).collect();
+            total += self.message_tokens(Role::System, &parts);
+        }
+        let any = !self.system.is_empty() || first_role.is_some();
+        if any { total + self.priming } else { 0 }
+    }
+
+    /// The elided-history marker for `chunks` chunks of `tokens` tokens.
+    fn marker(&self, chunks: usize, tokens: usize) -> CountedText {
+        let text = format!("<{ELIDED_TAG} chunks=\"{chunks}\" tokens=\"{tokens}\"/>");
+        CountedText::new(text, self.counter)
     }
 
     /// The prompt with the first `steps` steps of the ladder applied.
@@ -161,10 +262,7 @@ impl Planner<'_> {
                 tokens += item.part.alone();
             }
         }
-        let marker = (with_marker && chunks > 0).then(|| {
-            let text = format!("<{ELIDED_TAG} chunks=\"{chunks}\" tokens=\"{tokens}\"/>");
-            CountedText::new(text, self.counter)
-        });
+        let marker = (with_marker && chunks > 0).then(|| self.marker(chunks, tokens));
         let elision = (chunks > 0).then_some(Elision {
             chunks,
             tokens,

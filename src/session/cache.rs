@@ -45,7 +45,12 @@ impl ChunkCache {
         cap: Option<usize>,
         prepare: impl FnOnce() -> PreparedChunk,
     ) -> PreparedChunk {
-        if let Some(entry) = self.slots.get(index).and_then(Option::as_ref).filter(|e| e.cap == cap) {
+        if let Some(entry) = self
+            .slots
+            .get(index)
+            .and_then(Option::as_ref)
+            .filter(|e| e.cap == cap)
+        {
             self.stats.chunks_cached += 1;
             return entry.prepared.clone();
         }
@@ -55,7 +60,11 @@ impl ChunkCache {
         if self.slots.len() <= index {
             self.slots.resize_with(index + 1, || None);
         }
-        self.slots[index] = Some(Entry { cap, prepared: prepared.clone(), stub: None });
+        self.slots[index] = Some(Entry {
+            cap,
+            prepared: prepared.clone(),
+            stub: None,
+        });
         prepared
     }
 

@@ -36,6 +36,12 @@ impl TokenCounter for EstimateCounter {
         false
     }
 
+    /// Rounding up a quarter of each side never gives less than rounding
+    /// up a quarter of the whole, so sums of parts bound the whole from above.
+    fn additive_at_clean_cuts(&self) -> bool {
+        true
+    }
+
     fn encoding_name(&self) -> &str {
         "estimate(o200k_base+25%)"
     }

@@ -34,6 +34,17 @@ pub trait TokenCounter: Send + Sync + fmt::Debug {
 
     /// The encoding's name (`o200k_base`, …), or a name for the estimate.
     fn encoding_name(&self) -> &str;
+
+    /// Whether a text split at a *clean cut* (right after `\n` before a
+    /// character that is neither whitespace nor `/`, or before a final run of
+    /// ASCII punctuation that follows a letter or digit) never counts more
+    /// than its two sides counted apart: exactly as much, for tiktoken
+    /// encodings. Counters that say so let the builder count each chunk once
+    /// and add the counts up; the others (the default) are counted whole,
+    /// message by message, which is exact for any counter but slower.
+    fn additive_at_clean_cuts(&self) -> bool {
+        false
+    }
 }
 
 /// The counter for a model: exact where the model's encoding is known, a

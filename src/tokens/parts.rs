@@ -29,12 +29,25 @@ pub(crate) struct CountedText {
     head: usize,
     tail_alone: usize,
     tail_joined: usize,
-    /// Whether a separator before this part ends at a clean cut.
+    /// Whether a separator before this part ends at a clean cut (and the
+    /// counter adds up there), so a message can be counted by its parts.
     pub(crate) clean_start: bool,
 }
 
 impl CountedText {
     pub(crate) fn new(text: String, counter: &dyn TokenCounter) -> Self {
+        if !counter.additive_at_clean_cuts() {
+            // Counted whole; `clean_start: false` makes every message that
+            // holds it be counted whole too.
+            let joined = format!("{text}{SEPARATOR}");
+            return CountedText {
+                head: 0,
+                tail_alone: counter.count(&text),
+                tail_joined: counter.count(&joined),
+                clean_start: false,
+                text,
+            };
+        }
         let cut = last_clean_cut(&text);
         let (head, tail) = text.split_at(cut);
         let mut joined = String::with_capacity(tail.len() + SEPARATOR.len());

@@ -113,6 +113,12 @@ impl TokenCounter for TiktokenCounter {
         true
     }
 
+    /// No pre-tokenizer piece of these encodings crosses a clean cut (see
+    /// [`parts`](crate::tokens)); tests check sum == recount.
+    fn additive_at_clean_cuts(&self) -> bool {
+        true
+    }
+
     fn encoding_name(&self) -> &str {
         self.encoding.name()
     }

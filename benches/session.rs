@@ -1,0 +1,121 @@
+//! Long sessions: a cold build of ~1M tokens into a 128k budget against raw
+//! `encode_ordinary` over the same rendered bytes, a warm incremental turn,
+//! planning over 10k chunks, and loading the tokenizer.
+//!
+//! `cargo bench --bench session`. Inputs come from the deterministic
+//! generator in `examples/support/session_gen.rs`.
+
+#[path = "../examples/support/session_gen.rs"]
+mod session_gen;
+
+use std::hint::black_box;
+
+use agent_context::budget::Policy;
+use agent_context::{ContextBuilder, ContextSession, MemoryChunk, MemoryState, Role};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+
+/// ~1M tokens: 900 generated turns.
+const TURNS: usize = 900;
+const BUDGET: usize = 128_000;
+
+fn builder(budget: usize) -> ContextBuilder {
+    let mut builder = ContextBuilder::new();
+    builder.model("gpt-4o").max_tokens(budget);
+    builder
+}
+
+/// Every chunk rendered, as one text: what a cold build must tokenize.
+fn rendered_text(state: &MemoryState) -> String {
+    let all = builder(100_000_000).build(state).expect("fits");
+    all.messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+fn cold_and_warm(c: &mut Criterion) {
+    let state = session_gen::session(1, TURNS, 1);
+    let text = rendered_text(&state);
+    let raw = tiktoken_rs::o200k_base_singleton();
+    println!(
+        "session: {} chunks, {} rendered bytes, {} tokens",
+        state.chunks.len(),
+        text.len(),
+        raw.encode_ordinary(&text).len()
+    );
+
+    let mut group = c.benchmark_group("1m-tokens");
+    group
+        .sample_size(10)
+        .throughput(Throughput::Bytes(text.len() as u64));
+    group.bench_function("raw-encode-ordinary", |b| {
+        b.iter(|| raw.encode_ordinary(black_box(&text)).len())
+    });
+    group.bench_function("cold-build-128k", |b| {
+        b.iter(|| builder(BUDGET).build(black_box(&state)).unwrap())
+    });
+    group.finish();
+
+    let policy = Policy::default();
+    let mut session = ContextSession::new(builder(BUDGET), state.clone()).unwrap();
+    session.build(&policy).unwrap();
+    let mut rng = session_gen::Rng::new(99);
+    let mut next = 0usize;
+    let mut group = c.benchmark_group("1m-tokens-warm");
+    group.sample_size(50);
+    group.bench_function("append-8kb-and-build", |b| {
+        b.iter_batched(
+            || {
+                next += 1;
+                let words: String = (0..1_600)
+                    .map(|_| format!("{} ", rng.range(0, 100_000)))
+                    .collect();
+                // A new user turn, so the turn before it may be trimmed.
+                MemoryChunk::agent(format!("bench-{next}"), Role::User, &words[..8_000])
+            },
+            |chunk| {
+                session.push(chunk).unwrap();
+                session.build(&policy).unwrap()
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+fn plan_10k(c: &mut Criterion) {
+    let mut state = session_gen::session(2, 1_700, 1);
+    state.chunks.truncate(10_000);
+    let mut group = c.benchmark_group("plan");
+    group.sample_size(20);
+    for budget in [BUDGET, 32_000] {
+        let mut session = ContextSession::new(builder(budget), state.clone()).unwrap();
+        let policy = Policy::default();
+        session.build(&policy).unwrap();
+        // Nothing new: the build is planning and assembling 10k cached chunks.
+        group.bench_function(format!("10k-chunks-{budget}"), |b| {
+            b.iter(|| session.build(&policy).unwrap())
+        });
+        let mut cold = ContextSession::new(builder(budget), state.clone()).unwrap();
+        group.bench_function(format!("10k-chunks-{budget}-fresh-cut"), |b| {
+            b.iter(|| {
+                cold.forget_previous();
+                cold.build(&policy).unwrap()
+            })
+        });
+    }
+    group.finish();
+}
+
+fn tokenizer_load(c: &mut Criterion) {
+    let mut group = c.benchmark_group("tokenizer");
+    group.sample_size(10);
+    group.bench_function("load-o200k", |b| {
+        b.iter(|| tiktoken_rs::o200k_base().unwrap())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, cold_and_warm, plan_10k, tokenizer_load);
+criterion_main!(benches);
