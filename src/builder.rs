@@ -9,6 +9,7 @@ use crate::budget::{
     ChunkDecision, Decision, DropReason, HISTORY_START_TAG, Item, Layout, Planner, Policy,
     SUMMARY_TAG, Slot, framing_table, group_units, is_orphan_result, plan_steps,
 };
+use crate::chunk_id::ChunkId;
 use crate::error::{ErrorKind, Result};
 use crate::format::{FormatOptions, FragmentFormat, render_fragments};
 use crate::memory::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
@@ -63,6 +64,8 @@ struct History {
     items: Vec<Item>,
     /// One per session chunk, in order.
     decisions: Vec<ChunkDecision>,
+    /// Each session chunk's id, shared with the decisions and messages.
+    ids: Vec<ChunkId>,
     /// Rendered chunks whose role is `system`, and their session indexes.
     system_parts: Vec<Arc<CountedText>>,
     system_chunks: Vec<usize>,
@@ -336,9 +339,10 @@ impl ContextBuilder {
                 decision.tokens = stub.alone();
             }
         }
-        let messages = assemble(&planner, &layout, &history.system_chunks, state);
+        let (messages, growable_prefix_tokens) =
+            assemble(&planner, &layout, &history.system_chunks, &history.ids);
         let stable_prefix_tokens = pass.previous.map(|p| p.stable_prefix_tokens(&messages));
-        let included: Vec<String> = messages
+        let included: Vec<ChunkId> = messages
             .iter()
             .flat_map(|m| m.chunk_ids.iter().cloned())
             .collect();
@@ -376,6 +380,7 @@ impl ContextBuilder {
             truncated,
             elided: layout.elision,
             stable_prefix_tokens,
+            growable_prefix_tokens,
             decisions,
             warnings,
         })
@@ -465,8 +470,12 @@ impl ContextBuilder {
 
         let mut history = History::default();
         for (index, chunk) in state.chunks.iter().enumerate() {
+            let id = match cache.as_deref_mut() {
+                Some(cache) => cache.id(index, &chunk.id),
+                None => ChunkId::from(chunk.id.as_str()),
+            };
             let mut decision = ChunkDecision {
-                id: chunk.id.clone(),
+                id: id.clone(),
                 kind: chunk.kind,
                 tokens: 0,
                 priority: policy.priority_of(chunk),
@@ -513,6 +522,7 @@ impl ContextBuilder {
                 }
             }
             history.decisions.push(decision);
+            history.ids.push(id);
         }
         let latest_user = history
             .items
@@ -656,41 +666,57 @@ impl ContextBuilder {
     }
 }
 
-/// Turns a layout into messages, the system message first.
+/// Turns a layout into messages, the system message first, each with the
+/// content tokens that stay put if a later build appends to it (see
+/// [`PreviousBuild::stable_prefix_tokens`]).
 fn assemble(
     planner: &Planner<'_>,
     layout: &Layout,
     system_chunks: &[usize],
-    state: &MemoryState,
-) -> Vec<ContextMessage> {
+    ids: &[ChunkId],
+) -> (Vec<ContextMessage>, Vec<usize>) {
     let mut messages = Vec::with_capacity(layout.messages.len() + 1);
+    let mut growable = Vec::with_capacity(layout.messages.len() + 1);
+    let mut push = |role: Role, parts: &[&CountedText], chunk_ids: SmallVec<[ChunkId; 4]>| {
+        growable.push(growable_prefix(parts));
+        messages.push(ContextMessage {
+            role,
+            content: join(parts),
+            chunk_ids,
+            tokens: planner.message_tokens(role, parts),
+        });
+    };
     if !planner.system.is_empty() {
         let parts: Vec<&CountedText> = planner.system.iter().map(|p| &**p).collect();
-        messages.push(ContextMessage {
-            role: Role::System,
-            content: join(&parts),
-            chunk_ids: system_chunks
-                .iter()
-                .map(|&i| state.chunks[i].id.clone())
-                .collect(),
-            tokens: planner.message_tokens(Role::System, &parts),
-        });
+        push(
+            Role::System,
+            &parts,
+            system_chunks.iter().map(|&i| ids[i].clone()).collect(),
+        );
     }
     for (role, slots) in &layout.messages {
         let parts: Vec<&CountedText> = slots.iter().map(|s| planner.part(layout, *s)).collect();
-        let chunk_ids: SmallVec<[String; 4]> = slots
+        let chunk_ids = slots
             .iter()
             .filter_map(|slot| match slot {
-                Slot::Item(i) => Some(state.chunks[planner.items[*i].chunk].id.clone()),
+                Slot::Item(i) => Some(ids[planner.items[*i].chunk].clone()),
                 Slot::Marker | Slot::HistoryStart => None,
             })
             .collect();
-        messages.push(ContextMessage {
-            role: *role,
-            content: join(&parts),
-            chunk_ids,
-            tokens: planner.message_tokens(*role, &parts),
-        });
+        push(*role, &parts, chunk_ids);
     }
-    messages
+    (messages, growable)
+}
+
+/// Content tokens of a message that a later build leaves in place when it
+/// appends parts to it: every part but the last with its separator, and the
+/// last one up to its final clean cut. Zero when the parts do not add up.
+fn growable_prefix(parts: &[&CountedText]) -> usize {
+    let Some((last, rest)) = parts.split_last() else {
+        return 0;
+    };
+    if parts.iter().skip(1).any(|p| !p.clean_start) {
+        return 0;
+    }
+    rest.iter().map(|p| p.joined()).sum::<usize>() + last.head()
 }

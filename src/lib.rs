@@ -63,6 +63,7 @@
 pub mod adapter;
 pub mod budget;
 mod builder;
+mod chunk_id;
 mod error;
 mod explain;
 pub mod format;
@@ -77,6 +78,7 @@ mod session;
 pub mod tokens;
 
 pub use builder::{ContextBuilder, DEFAULT_MODEL};
+pub use chunk_id::ChunkId;
 pub use error::{ChunkLocation, Error, ErrorKind, Result};
 pub use format::{FormatOptions, FragmentFormat};
 pub use fragment::{

@@ -4,6 +4,7 @@ use serde::Serialize;
 use smallvec::SmallVec;
 
 use crate::budget::ChunkDecision;
+use crate::chunk_id::ChunkId;
 use crate::memory::Role;
 
 /// One message of the prompt.
@@ -15,7 +16,7 @@ pub struct ContextMessage {
     /// The rendered chunks, joined by a blank line.
     pub content: String,
     /// Ids of the chunks in this message, in order (markers have none).
-    pub chunk_ids: SmallVec<[String; 4]>,
+    pub chunk_ids: SmallVec<[ChunkId; 4]>,
     /// Tokens this message costs: content plus its framing.
     pub tokens: usize,
 }
@@ -25,7 +26,7 @@ pub struct ContextMessage {
 #[non_exhaustive]
 pub struct Truncation {
     /// The chunk's id.
-    pub id: String,
+    pub id: ChunkId,
     /// Tokens of the rendered chunk before.
     pub tokens_before: usize,
     /// Tokens of the rendered chunk after.
@@ -66,9 +67,9 @@ pub struct BuildResult {
     /// The messages, system first.
     pub messages: Vec<ContextMessage>,
     /// Ids of the chunks in the prompt, in order.
-    pub included: Vec<String>,
+    pub included: Vec<ChunkId>,
     /// Ids of the chunks left out, in input order.
-    pub excluded: Vec<String>,
+    pub excluded: Vec<ChunkId>,
     /// Chunks whose bodies were shortened.
     pub truncated: Vec<Truncation>,
     /// What the budget elided, if anything.
@@ -78,6 +79,10 @@ pub struct BuildResult {
     /// when one was given (see [`ContextBuilder::previous`](crate::ContextBuilder::previous)).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stable_prefix_tokens: Option<usize>,
+    /// Per message, the content tokens a later build keeps when it appends
+    /// to that message (for the next build's `stable_prefix_tokens`).
+    #[serde(skip)]
+    pub(crate) growable_prefix_tokens: Vec<usize>,
     /// One decision per input chunk, in input order.
     pub decisions: Vec<ChunkDecision>,
     /// Things the caller should know (e.g. a budget above the model's window).

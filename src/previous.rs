@@ -4,11 +4,13 @@
 use crate::budget::{Decision, DropReason, PreviousCut};
 use crate::memory::Role;
 use crate::message::{BuildResult, ContextMessage};
+use crate::tokens::parts::SEPARATOR;
 
 /// The parts of a previous build that the next one uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct PreviousBuild {
-    messages: Vec<(Role, String)>,
+    /// Role, content, and the content tokens that stay if the message grows.
+    messages: Vec<(Role, String, usize)>,
     pub(crate) cut: PreviousCut,
 }
 
@@ -28,7 +30,13 @@ impl From<&BuildResult> for PreviousBuild {
             messages: result
                 .messages
                 .iter()
-                .map(|m| (m.role, m.content.clone()))
+                .zip(
+                    result
+                        .growable_prefix_tokens
+                        .iter()
+                        .chain(std::iter::repeat(&0)),
+                )
+                .map(|(m, &growable)| (m.role, m.content.clone(), growable))
                 .collect(),
             cut,
         }
@@ -36,15 +44,31 @@ impl From<&BuildResult> for PreviousBuild {
 }
 
 impl PreviousBuild {
-    /// Tokens of the leading messages of `messages` that are byte-identical
-    /// (role and content) to the previous build's: the part of the prompt a
-    /// provider's prefix cache can still serve.
+    /// Tokens at the start of `messages` that are byte-identical to the
+    /// previous build's, as far as a provider's prefix cache can tell: every
+    /// leading message that is unchanged (framing included), then, when the
+    /// next message only grew (same role, its old content then a separator
+    /// then more), the content tokens of its old parts. A lower bound: the
+    /// framing of a grown message is not counted.
     pub(crate) fn stable_prefix_tokens(&self, messages: &[ContextMessage]) -> usize {
-        messages
-            .iter()
-            .zip(&self.messages)
-            .take_while(|(new, (role, content))| new.role == *role && new.content == *content)
-            .map(|(new, _)| new.tokens)
-            .sum()
+        let mut stable = 0;
+        for (new, (role, content, growable)) in messages.iter().zip(&self.messages) {
+            if new.role != *role {
+                break;
+            }
+            if new.content == *content {
+                stable += new.tokens;
+                continue;
+            }
+            let grew = new
+                .content
+                .strip_prefix(content.as_str())
+                .is_some_and(|rest| rest.starts_with(SEPARATOR));
+            if grew {
+                stable += growable;
+            }
+            break;
+        }
+        stable
     }
 }

@@ -156,3 +156,41 @@ fn a_changed_setting_clears_the_cache() {
     assert_ne!(structural.messages[0].content, xml.messages[0].content);
     assert!(xml.messages[0].content.contains("a &lt; b"));
 }
+
+#[test]
+fn a_message_that_grows_keeps_its_old_tokens_in_the_stable_prefix() {
+    use agent_context::tokens::{Encoding, TiktokenCounter};
+    let mut session = ContextSession::new(ContextBuilder::new(), MemoryState::new()).unwrap();
+    session
+        .push(MemoryChunk::agent(
+            "u1",
+            Role::User,
+            "First question, with some detail.",
+        ))
+        .unwrap();
+    let first = session.build(&Policy::default()).unwrap();
+    session
+        .push(MemoryChunk::agent("u2", Role::User, "And a follow-up."))
+        .unwrap();
+    let second = session.build(&Policy::default()).unwrap();
+    assert_eq!(
+        second.messages.len(),
+        1,
+        "the two user chunks share one message"
+    );
+    let stable = second.stable_prefix_tokens.unwrap();
+    // The old content's tokens, up to the closing tag it shares with the
+    // follow-up, are the start of the new content's tokens.
+    let counter = TiktokenCounter::new(Encoding::O200kBase).unwrap();
+    let old = counter.encode(&first.messages[0].content);
+    let new = counter.encode(&second.messages[0].content);
+    let common = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+    assert!(
+        stable > 0 && stable <= common,
+        "stable {stable}, common {common}"
+    );
+    assert!(
+        common - stable <= 3,
+        "stable {stable} far below the common {common}"
+    );
+}

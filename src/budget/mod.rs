@@ -37,6 +37,7 @@ pub(crate) use units::{Item, PreviousCut, group_units, is_orphan_result, plan_st
 /// Tag of the summary that replaces dropped history when a summarizer is set.
 pub(crate) const SUMMARY_TAG: &str = "progress_summary";
 
+use crate::chunk_id::ChunkId;
 use crate::memory::ChunkKind;
 
 /// Why a chunk was left out.
@@ -87,7 +88,7 @@ pub enum Decision {
 #[non_exhaustive]
 pub struct ChunkDecision {
     /// The chunk's id.
-    pub id: String,
+    pub id: ChunkId,
     /// The chunk's kind.
     pub kind: ChunkKind,
     /// Tokens the chunk costs in the prompt (its rendered tokens when it was

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::chunk_id::ChunkId;
 use crate::prepare::PreparedChunk;
 use crate::tokens::parts::CountedText;
 
@@ -26,6 +27,8 @@ pub struct BuildStats {
 #[derive(Debug, Default)]
 pub(crate) struct ChunkCache {
     slots: Vec<Option<Entry>>,
+    /// Each chunk's id, shared by every report (aligned like `slots`).
+    ids: Vec<Option<ChunkId>>,
     pub(crate) stats: BuildStats,
 }
 
@@ -68,6 +71,16 @@ impl ChunkCache {
         prepared
     }
 
+    /// The shared id of the chunk at `index`.
+    pub(crate) fn id(&mut self, index: usize, id: &str) -> ChunkId {
+        if self.ids.len() <= index {
+            self.ids.resize_with(index + 1, || None);
+        }
+        self.ids[index]
+            .get_or_insert_with(|| ChunkId::from(id))
+            .clone()
+    }
+
     /// The stub of the chunk at `index`, from the cache or from `stub`.
     pub(crate) fn stub(
         &mut self,
@@ -85,6 +98,9 @@ impl ChunkCache {
         if let Some(slot) = self.slots.get_mut(index) {
             *slot = None;
         }
+        if let Some(id) = self.ids.get_mut(index) {
+            *id = None;
+        }
     }
 
     /// Removes the slot of a removed chunk, keeping the rest aligned.
@@ -92,10 +108,14 @@ impl ChunkCache {
         if index < self.slots.len() {
             self.slots.remove(index);
         }
+        if index < self.ids.len() {
+            self.ids.remove(index);
+        }
     }
 
     pub(crate) fn clear(&mut self) {
         self.slots.clear();
+        self.ids.clear();
     }
 
     pub(crate) fn start_build(&mut self) {

@@ -67,6 +67,12 @@ impl CountedText {
         self.head + self.tail_alone
     }
 
+    /// Tokens of the text up to its last clean cut: what stays the same when
+    /// more text follows it.
+    pub(crate) fn head(&self) -> usize {
+        self.head
+    }
+
     /// Tokens of the text followed by the separator.
     pub(crate) fn joined(&self) -> usize {
         self.head + self.tail_joined

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
-use agent_context::{BuildResult, ChunkKind, MemoryState, Retention};
+use agent_context::{BuildResult, ChunkId, ChunkKind, MemoryState, Retention};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -42,7 +42,7 @@ pub fn assert_recount(result: &BuildResult, encoding: Encoding) {
 /// For every `call_id`, the prompt holds all of the session's chunks with it or
 /// none, and never a result without its call.
 pub fn assert_units_whole(state: &MemoryState, result: &BuildResult) {
-    let included: HashSet<&str> = result.included.iter().map(String::as_str).collect();
+    let included: HashSet<&str> = result.included.iter().map(ChunkId::as_str).collect();
     let mut by_call: HashMap<&str, Vec<(&str, ChunkKind)>> = HashMap::new();
     for chunk in &state.chunks {
         if let (Some(call), ChunkKind::Workflow | ChunkKind::Environment) =
@@ -74,7 +74,7 @@ pub fn assert_units_whole(state: &MemoryState, result: &BuildResult) {
 /// System, pinned and critical chunks, and the latest user message with
 /// everything after it, are in the prompt (orphan results excepted).
 pub fn assert_protected_present(state: &MemoryState, result: &BuildResult) {
-    let included: HashSet<&str> = result.included.iter().map(String::as_str).collect();
+    let included: HashSet<&str> = result.included.iter().map(ChunkId::as_str).collect();
     let calls: HashSet<&str> = state
         .chunks
         .iter()
