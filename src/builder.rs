@@ -293,7 +293,7 @@ impl ContextBuilder {
         let (steps, sticky) = plan_steps(
             &history.items,
             &units,
-            &state.chunks,
+            &history.ids,
             pass.previous.map(|p| &p.cut),
         );
         let mut planner_system = system;

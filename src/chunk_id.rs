@@ -2,6 +2,7 @@
 
 use std::borrow::Borrow;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -12,20 +13,66 @@ use serde::Serialize;
 /// A report names every chunk of the session, every turn; sharing one
 /// allocation per id keeps that from copying thousands of strings. It reads
 /// and compares like a `&str`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Serialize)]
 #[serde(transparent)]
-pub struct ChunkId(Arc<str>);
+pub struct ChunkId(Arc<str>, #[serde(skip)] u64);
 
 impl ChunkId {
     /// The id as a string slice.
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// A 64-bit hash of the id, computed once: a session compares each
+    /// build's chunks with the previous build's cut by this hash.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        self.1
+    }
+}
+
+/// The hash [`ChunkId::fingerprint`] holds, for ids not yet wrapped.
+fn fingerprint(id: &str) -> u64 {
+    let mut hasher = rustc_hash::FxHasher::default();
+    id.hash(&mut hasher);
+    hasher.finish()
 }
 
 impl From<&str> for ChunkId {
     fn from(id: &str) -> Self {
-        ChunkId(Arc::from(id))
+        ChunkId(Arc::from(id), fingerprint(id))
+    }
+}
+
+impl fmt::Debug for ChunkId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl PartialEq for ChunkId {
+    fn eq(&self, other: &Self) -> bool {
+        self.1 == other.1 && self.0 == other.0
+    }
+}
+
+impl Eq for ChunkId {}
+
+impl Hash for ChunkId {
+    /// Hashes like the `str` it holds, so maps keyed by ids can be looked up by `&str`.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
+
+impl PartialOrd for ChunkId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ChunkId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
     }
 }
 

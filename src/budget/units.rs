@@ -1,11 +1,11 @@
 //! Protection, atomic units, and the order in which room is made.
 
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
+use crate::chunk_id::ChunkId;
 use crate::memory::{ChunkKind, MemoryChunk, Role};
 use crate::tokens::parts::CountedText;
 
@@ -85,10 +85,10 @@ pub(crate) fn group_units(items: &mut [Item], chunks: &[MemoryChunk]) -> Vec<Uni
     units
 }
 
-/// The chunks a previous build stubbed or dropped to fit its budget, by a
-/// 64-bit hash of their ids: a session rebuilds this every turn, and hashes
-/// spare it thousands of string copies. A collision could only make the cut
-/// keep one more chunk out, never break a guarantee.
+/// The chunks a previous build stubbed or dropped to fit its budget, by
+/// their ids' 64-bit fingerprints: a session rebuilds this every turn, and
+/// fingerprints spare it thousands of string copies and hashes. A collision
+/// could only make the cut keep one more chunk out, never break a guarantee.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct PreviousCut {
     stubbed: FxHashSet<u64>,
@@ -96,27 +96,21 @@ pub(crate) struct PreviousCut {
 }
 
 impl PreviousCut {
-    pub(crate) fn stub(&mut self, id: &str) {
-        self.stubbed.insert(id_hash(id));
+    pub(crate) fn stub(&mut self, id: &ChunkId) {
+        self.stubbed.insert(id.fingerprint());
     }
 
-    pub(crate) fn drop(&mut self, id: &str) {
-        self.dropped.insert(id_hash(id));
+    pub(crate) fn drop(&mut self, id: &ChunkId) {
+        self.dropped.insert(id.fingerprint());
     }
 
-    fn was_stubbed(&self, id: &str) -> bool {
-        !self.stubbed.is_empty() && self.stubbed.contains(&id_hash(id))
+    fn was_stubbed(&self, id: &ChunkId) -> bool {
+        !self.stubbed.is_empty() && self.stubbed.contains(&id.fingerprint())
     }
 
-    fn was_dropped(&self, id: &str) -> bool {
-        !self.dropped.is_empty() && self.dropped.contains(&id_hash(id))
+    fn was_dropped(&self, id: &ChunkId) -> bool {
+        !self.dropped.is_empty() && self.dropped.contains(&id.fingerprint())
     }
-}
-
-fn id_hash(id: &str) -> u64 {
-    let mut hasher = rustc_hash::FxHasher::default();
-    id.hash(&mut hasher);
-    hasher.finish()
 }
 
 /// The order in which room is made, and how many leading steps repeat the
@@ -126,10 +120,10 @@ fn id_hash(id: &str) -> u64 {
 pub(crate) fn plan_steps(
     items: &[Item],
     units: &[Unit],
-    chunks: &[MemoryChunk],
+    ids: &[ChunkId],
     previous: Option<&PreviousCut>,
 ) -> (Vec<Step>, usize) {
-    let id = |item: usize| chunks[items[item].chunk].id.as_str();
+    let id = |item: usize| &ids[items[item].chunk];
     let mut steps = Vec::new();
     let mut unit_taken = vec![false; units.len()];
     let mut item_unit = vec![0; items.len()];
