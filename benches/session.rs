@@ -68,11 +68,11 @@ fn cold_and_warm(c: &mut Criterion) {
         b.iter_batched(
             || {
                 next += 1;
-                let words: String = (0..1_600)
-                    .map(|_| format!("{} ", rng.range(0, 100_000)))
-                    .collect();
-                // A new user turn, so the turn before it may be trimmed.
-                MemoryChunk::agent(format!("bench-{next}"), Role::User, &words[..8_000])
+                // ~8 KB of generated prose as a new user turn, so the turn
+                // before it may be trimmed.
+                let mut text = session_gen::prose(&mut rng, 1_500);
+                text.truncate(text.floor_char_boundary(8_000));
+                MemoryChunk::agent(format!("bench-{next}"), Role::User, text)
             },
             |chunk| {
                 session.push(chunk).unwrap();

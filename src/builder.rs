@@ -451,13 +451,16 @@ impl ContextBuilder {
                         .is_none_or(|ids| ids.contains(c.id.as_str()))
             })
             .collect();
-        let calls: FxHashSet<&str> = state
-            .chunks
-            .iter()
-            .zip(&selected)
-            .filter(|(c, keep)| **keep && c.kind == ChunkKind::Workflow)
-            .filter_map(|(c, _)| c.call_id.as_deref())
-            .collect();
+        let mut calls: FxHashSet<&str> =
+            FxHashSet::with_capacity_and_hasher(state.chunks.len() / 2, Default::default());
+        calls.extend(
+            state
+                .chunks
+                .iter()
+                .zip(&selected)
+                .filter(|(c, keep)| **keep && c.kind == ChunkKind::Workflow)
+                .filter_map(|(c, _)| c.call_id.as_deref()),
+        );
         // A turn starts at a user message; count how many start after each chunk.
         let mut turns_after = vec![0; state.chunks.len()];
         let mut later_users = 0;

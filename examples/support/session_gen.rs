@@ -52,7 +52,7 @@ const CJK: &[&str] = &[
 ];
 const EMOJI: &[&str] = &["🦀", "✅", "❌", "🚀", "👩‍💻", "🔥"];
 
-fn prose(rng: &mut Rng, words: usize) -> String {
+pub fn prose(rng: &mut Rng, words: usize) -> String {
     let mut out = String::new();
     for i in 0..words {
         if i > 0 {

@@ -47,7 +47,8 @@ pub(crate) enum Step {
 /// is never split. Items are the session's history chunks in order.
 pub(crate) fn group_units(items: &mut [Item], chunks: &[MemoryChunk]) -> Vec<Unit> {
     let mut units: Vec<Unit> = Vec::with_capacity(items.len());
-    let mut by_call: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut by_call: FxHashMap<&str, usize> =
+        FxHashMap::with_capacity_and_hasher(items.len() / 2, Default::default());
     for (index, item) in items.iter().enumerate() {
         let chunk = &chunks[item.chunk];
         let call = match chunk.kind {
