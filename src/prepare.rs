@@ -46,27 +46,26 @@ impl Preparer<'_> {
     ) -> PreparedChunk {
         let role = renderer.role(chunk);
         let part = self.render(chunk, renderer);
-        if let (Some(cap), Some(body)) = (cap, body_text(chunk)) {
-            // A body costs fewer tokens than its rendered chunk, so only
-            // chunks over the cap can have a body over it.
-            if part.alone() > cap {
-                if let Some(cut) = truncate_to_cap(self.counter, &body, cap) {
-                    let mut shortened = chunk.clone();
-                    shortened.text = Some(cut.text);
-                    shortened.data = None;
-                    let cut_part = self.render(&shortened, renderer);
-                    let decision = Decision::Truncated {
-                        tokens_before: part.alone(),
-                        tokens_after: cut_part.alone(),
-                        cap: cap.max(crate::budget::MIN_CAP),
-                    };
-                    return PreparedChunk {
-                        role,
-                        part: Arc::new(cut_part),
-                        decision,
-                    };
-                }
-            }
+        // A body costs fewer tokens than its rendered chunk, so only chunks
+        // over the cap can have a body over it.
+        if let (Some(cap), Some(body)) = (cap, body_text(chunk))
+            && part.alone() > cap
+            && let Some(cut) = truncate_to_cap(self.counter, &body, cap)
+        {
+            let mut shortened = chunk.clone();
+            shortened.text = Some(cut.text);
+            shortened.data = None;
+            let cut_part = self.render(&shortened, renderer);
+            let decision = Decision::Truncated {
+                tokens_before: part.alone(),
+                tokens_after: cut_part.alone(),
+                cap: cap.max(crate::budget::MIN_CAP),
+            };
+            return PreparedChunk {
+                role,
+                part: Arc::new(cut_part),
+                decision,
+            };
         }
         PreparedChunk {
             role,

@@ -429,10 +429,10 @@ fn plural(word: &str) -> String {
         return format!("{word}es");
     }
     let mut chars = lower.chars().rev();
-    if let (Some('y'), Some(before)) = (chars.next(), chars.next()) {
-        if !"aeiou".contains(before) {
-            return format!("{}ies", &word[..word.len() - 1]);
-        }
+    if let (Some('y'), Some(before)) = (chars.next(), chars.next())
+        && !"aeiou".contains(before)
+    {
+        return format!("{}ies", &word[..word.len() - 1]);
     }
     format!("{word}s")
 }

@@ -177,11 +177,11 @@ impl GuardedEncoder {
                 prev[new_end] = left;
             }
             pair_rank[left] = u32::MAX;
-            if new_end < n {
-                if let Some(rank) = rank_of(left, end[new_end]) {
-                    pair_rank[left] = rank;
-                    heap.push(Reverse((rank, left)));
-                }
+            if new_end < n
+                && let Some(rank) = rank_of(left, end[new_end])
+            {
+                pair_rank[left] = rank;
+                heap.push(Reverse((rank, left)));
             }
             if left > 0 {
                 let before = prev[left];

@@ -41,7 +41,7 @@ pub(crate) fn run(args: ReplayArgs) -> agent_context::Result<String> {
     let total = recorded.chunks.len();
     for (index, chunk) in recorded.chunks.into_iter().enumerate() {
         let ends_turn = match args.every {
-            Some(n) => (index as u64 + 1) % n == 0,
+            Some(n) => (index as u64 + 1).is_multiple_of(n),
             None => chunk.kind == ChunkKind::Agent && chunk.role == Some(Role::Assistant),
         };
         session.push(chunk)?;
