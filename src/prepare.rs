@@ -91,10 +91,20 @@ impl Preparer<'_> {
     }
 
     fn render(&self, chunk: &MemoryChunk, renderer: &dyn ChunkRenderer) -> CountedText {
-        let mut text = String::new();
+        let mut text = String::with_capacity(body_len(chunk) + RENDER_SLACK);
         renderer.render(chunk, &self.ctx, &mut text);
+        // A session keeps every rendered chunk: hold no spare capacity.
+        text.shrink_to_fit();
         CountedText::new(text, self.counter)
     }
+}
+
+/// Room for tags and attributes around a body, so rendering rarely regrows.
+const RENDER_SLACK: usize = 160;
+
+/// The length of a chunk's text body (data bodies are sized by rendering).
+fn body_len(chunk: &MemoryChunk) -> usize {
+    chunk.text.as_ref().map_or(0, String::len)
 }
 
 /// A chunk's body as the default renderers write it (before escaping).

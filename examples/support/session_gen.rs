@@ -65,10 +65,18 @@ pub fn prose(rng: &mut Rng, words: usize) -> String {
         }
     }
     out.push('.');
+    // Text parsed from JSON holds no spare capacity; neither should ours.
+    out.shrink_to_fit();
     out
 }
 
 fn code(rng: &mut Rng, lines: usize) -> String {
+    let mut out = code_lines(rng, lines);
+    out.shrink_to_fit();
+    out
+}
+
+fn code_lines(rng: &mut Rng, lines: usize) -> String {
     let mut out = String::from("use std::collections::HashMap;\n\n");
     for i in 0..lines {
         let word = rng.pick(WORDS);
@@ -107,7 +115,7 @@ fn json_rows(rng: &mut Rng, rows: usize) -> serde_json::Value {
 }
 
 fn log_lines(rng: &mut Rng, lines: usize) -> String {
-    (0..lines)
+    let mut out: String = (0..lines)
         .map(|i| {
             let long = if rng.range(0, 30) == 0 {
                 let width = rng.range(200, 2_000);
@@ -119,7 +127,9 @@ fn log_lines(rng: &mut Rng, lines: usize) -> String {
             let word = rng.pick(WORDS);
             format!("[{i:05}] {level} {word} {}{long}\n", rng.range(0, 1 << 20))
         })
-        .collect()
+        .collect();
+    out.shrink_to_fit();
+    out
 }
 
 /// Appends one turn (about `scale` × 600 tokens) to `state`.
