@@ -74,13 +74,17 @@ impl Preparer<'_> {
         }
     }
 
-    /// The stub of a rendered chunk, when its renderer has one and it is shorter.
+    /// The stub of a rendered chunk, when its renderer has one and the chunk
+    /// has at least [`STUB_MIN_TOKENS`] tokens.
     pub(crate) fn stub(
         &self,
         chunk: &MemoryChunk,
         renderer: &dyn ChunkRenderer,
         part: &CountedText,
     ) -> Option<Arc<CountedText>> {
+        if part.alone() < STUB_MIN_TOKENS {
+            return None;
+        }
         let mut text = String::new();
         if !renderer.render_stub(chunk, part.alone(), &self.ctx, &mut text) {
             return None;
@@ -98,6 +102,10 @@ impl Preparer<'_> {
         CountedText::new(text, self.counter)
     }
 }
+
+/// Chunks shorter than this are not worth a stub (it would save a few
+/// tokens); they make room by being dropped with their unit instead.
+pub(crate) const STUB_MIN_TOKENS: usize = 64;
 
 /// Room for tags and attributes around a body, so rendering rarely regrows.
 const RENDER_SLACK: usize = 160;

@@ -11,8 +11,8 @@
 //! * **Caps** (see [`Policy`]) shorten every body over its cap, whether or not
 //!   the session fits: exact head+tail truncation, the tail kept larger.
 //! * When the prompt is over budget, room is made cheapest loss first:
-//!   1. `disposable` bodies become stubs (`<tool_result id=… elided="N tokens"/>`),
-//!      oldest first;
+//!   1. `disposable` chunks of at least 64 tokens become stubs
+//!      (`<tool_result id=… elided="N tokens"/>`), oldest first;
 //!   2. whole unprotected units are dropped, lowest priority first, then oldest.
 //!
 //!   Trimming goes down to the policy's low-water mark (80% of the budget by

@@ -50,13 +50,10 @@ impl CountedText {
         }
         let cut = last_clean_cut(&text);
         let (head, tail) = text.split_at(cut);
-        let mut joined = String::with_capacity(tail.len() + SEPARATOR.len());
-        joined.push_str(tail);
-        joined.push_str(SEPARATOR);
         CountedText {
             head: counter.count(head),
             tail_alone: counter.count(tail),
-            tail_joined: counter.count(&joined),
+            tail_joined: count_joined(tail, counter),
             clean_start: starts_clean(&text),
             text,
         }
@@ -77,6 +74,22 @@ impl CountedText {
     pub(crate) fn joined(&self) -> usize {
         self.head + self.tail_joined
     }
+}
+
+/// Tokens of `tail` followed by the separator. Tails are mostly closing tags,
+/// so a short one is put together on the stack.
+fn count_joined(tail: &str, counter: &dyn TokenCounter) -> usize {
+    const STACK: usize = 64;
+    let len = tail.len() + SEPARATOR.len();
+    if len > STACK {
+        return counter.count(&format!("{tail}{SEPARATOR}"));
+    }
+    let mut buffer = [0u8; STACK];
+    buffer[..tail.len()].copy_from_slice(tail.as_bytes());
+    buffer[tail.len()..len].copy_from_slice(SEPARATOR.as_bytes());
+    // Two strings laid end to end are a string.
+    let joined = std::str::from_utf8(&buffer[..len]).unwrap_or_default();
+    counter.count(joined)
 }
 
 /// Whether a separator followed by `text` ends at a clean cut.

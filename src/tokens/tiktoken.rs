@@ -75,7 +75,9 @@ const MEMO_MAX_BYTES: usize = 32;
 /// Entries the memo holds before it starts over, bounding its memory.
 const MEMO_MAX_ENTRIES: usize = 1 << 16;
 
-type Memo = Mutex<FxHashMap<(Encoding, Box<str>), usize>>;
+/// Short texts and their counts, one map per table (`o200k_harmony` shares
+/// `o200k_base`'s); looked up by `&str`, so a hit allocates nothing.
+type Memo = Mutex<FxHashMap<Box<str>, usize>>;
 
 impl TiktokenCounter {
     fn count_uncached(&self, text: &str) -> usize {
@@ -85,6 +87,15 @@ impl TiktokenCounter {
             self.bpe.encode_ordinary(text).len()
         }
     }
+
+    fn memo(&self) -> &'static Memo {
+        static O200K: OnceLock<Memo> = OnceLock::new();
+        static CL100K: OnceLock<Memo> = OnceLock::new();
+        match self.encoding {
+            Encoding::O200kBase | Encoding::O200kHarmony => O200K.get_or_init(Memo::default),
+            Encoding::Cl100kBase => CL100K.get_or_init(Memo::default),
+        }
+    }
 }
 
 impl TokenCounter for TiktokenCounter {
@@ -92,12 +103,10 @@ impl TokenCounter for TiktokenCounter {
         if text.len() > MEMO_MAX_BYTES {
             return self.count_uncached(text);
         }
-        static MEMO: OnceLock<Memo> = OnceLock::new();
-        let memo = MEMO.get_or_init(Memo::default);
-        let key = (self.encoding, Box::<str>::from(text));
         // A poisoned lock only means another thread panicked mid-insert of
         // an exact count; the map is still valid.
-        if let Some(&tokens) = memo.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        let memo = self.memo();
+        if let Some(&tokens) = memo.lock().unwrap_or_else(|e| e.into_inner()).get(text) {
             return tokens;
         }
         let tokens = self.count_uncached(text);
@@ -105,7 +114,7 @@ impl TokenCounter for TiktokenCounter {
         if memo.len() >= MEMO_MAX_ENTRIES {
             memo.clear();
         }
-        memo.insert(key, tokens);
+        memo.insert(Box::from(text), tokens);
         tokens
     }
 
