@@ -25,6 +25,16 @@ fn sessions() -> Vec<(&'static str, MemoryState)> {
         .collect()
 }
 
+/// Bytes of the sessions' text bodies, for throughput.
+fn text_bytes(state: &MemoryState) -> u64 {
+    state
+        .chunks
+        .iter()
+        .filter_map(|c| c.text.as_deref())
+        .map(|t| t.len() as u64)
+        .sum()
+}
+
 fn count(c: &mut Criterion) {
     let counter = TiktokenCounter::new(Encoding::O200kBase).unwrap();
     let raw = tiktoken_rs::o200k_base_singleton();
@@ -49,13 +59,7 @@ fn count(c: &mut Criterion) {
 fn build(c: &mut Criterion) {
     let mut group = c.benchmark_group("build");
     for (name, state) in sessions() {
-        let bytes: usize = state
-            .chunks
-            .iter()
-            .filter_map(|c| c.text.as_deref())
-            .map(str::len)
-            .sum();
-        group.throughput(Throughput::Bytes(bytes as u64));
+        group.throughput(Throughput::Bytes(text_bytes(&state)));
         for budget in [4_000, 128_000] {
             let mut builder = ContextBuilder::new();
             builder.model("gpt-4o").max_tokens(budget);
@@ -71,13 +75,7 @@ fn render(c: &mut Criterion) {
     let registry = RendererRegistry::new();
     let mut group = c.benchmark_group("render");
     for (name, state) in sessions() {
-        let bytes: usize = state
-            .chunks
-            .iter()
-            .filter_map(|c| c.text.as_deref())
-            .map(str::len)
-            .sum();
-        group.throughput(Throughput::Bytes(bytes as u64));
+        group.throughput(Throughput::Bytes(text_bytes(&state)));
         for mode in [EscapeMode::Structural, EscapeMode::Xml] {
             let ctx = registry.context(mode);
             let mut out = String::new();

@@ -136,3 +136,16 @@ pub enum ErrorKind {
         source: std::io::Error,
     },
 }
+
+/// How an error message names the type of a JSON value ("an array", …).
+pub(crate) fn json_type_name(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

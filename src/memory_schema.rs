@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::error::{ChunkLocation, ErrorKind, Result};
+use crate::error::{ChunkLocation, ErrorKind, Result, json_type_name};
 use crate::memory::{ChunkKind, JsonObject, MemoryChunk, MemoryState, Retention, Role};
 
 const SESSION_FIELDS: &[&str] = &["id", "system_prompt", "fragments", "chunks"];
@@ -38,7 +38,7 @@ pub(crate) fn session_from_value(value: Value) -> Result<MemoryState> {
     let Value::Object(mut object) = value else {
         return Err(session_error(
             "(root)",
-            format!("expected an object, found {}", type_name(&value)),
+            format!("expected an object, found {}", json_type_name(&value)),
         ));
     };
     if let Some(field) = object
@@ -69,7 +69,10 @@ pub(crate) fn session_from_value(value: Value) -> Result<MemoryState> {
         Some(other) => {
             return Err(session_error(
                 "chunks",
-                format!("expected an array of chunks, found {}", type_name(&other)),
+                format!(
+                    "expected an array of chunks, found {}",
+                    json_type_name(&other)
+                ),
             ));
         }
     };
@@ -88,7 +91,7 @@ pub(crate) fn chunk_from_value(index: usize, value: Value) -> Result<MemoryChunk
         return Err(ErrorKind::Chunk {
             location: ChunkLocation { index, id: None },
             field: "(chunk)".into(),
-            message: format!("expected an object, found {}", type_name(&value)),
+            message: format!("expected an object, found {}", json_type_name(&value)),
         }
         .into());
     };
@@ -218,7 +221,7 @@ impl ChunkFields<'_> {
     fn wrong_type(&self, field: &str, expected: &str, found: &Value) -> crate::Error {
         self.error(
             field,
-            format!("expected {expected}, found {}", type_name(found)),
+            format!("expected {expected}, found {}", json_type_name(found)),
         )
     }
 
@@ -238,7 +241,7 @@ fn optional_session_string(object: &mut JsonObject, field: &str) -> Result<Optio
         Some(Value::String(s)) => Ok(Some(s)),
         Some(other) => Err(session_error(
             field,
-            format!("expected a string, found {}", type_name(&other)),
+            format!("expected a string, found {}", json_type_name(&other)),
         )),
     }
 }
@@ -249,17 +252,6 @@ fn session_error(field: &str, message: String) -> crate::Error {
         message,
     }
     .into()
-}
-
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

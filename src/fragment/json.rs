@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use super::{Fragment, FragmentData, error, is_fragment_list, too_deep};
-use crate::error::Result;
+use crate::error::{Result, json_type_name};
 use crate::format::{MAX_DEPTH, push_key};
 
 impl Fragment {
@@ -46,7 +46,7 @@ pub fn fragments_from_json(value: Value) -> Result<Vec<Fragment>> {
             &path,
             format!(
                 "expected an array of fragments, found {}",
-                type_name(&other)
+                json_type_name(&other)
             ),
         )),
     }
@@ -59,7 +59,7 @@ fn parse_fragment(value: Value, path: &mut String, depth: usize) -> Result<Fragm
             path,
             format!(
                 "expected a fragment {{\"name\": …, \"data\": …}}, found {}",
-                type_name(&value)
+                json_type_name(&value)
             ),
         ));
     };
@@ -73,7 +73,7 @@ fn parse_fragment(value: Value, path: &mut String, depth: usize) -> Result<Fragm
     let name = match object.remove("name") {
         Some(Value::String(name)) => name,
         Some(other) => {
-            let message = format!("expected a string, found {}", type_name(&other));
+            let message = format!("expected a string, found {}", json_type_name(&other));
             return Err(error(&format!("{path}.name"), message));
         }
         None => return Err(error(&format!("{path}.name"), "missing".into())),
@@ -142,17 +142,6 @@ fn check_depth(value: &Value, path: &mut String, depth: usize) -> Result<()> {
         _ => {}
     }
     Ok(())
-}
-
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]
