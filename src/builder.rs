@@ -2,24 +2,23 @@
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashSet;
-use smallvec::SmallVec;
-
+use crate::assemble::{assemble, summarize};
 use crate::budget::{
-    ChunkDecision, Decision, DropReason, HISTORY_START_TAG, Item, Layout, Planner, Policy,
-    SUMMARY_TAG, Slot, framing_table, group_units, is_orphan_result, plan_steps,
+    ChunkDecision, Decision, DropReason, HISTORY_START_TAG, Item, Planner, Policy, framing_table,
+    group_units, is_orphan_result, plan_steps,
 };
 use crate::chunk_id::ChunkId;
 use crate::error::{ErrorKind, Result};
 use crate::format::{FormatOptions, FragmentFormat, render_fragments};
-use crate::memory::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
-use crate::message::{BuildResult, ContextMessage, Resolved, Truncation};
+use crate::memory::{ChunkKind, MemoryState, Retention, Role};
+use crate::message::{BuildResult, Resolved, Truncation};
 use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
 use crate::render::{ChunkRenderer, EscapeMode, RenderContext, RendererRegistry};
 use crate::session::ChunkCache;
-use crate::tokens::parts::{CountedText, join};
+use crate::tokens::parts::CountedText;
 use crate::tokens::{Framing, TokenCounter, counter_for_model, model_info};
+use rustc_hash::FxHashSet;
 
 /// The model counted for when none is given.
 pub const DEFAULT_MODEL: &str = "gpt-4o";
@@ -320,7 +319,7 @@ impl ContextBuilder {
                 max_tokens,
                 reserve_output: self.reserve_output,
             })?;
-        self.summarize(&planner, &mut layout, state, &preparer);
+        summarize(&planner, &mut layout, state, &preparer);
 
         let mut decisions = history.decisions;
         for (i, item) in history.items.iter().enumerate() {
@@ -539,69 +538,6 @@ impl ContextBuilder {
         history
     }
 
-    /// Replaces the elision marker by the summarizer's summary when one is
-    /// set and the summary fits where the marker was.
-    fn summarize(
-        &self,
-        planner: &Planner<'_>,
-        layout: &mut Layout,
-        state: &MemoryState,
-        preparer: &Preparer<'_>,
-    ) {
-        let (Some(summarizer), Some(elision), Some(marker)) = (
-            self.policy.summarizer(),
-            layout.elision,
-            layout.marker.as_ref(),
-        ) else {
-            return;
-        };
-        let dropped: Vec<&MemoryChunk> = planner
-            .items
-            .iter()
-            .zip(&layout.dropped)
-            .filter(|(_, dropped)| **dropped)
-            .map(|(item, _)| &state.chunks[item.chunk])
-            .collect();
-        let chunks = elision.chunks.to_string();
-        let tokens = elision.tokens.to_string();
-        let attributes = [
-            ("chunks", Some(chunks.as_str())),
-            ("tokens", Some(tokens.as_str())),
-        ];
-        let render = |body: &str| {
-            let mut text = String::new();
-            preparer
-                .ctx
-                .write_element(&mut text, SUMMARY_TAG, &attributes, Some(body));
-            CountedText::new(text, planner.counter)
-        };
-        let frame = render("x").alone();
-        let room = (planner.available + marker.alone()).saturating_sub(layout.total + frame);
-        let Some(summary) = summarizer
-            .summarize(&dropped, room)
-            .filter(|s| !s.is_empty())
-        else {
-            return;
-        };
-        // Escaping and joins can cost a few tokens more than the text alone:
-        // shorten until the whole prompt fits, or keep the marker.
-        let mut body = summary;
-        for _ in 0..4 {
-            let mut candidate = layout.clone();
-            planner.replace_marker(&mut candidate, render(&body));
-            if candidate.total <= planner.available {
-                *layout = candidate;
-                return;
-            }
-            let excess = candidate.total - planner.available;
-            let cap = planner.counter.count(&body).saturating_sub(excess + 1);
-            match crate::budget::truncate_to_cap(planner.counter, &body, cap) {
-                Some(cut) if cap >= crate::budget::MIN_CAP => body = cut.text,
-                _ => return,
-            }
-        }
-    }
-
     /// `(max_tokens, available)` for this build.
     fn budget(&self, warnings: &mut Vec<String>) -> Result<(usize, usize)> {
         let window = model_info(&self.model).map(|m| m.context_window);
@@ -667,59 +603,4 @@ impl ContextBuilder {
             prompt.to_owned()
         }
     }
-}
-
-/// Turns a layout into messages, the system message first, each with the
-/// content tokens that stay put if a later build appends to it (see
-/// [`PreviousBuild::stable_prefix_tokens`]).
-fn assemble(
-    planner: &Planner<'_>,
-    layout: &Layout,
-    system_chunks: &[usize],
-    ids: &[ChunkId],
-) -> (Vec<ContextMessage>, Vec<usize>) {
-    let mut messages = Vec::with_capacity(layout.messages.len() + 1);
-    let mut growable = Vec::with_capacity(layout.messages.len() + 1);
-    let mut push = |role: Role, parts: &[&CountedText], chunk_ids: SmallVec<[ChunkId; 4]>| {
-        growable.push(growable_prefix(parts));
-        messages.push(ContextMessage {
-            role,
-            content: join(parts),
-            chunk_ids,
-            tokens: planner.message_tokens(role, parts),
-        });
-    };
-    if !planner.system.is_empty() {
-        let parts: Vec<&CountedText> = planner.system.iter().map(|p| &**p).collect();
-        push(
-            Role::System,
-            &parts,
-            system_chunks.iter().map(|&i| ids[i].clone()).collect(),
-        );
-    }
-    for (role, slots) in &layout.messages {
-        let parts: Vec<&CountedText> = slots.iter().map(|s| planner.part(layout, *s)).collect();
-        let chunk_ids = slots
-            .iter()
-            .filter_map(|slot| match slot {
-                Slot::Item(i) => Some(ids[planner.items[*i].chunk].clone()),
-                Slot::Marker | Slot::HistoryStart => None,
-            })
-            .collect();
-        push(*role, &parts, chunk_ids);
-    }
-    (messages, growable)
-}
-
-/// Content tokens of a message that a later build leaves in place when it
-/// appends parts to it: every part but the last with its separator, and the
-/// last one up to its final clean cut. Zero when the parts do not add up.
-fn growable_prefix(parts: &[&CountedText]) -> usize {
-    let Some((last, rest)) = parts.split_last() else {
-        return 0;
-    };
-    if parts.iter().skip(1).any(|p| !p.clean_start) {
-        return 0;
-    }
-    rest.iter().map(|p| p.joined()).sum::<usize>() + last.head()
 }

@@ -61,6 +61,7 @@
 #![deny(missing_docs)]
 
 pub mod adapter;
+mod assemble;
 pub mod budget;
 mod builder;
 mod chunk_id;

@@ -194,3 +194,36 @@ fn a_message_that_grows_keeps_its_old_tokens_in_the_stable_prefix() {
         "stable {stable} far below the common {common}"
     );
 }
+
+struct Brief;
+
+impl agent_context::budget::Summarizer for Brief {
+    fn summarize(&self, _dropped: &[&MemoryChunk], _max_tokens: usize) -> Option<String> {
+        Some("Earlier turns set up the repository.".into())
+    }
+}
+
+#[test]
+fn the_turns_policy_is_the_one_applied() {
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(400);
+    let mut session = ContextSession::new(builder, MemoryState::new()).unwrap();
+    for turn in 0..12 {
+        session
+            .push(MemoryChunk::agent(
+                format!("u{turn}"),
+                Role::User,
+                "word ".repeat(30),
+            ))
+            .unwrap();
+    }
+    let mut policy = Policy::default();
+    policy.set_summarizer(std::sync::Arc::new(Brief));
+    let result = session.build(&policy).unwrap();
+    let all: String = result.messages.iter().map(|m| m.content.as_str()).collect();
+    assert!(
+        all.contains("<progress_summary"),
+        "the turn's summarizer was used: {all}"
+    );
+    assert_within_budget(&result);
+}

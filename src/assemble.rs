@@ -1,0 +1,128 @@
+//! From a plan to messages: the summary that may replace the marker, and the
+//! messages themselves with what a later build can keep of each.
+
+use smallvec::SmallVec;
+
+use crate::budget::{Layout, MIN_CAP, Planner, SUMMARY_TAG, Slot, truncate_to_cap};
+use crate::chunk_id::ChunkId;
+use crate::memory::{MemoryChunk, MemoryState, Role};
+use crate::message::ContextMessage;
+use crate::prepare::Preparer;
+use crate::tokens::parts::{CountedText, join};
+
+/// Replaces the elision marker by the summarizer's summary when one is
+/// set and the summary fits where the marker was.
+pub(crate) fn summarize(
+    planner: &Planner<'_>,
+    layout: &mut Layout,
+    state: &MemoryState,
+    preparer: &Preparer<'_>,
+) {
+    let (Some(summarizer), Some(elision), Some(marker)) = (
+        preparer.policy.summarizer(),
+        layout.elision,
+        layout.marker.as_ref(),
+    ) else {
+        return;
+    };
+    let dropped: Vec<&MemoryChunk> = planner
+        .items
+        .iter()
+        .zip(&layout.dropped)
+        .filter(|(_, dropped)| **dropped)
+        .map(|(item, _)| &state.chunks[item.chunk])
+        .collect();
+    let chunks = elision.chunks.to_string();
+    let tokens = elision.tokens.to_string();
+    let attributes = [
+        ("chunks", Some(chunks.as_str())),
+        ("tokens", Some(tokens.as_str())),
+    ];
+    let render = |body: &str| {
+        let mut text = String::new();
+        preparer
+            .ctx
+            .write_element(&mut text, SUMMARY_TAG, &attributes, Some(body));
+        CountedText::new(text, planner.counter)
+    };
+    let frame = render("x").alone();
+    let room = (planner.available + marker.alone()).saturating_sub(layout.total + frame);
+    let Some(summary) = summarizer
+        .summarize(&dropped, room)
+        .filter(|s| !s.is_empty())
+    else {
+        return;
+    };
+    // Escaping and joins can cost a few tokens more than the text alone:
+    // shorten until the whole prompt fits, or keep the marker.
+    let mut body = summary;
+    for _ in 0..4 {
+        let mut candidate = layout.clone();
+        planner.replace_marker(&mut candidate, render(&body));
+        if candidate.total <= planner.available {
+            *layout = candidate;
+            return;
+        }
+        let excess = candidate.total - planner.available;
+        let cap = planner.counter.count(&body).saturating_sub(excess + 1);
+        match truncate_to_cap(planner.counter, &body, cap) {
+            Some(cut) if cap >= MIN_CAP => body = cut.text,
+            _ => return,
+        }
+    }
+}
+
+/// Turns a layout into messages, the system message first, each with the
+/// content tokens that stay put if a later build appends to it (see
+/// [`PreviousBuild::stable_prefix_tokens`]).
+pub(crate) fn assemble(
+    planner: &Planner<'_>,
+    layout: &Layout,
+    system_chunks: &[usize],
+    ids: &[ChunkId],
+) -> (Vec<ContextMessage>, Vec<usize>) {
+    let mut messages = Vec::with_capacity(layout.messages.len() + 1);
+    let mut growable = Vec::with_capacity(layout.messages.len() + 1);
+    let mut push = |role: Role, parts: &[&CountedText], chunk_ids: SmallVec<[ChunkId; 4]>| {
+        growable.push(growable_prefix(parts));
+        messages.push(ContextMessage {
+            role,
+            content: join(parts),
+            chunk_ids,
+            tokens: planner.message_tokens(role, parts),
+        });
+    };
+    if !planner.system.is_empty() {
+        let parts: Vec<&CountedText> = planner.system.iter().map(|p| &**p).collect();
+        push(
+            Role::System,
+            &parts,
+            system_chunks.iter().map(|&i| ids[i].clone()).collect(),
+        );
+    }
+    for (role, slots) in &layout.messages {
+        let parts: Vec<&CountedText> = slots.iter().map(|s| planner.part(layout, *s)).collect();
+        let chunk_ids = slots
+            .iter()
+            .filter_map(|slot| match slot {
+                Slot::Item(i) => Some(ids[planner.items[*i].chunk].clone()),
+                Slot::Marker | Slot::HistoryStart => None,
+            })
+            .collect();
+        push(*role, &parts, chunk_ids);
+    }
+    (messages, growable)
+}
+
+/// Content tokens of a message that a later build leaves in place when it
+/// appends parts to it: every part but the last with its separator, and the
+/// last one up to its final clean cut. Zero when the parts do not add up.
+fn growable_prefix(parts: &[&CountedText]) -> usize {
+    let Some((last, rest)) = parts.split_last() else {
+        return 0;
+    };
+    if parts.iter().skip(1).any(|p| !p.clean_start) {
+        return 0;
+    }
+    rest.iter().map(|p| p.joined()).sum::<usize>() + last.head()
+}
