@@ -54,6 +54,7 @@
 //!   estimates for other models, message framing, the model table.
 //! * [`budget`]: what is protected, what moves together, what was decided.
 //! * [`ContextBuilder`] → [`BuildResult`]: messages, counts, decisions.
+//! * [`ContextSession`]: the same, turn after turn, at the cost of what is new.
 //! * [`adapter`]: OpenAI, Anthropic and plain-text output.
 //! * [`Fragment`] and [`format`](mod@format): structured system context (role, hints,
 //!   terms, guardrails, config) rendered as XML, Markdown, TOML or TOON.
