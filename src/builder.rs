@@ -409,13 +409,7 @@ impl ContextBuilder {
                 self.fragments_format,
                 &self.fragment_options,
             )?;
-            // XML fragments are well-formed XML already; other formats are
-            // text that `xml` mode must escape like any body.
-            let text = if self.fragments_format == FragmentFormat::Xml {
-                rendered
-            } else {
-                self.system_prompt_text(&rendered, ctx)
-            };
+            let text = self.fragments_text(rendered);
             if !text.is_empty() {
                 system.push(Arc::new(CountedText::new(text, counter)));
             }
@@ -592,8 +586,24 @@ impl ContextBuilder {
         }
     }
 
-    /// The system prompt (and fragments rendered as text) are the caller's
-    /// own, kept raw except in `xml` mode, whose promise is that every message parses.
+    /// Fragments are data, not instructions: whatever their format, a key or
+    /// value must not open or close a message tag, so structural escaping
+    /// applies to them in every mode but `none` (it keeps XML well formed,
+    /// turning such an element into text); `xml` mode escapes the text
+    /// formats in full, like any body.
+    fn fragments_text(&self, rendered: String) -> String {
+        let mode = match (self.escape, self.fragments_format) {
+            (EscapeMode::None, _) => return rendered,
+            (EscapeMode::Xml, format) if format != FragmentFormat::Xml => EscapeMode::Xml,
+            _ => EscapeMode::Structural,
+        };
+        let mut out = String::with_capacity(rendered.len());
+        self.renderers.context(mode).write_body(&mut out, &rendered);
+        out
+    }
+
+    /// The system prompt is the caller's own instructions, kept raw except in
+    /// `xml` mode, whose promise is that every message parses.
     fn system_prompt_text(&self, prompt: &str, ctx: &RenderContext<'_>) -> String {
         if self.escape == EscapeMode::Xml {
             let mut out = String::with_capacity(prompt.len());

@@ -8,9 +8,9 @@ use std::fmt;
 #[non_exhaustive]
 pub enum EscapeMode {
     /// Only a `<` that would open or close a tag some registered renderer
-    /// emits (`<user_message`, `</tool_result`, matched case-insensitively and
-    /// with any whitespace after `<` or `/`) becomes `&lt;`; all other text is
-    /// untouched, so code stays readable.
+    /// emits (`<user_message`, `</tool_result`, matched case-insensitively,
+    /// with any whitespace or invisible format characters after `<` or `/`)
+    /// becomes `&lt;`; all other text is untouched, so code stays readable.
     #[default]
     Structural,
     /// Full XML escaping (`&`, `<`, `>`; a carriage return as `&#13;` so it
@@ -55,9 +55,9 @@ impl TagSet {
 
     /// Whether `rest` (the text after a `<`) opens or closes a known tag.
     fn starts_tag(&self, rest: &str) -> bool {
-        let rest = rest.trim_start_matches(is_xml_space);
+        let rest = rest.trim_start_matches(is_blank);
         let rest = match rest.strip_prefix('/') {
-            Some(after) => after.trim_start_matches(is_xml_space),
+            Some(after) => after.trim_start_matches(is_blank),
             None => rest,
         };
         self.names.iter().any(|name| {
@@ -68,8 +68,11 @@ impl TagSet {
     }
 }
 
-fn is_xml_space(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\r' | '\n')
+/// What a reader may skip between `<`, `/` and a tag name: any Unicode
+/// whitespace and the invisible format characters (zero-width space and
+/// joiners, word joiner, byte-order mark).
+fn is_blank(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}')
 }
 
 fn is_name_char(c: char) -> bool {
