@@ -482,7 +482,13 @@ impl ContextBuilder {
             };
             if selected[index] {
                 let renderer = self.renderers.renderer_for(chunk);
-                let cap = preparer.cap_for(chunk);
+                // Caps cut the bodies the default renderer writes; a custom
+                // renderer draws what it likes from the chunk, and owns its size.
+                let cap = if self.renderers.renders_by_default(chunk) {
+                    preparer.cap_for(chunk)
+                } else {
+                    None
+                };
                 let prepared = match cache.as_deref_mut() {
                     Some(cache) => {
                         cache.prepared(index, cap, || preparer.prepare(chunk, renderer, cap))

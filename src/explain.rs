@@ -150,10 +150,13 @@ impl BuildResult {
         segments.push(('|', "reserve", self.reserve_output));
         let window = self.max_tokens.max(1);
         let mut bar = String::with_capacity(BAR_WIDTH);
-        let (mut drawn, mut cumulative) = (0, 0);
+        let (mut drawn, mut cumulative) = (0, 0u128);
         for &(letter, _, tokens) in &segments {
-            cumulative += tokens;
-            let upto = (cumulative * BAR_WIDTH).div_ceil(window).min(BAR_WIDTH);
+            cumulative += tokens as u128;
+            // In u128: a budget near usize::MAX times the width must not overflow.
+            let upto = (cumulative * BAR_WIDTH as u128)
+                .div_ceil(window as u128)
+                .min(BAR_WIDTH as u128) as usize;
             for _ in drawn..upto {
                 bar.push(letter);
             }
@@ -185,7 +188,7 @@ fn kind_letter(kind: ChunkKind) -> char {
 fn reason_name(reason: DropReason) -> &'static str {
     match reason {
         DropReason::Filtered => "filtered",
-        DropReason::Orphan => "orphan result",
+        DropReason::Orphan => "orphan",
         DropReason::Budget => "budget",
     }
 }

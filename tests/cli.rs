@@ -551,3 +551,13 @@ fn replay_prints_a_line_per_turn_and_a_summary() {
     );
     assert_failed(&run_replay(&["--every", "0"]), 2, "--every");
 }
+
+#[test]
+fn explain_survives_the_largest_budget() {
+    let out = build_file(
+        SMALL,
+        &["--max-tokens", "18446744073709551615", "--explain"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("window by kind"), "{}", out.stderr);
+}

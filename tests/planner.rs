@@ -376,3 +376,57 @@ fn a_counter_that_does_not_add_up_is_counted_message_by_message() {
         assert_within_budget(&result);
     }
 }
+
+#[test]
+fn the_most_specific_cap_wins_and_custom_renderers_keep_their_bodies() {
+    let output = "line of output\n".repeat(400);
+    let mut builder = ContextBuilder::new();
+    builder
+        .policy_mut()
+        .caps
+        .set("environment", Some(30))
+        .set("tool_result", Some(200));
+    let result = builder.build(&big_tool_session(&output)).unwrap();
+    let Decision::Truncated { cap, .. } = result.decisions[2].decision else {
+        panic!("{:?}", result.decisions[2])
+    };
+    assert_eq!(cap, 200, "the tag's cap beats the kind's");
+    // A renderer that draws from `data` is not cut to the default cap.
+    let rows: Vec<_> = (0..1_500)
+        .map(|i| serde_json::json!({"row": i, "name": format!("item {i}")}))
+        .collect();
+    let state = MemoryState::new()
+        .with_chunk(MemoryChunk::agent("u1", Role::User, "list rows"))
+        .with_chunk(
+            MemoryChunk::new("w1", ChunkKind::Workflow)
+                .with_call_id("k")
+                .with_text("rows"),
+        )
+        .with_chunk(
+            MemoryChunk::new("r1", ChunkKind::Environment)
+                .with_call_id("k")
+                .with_data(serde_json::json!(rows)),
+        );
+    let mut custom = ContextBuilder::new();
+    custom.max_tokens(1_000_000).renderers_mut().register_fn(
+        &["rows"],
+        Role::User,
+        |chunk| chunk.kind == ChunkKind::Environment,
+        |chunk, ctx, out| {
+            let data = chunk
+                .data
+                .as_ref()
+                .map(|d| d.to_string())
+                .unwrap_or_default();
+            ctx.write_element(out, "rows", &[("id", Some(&chunk.id))], Some(&data))
+        },
+    );
+    let result = custom.build(&state).unwrap();
+    assert!(result.truncated.is_empty());
+    assert!(
+        result
+            .messages
+            .iter()
+            .any(|m| m.content.contains("item 1499"))
+    );
+}

@@ -229,6 +229,11 @@ impl RendererRegistry {
         RenderContext::new(mode, &self.tags)
     }
 
+    /// Whether `chunk` falls to the default renderer (no custom one claims it).
+    pub fn renders_by_default(&self, chunk: &MemoryChunk) -> bool {
+        !self.custom.iter().any(|r| r.can_render(chunk))
+    }
+
     /// The renderer that handles `chunk`.
     pub fn renderer_for(&self, chunk: &MemoryChunk) -> &dyn ChunkRenderer {
         self.custom
