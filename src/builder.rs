@@ -8,7 +8,7 @@ use crate::budget::{
     group_units, is_orphan_result, plan_steps,
 };
 use crate::chunk_id::ChunkId;
-use crate::error::{ErrorKind, Result};
+use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::format::{FormatOptions, FragmentFormat, render_fragments};
 use crate::memory::{ChunkKind, MemoryState, Retention, Role};
 use crate::message::{BuildResult, Resolved, Truncation};
@@ -287,7 +287,7 @@ impl ContextBuilder {
             ctx,
             policy,
         };
-        let mut history = self.prepare_history(state, &preparer, pass.cache.as_deref_mut());
+        let mut history = self.prepare_history(state, &preparer, pass.cache.as_deref_mut())?;
         let units = group_units(&mut history.items, &state.chunks);
         let (steps, sticky) = plan_steps(
             &history.items,
@@ -425,7 +425,7 @@ impl ContextBuilder {
         state: &MemoryState,
         preparer: &Preparer<'_>,
         mut cache: Option<&mut ChunkCache>,
-    ) -> History {
+    ) -> Result<History> {
         let policy = preparer.policy;
         let only_ids: Option<FxHashSet<&str>> = self
             .include_ids
@@ -503,6 +503,25 @@ impl ContextBuilder {
                         reason: DropReason::Orphan,
                     };
                 } else if prepared.role == Role::System {
+                    // The system message is never trimmed, so a tool call or
+                    // result there would escape its unit and could outlive
+                    // its other half.
+                    if chunk.call_id.is_some()
+                        && matches!(chunk.kind, ChunkKind::Workflow | ChunkKind::Environment)
+                    {
+                        return Err(ErrorKind::Chunk {
+                            location: ChunkLocation {
+                                index,
+                                id: Some(chunk.id.clone()),
+                            },
+                            field: "call_id".into(),
+                            message: "a custom renderer put this tool call or result in the \
+                                      system role; tool calls and results must render into \
+                                      the user or assistant role"
+                                .into(),
+                        }
+                        .into());
+                    }
                     decision.protected = true;
                     history.system_parts.push(prepared.part);
                     history.system_chunks.push(index);
@@ -535,7 +554,7 @@ impl ContextBuilder {
                 .iter_mut()
                 .for_each(|i| i.protected = true);
         }
-        history
+        Ok(history)
     }
 
     /// `(max_tokens, available)` for this build.

@@ -398,3 +398,31 @@ fn fragments_cannot_forge_messages_in_any_format() {
         }
     }
 }
+
+#[test]
+fn a_tool_result_cannot_be_rendered_into_the_system_role() {
+    let state = MemoryState::new()
+        .with_chunk(user("u1", "go"))
+        .with_chunk(call("w1", "k1"))
+        .with_chunk(result("r1", "k1", "a.txt"));
+    let mut builder = ContextBuilder::new();
+    builder.renderers_mut().register_fn(
+        &["env"],
+        Role::System,
+        |c| c.kind == ChunkKind::Environment,
+        |chunk, ctx, out| {
+            ctx.write_element(
+                out,
+                "env",
+                &[("call_id", chunk.call_id.as_deref())],
+                chunk.text.as_deref(),
+            )
+        },
+    );
+    let error = builder.build(&state).unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Chunk { field, .. } if field == "call_id"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("\"r1\""), "{error}");
+}
