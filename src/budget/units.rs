@@ -86,31 +86,31 @@ pub(crate) fn group_units(items: &mut [Item], chunks: &[MemoryChunk]) -> Vec<Uni
     units
 }
 
-/// The chunks a previous build stubbed or dropped to fit its budget, by
-/// their ids' 64-bit fingerprints: a session rebuilds this every turn, and
-/// fingerprints spare it thousands of string copies and hashes. A collision
-/// could only make the cut keep one more chunk out, never break a guarantee.
+/// The chunks a previous build stubbed or dropped to fit its budget, looked
+/// up by their ids' 64-bit fingerprints (a session rebuilds this every turn,
+/// and fingerprints spare it hashing thousands of strings) and confirmed by
+/// comparing the ids themselves.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct PreviousCut {
-    stubbed: FxHashSet<u64>,
-    dropped: FxHashSet<u64>,
+    stubbed: FxHashMap<u64, ChunkId>,
+    dropped: FxHashMap<u64, ChunkId>,
 }
 
 impl PreviousCut {
     pub(crate) fn stub(&mut self, id: &ChunkId) {
-        self.stubbed.insert(id.fingerprint());
+        self.stubbed.insert(id.fingerprint(), id.clone());
     }
 
     pub(crate) fn drop(&mut self, id: &ChunkId) {
-        self.dropped.insert(id.fingerprint());
+        self.dropped.insert(id.fingerprint(), id.clone());
     }
 
     fn was_stubbed(&self, id: &ChunkId) -> bool {
-        !self.stubbed.is_empty() && self.stubbed.contains(&id.fingerprint())
+        self.stubbed.get(&id.fingerprint()).is_some_and(|cut| cut == id)
     }
 
     fn was_dropped(&self, id: &ChunkId) -> bool {
-        !self.dropped.is_empty() && self.dropped.contains(&id.fingerprint())
+        self.dropped.get(&id.fingerprint()).is_some_and(|cut| cut == id)
     }
 }
 
