@@ -10,28 +10,39 @@ use crate::message::ContextMessage;
 use crate::prepare::Preparer;
 use crate::tokens::parts::{CountedText, join};
 
-/// Replaces the elision marker by the summarizer's summary when one is
-/// set and the summary fits where the marker was.
+/// The summary that stands for dropped history, kept so the next build can
+/// reuse it while its cut is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Summary {
+    /// The elision it summarizes: chunks and tokens.
+    pub(crate) chunks: usize,
+    pub(crate) tokens: usize,
+    /// The summary's text, before escaping.
+    pub(crate) body: String,
+}
+
+/// Replaces the elision marker by a summary when the policy has a
+/// summarizer and the summary fits where the marker was.
+///
+/// A summary sits near the start of the prompt, so it must change only when
+/// the cut does: while the cut is the previous build's, the previous summary
+/// is reused without asking the summarizer again. A new summary gets at most
+/// half the room the low-water mark left, so the turns after a trim still
+/// have room to append.
 pub(crate) fn summarize(
     planner: &Planner<'_>,
     layout: &mut Layout,
     state: &MemoryState,
     preparer: &Preparer<'_>,
-) {
+    previous: Option<&Summary>,
+) -> Option<Summary> {
     let (Some(summarizer), Some(elision), Some(marker)) = (
         preparer.policy.summarizer(),
         layout.elision,
         layout.marker.as_ref(),
     ) else {
-        return;
+        return None;
     };
-    let dropped: Vec<&MemoryChunk> = planner
-        .items
-        .iter()
-        .zip(&layout.dropped)
-        .filter(|(_, dropped)| **dropped)
-        .map(|(item, _)| &state.chunks[item.chunk])
-        .collect();
     let chunks = elision.chunks.to_string();
     let tokens = elision.tokens.to_string();
     let attributes = [
@@ -45,31 +56,55 @@ pub(crate) fn summarize(
             .write_element(&mut text, SUMMARY_TAG, &attributes, Some(body));
         CountedText::new(text, planner.counter)
     };
-    let frame = render("x").alone();
-    let room = (planner.available + marker.alone()).saturating_sub(layout.total + frame);
-    let Some(summary) = summarizer
-        .summarize(&dropped, room)
-        .filter(|s| !s.is_empty())
-    else {
-        return;
+    let same_cut = |s: &&Summary| s.chunks == elision.chunks && s.tokens == elision.tokens;
+    let mut body = match previous.filter(same_cut) {
+        Some(summary) => summary.body.clone(),
+        None => {
+            let frame = render("x").alone();
+            let free = (planner.available + marker.alone()).saturating_sub(layout.total + frame);
+            let headroom =
+                planner.available - (planner.available as f64 * planner.low_water) as usize;
+            let room = free.min((headroom / 2).max(MIN_CAP));
+            if room < MIN_CAP {
+                return None;
+            }
+            let dropped: Vec<&MemoryChunk> = planner
+                .items
+                .iter()
+                .zip(&layout.dropped)
+                .filter(|(_, dropped)| **dropped)
+                .map(|(item, _)| &state.chunks[item.chunk])
+                .collect();
+            summarizer
+                .summarize(&dropped, room)
+                .filter(|s| !s.is_empty())?
+        }
     };
     // Escaping and joins can cost a few tokens more than the text alone:
     // shorten until the whole prompt fits, or keep the marker.
-    let mut body = summary;
     for _ in 0..4 {
         let mut candidate = layout.clone();
         planner.replace_marker(&mut candidate, render(&body));
         if candidate.total <= planner.available {
+            if let Some(elision) = candidate.elision.as_mut() {
+                elision.marker = false;
+                elision.summary = true;
+            }
             *layout = candidate;
-            return;
+            return Some(Summary {
+                chunks: elision.chunks,
+                tokens: elision.tokens,
+                body,
+            });
         }
         let excess = candidate.total - planner.available;
         let cap = planner.counter.count(&body).saturating_sub(excess + 1);
         match truncate_to_cap(planner.counter, &body, cap) {
             Some(cut) if cap >= MIN_CAP => body = cut.text,
-            _ => return,
+            _ => return None,
         }
     }
+    None
 }
 
 /// Turns a layout into messages, the system message first, each with the

@@ -319,7 +319,13 @@ impl ContextBuilder {
                 max_tokens,
                 reserve_output: self.reserve_output,
             })?;
-        summarize(&planner, &mut layout, state, &preparer);
+        let summary = summarize(
+            &planner,
+            &mut layout,
+            state,
+            &preparer,
+            pass.previous.and_then(|p| p.summary.as_ref()),
+        );
 
         let mut decisions = history.decisions;
         for (i, item) in history.items.iter().enumerate() {
@@ -380,6 +386,7 @@ impl ContextBuilder {
             elided: layout.elision,
             stable_prefix_tokens,
             growable_prefix_tokens,
+            summary,
             decisions,
             warnings,
         })

@@ -3,6 +3,7 @@
 use serde::Serialize;
 use smallvec::SmallVec;
 
+use crate::assemble::Summary;
 use crate::budget::ChunkDecision;
 use crate::chunk_id::ChunkId;
 use crate::memory::Role;
@@ -41,9 +42,12 @@ pub struct Elision {
     pub chunks: usize,
     /// Their tokens, as rendered.
     pub tokens: usize,
-    /// Whether the marker made it into the prompt (it is left out only when
-    /// the protected content fits but the marker would not).
+    /// Whether the marker made it into the prompt (it is left out when the
+    /// protected content fits but the marker would not, and when a summary
+    /// took its place).
     pub marker: bool,
+    /// Whether a summarizer's `<progress_summary>` stands for the dropped history.
+    pub summary: bool,
 }
 
 /// The result of a build.
@@ -79,6 +83,9 @@ pub struct BuildResult {
     /// when one was given (see [`ContextBuilder::previous`](crate::ContextBuilder::previous)).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stable_prefix_tokens: Option<usize>,
+    /// The summary in the prompt, for the next build to reuse.
+    #[serde(skip)]
+    pub(crate) summary: Option<Summary>,
     /// Per message, the content tokens a later build keeps when it appends
     /// to that message (for the next build's `stable_prefix_tokens`).
     #[serde(skip)]

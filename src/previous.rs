@@ -1,6 +1,7 @@
 //! What a build carries over from the previous one: its cut, and its prompt
 //! for measuring how much of the new prompt is unchanged.
 
+use crate::assemble::Summary;
 use crate::budget::{Decision, DropReason, PreviousCut};
 use crate::memory::Role;
 use crate::message::{BuildResult, ContextMessage};
@@ -12,6 +13,8 @@ pub(crate) struct PreviousBuild {
     /// Role, content, and the content tokens that stay if the message grows.
     messages: Vec<(Role, String, usize)>,
     pub(crate) cut: PreviousCut,
+    /// The summary that stood for the cut, if any.
+    pub(crate) summary: Option<Summary>,
 }
 
 impl From<&BuildResult> for PreviousBuild {
@@ -39,6 +42,7 @@ impl From<&BuildResult> for PreviousBuild {
                 .map(|(m, &growable)| (m.role, m.content.clone(), growable))
                 .collect(),
             cut,
+            summary: result.summary.clone(),
         }
     }
 }

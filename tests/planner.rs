@@ -312,6 +312,13 @@ fn a_summary_replaces_the_marker_inside_the_budget() {
     let long = builder.build(&state).unwrap();
     assert_within_budget(&long);
     assert_recount(&long, Encoding::O200kBase);
+    let all: String = long.messages.iter().map(|m| m.content.as_str()).collect();
+    assert!(
+        all.contains("very long summary") && all.contains(" tokens cut …]"),
+        "{all}"
+    );
+    let elided = long.elided.unwrap();
+    assert!(elided.summary && !elided.marker);
 }
 
 #[test]

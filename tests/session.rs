@@ -227,3 +227,50 @@ fn the_turns_policy_is_the_one_applied() {
     );
     assert_within_budget(&result);
 }
+
+/// Counts its calls, and writes a summary that changes with each call.
+struct Counting(std::sync::atomic::AtomicUsize);
+
+impl agent_context::budget::Summarizer for Counting {
+    fn summarize(&self, dropped: &[&MemoryChunk], max_tokens: usize) -> Option<String> {
+        let call = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        assert!(max_tokens > 0);
+        Some(format!("Summary {call} of {} chunks.", dropped.len()))
+    }
+}
+
+#[test]
+fn a_summary_is_reused_while_the_cut_holds() {
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(600);
+    let mut session = ContextSession::new(builder, MemoryState::new()).unwrap();
+    let counting = std::sync::Arc::new(Counting(Default::default()));
+    let mut policy = Policy::default();
+    policy.set_summarizer(counting.clone());
+    for turn in 0..30 {
+        session
+            .push(MemoryChunk::agent(
+                format!("u{turn}"),
+                Role::User,
+                "word ".repeat(30),
+            ))
+            .unwrap();
+    }
+    let first = session.build(&policy).unwrap();
+    assert_eq!(counting.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    session
+        .push(MemoryChunk::agent("a", Role::Assistant, "ok"))
+        .unwrap();
+    let second = session.build(&policy).unwrap();
+    assert_eq!(
+        counting.0.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "same cut, same summary"
+    );
+    assert_eq!(first.excluded, second.excluded);
+    let stable = &first.messages[..first.messages.len() - 1];
+    assert!(
+        second.messages.starts_with(stable),
+        "the prefix holds the summary unchanged"
+    );
+}

@@ -267,6 +267,7 @@ impl Planner<'_> {
             chunks,
             tokens,
             marker: marker.is_some(),
+            summary: false,
         });
 
         let mut messages: Vec<(Role, SmallVec<[Slot; 4]>)> = Vec::new();

@@ -106,11 +106,15 @@ impl PreviousCut {
     }
 
     fn was_stubbed(&self, id: &ChunkId) -> bool {
-        self.stubbed.get(&id.fingerprint()).is_some_and(|cut| cut == id)
+        self.stubbed
+            .get(&id.fingerprint())
+            .is_some_and(|cut| cut == id)
     }
 
     fn was_dropped(&self, id: &ChunkId) -> bool {
-        self.dropped.get(&id.fingerprint()).is_some_and(|cut| cut == id)
+        self.dropped
+            .get(&id.fingerprint())
+            .is_some_and(|cut| cut == id)
     }
 }
 
