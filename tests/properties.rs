@@ -42,8 +42,12 @@ proptest! {
             }
             Err(error) => match error.kind() {
                 ErrorKind::BudgetExceeded { required, available, .. } => {
-                    prop_assert!(required > available);
                     prop_assert_eq!(*available, max_tokens - reserve);
+                    // `required` is exactly what the protected content needs:
+                    // with that much available the build succeeds.
+                    builder.max_tokens(required + reserve);
+                    let fits = builder.build(&state);
+                    prop_assert!(fits.is_ok(), "{:?} with {} available", fits.err(), required);
                 }
                 other => prop_assert!(false, "unexpected error {other:?}"),
             },

@@ -39,9 +39,7 @@ proptest! {
         builder.max_tokens(max_tokens);
         let mut policy = Policy::default();
         policy.caps.set("environment", Some(cap));
-        let system: Vec<MemoryChunk> = Vec::new();
         let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
-        session.extend(system).unwrap();
         let mut previous: Option<BuildResult> = None;
         let mut chunks = state.chunks.into_iter();
         for size in turn_sizes {
