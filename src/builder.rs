@@ -589,6 +589,13 @@ impl ContextBuilder {
                 .into());
             }
         };
+        if max_tokens == 0 {
+            return Err(ErrorKind::Option {
+                option: "max_tokens".into(),
+                message: "max_tokens (--max-tokens) must be at least 1".into(),
+            }
+            .into());
+        }
         if self.reserve_output >= max_tokens {
             return Err(ErrorKind::Option {
                 option: "reserve_output".into(),

@@ -251,6 +251,39 @@ impl MemoryChunk {
         self
     }
 
+    /// Checks this chunk on its own (all but uniqueness), reporting it as
+    /// `chunks[index]`.
+    pub(crate) fn validate_at(&self, index: usize) -> Result<()> {
+        let fail = |field: &str, message: String| Err(chunk_error(index, self, field, message));
+        if self.id.is_empty() {
+            return fail("id", "must be a non-empty string".into());
+        }
+        match (self.kind, self.role) {
+            (ChunkKind::Agent, None) => fail(
+                "role",
+                "an agent chunk needs \"role\": \"user\" or \"assistant\"".into(),
+            ),
+            (ChunkKind::Agent, Some(Role::System)) => fail(
+                "role",
+                "an agent chunk's role is \"user\" or \"assistant\"; use kind \"system\" for \
+                 system context"
+                    .into(),
+            ),
+            (kind, Some(_)) if kind != ChunkKind::Agent => fail(
+                "role",
+                format!(
+                    "only agent chunks take a role; a {} chunk's role follows from its kind and \
+                     action",
+                    kind.as_str()
+                ),
+            ),
+            _ if self.text.is_some() && self.data.is_some() => {
+                fail("data", "give either \"text\" or \"data\", not both".into())
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Whether this is the user speaking (an `agent` chunk with role `user`).
     pub fn is_user_turn(&self) -> bool {
         self.kind == ChunkKind::Agent && self.role == Some(Role::User)
@@ -343,58 +376,9 @@ impl MemoryState {
     pub fn validate(&self) -> Result<()> {
         let mut seen = HashSet::with_capacity(self.chunks.len());
         for (index, chunk) in self.chunks.iter().enumerate() {
-            let fail = |field: &str, message: String| {
-                ErrorKind::Chunk {
-                    location: ChunkLocation {
-                        index,
-                        id: Some(chunk.id.clone()),
-                    },
-                    field: field.to_owned(),
-                    message,
-                }
-                .into()
-            };
-            if chunk.id.is_empty() {
-                return Err(fail("id", "must be a non-empty string".into()));
-            }
+            chunk.validate_at(index)?;
             if !seen.insert(chunk.id.as_str()) {
-                return Err(fail(
-                    "id",
-                    "duplicate id: every chunk id must be unique".into(),
-                ));
-            }
-            match (chunk.kind, chunk.role) {
-                (ChunkKind::Agent, None) => {
-                    return Err(fail(
-                        "role",
-                        "an agent chunk needs \"role\": \"user\" or \"assistant\"".into(),
-                    ));
-                }
-                (ChunkKind::Agent, Some(Role::System)) => {
-                    return Err(fail(
-                        "role",
-                        "an agent chunk's role is \"user\" or \"assistant\"; use kind \"system\" \
-                         for system context"
-                            .into(),
-                    ));
-                }
-                (kind, Some(_)) if kind != ChunkKind::Agent => {
-                    return Err(fail(
-                        "role",
-                        format!(
-                            "only agent chunks take a role; a {} chunk's role follows from its \
-                             kind and action",
-                            kind.as_str()
-                        ),
-                    ));
-                }
-                _ => {}
-            }
-            if chunk.text.is_some() && chunk.data.is_some() {
-                return Err(fail(
-                    "data",
-                    "give either \"text\" or \"data\", not both".into(),
-                ));
+                return Err(chunk_error(index, chunk, "id", DUPLICATE_ID.into()));
             }
         }
         Ok(())
@@ -413,6 +397,27 @@ impl<'de> Deserialize<'de> for MemoryChunk {
         let value = Value::deserialize(deserializer)?;
         crate::memory_schema::chunk_from_value(0, value).map_err(serde::de::Error::custom)
     }
+}
+
+/// The message for an id that is taken.
+pub(crate) const DUPLICATE_ID: &str = "duplicate id: every chunk id must be unique";
+
+/// An error about `chunk`'s `field`, located at `chunks[index]`.
+pub(crate) fn chunk_error(
+    index: usize,
+    chunk: &MemoryChunk,
+    field: &str,
+    message: String,
+) -> crate::Error {
+    ErrorKind::Chunk {
+        location: ChunkLocation {
+            index,
+            id: Some(chunk.id.clone()),
+        },
+        field: field.to_owned(),
+        message,
+    }
+    .into()
 }
 
 /// serde_json appends " at line L column C"; we report those separately.

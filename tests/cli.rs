@@ -561,3 +561,9 @@ fn explain_survives_the_largest_budget() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("window by kind"), "{}", out.stderr);
 }
+
+#[test]
+fn a_zero_budget_names_max_tokens() {
+    let out = build_file(SMALL, &["--max-tokens", "0"]);
+    assert_failed(&out, 2, "max_tokens (--max-tokens) must be at least 1");
+}

@@ -21,7 +21,7 @@ pub(crate) use cache::ChunkCache;
 use crate::budget::Policy;
 use crate::builder::{ContextBuilder, Pass};
 use crate::error::{ChunkLocation, ErrorKind, Result};
-use crate::memory::{MemoryChunk, MemoryState};
+use crate::memory::{DUPLICATE_ID, MemoryChunk, MemoryState, chunk_error};
 use crate::message::BuildResult;
 use crate::previous::PreviousBuild;
 
@@ -109,7 +109,7 @@ impl ContextSession {
             let index = self.state.chunks.len() + offset;
             self.check_new(chunk, index)?;
             if !ids.insert(&chunk.id) {
-                return Err(duplicate(index, &chunk.id));
+                return Err(chunk_error(index, chunk, "id", DUPLICATE_ID.into()));
             }
         }
         self.ids.extend(chunks.iter().map(|c| c.id.clone()));
@@ -124,10 +124,7 @@ impl ContextSession {
     /// [`ErrorKind::Chunk`] if no chunk has that id or the new chunk is invalid.
     pub fn update(&mut self, chunk: MemoryChunk) -> Result<()> {
         let index = self.index_of(&chunk.id)?;
-        MemoryState::new()
-            .with_chunk(chunk.clone())
-            .validate()
-            .map_err(|e| relocate(e, index))?;
+        chunk.validate_at(index)?;
         self.cache.forget(index);
         self.state.chunks[index] = chunk;
         Ok(())
@@ -180,12 +177,9 @@ impl ContextSession {
     }
 
     fn check_new(&self, chunk: &MemoryChunk, index: usize) -> Result<()> {
-        MemoryState::new()
-            .with_chunk(chunk.clone())
-            .validate()
-            .map_err(|e| relocate(e, index))?;
+        chunk.validate_at(index)?;
         if self.ids.contains(&chunk.id) {
-            return Err(duplicate(index, &chunk.id));
+            return Err(chunk_error(index, chunk, "id", DUPLICATE_ID.into()));
         }
         Ok(())
     }
@@ -206,34 +200,5 @@ impl ContextSession {
                 }
                 .into()
             })
-    }
-}
-
-fn duplicate(index: usize, id: &str) -> crate::Error {
-    ErrorKind::Chunk {
-        location: ChunkLocation {
-            index,
-            id: Some(id.to_owned()),
-        },
-        field: "id".into(),
-        message: "duplicate id: every chunk id must be unique".into(),
-    }
-    .into()
-}
-
-/// Validation of a lone chunk reports index 0; put the session's index back.
-fn relocate(error: crate::Error, index: usize) -> crate::Error {
-    match error.into_kind() {
-        ErrorKind::Chunk {
-            location,
-            field,
-            message,
-        } => ErrorKind::Chunk {
-            location: ChunkLocation { index, ..location },
-            field,
-            message,
-        }
-        .into(),
-        other => other.into(),
     }
 }
