@@ -48,8 +48,9 @@ impl Preparer<'_> {
         let part = self.render(chunk, renderer);
         // A body costs fewer tokens than its rendered chunk, so only chunks
         // over the cap can have a body over it.
-        if let (Some(cap), Some(body)) = (cap, body_text(chunk))
+        if let Some(cap) = cap
             && part.alone() > cap
+            && let Some(body) = body_text(chunk)
             && let Some(cut) = truncate_to_cap(self.counter, &body, cap)
         {
             let mut shortened = chunk.clone();

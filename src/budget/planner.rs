@@ -54,6 +54,15 @@ pub(crate) struct Layout {
     pub(crate) total: usize,
 }
 
+/// What every probe of one search shares.
+struct Probe {
+    /// Whether every part after the first in a message can start cleanly,
+    /// so totals add up part by part.
+    clean: bool,
+    /// Tokens of the system message, which no step changes.
+    system: usize,
+}
+
 /// Plans one build.
 pub(crate) struct Planner<'a> {
     pub(crate) counter: &'a dyn TokenCounter,
@@ -88,7 +97,8 @@ impl Planner<'_> {
             return Ok(kept);
         }
         let all = self.steps.len();
-        let last = self.total_at(all, true);
+        let probe = self.probe();
+        let last = self.total_at(&probe, all, true);
         if last > self.available {
             let bare = self.layout(all, false);
             return if bare.total <= self.available {
@@ -97,12 +107,12 @@ impl Planner<'_> {
                 Err(bare.total)
             };
         }
-        let steps = self.fewest_steps_within(self.sticky + 1, all, self.trim_target(last));
+        let steps = self.fewest_steps_within(&probe, self.sticky + 1, all, self.trim_target(last));
         let layout = self.layout(steps, true);
         // The search trusted the probe; the tests hold the two to each other.
         debug_assert_eq!(
             layout.total,
-            self.total_at(steps, true),
+            self.total_at(&probe, steps, true),
             "probe and layout disagree"
         );
         debug_assert_eq!(
@@ -133,11 +143,17 @@ impl Planner<'_> {
     /// brings in the marker, so totals fall with the number of steps nearly
     /// everywhere: a binary search finds the point, and short scans cover the
     /// rare place where they do not.
-    fn fewest_steps_within(&self, start: usize, mut hi: usize, limit: usize) -> usize {
+    fn fewest_steps_within(
+        &self,
+        probe: &Probe,
+        start: usize,
+        mut hi: usize,
+        limit: usize,
+    ) -> usize {
         let mut lo = start;
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.total_at(mid, true) <= limit {
+            if self.total_at(probe, mid, true) <= limit {
                 hi = mid;
             } else {
                 lo = mid + 1;
@@ -145,10 +161,10 @@ impl Planner<'_> {
         }
         // The marker can make one step cost more than it saves: look back
         // over it, then forward past any step the search jumped wrongly.
-        while lo > start && self.total_at(lo - 1, true) <= limit {
+        while lo > start && self.total_at(probe, lo - 1, true) <= limit {
             lo -= 1;
         }
-        while lo < self.steps.len() && self.total_at(lo, true) > limit {
+        while lo < self.steps.len() && self.total_at(probe, lo, true) > limit {
             lo += 1;
         }
         lo
@@ -159,11 +175,8 @@ impl Planner<'_> {
     /// needs only the sum. Exact because every part after the first in a
     /// message starts cleanly (a part that does not is counted by building
     /// the layout, which recounts its message).
-    fn total_at(&self, steps: usize, with_marker: bool) -> usize {
-        let clean = self.items.iter().all(|item| {
-            item.part.clean_start && item.stub.as_ref().is_none_or(|stub| stub.clean_start)
-        });
-        if !clean {
+    fn total_at(&self, probe: &Probe, steps: usize, with_marker: bool) -> usize {
+        if !probe.clean {
             return self.layout(steps, with_marker).total;
         }
         const KEPT: u8 = 0;
@@ -231,12 +244,23 @@ impl Planner<'_> {
         if self.user_first && first_role.is_some_and(|role| role != Role::User) {
             total += self.framing[role_index(Role::User)] + self.history_start.alone();
         }
-        if !self.system.is_empty() {
-            let parts: SmallVec<[&CountedText; 8]> = self.system.iter().map(|p| &**p).collect();
-            total += self.message_tokens(Role::System, &parts);
-        }
+        total += probe.system;
         let any = !self.system.is_empty() || first_role.is_some();
         if any { total + self.priming } else { 0 }
+    }
+
+    /// What every probe of one search shares, worked out once.
+    fn probe(&self) -> Probe {
+        let clean = self.items.iter().all(|item| {
+            item.part.clean_start && item.stub.as_ref().is_none_or(|stub| stub.clean_start)
+        });
+        let system = if self.system.is_empty() {
+            0
+        } else {
+            let parts: SmallVec<[&CountedText; 8]> = self.system.iter().map(|p| &**p).collect();
+            self.message_tokens(Role::System, &parts)
+        };
+        Probe { clean, system }
     }
 
     /// The elided-history marker for `chunks` chunks of `tokens` tokens.
