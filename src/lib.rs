@@ -70,6 +70,7 @@ mod error;
 mod explain;
 pub mod format;
 mod fragment;
+mod json_text;
 mod memory;
 mod memory_schema;
 mod message;
@@ -87,6 +88,7 @@ pub use fragment::{
     Child, Fragment, FragmentData, assistant, example, fragment, fragments_from_json, guardrail,
     hint, role, term, user, workflow,
 };
+pub use json_text::JsonText;
 pub use memory::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
 pub use message::{BuildResult, ContextMessage, Elision, Resolved, Truncation};
 pub use session::{BuildStats, ContextSession};

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
+use crate::json_text::JsonText;
 
 /// What a chunk records; decides its default tag, role and budget treatment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -112,40 +113,40 @@ pub struct MemoryChunk {
     pub role: Option<Role>,
     /// Sub-kind, e.g. `tool_call`, `subagent_result`, `task_completed`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub action: Option<String>,
+    pub action: Option<Box<str>>,
     /// Text body.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// JSON body, rendered as pretty JSON (exclusive with `text`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
+    pub data: Option<JsonText>,
     /// Tool or skill name.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
+    pub tool: Option<Box<str>>,
     /// Pairs a tool call with its result(s).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub call_id: Option<String>,
+    pub call_id: Option<Box<str>>,
     /// Whether a result or subagent succeeded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub success: Option<bool>,
     /// Type of a spawned subagent.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub agent_type: Option<String>,
+    pub agent_type: Option<Box<str>>,
     /// Pairs delegation chunks of one subagent.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub subagent_id: Option<String>,
+    pub subagent_id: Option<Box<str>>,
     /// Where an environment chunk came from (e.g. `tool`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
+    pub source: Option<Box<str>>,
     /// Status of a call.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
+    pub status: Option<Box<str>>,
     /// Why a task ended.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    pub reason: Option<Box<str>>,
     /// Error text of a failed result.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub error: Option<Box<str>>,
     /// Higher keeps longer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,
@@ -157,10 +158,10 @@ pub struct MemoryChunk {
     pub retention: Option<Retention>,
     /// When the chunk was recorded (string or number, kept as given).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub created_at: Option<Value>,
+    pub created_at: Option<JsonText>,
     /// Free JSON for custom renderers.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub custom: Option<Value>,
+    pub custom: Option<JsonText>,
 }
 
 impl MemoryChunk {
@@ -204,8 +205,8 @@ impl MemoryChunk {
     }
 
     /// Sets the JSON body.
-    pub fn with_data(mut self, data: Value) -> Self {
-        self.data = Some(data);
+    pub fn with_data(mut self, data: impl Into<JsonText>) -> Self {
+        self.data = Some(data.into());
         self
     }
 
@@ -217,19 +218,19 @@ impl MemoryChunk {
 
     /// Sets the action.
     pub fn with_action(mut self, action: impl Into<String>) -> Self {
-        self.action = Some(action.into());
+        self.action = Some(action.into().into_boxed_str());
         self
     }
 
     /// Sets the tool name.
     pub fn with_tool(mut self, tool: impl Into<String>) -> Self {
-        self.tool = Some(tool.into());
+        self.tool = Some(tool.into().into_boxed_str());
         self
     }
 
     /// Sets the call id that pairs a tool call with its results.
     pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
-        self.call_id = Some(call_id.into());
+        self.call_id = Some(call_id.into().into_boxed_str());
         self
     }
 

@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use crate::error::{ChunkLocation, ErrorKind, Result, json_type_name};
+use crate::json_text::JsonText;
 use crate::memory::{ChunkKind, JsonObject, MemoryChunk, MemoryState, Retention, Role};
 
 const SESSION_FIELDS: &[&str] = &["id", "system_prompt", "fragments", "chunks"];
@@ -131,22 +132,22 @@ pub(crate) fn chunk_from_value(index: usize, value: Value) -> Result<MemoryChunk
             ));
         }
     };
-    chunk.action = fields.optional_string("action")?;
+    chunk.action = fields.optional_str("action")?;
     chunk.text = fields.optional_string("text")?;
-    chunk.data = fields.take("data").filter(|v| !v.is_null());
-    chunk.tool = fields.optional_string("tool")?;
-    chunk.call_id = fields.optional_string("call_id")?;
+    chunk.data = fields.optional_json("data");
+    chunk.tool = fields.optional_str("tool")?;
+    chunk.call_id = fields.optional_str("call_id")?;
     chunk.success = match fields.take("success") {
         None | Some(Value::Null) => None,
         Some(Value::Bool(b)) => Some(b),
         Some(other) => return Err(fields.wrong_type("success", "a boolean", &other)),
     };
-    chunk.agent_type = fields.optional_string("agent_type")?;
-    chunk.subagent_id = fields.optional_string("subagent_id")?;
-    chunk.source = fields.optional_string("source")?;
-    chunk.status = fields.optional_string("status")?;
-    chunk.reason = fields.optional_string("reason")?;
-    chunk.error = fields.optional_string("error")?;
+    chunk.agent_type = fields.optional_str("agent_type")?;
+    chunk.subagent_id = fields.optional_str("subagent_id")?;
+    chunk.source = fields.optional_str("source")?;
+    chunk.status = fields.optional_str("status")?;
+    chunk.reason = fields.optional_str("reason")?;
+    chunk.error = fields.optional_str("error")?;
     chunk.priority = match fields.take("priority") {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) if n.as_i64().is_some() => n.as_i64(),
@@ -171,10 +172,10 @@ pub(crate) fn chunk_from_value(index: usize, value: Value) -> Result<MemoryChunk
     };
     chunk.created_at = match fields.take("created_at") {
         None | Some(Value::Null) => None,
-        Some(v @ (Value::String(_) | Value::Number(_))) => Some(v),
+        Some(v @ (Value::String(_) | Value::Number(_))) => Some(JsonText::from(v)),
         Some(other) => return Err(fields.wrong_type("created_at", "a string or a number", &other)),
     };
-    chunk.custom = fields.take("custom").filter(|v| !v.is_null());
+    chunk.custom = fields.optional_json("custom");
     Ok(chunk)
 }
 
@@ -216,6 +217,17 @@ impl ChunkFields<'_> {
             Some(Value::String(s)) => Ok(Some(s)),
             Some(other) => Err(self.wrong_type(field, "a string", &other)),
         }
+    }
+
+    fn optional_str(&mut self, field: &str) -> Result<Option<Box<str>>> {
+        Ok(self.optional_string(field)?.map(String::into_boxed_str))
+    }
+
+    /// Any JSON value but `null`, kept as text.
+    fn optional_json(&mut self, field: &str) -> Option<JsonText> {
+        self.take(field)
+            .filter(|v| !v.is_null())
+            .map(JsonText::from)
     }
 
     fn wrong_type(&self, field: &str, expected: &str, found: &Value) -> crate::Error {

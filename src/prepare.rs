@@ -120,10 +120,7 @@ fn body_len(chunk: &MemoryChunk) -> usize {
 pub(crate) fn body_text(chunk: &MemoryChunk) -> Option<Cow<'_, str>> {
     match (&chunk.text, &chunk.data) {
         (Some(text), _) => Some(Cow::Borrowed(text)),
-        // Serializing a `Value` to a string cannot fail.
-        (None, Some(data)) => Some(Cow::Owned(
-            serde_json::to_string_pretty(data).unwrap_or_default(),
-        )),
+        (None, Some(data)) => Some(Cow::Owned(data.to_pretty())),
         (None, None) => None,
     }
 }

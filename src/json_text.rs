@@ -1,0 +1,245 @@
+//! [`JsonText`]: a JSON value held as its compact text.
+//!
+//! A chunk's `data` is rendered once and then only carried, so it is kept
+//! the way it is sent: as text. A `serde_json::Value` tree costs ten times
+//! the bytes of its JSON (a map entry per key, a node per number), which a
+//! session of thousands of tool outputs would hold for its whole life.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// A JSON value kept as compact text, in the canonical form `serde_json`
+/// writes (keys in their given order, no whitespace outside strings).
+///
+/// Build one from a [`Value`] (`JsonText::from(json!({...}))`) or parse one
+/// with [`JsonText::parse`]; read it back with [`to_value`](JsonText::to_value).
+/// Two `JsonText`s are equal when their texts are: the same keys in another
+/// order are another text.
+///
+/// ```
+/// use agent_context::JsonText;
+/// use serde_json::json;
+///
+/// let data = JsonText::from(json!({"rows": [1, 2], "total": 2}));
+/// assert_eq!(data.as_str(), r#"{"rows":[1,2],"total":2}"#);
+/// assert_eq!(data.to_pretty(), "{\n  \"rows\": [\n    1,\n    2\n  ],\n  \"total\": 2\n}");
+/// assert_eq!(data.to_value()?, json!({"rows": [1, 2], "total": 2}));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Serialize)]
+#[serde(transparent)]
+pub struct JsonText(Box<RawValue>);
+
+impl JsonText {
+    /// Parses `json` (any JSON value) into its canonical compact text.
+    ///
+    /// # Errors
+    ///
+    /// `serde_json`'s error, with line and column, if `json` is not JSON.
+    pub fn parse(json: &str) -> serde_json::Result<JsonText> {
+        Ok(JsonText::from(&serde_json::from_str::<Value>(json)?))
+    }
+
+    /// The compact text.
+    pub fn as_str(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The value, parsed back.
+    ///
+    /// # Errors
+    ///
+    /// Only for a value nested more than 128 levels deep, which `serde_json`
+    /// writes but will not read back.
+    pub fn to_value(&self) -> serde_json::Result<Value> {
+        serde_json::from_str(self.as_str())
+    }
+
+    /// The text indented by two spaces, exactly as
+    /// `serde_json::to_string_pretty` writes the value (without parsing it).
+    pub fn to_pretty(&self) -> String {
+        pretty(self.as_str())
+    }
+}
+
+impl From<&Value> for JsonText {
+    fn from(value: &Value) -> Self {
+        // A `Value` always serializes, and its output is one JSON value.
+        let text = value.to_string();
+        match RawValue::from_string(text) {
+            Ok(raw) => JsonText(raw),
+            Err(_) => unreachable_json(),
+        }
+    }
+}
+
+impl From<Value> for JsonText {
+    fn from(value: Value) -> Self {
+        JsonText::from(&value)
+    }
+}
+
+/// `Value`'s own text is JSON; this is never reached. A `null` keeps the
+/// type total without a panic on a path that takes input.
+#[cold]
+fn unreachable_json() -> JsonText {
+    JsonText(RawValue::NULL.to_owned())
+}
+
+impl PartialEq for JsonText {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for JsonText {}
+
+impl fmt::Debug for JsonText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "JsonText({})", self.as_str())
+    }
+}
+
+impl fmt::Display for JsonText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Indents compact JSON the way `serde_json`'s pretty printer does: a
+/// newline and two spaces per level after `{`, `[` and `,`, `": "` between
+/// key and value, and empty containers left as `{}` and `[]`.
+fn pretty(compact: &str) -> String {
+    const INDENT: &str = "  ";
+    let bytes = compact.as_bytes();
+    let mut out = String::with_capacity(compact.len() + compact.len() / 2);
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    // Copy runs of bytes that need no layout in one go.
+    let mut run_start = 0;
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        for _ in 0..depth {
+            out.push_str(INDENT);
+        }
+    };
+    let mut index = 0;
+    while index < bytes.len() {
+        let byte = bytes[index];
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            index += 1;
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' | b',' | b':' | b'}' | b']' => {
+                out.push_str(&compact[run_start..index]);
+                match byte {
+                    b'{' | b'[' if matches!(bytes.get(index + 1), Some(b'}' | b']')) => {
+                        out.push_str(&compact[index..index + 2]);
+                        index += 1;
+                    }
+                    b'{' | b'[' => {
+                        out.push(byte as char);
+                        depth += 1;
+                        newline(&mut out, depth);
+                    }
+                    b',' => {
+                        out.push(',');
+                        newline(&mut out, depth);
+                    }
+                    b':' => out.push_str(": "),
+                    _ => {
+                        depth = depth.saturating_sub(1);
+                        newline(&mut out, depth);
+                        out.push(byte as char);
+                    }
+                }
+                run_start = index + 1;
+            }
+            _ => {}
+        }
+        index += 1;
+    }
+    out.push_str(&compact[run_start..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pretty_matches_serde_json() {
+        let values = [
+            json!(null),
+            json!("a \"quoted\" {brace}, [bracket]: colon \\"),
+            json!([]),
+            json!({}),
+            json!({"a": [], "b": {}, "c": [{}], "d": [[1, 2], {"e": null}]}),
+            json!([1.5, -2, "x", true, {"k": "v"}]),
+            json!({"漢字": "🦀", "ctl": "\u{1}\n\t"}),
+        ];
+        for value in values {
+            let text = JsonText::from(&value);
+            assert_eq!(
+                text.to_pretty(),
+                serde_json::to_string_pretty(&value).unwrap(),
+                "{value}"
+            );
+            assert_eq!(text.to_value().unwrap(), value);
+        }
+    }
+
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let text = "[a-z{}\\[\\]:,\"\\\\ \n🦀]{0,8}";
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            (-1e9f64..1e9).prop_map(Value::from),
+            text.prop_map(Value::String),
+        ];
+        leaf.prop_recursive(5, 64, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::vec((text, inner), 0..5)
+                    .prop_map(|pairs| Value::Object(pairs.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn pretty_matches_serde_json_on_any_value(value in any_json()) {
+            let text = JsonText::from(&value);
+            proptest::prop_assert_eq!(text.to_pretty(), serde_json::to_string_pretty(&value).unwrap());
+            proptest::prop_assert_eq!(text.to_value().unwrap(), value);
+        }
+    }
+
+    #[test]
+    fn parse_is_canonical() {
+        let parsed = JsonText::parse("{ \"b\" : 1.0e3 , \"a\": \"\\u00e9\" }").unwrap();
+        assert_eq!(parsed.as_str(), r#"{"b":1000.0,"a":"é"}"#);
+        assert!(JsonText::parse("{").is_err());
+    }
+
+    #[test]
+    fn serializes_as_the_value() {
+        let text = JsonText::from(json!({"a": [1]}));
+        assert_eq!(serde_json::to_string(&text).unwrap(), r#"{"a":[1]}"#);
+    }
+}
