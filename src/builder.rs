@@ -1,16 +1,18 @@
 //! [`ContextBuilder`]: one session in, budgeted messages out.
 
+mod history;
+
 use std::sync::Arc;
 
 use crate::assemble::{assemble, summarize};
 use crate::budget::{
-    ChunkDecision, Decision, DropReason, HISTORY_START_TAG, Item, Planner, Policy, framing_table,
-    group_units, is_orphan_result, plan_steps,
+    Decision, DropReason, HISTORY_START_TAG, Planner, Policy, Step, Unit, framing_table,
+    group_units, plan_steps,
 };
 use crate::chunk_id::ChunkId;
-use crate::error::{ChunkLocation, ErrorKind, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::{FormatOptions, FragmentFormat, render_fragments};
-use crate::memory::{ChunkKind, MemoryState, Retention, Role};
+use crate::memory::{ChunkKind, MemoryState};
 use crate::message::{BuildResult, Resolved, Truncation};
 use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
@@ -19,6 +21,18 @@ use crate::session::ChunkCache;
 use crate::tokens::parts::CountedText;
 use crate::tokens::{Framing, TokenCounter, counter_for_model, model_info};
 use rustc_hash::FxHashSet;
+
+/// Which items the first steps of a ladder drop, and which it stubs.
+fn cut_by(steps: &[Step], units: &[Unit], items: usize) -> (Vec<bool>, Vec<bool>) {
+    let (mut dropped, mut stubbed) = (vec![false; items], vec![false; items]);
+    for step in steps {
+        match *step {
+            Step::Drop(unit) => units[unit].items.iter().for_each(|&i| dropped[i] = true),
+            Step::Stub(item) => stubbed[item] = true,
+        }
+    }
+    (dropped, stubbed)
+}
 
 /// The model counted for when none is given.
 pub const DEFAULT_MODEL: &str = "gpt-4o";
@@ -55,19 +69,6 @@ pub(crate) struct Pass<'a> {
     pub(crate) policy: &'a Policy,
     pub(crate) previous: Option<&'a PreviousBuild>,
     pub(crate) cache: Option<&'a mut ChunkCache>,
-}
-
-/// The chunks of a build after rendering, before planning.
-#[derive(Default)]
-struct History {
-    items: Vec<Item>,
-    /// One per session chunk, in order.
-    decisions: Vec<ChunkDecision>,
-    /// Each session chunk's id, shared with the decisions and messages.
-    ids: Vec<ChunkId>,
-    /// Rendered chunks whose role is `system`, and their session indexes.
-    system_parts: Vec<Arc<CountedText>>,
-    system_chunks: Vec<usize>,
 }
 
 impl Default for ContextBuilder {
@@ -287,22 +288,39 @@ impl ContextBuilder {
             ctx,
             policy,
         };
-        let mut history = self.prepare_history(state, &preparer, pass.cache.as_deref_mut())?;
+        let previous_cut = pass.previous.map(|p| &p.cut);
+        let mut history = self.prepare_history(
+            state,
+            &preparer,
+            available,
+            previous_cut,
+            pass.cache.as_deref_mut(),
+        )?;
         let units = group_units(&mut history.items, &state.chunks);
-        let (steps, sticky) = plan_steps(
-            &history.items,
-            &units,
-            &history.ids,
-            pass.previous.map(|p| &p.cut),
-        );
+        let (steps, sticky) = plan_steps(&history.items, &units, &history.ids, previous_cut);
+        let clean = history.items.iter().all(|item| {
+            item.part.clean_start && item.stub.as_ref().is_none_or(|stub| stub.clean_start)
+        });
+        if !clean {
+            // The planner will count joined text of whatever the previous
+            // cut leaves in: every such chunk needs its text.
+            let (dropped, stubbed) = cut_by(&steps[..sticky], &units, history.items.len());
+            self.restore_released(
+                state,
+                &mut history.items,
+                |i, _| (!dropped[i] && !stubbed[i], !dropped[i]),
+                &preparer,
+                pass.cache.as_deref_mut(),
+            );
+        }
         let mut planner_system = system;
         planner_system.extend(history.system_parts);
-        let planner = Planner {
+        let base = Planner {
             counter,
             framing: framing_table(self.framing, counter),
             priming: self.framing.priming(),
             system: &planner_system,
-            items: &history.items,
+            items: &[],
             units: &units,
             steps: &steps,
             sticky,
@@ -311,21 +329,46 @@ impl ContextBuilder {
             low_water: policy.low_water,
             history_start: CountedText::new(format!("<{HISTORY_START_TAG}/>"), counter),
         };
-        let mut layout = planner
-            .plan()
-            .map_err(|required| ErrorKind::BudgetExceeded {
-                required,
-                available,
-                max_tokens,
-                reserve_output: self.reserve_output,
-            })?;
-        let summary = summarize(
-            &planner,
-            &mut layout,
+        let (layout, summary) = {
+            let planner = Planner {
+                items: &history.items,
+                ..base.clone()
+            };
+            let mut layout = planner
+                .plan()
+                .map_err(|required| ErrorKind::BudgetExceeded {
+                    required,
+                    available,
+                    max_tokens,
+                    reserve_output: self.reserve_output,
+                })?;
+            let summary = summarize(
+                &planner,
+                &mut layout,
+                state,
+                &preparer,
+                pass.previous.and_then(|p| p.summary.as_ref()),
+            );
+            (layout, summary)
+        };
+        // The prompt holds the text of what was kept or stubbed.
+        self.restore_released(
             state,
+            &mut history.items,
+            |i, item| {
+                let stubbed = layout.stubbed[i] && item.stub.is_some();
+                (
+                    !layout.dropped[i] && !stubbed,
+                    !layout.dropped[i] && stubbed,
+                )
+            },
             &preparer,
-            pass.previous.and_then(|p| p.summary.as_ref()),
+            pass.cache.as_deref_mut(),
         );
+        let planner = Planner {
+            items: &history.items,
+            ..base
+        };
 
         let mut decisions = history.decisions;
         for (i, item) in history.items.iter().enumerate() {
@@ -422,146 +465,6 @@ impl ContextBuilder {
             }
         }
         Ok(system)
-    }
-
-    /// Renders, caps and counts every selected chunk; system-role chunks go
-    /// to the system message, the rest become planner items with their
-    /// protection, priority and (for disposable ones) stub.
-    fn prepare_history(
-        &self,
-        state: &MemoryState,
-        preparer: &Preparer<'_>,
-        mut cache: Option<&mut ChunkCache>,
-    ) -> Result<History> {
-        let policy = preparer.policy;
-        let only_ids: Option<FxHashSet<&str>> = self
-            .include_ids
-            .as_ref()
-            .map(|ids| ids.iter().map(String::as_str).collect());
-        let selected: Vec<bool> = state
-            .chunks
-            .iter()
-            .map(|c| {
-                self.include_kinds
-                    .as_ref()
-                    .is_none_or(|kinds| kinds.contains(&c.kind))
-                    && !self.exclude_kinds.contains(&c.kind)
-                    && only_ids
-                        .as_ref()
-                        .is_none_or(|ids| ids.contains(c.id.as_str()))
-            })
-            .collect();
-        let mut calls: FxHashSet<&str> =
-            FxHashSet::with_capacity_and_hasher(state.chunks.len() / 2, Default::default());
-        calls.extend(
-            state
-                .chunks
-                .iter()
-                .zip(&selected)
-                .filter(|(c, keep)| **keep && c.kind == ChunkKind::Workflow)
-                .filter_map(|(c, _)| c.call_id.as_deref()),
-        );
-        // A turn starts at a user message; count how many start after each chunk.
-        let mut turns_after = vec![0; state.chunks.len()];
-        let mut later_users = 0;
-        for (index, chunk) in state.chunks.iter().enumerate().rev() {
-            turns_after[index] = later_users;
-            if selected[index] && chunk.is_user_turn() {
-                later_users += 1;
-            }
-        }
-
-        let mut history = History::default();
-        for (index, chunk) in state.chunks.iter().enumerate() {
-            let id = match cache.as_deref_mut() {
-                Some(cache) => cache.id(index, &chunk.id),
-                None => ChunkId::from(chunk.id.as_str()),
-            };
-            let mut decision = ChunkDecision {
-                id: id.clone(),
-                kind: chunk.kind,
-                tokens: 0,
-                priority: policy.priority_of(chunk),
-                protected: false,
-                decision: Decision::Dropped {
-                    reason: DropReason::Filtered,
-                },
-            };
-            if selected[index] {
-                let renderer = self.renderers.renderer_for(chunk);
-                // Caps cut the bodies the default renderer writes; a custom
-                // renderer draws what it likes from the chunk, and owns its size.
-                let cap = if self.renderers.renders_by_default(chunk) {
-                    preparer.cap_for(chunk)
-                } else {
-                    None
-                };
-                let prepared = match cache.as_deref_mut() {
-                    Some(cache) => {
-                        cache.prepared(index, cap, || preparer.prepare(chunk, renderer, cap))
-                    }
-                    None => preparer.prepare(chunk, renderer, cap),
-                };
-                decision.tokens = prepared.part.alone();
-                decision.decision = prepared.decision;
-                let retention = policy.retention_of(chunk, turns_after[index]);
-                if is_orphan_result(chunk, &calls) {
-                    decision.decision = Decision::Dropped {
-                        reason: DropReason::Orphan,
-                    };
-                } else if prepared.role == Role::System {
-                    // The system message is never trimmed, so a tool call or
-                    // result there would escape its unit and could outlive
-                    // its other half.
-                    if chunk.call_id.is_some()
-                        && matches!(chunk.kind, ChunkKind::Workflow | ChunkKind::Environment)
-                    {
-                        return Err(ErrorKind::Chunk {
-                            location: ChunkLocation {
-                                index,
-                                id: Some(chunk.id.clone()),
-                            },
-                            field: "call_id".into(),
-                            message: "a custom renderer put this tool call or result in the \
-                                      system role; tool calls and results must render into \
-                                      the user or assistant role"
-                                .into(),
-                        }
-                        .into());
-                    }
-                    decision.protected = true;
-                    history.system_parts.push(prepared.part);
-                    history.system_chunks.push(index);
-                } else {
-                    let make_stub = || preparer.stub(chunk, renderer, &prepared.part);
-                    let stub = match (retention, cache.as_deref_mut()) {
-                        (Retention::Disposable, Some(cache)) => cache.stub(index, make_stub),
-                        (Retention::Disposable, None) => make_stub(),
-                        _ => None,
-                    };
-                    history.items.push(Item {
-                        chunk: index,
-                        role: prepared.role,
-                        part: prepared.part,
-                        stub,
-                        protected: chunk.pinned || retention == Retention::Critical,
-                        priority: decision.priority,
-                    });
-                }
-            }
-            history.decisions.push(decision);
-            history.ids.push(id);
-        }
-        let latest_user = history
-            .items
-            .iter()
-            .rposition(|i| state.chunks[i.chunk].is_user_turn());
-        if let Some(latest) = latest_user {
-            history.items[latest..]
-                .iter_mut()
-                .for_each(|i| i.protected = true);
-        }
-        Ok(history)
     }
 
     /// `(max_tokens, available)` for this build.

@@ -32,7 +32,7 @@ use serde::Serialize;
 pub(crate) use planner::{ELIDED_TAG, HISTORY_START_TAG, Layout, Planner, Slot, framing_table};
 pub use policy::{Caps, DEFAULT_TOOL_RESULT_CAP, Policy, Summarizer};
 pub use truncate::{MIN_CAP, TruncatedBody, truncate_to_cap};
-pub(crate) use units::{Item, PreviousCut, group_units, is_orphan_result, plan_steps};
+pub(crate) use units::{Item, PreviousCut, Step, Unit, group_units, is_orphan_result, plan_steps};
 
 /// Tag of the summary that replaces dropped history when a summarizer is set.
 pub(crate) const SUMMARY_TAG: &str = "progress_summary";

@@ -64,6 +64,7 @@ struct Probe {
 }
 
 /// Plans one build.
+#[derive(Clone)]
 pub(crate) struct Planner<'a> {
     pub(crate) counter: &'a dyn TokenCounter,
     /// Framing tokens of a message of each role, indexed by [`role_index`].

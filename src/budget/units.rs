@@ -105,13 +105,13 @@ impl PreviousCut {
         self.dropped.insert(id.fingerprint(), id.clone());
     }
 
-    fn was_stubbed(&self, id: &ChunkId) -> bool {
+    pub(crate) fn was_stubbed(&self, id: &ChunkId) -> bool {
         self.stubbed
             .get(&id.fingerprint())
             .is_some_and(|cut| cut == id)
     }
 
-    fn was_dropped(&self, id: &ChunkId) -> bool {
+    pub(crate) fn was_dropped(&self, id: &ChunkId) -> bool {
         self.dropped
             .get(&id.fingerprint())
             .is_some_and(|cut| cut == id)

@@ -93,11 +93,39 @@ impl ChunkCache {
         }
     }
 
-    /// Empties the slot of an edited chunk.
-    pub(crate) fn forget(&mut self, index: usize) {
+    /// Lets go of the rendered text of the chunk at `index`, keeping its
+    /// counts, and of its stub's text too unless `keep_stub`. The session
+    /// does this for the chunks behind its cut: a later build plans with the
+    /// counts and renders again the rare chunk that comes back.
+    pub(crate) fn release(&mut self, index: usize, keep_stub: bool) {
+        let Some(entry) = self.slots.get_mut(index).and_then(Option::as_mut) else {
+            return;
+        };
+        release(&mut entry.prepared.part);
+        if let (false, Some(Some(stub))) = (keep_stub, entry.stub.as_mut()) {
+            release(stub);
+        }
+    }
+
+    /// Empties the slot of the chunk at `index` (its id stays): it is
+    /// rendered again by the next call to [`prepared`](ChunkCache::prepared).
+    pub(crate) fn forget_rendering(&mut self, index: usize) {
         if let Some(slot) = self.slots.get_mut(index) {
             *slot = None;
         }
+    }
+
+    /// Forgets the stub of the chunk at `index`: the next call to
+    /// [`stub`](ChunkCache::stub) makes it again.
+    pub(crate) fn forget_stub(&mut self, index: usize) {
+        if let Some(entry) = self.slots.get_mut(index).and_then(Option::as_mut) {
+            entry.stub = None;
+        }
+    }
+
+    /// Empties the slot of an edited chunk.
+    pub(crate) fn forget(&mut self, index: usize) {
+        self.forget_rendering(index);
         if let Some(id) = self.ids.get_mut(index) {
             *id = None;
         }
@@ -120,5 +148,11 @@ impl ChunkCache {
 
     pub(crate) fn start_build(&mut self) {
         self.stats = BuildStats::default();
+    }
+}
+
+fn release(part: &mut Arc<CountedText>) {
+    if !part.is_released() {
+        *part = Arc::new(part.released());
     }
 }

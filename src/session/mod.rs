@@ -18,7 +18,7 @@ use rustc_hash::FxHashSet;
 pub use cache::BuildStats;
 pub(crate) use cache::ChunkCache;
 
-use crate::budget::Policy;
+use crate::budget::{Decision, DropReason, Policy};
 use crate::builder::{ContextBuilder, Pass};
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::memory::{DUPLICATE_ID, MemoryChunk, MemoryState, chunk_error};
@@ -156,6 +156,16 @@ impl ContextSession {
             cache: Some(&mut self.cache),
         };
         let result = self.builder.build_with(&self.state, pass)?;
+        // Behind the cut, counts are all later builds need: let the text go.
+        for (index, decision) in result.decisions.iter().enumerate() {
+            match decision.decision {
+                Decision::Dropped {
+                    reason: DropReason::Budget,
+                } => self.cache.release(index, false),
+                Decision::Stubbed { .. } => self.cache.release(index, true),
+                _ => {}
+            }
+        }
         self.previous = Some(PreviousBuild::from(&result));
         Ok(result)
     }

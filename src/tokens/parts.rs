@@ -32,6 +32,9 @@ pub(crate) struct CountedText {
     /// Whether a separator before this part ends at a clean cut (and the
     /// counter adds up there), so a message can be counted by its parts.
     pub(crate) clean_start: bool,
+    /// Whether `text` was let go to save memory, keeping only the counts
+    /// (a session does this for chunks behind its cut).
+    released: bool,
 }
 
 impl CountedText {
@@ -45,6 +48,7 @@ impl CountedText {
                 tail_alone: counter.count(&text),
                 tail_joined: counter.count(&joined),
                 clean_start: false,
+                released: false,
                 text,
             };
         }
@@ -55,8 +59,23 @@ impl CountedText {
             tail_alone: counter.count(tail),
             tail_joined: count_joined(tail, counter),
             clean_start: starts_clean(&text),
+            released: false,
             text,
         }
+    }
+
+    /// The same counts without the text.
+    pub(crate) fn released(&self) -> CountedText {
+        CountedText {
+            text: String::new(),
+            released: true,
+            ..*self
+        }
+    }
+
+    /// Whether the text was let go (see [`released`](CountedText::released)).
+    pub(crate) fn is_released(&self) -> bool {
+        self.released
     }
 
     /// Tokens of the text alone (last in its message).
@@ -142,6 +161,7 @@ pub(crate) fn join(parts: &[&CountedText]) -> String {
     let len = parts.iter().map(|p| p.text.len() + SEPARATOR.len()).sum();
     let mut out = String::with_capacity(len);
     for (i, part) in parts.iter().enumerate() {
+        debug_assert!(!part.released, "a released part was joined");
         if i > 0 {
             out.push_str(SEPARATOR);
         }

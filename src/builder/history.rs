@@ -1,0 +1,270 @@
+//! The chunks of a session rendered and counted for the planner, through a
+//! session's cache when there is one.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rustc_hash::FxHashSet;
+
+use super::ContextBuilder;
+use crate::budget::{ChunkDecision, Decision, DropReason, Item, PreviousCut, is_orphan_result};
+use crate::chunk_id::ChunkId;
+use crate::error::{ChunkLocation, ErrorKind, Result};
+use crate::memory::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
+use crate::prepare::{PreparedChunk, Preparer};
+use crate::session::ChunkCache;
+use crate::tokens::parts::CountedText;
+
+/// The chunks of a build after rendering, before planning.
+#[derive(Default)]
+pub(super) struct History {
+    pub(super) items: Vec<Item>,
+    /// One per session chunk, in order.
+    pub(super) decisions: Vec<ChunkDecision>,
+    /// Each session chunk's id, shared with the decisions and messages.
+    pub(super) ids: Vec<ChunkId>,
+    /// Rendered chunks whose role is `system`, and their session indexes.
+    pub(super) system_parts: Vec<Arc<CountedText>>,
+    pub(super) system_chunks: Vec<usize>,
+}
+
+impl ContextBuilder {
+    /// Renders, caps and counts every selected chunk; system-role chunks go
+    /// to the system message, the rest become planner items with their
+    /// protection, priority and (for disposable ones) stub.
+    pub(super) fn prepare_history(
+        &self,
+        state: &MemoryState,
+        preparer: &Preparer<'_>,
+        available: usize,
+        previous: Option<&PreviousCut>,
+        mut cache: Option<&mut ChunkCache>,
+    ) -> Result<History> {
+        let policy = preparer.policy;
+        let only_ids: Option<FxHashSet<&str>> = self
+            .include_ids
+            .as_ref()
+            .map(|ids| ids.iter().map(String::as_str).collect());
+        let selected: Vec<bool> = state
+            .chunks
+            .iter()
+            .map(|c| {
+                self.include_kinds
+                    .as_ref()
+                    .is_none_or(|kinds| kinds.contains(&c.kind))
+                    && !self.exclude_kinds.contains(&c.kind)
+                    && only_ids
+                        .as_ref()
+                        .is_none_or(|ids| ids.contains(c.id.as_str()))
+            })
+            .collect();
+        let mut calls: FxHashSet<&str> =
+            FxHashSet::with_capacity_and_hasher(state.chunks.len() / 2, Default::default());
+        calls.extend(
+            state
+                .chunks
+                .iter()
+                .zip(&selected)
+                .filter(|(c, keep)| **keep && c.kind == ChunkKind::Workflow)
+                .filter_map(|(c, _)| c.call_id.as_deref()),
+        );
+        // A turn starts at a user message; count how many start after each chunk.
+        let mut turns_after = vec![0; state.chunks.len()];
+        let mut later_users = 0;
+        for (index, chunk) in state.chunks.iter().enumerate().rev() {
+            turns_after[index] = later_users;
+            if selected[index] && chunk.is_user_turn() {
+                later_users += 1;
+            }
+        }
+
+        let mut history = History::default();
+        // Newest first, to know what newer history outlasts each chunk: the
+        // ladder drops lower priorities first, then older. A chunk behind a
+        // whole budget of newer chunks of its priority or higher (stubs
+        // counted as stubs, what the previous build dropped not counted) is
+        // cut, so its text is let go as soon as it is counted, and rendered
+        // again in the rare case it is kept after all. A cold build of a
+        // long session thus never holds all of it rendered at once.
+        let mut newer_by_priority: BTreeMap<i64, usize> = BTreeMap::new();
+        for (index, chunk) in state.chunks.iter().enumerate().rev() {
+            let id = match cache.as_deref_mut() {
+                Some(cache) => cache.id(index, &chunk.id),
+                None => ChunkId::from(chunk.id.as_str()),
+            };
+            let mut decision = ChunkDecision {
+                id: id.clone(),
+                kind: chunk.kind,
+                tokens: 0,
+                priority: policy.priority_of(chunk),
+                protected: false,
+                decision: Decision::Dropped {
+                    reason: DropReason::Filtered,
+                },
+            };
+            if selected[index] {
+                let prepared = self.prepared(index, chunk, preparer, cache.as_deref_mut());
+                decision.tokens = prepared.part.alone();
+                decision.decision = prepared.decision;
+                let retention = policy.retention_of(chunk, turns_after[index]);
+                if is_orphan_result(chunk, &calls) {
+                    decision.decision = Decision::Dropped {
+                        reason: DropReason::Orphan,
+                    };
+                } else if prepared.role == Role::System {
+                    // The system message is never trimmed, so a tool call or
+                    // result there would escape its unit and could outlive
+                    // its other half.
+                    if chunk.call_id.is_some()
+                        && matches!(chunk.kind, ChunkKind::Workflow | ChunkKind::Environment)
+                    {
+                        return Err(ErrorKind::Chunk {
+                            location: ChunkLocation {
+                                index,
+                                id: Some(chunk.id.clone()),
+                            },
+                            field: "call_id".into(),
+                            message: "a custom renderer put this tool call or result in the \
+                                      system role; tool calls and results must render into \
+                                      the user or assistant role"
+                                .into(),
+                        }
+                        .into());
+                    }
+                    decision.protected = true;
+                    history.system_parts.push(prepared.part);
+                    history.system_chunks.push(index);
+                } else {
+                    let stub = match retention {
+                        Retention::Disposable => {
+                            self.stub(index, chunk, &prepared.part, preparer, cache.as_deref_mut())
+                        }
+                        _ => None,
+                    };
+                    let protected = chunk.pinned || retention == Retention::Critical;
+                    let mut part = prepared.part;
+                    let newer: usize = newer_by_priority
+                        .range(decision.priority..)
+                        .map(|(_, tokens)| tokens)
+                        .sum();
+                    if !protected && newer >= available && !part.is_released() {
+                        part = Arc::new(part.released());
+                        if let Some(cache) = cache.as_deref_mut() {
+                            cache.release(index, true);
+                        }
+                    }
+                    // What the previous build dropped stays dropped.
+                    if !previous.is_some_and(|cut| cut.was_dropped(&id)) {
+                        *newer_by_priority.entry(decision.priority).or_default() +=
+                            stub.as_ref().unwrap_or(&part).alone();
+                    }
+                    history.items.push(Item {
+                        chunk: index,
+                        role: prepared.role,
+                        part,
+                        stub,
+                        protected,
+                        priority: decision.priority,
+                    });
+                }
+            }
+            history.decisions.push(decision);
+            history.ids.push(id);
+        }
+        history.items.reverse();
+        history.decisions.reverse();
+        history.ids.reverse();
+        history.system_parts.reverse();
+        history.system_chunks.reverse();
+        let latest_user = history
+            .items
+            .iter()
+            .rposition(|i| state.chunks[i.chunk].is_user_turn());
+        if let Some(latest) = latest_user {
+            history.items[latest..]
+                .iter_mut()
+                .for_each(|i| i.protected = true);
+        }
+        Ok(history)
+    }
+
+    /// `chunk` rendered, capped and counted, from the cache when it has it.
+    fn prepared(
+        &self,
+        index: usize,
+        chunk: &MemoryChunk,
+        preparer: &Preparer<'_>,
+        cache: Option<&mut ChunkCache>,
+    ) -> PreparedChunk {
+        let renderer = self.renderers.renderer_for(chunk);
+        // Caps cut the bodies the default renderer writes; a custom
+        // renderer draws what it likes from the chunk, and owns its size.
+        let cap = if self.renderers.renders_by_default(chunk) {
+            preparer.cap_for(chunk)
+        } else {
+            None
+        };
+        match cache {
+            Some(cache) => cache.prepared(index, cap, || preparer.prepare(chunk, renderer, cap)),
+            None => preparer.prepare(chunk, renderer, cap),
+        }
+    }
+
+    /// The stub of `chunk` (rendered as `part`), from the cache when it has it.
+    fn stub(
+        &self,
+        index: usize,
+        chunk: &MemoryChunk,
+        part: &CountedText,
+        preparer: &Preparer<'_>,
+        cache: Option<&mut ChunkCache>,
+    ) -> Option<Arc<CountedText>> {
+        let renderer = self.renderers.renderer_for(chunk);
+        let make_stub = || preparer.stub(chunk, renderer, part);
+        match cache {
+            Some(cache) => cache.stub(index, make_stub),
+            None => make_stub(),
+        }
+    }
+
+    /// Renders again the parts and stubs the prompt will need whose text
+    /// was let go (their counts were kept, and do not change). `needs(i)`
+    /// says whether item `i`'s part and its stub may be needed.
+    pub(super) fn restore_released(
+        &self,
+        state: &MemoryState,
+        items: &mut [Item],
+        needs: impl Fn(usize, &Item) -> (bool, bool),
+        preparer: &Preparer<'_>,
+        mut cache: Option<&mut ChunkCache>,
+    ) {
+        for (i, item) in items.iter_mut().enumerate() {
+            let stub_released = item.stub.as_ref().is_some_and(|s| s.is_released());
+            if !item.part.is_released() && !stub_released {
+                continue;
+            }
+            let (part_needed, stub_needed) = needs(i, item);
+            let chunk = &state.chunks[item.chunk];
+            if part_needed && item.part.is_released() {
+                if let Some(cache) = cache.as_deref_mut() {
+                    cache.forget_rendering(item.chunk);
+                }
+                let prepared = self.prepared(item.chunk, chunk, preparer, cache.as_deref_mut());
+                debug_assert_eq!(prepared.part.alone(), item.part.alone(), "renders the same");
+                item.part = prepared.part;
+            }
+            if stub_needed && stub_released {
+                if let Some(cache) = cache.as_deref_mut() {
+                    cache.forget_stub(item.chunk);
+                }
+                item.stub = self.stub(
+                    item.chunk,
+                    chunk,
+                    &item.part,
+                    preparer,
+                    cache.as_deref_mut(),
+                );
+            }
+        }
+    }
+}
