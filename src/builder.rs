@@ -1,5 +1,6 @@
 //! [`ContextBuilder`]: one session in, budgeted messages out.
 
+mod forecast;
 mod history;
 
 use std::sync::Arc;

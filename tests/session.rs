@@ -272,3 +272,86 @@ fn a_summary_is_reused_while_the_cut_holds() {
         "the prefix holds the summary unchanged"
     );
 }
+
+/// A session of `turns` user turns of ~150 tokens each.
+fn long_session(builder: ContextBuilder, turns: usize) -> ContextSession {
+    let mut session = ContextSession::new(builder, MemoryState::new()).unwrap();
+    for turn in 0..turns {
+        let text = format!("turn {turn}: {}", "word ".repeat(150));
+        session
+            .push(MemoryChunk::agent(format!("u{turn}"), Role::User, text))
+            .unwrap();
+        session
+            .push(MemoryChunk::agent(
+                format!("a{turn}"),
+                Role::Assistant,
+                "ok",
+            ))
+            .unwrap();
+    }
+    session
+}
+
+#[test]
+fn chunks_behind_the_cut_that_come_back_are_rendered_again() {
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(1_000);
+    let mut session = long_session(builder.clone(), 30);
+    let policy = Policy::default();
+    let first = session.build(&policy).unwrap();
+    let cut = first.excluded.len();
+    assert!(cut > 40, "most of the session is cut: {cut}");
+    // Without the newest turns and the previous cut, older turns fit again:
+    // the session kept only their counts, so it renders them again.
+    for turn in 24..30 {
+        session.remove(&format!("u{turn}")).unwrap();
+        session.remove(&format!("a{turn}")).unwrap();
+    }
+    session.forget_previous();
+    let again = session.build(&policy).unwrap();
+    let expected = cold(&builder, &policy, session.state(), None).unwrap();
+    assert_eq!(
+        serde_json::to_string(&again).unwrap(),
+        serde_json::to_string(&expected).unwrap()
+    );
+    let came_back = first
+        .excluded
+        .iter()
+        .filter(|id| again.included.contains(id))
+        .count();
+    assert!(came_back > 0, "no chunk came back");
+    assert_eq!(session.stats().chunks_rendered, came_back);
+}
+
+#[test]
+fn parts_that_do_not_start_cleanly_keep_sessions_exact() {
+    // A renderer whose output starts with a space makes the planner count
+    // joined text, so every chunk it may keep needs its text.
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(1_000);
+    builder.renderers_mut().register_fn(
+        &[],
+        Role::Assistant,
+        |chunk| chunk.role == Some(Role::Assistant),
+        |chunk, _, out| {
+            out.push_str("  said: ");
+            out.push_str(chunk.text.as_deref().unwrap_or_default());
+        },
+    );
+    let mut session = long_session(builder.clone(), 30);
+    let policy = Policy::default();
+    let mut previous = None;
+    for turn in 30..34 {
+        let result = session.build(&policy).unwrap();
+        let expected = cold(&builder, &policy, session.state(), previous.as_ref()).unwrap();
+        assert_eq!(
+            serde_json::to_string(&result).unwrap(),
+            serde_json::to_string(&expected).unwrap()
+        );
+        assert_within_budget(&result);
+        previous = Some(result);
+        session
+            .push(MemoryChunk::agent(format!("u{turn}"), Role::User, "more"))
+            .unwrap();
+    }
+}

@@ -1,12 +1,12 @@
 //! The chunks of a session rendered and counted for the planner, through a
 //! session's cache when there is one.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rustc_hash::FxHashSet;
 
 use super::ContextBuilder;
+use super::forecast::CutForecast;
 use crate::budget::{ChunkDecision, Decision, DropReason, Item, PreviousCut, is_orphan_result};
 use crate::chunk_id::ChunkId;
 use crate::error::{ChunkLocation, ErrorKind, Result};
@@ -79,14 +79,18 @@ impl ContextBuilder {
         }
 
         let mut history = History::default();
-        // Newest first, to know what newer history outlasts each chunk: the
-        // ladder drops lower priorities first, then older. A chunk behind a
-        // whole budget of newer chunks of its priority or higher (stubs
-        // counted as stubs, what the previous build dropped not counted) is
-        // cut, so its text is let go as soon as it is counted, and rendered
-        // again in the rare case it is kept after all. A cold build of a
-        // long session thus never holds all of it rendered at once.
-        let mut newer_by_priority: BTreeMap<i64, usize> = BTreeMap::new();
+        // Newest first, so that a chunk the plan will surely cut can let its
+        // text go as soon as it is counted (it is rendered again in the rare
+        // case it is kept after all): a cold build of a long session never
+        // holds all of it rendered at once.
+        let mut forecast = CutForecast::new(
+            &state.chunks,
+            &selected,
+            policy,
+            |index| policy.retention_of(&state.chunks[index], turns_after[index]),
+            available,
+            previous,
+        );
         for (index, chunk) in state.chunks.iter().enumerate().rev() {
             let id = match cache.as_deref_mut() {
                 Some(cache) => cache.id(index, &chunk.id),
@@ -143,20 +147,20 @@ impl ContextBuilder {
                     };
                     let protected = chunk.pinned || retention == Retention::Critical;
                     let mut part = prepared.part;
-                    let newer: usize = newer_by_priority
-                        .range(decision.priority..)
-                        .map(|(_, tokens)| tokens)
-                        .sum();
-                    if !protected && newer >= available && !part.is_released() {
+                    let tokens = stub.as_ref().unwrap_or(&part).alone();
+                    let cut = forecast.surely_cut(
+                        index,
+                        chunk,
+                        &id,
+                        decision.priority,
+                        retention,
+                        tokens,
+                    );
+                    if cut && !part.is_released() {
                         part = Arc::new(part.released());
                         if let Some(cache) = cache.as_deref_mut() {
                             cache.release(index, true);
                         }
-                    }
-                    // What the previous build dropped stays dropped.
-                    if !previous.is_some_and(|cut| cut.was_dropped(&id)) {
-                        *newer_by_priority.entry(decision.priority).or_default() +=
-                            stub.as_ref().unwrap_or(&part).alone();
                     }
                     history.items.push(Item {
                         chunk: index,
