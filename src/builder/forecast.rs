@@ -1,5 +1,5 @@
-//! Which chunks a build will surely cut, known while it renders them, so
-//! their text need not be held.
+//! Which chunk bodies a build will surely cut, known while it renders
+//! them, so their text need not be held.
 
 use std::collections::BTreeMap;
 
@@ -9,11 +9,13 @@ use crate::budget::{Policy, PreviousCut};
 use crate::chunk_id::ChunkId;
 use crate::memory::{ChunkKind, MemoryChunk, Retention};
 
-/// Fed chunks newest first. The ladder makes room by dropping units lowest
-/// priority first, then oldest, after stubbing; so a chunk is cut when the
-/// newer chunks of its unit's priority or higher (stubs counted as stubs)
-/// already fill the budget, unless its unit is protected. Units are
-/// foreseen from chunk fields (a call id groups a call with its results).
+/// Fed chunks newest first. The ladder makes room by stubbing disposable
+/// bodies oldest first, then dropping units lowest priority first, then
+/// oldest. So a disposable body is cut (stubbed or dropped) when the newer
+/// chunks alone fill the budget; and any chunk is dropped when the newer
+/// chunks of its unit's priority or higher, stubbed, fill the budget,
+/// unless its unit is protected. Units are foreseen from chunk fields (a
+/// call id groups a call with its results).
 pub(super) struct CutForecast<'a> {
     available: usize,
     previous: Option<&'a PreviousCut>,
@@ -21,6 +23,9 @@ pub(super) struct CutForecast<'a> {
     units: FxHashMap<&'a str, (i64, bool)>,
     /// Everything from the latest user turn on is protected.
     latest_user: Option<usize>,
+    /// Tokens of the newer chunks as they stand before any stub step.
+    newer: usize,
+    /// Tokens of the newer chunks with every stub applied, by priority.
     newer_by_priority: BTreeMap<i64, usize>,
 }
 
@@ -50,13 +55,15 @@ impl<'a> CutForecast<'a> {
             previous,
             units,
             latest_user,
+            newer: 0,
             newer_by_priority: BTreeMap::new(),
         }
     }
 
-    /// Whether the chunk at `index` will be cut, given the newer chunks fed
-    /// so far; then counts it (as `tokens`) among them.
-    pub(super) fn surely_cut(
+    /// Whether the body of the chunk at `index` will be cut, given the newer
+    /// chunks fed so far; then counts the chunk among them. `tokens` are
+    /// its body's, `stub` its stub's when it is disposable.
+    pub(super) fn body_surely_cut(
         &mut self,
         index: usize,
         chunk: &MemoryChunk,
@@ -64,22 +71,35 @@ impl<'a> CutForecast<'a> {
         priority: i64,
         retention: Retention,
         tokens: usize,
+        stub: Option<usize>,
     ) -> bool {
         let (priority, protected) = match self.unit_of(chunk) {
             Some(&(unit_priority, unit_protected)) => (priority.max(unit_priority), unit_protected),
             None => (priority, protects(chunk, retention)),
         };
         let protected = protected || self.latest_user.is_some_and(|latest| index >= latest);
+        let stubbed = stub.is_some() && self.newer >= self.available;
         let newer: usize = self
             .newer_by_priority
             .range(priority..)
             .map(|(_, t)| t)
             .sum();
-        // What the previous build dropped stays dropped: it outlasts nothing.
-        if !self.previous.is_some_and(|cut| cut.was_dropped(id)) {
-            *self.newer_by_priority.entry(priority).or_default() += tokens;
+        let dropped = newer >= self.available;
+        // What the previous build cut stays cut: dropped, it outlasts
+        // nothing; stubbed, it stands as its stub.
+        let previously = |cut: fn(&PreviousCut, &ChunkId) -> bool| {
+            self.previous.is_some_and(|previous| cut(previous, id))
+        };
+        if !previously(PreviousCut::was_dropped) {
+            let stub_tokens = stub.unwrap_or(tokens);
+            self.newer += if previously(PreviousCut::was_stubbed) {
+                stub_tokens
+            } else {
+                tokens
+            };
+            *self.newer_by_priority.entry(priority).or_default() += stub_tokens;
         }
-        !protected && newer >= self.available
+        !protected && (stubbed || dropped)
     }
 
     fn unit_of(&self, chunk: &MemoryChunk) -> Option<&(i64, bool)> {

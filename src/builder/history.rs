@@ -147,14 +147,14 @@ impl ContextBuilder {
                     };
                     let protected = chunk.pinned || retention == Retention::Critical;
                     let mut part = prepared.part;
-                    let tokens = stub.as_ref().unwrap_or(&part).alone();
-                    let cut = forecast.surely_cut(
+                    let cut = forecast.body_surely_cut(
                         index,
                         chunk,
                         &id,
                         decision.priority,
                         retention,
-                        tokens,
+                        part.alone(),
+                        stub.as_ref().map(|s| s.alone()),
                     );
                     if cut && !part.is_released() {
                         part = Arc::new(part.released());
