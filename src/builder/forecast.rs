@@ -17,6 +17,7 @@ use crate::memory::{ChunkKind, MemoryChunk, Retention};
 /// unless its unit is protected. Units are foreseen from chunk fields (a
 /// call id groups a call with its results).
 pub(super) struct CutForecast<'a> {
+    policy: &'a Policy,
     available: usize,
     previous: Option<&'a PreviousCut>,
     /// Per call id: the unit's highest priority, and whether it is protected.
@@ -34,7 +35,7 @@ impl<'a> CutForecast<'a> {
     pub(super) fn new(
         chunks: &'a [MemoryChunk],
         selected: &[bool],
-        policy: &Policy,
+        policy: &'a Policy,
         retention: impl Fn(usize) -> Retention,
         available: usize,
         previous: Option<&'a PreviousCut>,
@@ -51,6 +52,7 @@ impl<'a> CutForecast<'a> {
         }
         let latest_user = (0..chunks.len()).rfind(|&i| selected[i] && chunks[i].is_user_turn());
         CutForecast {
+            policy,
             available,
             previous,
             units,
@@ -68,11 +70,11 @@ impl<'a> CutForecast<'a> {
         index: usize,
         chunk: &MemoryChunk,
         id: &ChunkId,
-        priority: i64,
         retention: Retention,
         tokens: usize,
         stub: Option<usize>,
     ) -> bool {
+        let priority = self.policy.priority_of(chunk);
         let (priority, protected) = match self.unit_of(chunk) {
             Some(&(unit_priority, unit_protected)) => (priority.max(unit_priority), unit_protected),
             None => (priority, protects(chunk, retention)),

@@ -151,7 +151,6 @@ impl ContextBuilder {
                         index,
                         chunk,
                         &id,
-                        decision.priority,
                         retention,
                         part.alone(),
                         stub.as_ref().map(|s| s.alone()),
