@@ -31,7 +31,7 @@ impl ChunkId {
 }
 
 /// The hash [`ChunkId::fingerprint`] holds, for ids not yet wrapped.
-fn fingerprint(id: &str) -> u64 {
+pub(crate) fn fingerprint(id: &str) -> u64 {
     let mut hasher = rustc_hash::FxHasher::default();
     id.hash(&mut hasher);
     hasher.finish()

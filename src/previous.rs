@@ -1,6 +1,8 @@
 //! What a build carries over from the previous one: its cut, and its prompt
 //! for measuring how much of the new prompt is unchanged.
 
+use std::hash::Hasher;
+
 use crate::assemble::Summary;
 use crate::budget::{Decision, DropReason, PreviousCut};
 use crate::memory::Role;
@@ -10,8 +12,7 @@ use crate::tokens::parts::SEPARATOR;
 /// The parts of a previous build that the next one uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct PreviousBuild {
-    /// Role, content, and the content tokens that stay if the message grows.
-    messages: Vec<(Role, String, usize)>,
+    messages: Vec<PreviousMessage>,
     pub(crate) cut: PreviousCut,
     /// The summary that stood for the cut, if any.
     pub(crate) summary: Option<Summary>,
@@ -39,7 +40,12 @@ impl From<&BuildResult> for PreviousBuild {
                         .iter()
                         .chain(std::iter::repeat(&0)),
                 )
-                .map(|(m, &growable)| (m.role, m.content.clone(), growable))
+                .map(|(m, &growable)| PreviousMessage {
+                    role: m.role,
+                    len: m.content.len(),
+                    hash: content_hash(&m.content),
+                    growable,
+                })
                 .collect(),
             cut,
             summary: result.summary.clone(),
@@ -56,23 +62,44 @@ impl PreviousBuild {
     /// framing of a grown message is not counted.
     pub(crate) fn stable_prefix_tokens(&self, messages: &[ContextMessage]) -> usize {
         let mut stable = 0;
-        for (new, (role, content, growable)) in messages.iter().zip(&self.messages) {
-            if new.role != *role {
+        for (new, old) in messages.iter().zip(&self.messages) {
+            if new.role != old.role {
                 break;
             }
-            if new.content == *content {
+            let content = new.content.as_str();
+            if content.len() == old.len && content_hash(content) == old.hash {
                 stable += new.tokens;
                 continue;
             }
-            let grew = new
-                .content
-                .strip_prefix(content.as_str())
-                .is_some_and(|rest| rest.starts_with(SEPARATOR));
+            let grew = content.len() > old.len
+                && content.is_char_boundary(old.len)
+                && content[old.len..].starts_with(SEPARATOR)
+                && content_hash(&content[..old.len]) == old.hash;
             if grew {
-                stable += growable;
+                stable += old.growable;
             }
             break;
         }
         stable
     }
+}
+
+/// A message of the previous build, remembered by its length and a hash of
+/// its content rather than a copy: a session of a long prompt would
+/// otherwise hold it twice. Two different contents of one length share a
+/// 64-bit hash with odds of 2^-64, which would only overstate the stable
+/// prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PreviousMessage {
+    role: Role,
+    len: usize,
+    hash: u64,
+    /// The content tokens that stay if the message grows.
+    growable: usize,
+}
+
+fn content_hash(content: &str) -> u64 {
+    let mut hasher = rustc_hash::FxHasher::default();
+    hasher.write(content.as_bytes());
+    hasher.finish()
 }

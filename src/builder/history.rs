@@ -78,7 +78,13 @@ impl ContextBuilder {
             }
         }
 
-        let mut history = History::default();
+        let chunks = state.chunks.len();
+        let mut history = History {
+            items: Vec::with_capacity(chunks),
+            decisions: Vec::with_capacity(chunks),
+            ids: Vec::with_capacity(chunks),
+            ..History::default()
+        };
         // Newest first, so that a chunk the plan will surely cut can let its
         // text go as soon as it is counted (it is rendered again in the rare
         // case it is kept after all): a cold build of a long session never

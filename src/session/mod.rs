@@ -13,13 +13,14 @@ mod cache;
 
 use std::collections::HashSet;
 
-use rustc_hash::FxHashSet;
+use rustc_hash::FxHashMap;
 
 pub use cache::BuildStats;
 pub(crate) use cache::ChunkCache;
 
 use crate::budget::{Decision, DropReason, Policy};
 use crate::builder::{ContextBuilder, Pass};
+use crate::chunk_id::fingerprint;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::memory::{DUPLICATE_ID, MemoryChunk, MemoryState, chunk_error};
 use crate::message::BuildResult;
@@ -49,7 +50,7 @@ pub struct ContextSession {
     cache: ChunkCache,
     previous: Option<PreviousBuild>,
     /// The ids in `state`, to check new chunks in constant time.
-    ids: FxHashSet<String>,
+    ids: IdSet,
 }
 
 impl ContextSession {
@@ -61,7 +62,8 @@ impl ContextSession {
     /// As [`MemoryState::validate`].
     pub fn new(builder: ContextBuilder, state: MemoryState) -> Result<Self> {
         state.validate()?;
-        let ids = state.chunks.iter().map(|c| c.id.clone()).collect();
+        let mut ids = IdSet::default();
+        state.chunks.iter().for_each(|c| ids.insert(&c.id));
         Ok(ContextSession {
             builder,
             state,
@@ -91,7 +93,7 @@ impl ContextSession {
     /// session is unchanged.
     pub fn push(&mut self, chunk: MemoryChunk) -> Result<()> {
         self.check_new(&chunk, self.state.chunks.len())?;
-        self.ids.insert(chunk.id.clone());
+        self.ids.insert(&chunk.id);
         self.state.chunks.push(chunk);
         Ok(())
     }
@@ -112,7 +114,7 @@ impl ContextSession {
                 return Err(chunk_error(index, chunk, "id", DUPLICATE_ID.into()));
             }
         }
-        self.ids.extend(chunks.iter().map(|c| c.id.clone()));
+        chunks.iter().for_each(|c| self.ids.insert(&c.id));
         self.state.chunks.extend(chunks);
         Ok(())
     }
@@ -188,7 +190,7 @@ impl ContextSession {
 
     fn check_new(&self, chunk: &MemoryChunk, index: usize) -> Result<()> {
         chunk.validate_at(index)?;
-        if self.ids.contains(&chunk.id) {
+        if self.ids.may_contain(&chunk.id) && self.state.chunks.iter().any(|c| c.id == chunk.id) {
             return Err(chunk_error(index, chunk, "id", DUPLICATE_ID.into()));
         }
         Ok(())
@@ -210,5 +212,31 @@ impl ContextSession {
                 }
                 .into()
             })
+    }
+}
+
+/// The ids of a session's chunks, kept as 64-bit hashes (with a count, for
+/// the rare ids that share one) rather than copies: a hit is confirmed
+/// against the chunks themselves.
+#[derive(Debug, Default)]
+struct IdSet(FxHashMap<u64, u32>);
+
+impl IdSet {
+    fn insert(&mut self, id: &str) {
+        *self.0.entry(fingerprint(id)).or_default() += 1;
+    }
+
+    fn remove(&mut self, id: &str) {
+        let key = fingerprint(id);
+        if let Some(count) = self.0.get_mut(&key) {
+            *count -= 1;
+            if *count == 0 {
+                self.0.remove(&key);
+            }
+        }
+    }
+
+    fn may_contain(&self, id: &str) -> bool {
+        self.0.contains_key(&fingerprint(id))
     }
 }
