@@ -114,7 +114,7 @@ pub(crate) fn assemble(
     planner: &Planner<'_>,
     layout: &Layout,
     system_chunks: &[usize],
-    ids: &[ChunkId],
+    id_of: impl Fn(usize) -> ChunkId,
 ) -> (Vec<ContextMessage>, Vec<usize>) {
     let mut messages = Vec::with_capacity(layout.messages.len() + 1);
     let mut growable = Vec::with_capacity(layout.messages.len() + 1);
@@ -132,7 +132,7 @@ pub(crate) fn assemble(
         push(
             Role::System,
             &parts,
-            system_chunks.iter().map(|&i| ids[i].clone()).collect(),
+            system_chunks.iter().map(|&i| id_of(i)).collect(),
         );
     }
     for (role, slots) in &layout.messages {
@@ -140,7 +140,7 @@ pub(crate) fn assemble(
         let chunk_ids = slots
             .iter()
             .filter_map(|slot| match slot {
-                Slot::Item(i) => Some(ids[planner.items[*i].chunk].clone()),
+                Slot::Item(i) => Some(id_of(planner.items[*i].chunk)),
                 Slot::Marker | Slot::HistoryStart => None,
             })
             .collect();

@@ -3,6 +3,8 @@
 mod forecast;
 mod history;
 
+use history::Shown;
+
 use std::sync::Arc;
 
 use crate::assemble::{assemble, summarize};
@@ -298,7 +300,8 @@ impl ContextBuilder {
             pass.cache.as_deref_mut(),
         )?;
         let units = group_units(&mut history.items, &state.chunks);
-        let (steps, sticky) = plan_steps(&history.items, &units, &history.ids, previous_cut);
+        let id_of = |chunk: usize| &history.decisions[chunk].id;
+        let (steps, sticky) = plan_steps(&history.items, &units, id_of, previous_cut);
         let clean = history.items.iter().all(|item| {
             item.part.clean_start && item.stub.as_ref().is_none_or(|stub| stub.clean_start)
         });
@@ -306,10 +309,14 @@ impl ContextBuilder {
             // The planner will count joined text of whatever the previous
             // cut leaves in: every such chunk needs its text.
             let (dropped, stubbed) = cut_by(&steps[..sticky], &units, history.items.len());
-            self.restore_released(
+            self.settle_texts(
                 state,
                 &mut history.items,
-                |i, _| (!dropped[i] && !stubbed[i], !dropped[i]),
+                |i, _| match (dropped[i], stubbed[i]) {
+                    (true, _) => Shown::Nothing,
+                    (false, true) => Shown::Stub,
+                    (false, false) => Shown::BodyOrStub,
+                },
                 &preparer,
                 pass.cache.as_deref_mut(),
             );
@@ -352,16 +359,14 @@ impl ContextBuilder {
             );
             (layout, summary)
         };
-        // The prompt holds the text of what was kept or stubbed.
-        self.restore_released(
+        // The prompt holds the text of what was kept or stubbed, and only that.
+        self.settle_texts(
             state,
             &mut history.items,
-            |i, item| {
-                let stubbed = layout.stubbed[i] && item.stub.is_some();
-                (
-                    !layout.dropped[i] && !stubbed,
-                    !layout.dropped[i] && stubbed,
-                )
+            |i, item| match (layout.dropped[i], layout.stubbed[i] && item.stub.is_some()) {
+                (true, _) => Shown::Nothing,
+                (false, true) => Shown::Stub,
+                (false, false) => Shown::Body,
             },
             &preparer,
             pass.cache.as_deref_mut(),
@@ -389,7 +394,9 @@ impl ContextBuilder {
             }
         }
         let (messages, growable_prefix_tokens) =
-            assemble(&planner, &layout, &history.system_chunks, &history.ids);
+            assemble(&planner, &layout, &history.system_chunks, |chunk| {
+                decisions[chunk].id.clone()
+            });
         let stable_prefix_tokens = pass.previous.map(|p| p.stable_prefix_tokens(&messages));
         let included: Vec<ChunkId> = messages
             .iter()

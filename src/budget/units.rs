@@ -122,13 +122,13 @@ impl PreviousCut {
 /// previous build's cut. The previous cut comes first so that trimming only
 /// ever extends it; then stubs of disposable bodies, oldest first; then whole
 /// units, lowest priority first, then oldest.
-pub(crate) fn plan_steps(
+pub(crate) fn plan_steps<'a>(
     items: &[Item],
     units: &[Unit],
-    ids: &[ChunkId],
+    id_of: impl Fn(usize) -> &'a ChunkId,
     previous: Option<&PreviousCut>,
 ) -> (Vec<Step>, usize) {
-    let id = |item: usize| &ids[items[item].chunk];
+    let id = |item: usize| id_of(items[item].chunk);
     let mut steps = Vec::new();
     let mut unit_taken = vec![false; units.len()];
     let mut item_unit = vec![0; items.len()];

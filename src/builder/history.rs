@@ -21,8 +21,6 @@ pub(super) struct History {
     pub(super) items: Vec<Item>,
     /// One per session chunk, in order.
     pub(super) decisions: Vec<ChunkDecision>,
-    /// Each session chunk's id, shared with the decisions and messages.
-    pub(super) ids: Vec<ChunkId>,
     /// Rendered chunks whose role is `system`, and their session indexes.
     pub(super) system_parts: Vec<Arc<CountedText>>,
     pub(super) system_chunks: Vec<usize>,
@@ -82,7 +80,6 @@ impl ContextBuilder {
         let mut history = History {
             items: Vec::with_capacity(chunks),
             decisions: Vec::with_capacity(chunks),
-            ids: Vec::with_capacity(chunks),
             ..History::default()
         };
         // Newest first, so that a chunk the plan will surely cut can let its
@@ -151,38 +148,32 @@ impl ContextBuilder {
                         }
                         _ => None,
                     };
-                    let protected = chunk.pinned || retention == Retention::Critical;
-                    let mut part = prepared.part;
                     let cut = forecast.body_surely_cut(
                         index,
                         chunk,
                         &id,
                         retention,
-                        part.alone(),
+                        prepared.part.alone(),
                         stub.as_ref().map(|s| s.alone()),
                     );
-                    if cut && !part.is_released() {
-                        part = Arc::new(part.released());
-                        if let Some(cache) = cache.as_deref_mut() {
-                            cache.release(index, true);
-                        }
-                    }
-                    history.items.push(Item {
+                    let mut item = Item {
                         chunk: index,
                         role: prepared.role,
-                        part,
+                        part: prepared.part,
                         stub,
-                        protected,
+                        protected: chunk.pinned || retention == Retention::Critical,
                         priority: decision.priority,
-                    });
+                    };
+                    if cut {
+                        release(&mut item, Shown::Stub, cache.as_deref_mut());
+                    }
+                    history.items.push(item);
                 }
             }
             history.decisions.push(decision);
-            history.ids.push(id);
         }
         history.items.reverse();
         history.decisions.reverse();
-        history.ids.reverse();
         history.system_parts.reverse();
         history.system_chunks.reverse();
         let latest_user = history
@@ -236,33 +227,31 @@ impl ContextBuilder {
         }
     }
 
-    /// Renders again the parts and stubs the prompt will need whose text
-    /// was let go (their counts were kept, and do not change). `needs(i)`
-    /// says whether item `i`'s part and its stub may be needed.
-    pub(super) fn restore_released(
+    /// Gives the items the texts the prompt may show, rendering again what
+    /// was let go (the counts do not change), and lets go of the rest.
+    pub(super) fn settle_texts(
         &self,
         state: &MemoryState,
         items: &mut [Item],
-        needs: impl Fn(usize, &Item) -> (bool, bool),
+        shown: impl Fn(usize, &Item) -> Shown,
         preparer: &Preparer<'_>,
         mut cache: Option<&mut ChunkCache>,
     ) {
         for (i, item) in items.iter_mut().enumerate() {
-            let stub_released = item.stub.as_ref().is_some_and(|s| s.is_released());
-            if !item.part.is_released() && !stub_released {
-                continue;
-            }
-            let (part_needed, stub_needed) = needs(i, item);
+            let shown = shown(i, item);
             let chunk = &state.chunks[item.chunk];
-            if part_needed && item.part.is_released() {
+            if shown.body() && item.part.is_released() {
                 if let Some(cache) = cache.as_deref_mut() {
                     cache.forget_rendering(item.chunk);
                 }
                 let prepared = self.prepared(item.chunk, chunk, preparer, cache.as_deref_mut());
                 debug_assert_eq!(prepared.part.alone(), item.part.alone(), "renders the same");
                 item.part = prepared.part;
+                if let Some(cache) = cache.as_deref_mut() {
+                    cache.share(item.chunk, &item.part, item.stub.as_ref());
+                }
             }
-            if stub_needed && stub_released {
+            if shown.stub() && item.stub.as_ref().is_some_and(|s| s.is_released()) {
                 if let Some(cache) = cache.as_deref_mut() {
                     cache.forget_stub(item.chunk);
                 }
@@ -274,6 +263,50 @@ impl ContextBuilder {
                     cache.as_deref_mut(),
                 );
             }
+            release(item, shown, cache.as_deref_mut());
         }
+    }
+}
+
+/// What of a chunk the prompt may show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Shown {
+    /// Nothing: the chunk is dropped.
+    Nothing,
+    /// Its stub.
+    Stub,
+    /// Its body.
+    Body,
+    /// Either, as the plan decides.
+    BodyOrStub,
+}
+
+impl Shown {
+    fn body(self) -> bool {
+        matches!(self, Shown::Body | Shown::BodyOrStub)
+    }
+
+    fn stub(self) -> bool {
+        matches!(self, Shown::Stub | Shown::BodyOrStub)
+    }
+}
+
+/// Lets go of the texts of `item` that the prompt will not show, keeping
+/// their counts, in the cache too. A stub is let go only with its chunk
+/// dropped: a kept body is stubbed by some later build.
+fn release(item: &mut Item, shown: Shown, cache: Option<&mut ChunkCache>) {
+    let mut changed = false;
+    if !shown.body() && !item.part.is_released() {
+        item.part = Arc::new(item.part.released());
+        changed = true;
+    }
+    if let (Shown::Nothing, Some(stub)) = (shown, item.stub.as_mut())
+        && !stub.is_released()
+    {
+        *stub = Arc::new(stub.released());
+        changed = true;
+    }
+    if let (true, Some(cache)) = (changed, cache) {
+        cache.share(item.chunk, &item.part, item.stub.as_ref());
     }
 }

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
+use crate::budget::Decision;
 use crate::chunk_id::ChunkId;
+use crate::memory::Role;
 use crate::prepare::PreparedChunk;
 use crate::tokens::parts::CountedText;
 
@@ -32,12 +34,27 @@ pub(crate) struct ChunkCache {
     pub(crate) stats: BuildStats,
 }
 
+/// Laid out small: a session holds one per chunk.
 #[derive(Debug)]
 struct Entry {
+    part: Arc<CountedText>,
+    /// The stub, if the chunk has one, once `stub_known`.
+    stub: Option<Arc<CountedText>>,
     cap: Option<usize>,
-    prepared: PreparedChunk,
-    /// `None` until asked for; then the stub, if the chunk has one.
-    stub: Option<Option<Arc<CountedText>>>,
+    /// The decision when the cap cut the body (else it was kept whole).
+    truncated: Option<Box<Decision>>,
+    role: Role,
+    stub_known: bool,
+}
+
+impl Entry {
+    fn prepared(&self) -> PreparedChunk {
+        PreparedChunk {
+            role: self.role,
+            part: Arc::clone(&self.part),
+            decision: self.truncated.as_deref().copied().unwrap_or(Decision::Kept),
+        }
+    }
 }
 
 impl ChunkCache {
@@ -55,7 +72,7 @@ impl ChunkCache {
             .filter(|e| e.cap == cap)
         {
             self.stats.chunks_cached += 1;
-            return entry.prepared.clone();
+            return entry.prepared();
         }
         let prepared = prepare();
         self.stats.chunks_rendered += 1;
@@ -64,9 +81,15 @@ impl ChunkCache {
             self.slots.resize_with(index + 1, || None);
         }
         self.slots[index] = Some(Entry {
-            cap,
-            prepared: prepared.clone(),
+            part: Arc::clone(&prepared.part),
             stub: None,
+            cap,
+            truncated: match prepared.decision {
+                Decision::Kept => None,
+                decision => Some(Box::new(decision)),
+            },
+            role: prepared.role,
+            stub_known: false,
         });
         prepared
     }
@@ -88,22 +111,33 @@ impl ChunkCache {
         stub: impl FnOnce() -> Option<Arc<CountedText>>,
     ) -> Option<Arc<CountedText>> {
         match self.slots.get_mut(index).and_then(Option::as_mut) {
-            Some(entry) => entry.stub.get_or_insert_with(stub).clone(),
+            Some(entry) => {
+                if !entry.stub_known {
+                    entry.stub = stub();
+                    entry.stub_known = true;
+                }
+                entry.stub.clone()
+            }
             None => stub(),
         }
     }
 
-    /// Lets go of the rendered text of the chunk at `index`, keeping its
-    /// counts, and of its stub's text too unless `keep_stub`. The session
-    /// does this for the chunks behind its cut: a later build plans with the
-    /// counts and renders again the rare chunk that comes back.
-    pub(crate) fn release(&mut self, index: usize, keep_stub: bool) {
-        let Some(entry) = self.slots.get_mut(index).and_then(Option::as_mut) else {
-            return;
-        };
-        release(&mut entry.prepared.part);
-        if let (false, Some(Some(stub))) = (keep_stub, entry.stub.as_mut()) {
-            release(stub);
+    /// Puts a build's `part` and `stub` of the chunk at `index` in its
+    /// entry, so that both hold one allocation: the same counts, with or
+    /// without text (a build lets go of the text of what its prompt does
+    /// not show, and later builds plan with the counts).
+    pub(crate) fn share(
+        &mut self,
+        index: usize,
+        part: &Arc<CountedText>,
+        stub: Option<&Arc<CountedText>>,
+    ) {
+        if let Some(entry) = self.slots.get_mut(index).and_then(Option::as_mut) {
+            entry.part = Arc::clone(part);
+            if let Some(stub) = stub {
+                entry.stub = Some(Arc::clone(stub));
+                entry.stub_known = true;
+            }
         }
     }
 
@@ -120,6 +154,7 @@ impl ChunkCache {
     pub(crate) fn forget_stub(&mut self, index: usize) {
         if let Some(entry) = self.slots.get_mut(index).and_then(Option::as_mut) {
             entry.stub = None;
+            entry.stub_known = false;
         }
     }
 
@@ -146,13 +181,14 @@ impl ChunkCache {
         self.ids.clear();
     }
 
-    pub(crate) fn start_build(&mut self) {
+    /// Starts a build's statistics, and grows the slots with the session's
+    /// chunks (`capacity` is theirs): one growth per doubling of the
+    /// session, not one per chunk past the last.
+    pub(crate) fn start_build(&mut self, capacity: usize) {
         self.stats = BuildStats::default();
-    }
-}
-
-fn release(part: &mut Arc<CountedText>) {
-    if !part.is_released() {
-        *part = Arc::new(part.released());
+        self.slots
+            .reserve_exact(capacity.saturating_sub(self.slots.len()));
+        self.ids
+            .reserve_exact(capacity.saturating_sub(self.ids.len()));
     }
 }

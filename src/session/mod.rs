@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 pub use cache::BuildStats;
 pub(crate) use cache::ChunkCache;
 
-use crate::budget::{Decision, DropReason, Policy};
+use crate::budget::Policy;
 use crate::builder::{ContextBuilder, Pass};
 use crate::chunk_id::fingerprint;
 use crate::error::{ChunkLocation, ErrorKind, Result};
@@ -151,23 +151,13 @@ impl ContextSession {
     ///
     /// As [`ContextBuilder::build`]; the session keeps its previous build.
     pub fn build(&mut self, policy: &Policy) -> Result<BuildResult> {
-        self.cache.start_build();
+        self.cache.start_build(self.state.chunks.capacity());
         let pass = Pass {
             policy,
             previous: self.previous.as_ref(),
             cache: Some(&mut self.cache),
         };
         let result = self.builder.build_with(&self.state, pass)?;
-        // Behind the cut, counts are all later builds need: let the text go.
-        for (index, decision) in result.decisions.iter().enumerate() {
-            match decision.decision {
-                Decision::Dropped {
-                    reason: DropReason::Budget,
-                } => self.cache.release(index, false),
-                Decision::Stubbed { .. } => self.cache.release(index, true),
-                _ => {}
-            }
-        }
         self.previous = Some(PreviousBuild::from(&result));
         Ok(result)
     }
