@@ -31,7 +31,8 @@ use serde_json::value::RawValue;
 /// ```
 #[derive(Clone, Serialize)]
 #[serde(transparent)]
-pub struct JsonText(Box<RawValue>);
+// Boxed twice so a chunk's three JSON fields take a pointer each, not two.
+pub struct JsonText(Box<Box<RawValue>>);
 
 impl JsonText {
     /// Parses `json` (any JSON value) into its canonical compact text.
@@ -70,7 +71,7 @@ impl From<&Value> for JsonText {
         // A `Value` always serializes, and its output is one JSON value.
         let text = value.to_string();
         match RawValue::from_string(text) {
-            Ok(raw) => JsonText(raw),
+            Ok(raw) => JsonText(Box::new(raw)),
             Err(_) => unreachable_json(),
         }
     }
@@ -86,7 +87,7 @@ impl From<Value> for JsonText {
 /// type total without a panic on a path that takes input.
 #[cold]
 fn unreachable_json() -> JsonText {
-    JsonText(RawValue::NULL.to_owned())
+    JsonText(Box::new(RawValue::NULL.to_owned()))
 }
 
 impl PartialEq for JsonText {

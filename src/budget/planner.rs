@@ -93,12 +93,13 @@ impl Planner<'_> {
     ///
     /// The tokens the protected content needs, when it alone does not fit.
     pub(crate) fn plan(&self) -> Result<Layout, usize> {
-        let kept = self.layout(self.sticky, true);
-        if kept.total <= self.available {
-            return Ok(kept);
+        // Probed first: over budget, a layout of everything is large and
+        // of no use.
+        let probe = self.probe();
+        if self.total_at(&probe, self.sticky, true) <= self.available {
+            return Ok(self.layout(self.sticky, true));
         }
         let all = self.steps.len();
-        let probe = self.probe();
         let last = self.total_at(&probe, all, true);
         if last > self.available {
             let bare = self.layout(all, false);

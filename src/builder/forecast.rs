@@ -11,10 +11,10 @@ use crate::memory::{ChunkKind, MemoryChunk, Retention};
 
 /// Fed chunks newest first. The ladder makes room by stubbing disposable
 /// bodies oldest first, then dropping units lowest priority first, then
-/// oldest. So a disposable body is cut (stubbed or dropped) when the newer
-/// chunks alone fill the budget; and any chunk is dropped when the newer
-/// chunks of its unit's priority or higher, stubbed, fill the budget,
-/// unless its unit is protected. Units are foreseen from chunk fields (a
+/// oldest, down to the low-water mark. So once the newer chunks alone
+/// overflow the budget, a disposable body is cut (stubbed or dropped), and
+/// any chunk is dropped when the newer chunks of its unit's priority or
+/// higher, stubbed, reach the mark, unless its unit is protected. Units are foreseen from chunk fields (a
 /// call id groups a call with its results).
 pub(super) struct CutForecast<'a> {
     policy: &'a Policy,
@@ -80,13 +80,17 @@ impl<'a> CutForecast<'a> {
             None => (priority, protects(chunk, retention)),
         };
         let protected = protected || self.latest_user.is_some_and(|latest| index >= latest);
-        let stubbed = stub.is_some() && self.newer >= self.available;
+        // Newer chunks over the budget mean it will be trimmed, to the
+        // low-water mark (higher only when protected content is most of it).
+        let trimmed = self.newer >= self.available;
+        let mark = (self.available as f64 * self.policy.low_water) as usize;
+        let stubbed = stub.is_some() && trimmed;
         let newer: usize = self
             .newer_by_priority
             .range(priority..)
             .map(|(_, t)| t)
             .sum();
-        let dropped = newer >= self.available;
+        let dropped = trimmed && newer >= mark;
         // What the previous build cut stays cut: dropped, it outlasts
         // nothing; stubbed, it stands as its stub.
         let previously = |cut: fn(&PreviousCut, &ChunkId) -> bool| {
