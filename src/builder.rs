@@ -371,11 +371,6 @@ impl ContextBuilder {
             &preparer,
             pass.cache.as_deref_mut(),
         );
-        let planner = Planner {
-            items: &history.items,
-            ..base
-        };
-
         let mut decisions = history.decisions;
         for (i, item) in history.items.iter().enumerate() {
             let decision = &mut decisions[item.chunk];
@@ -393,10 +388,19 @@ impl ContextBuilder {
                 decision.tokens = stub.alone();
             }
         }
+        let planner = Planner {
+            items: &history.items,
+            ..base
+        };
         let (messages, growable_prefix_tokens) =
             assemble(&planner, &layout, &history.system_chunks, |chunk| {
                 decisions[chunk].id.clone()
             });
+        // The planning state of a long session is as large as the report:
+        // let it go before the report is made.
+        let (total, elision) = (layout.total, layout.elision);
+        drop(planner);
+        drop((layout, history.items, units, steps));
         let stable_prefix_tokens = pass.previous.map(|p| p.stable_prefix_tokens(&messages));
         let included: Vec<ChunkId> = messages
             .iter()
@@ -428,13 +432,13 @@ impl ContextBuilder {
             budget: available,
             max_tokens,
             reserve_output: self.reserve_output,
-            token_count: layout.total,
+            token_count: total,
             token_count_exact: counter.is_exact(),
             messages,
             included,
             excluded,
             truncated,
-            elided: layout.elision,
+            elided: elision,
             stable_prefix_tokens,
             growable_prefix_tokens,
             summary,
