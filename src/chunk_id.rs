@@ -51,7 +51,8 @@ impl fmt::Debug for ChunkId {
 
 impl PartialEq for ChunkId {
     fn eq(&self, other: &Self) -> bool {
-        self.1 == other.1 && self.0 == other.0
+        // A session shares one allocation per id: equal pointers decide.
+        self.1 == other.1 && (Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0)
     }
 }
 

@@ -17,45 +17,43 @@ use crate::memory::{ChunkKind, MemoryChunk, Retention};
 /// higher, stubbed, reach the mark, unless its unit is protected. Units are foreseen from chunk fields (a
 /// call id groups a call with its results).
 pub(super) struct CutForecast<'a> {
+    chunks: &'a [MemoryChunk],
+    selected: &'a [bool],
+    /// User turns after each chunk, for its retention.
+    turns_after: &'a [usize],
     policy: &'a Policy,
     available: usize,
     previous: Option<&'a PreviousCut>,
-    /// Per call id: the unit's highest priority, and whether it is protected.
-    units: FxHashMap<&'a str, (i64, bool)>,
+    /// Per call id: the unit's highest priority, and whether it is
+    /// protected. Made when first needed: only a long history needs it.
+    units: Option<FxHashMap<&'a str, (i64, bool)>>,
     /// Everything from the latest user turn on is protected.
     latest_user: Option<usize>,
     /// Tokens of the newer chunks as they stand before any stub step.
     newer: usize,
-    /// Tokens of the newer chunks with every stub applied, by priority.
+    /// Tokens of the newer chunks with every stub applied, by their own
+    /// priority (a unit's may be higher: the sums can only fall short).
     newer_by_priority: BTreeMap<i64, usize>,
 }
 
 impl<'a> CutForecast<'a> {
-    /// `retention(index)` is the retention of the selected chunk at `index`.
     pub(super) fn new(
         chunks: &'a [MemoryChunk],
-        selected: &[bool],
+        selected: &'a [bool],
+        turns_after: &'a [usize],
         policy: &'a Policy,
-        retention: impl Fn(usize) -> Retention,
         available: usize,
         previous: Option<&'a PreviousCut>,
     ) -> Self {
-        let mut units: FxHashMap<&str, (i64, bool)> = FxHashMap::default();
-        for (index, chunk) in chunks.iter().enumerate() {
-            if let (true, Some(call), ChunkKind::Workflow | ChunkKind::Environment) =
-                (selected[index], chunk.call_id.as_deref(), chunk.kind)
-            {
-                let unit = units.entry(call).or_insert((i64::MIN, false));
-                unit.0 = unit.0.max(policy.priority_of(chunk));
-                unit.1 |= protects(chunk, retention(index));
-            }
-        }
         let latest_user = (0..chunks.len()).rfind(|&i| selected[i] && chunks[i].is_user_turn());
         CutForecast {
+            chunks,
+            selected,
+            turns_after,
             policy,
             available,
             previous,
-            units,
+            units: None,
             latest_user,
             newer: 0,
             newer_by_priority: BTreeMap::new(),
@@ -74,47 +72,61 @@ impl<'a> CutForecast<'a> {
         tokens: usize,
         stub: Option<usize>,
     ) -> bool {
-        let priority = self.policy.priority_of(chunk);
-        let (priority, protected) = match self.unit_of(chunk) {
-            Some(&(unit_priority, unit_protected)) => (priority.max(unit_priority), unit_protected),
-            None => (priority, protects(chunk, retention)),
-        };
-        let protected = protected || self.latest_user.is_some_and(|latest| index >= latest);
-        // Newer chunks over the budget mean it will be trimmed, to the
-        // low-water mark (higher only when protected content is most of it).
-        let trimmed = self.newer >= self.available;
-        let mark = (self.available as f64 * self.policy.low_water) as usize;
-        let stubbed = stub.is_some() && trimmed;
-        let newer: usize = self
-            .newer_by_priority
-            .range(priority..)
-            .map(|(_, t)| t)
-            .sum();
-        let dropped = trimmed && newer >= mark;
+        let own_priority = self.policy.priority_of(chunk);
         // What the previous build cut stays cut: dropped, it outlasts
         // nothing; stubbed, it stands as its stub.
         let previously = |cut: fn(&PreviousCut, &ChunkId) -> bool| {
             self.previous.is_some_and(|previous| cut(previous, id))
         };
-        if !previously(PreviousCut::was_dropped) {
-            let stub_tokens = stub.unwrap_or(tokens);
-            self.newer += if previously(PreviousCut::was_stubbed) {
-                stub_tokens
-            } else {
-                tokens
+        let counted = !previously(PreviousCut::was_dropped);
+        let stubbed_before = counted && previously(PreviousCut::was_stubbed);
+        // Newer chunks over the budget mean it will be trimmed, to the
+        // low-water mark (higher only when protected content is most of it).
+        let trimmed = self.newer >= self.available;
+        let cut = trimmed && {
+            let (priority, protected) = match self.unit_of(chunk) {
+                Some((unit_priority, unit_protected)) => {
+                    (own_priority.max(unit_priority), unit_protected)
+                }
+                None => (own_priority, protects(chunk, retention)),
             };
-            *self.newer_by_priority.entry(priority).or_default() += stub_tokens;
+            let protected = protected || self.latest_user.is_some_and(|latest| index >= latest);
+            let mark = (self.available as f64 * self.policy.low_water) as usize;
+            let newer: usize = self
+                .newer_by_priority
+                .range(priority..)
+                .map(|(_, t)| t)
+                .sum();
+            !protected && (stub.is_some() || newer >= mark)
+        };
+        if counted {
+            let stub_tokens = stub.unwrap_or(tokens);
+            self.newer += if stubbed_before { stub_tokens } else { tokens };
+            *self.newer_by_priority.entry(own_priority).or_default() += stub_tokens;
         }
-        !protected && (stubbed || dropped)
+        cut
     }
 
-    fn unit_of(&self, chunk: &MemoryChunk) -> Option<&(i64, bool)> {
-        match chunk.kind {
-            ChunkKind::Workflow | ChunkKind::Environment => {
-                self.units.get(chunk.call_id.as_deref()?)
-            }
-            _ => None,
+    fn unit_of(&mut self, chunk: &MemoryChunk) -> Option<(i64, bool)> {
+        if !matches!(chunk.kind, ChunkKind::Workflow | ChunkKind::Environment) {
+            return None;
         }
+        let call = chunk.call_id.as_deref()?;
+        let units = self.units.get_or_insert_with(|| {
+            let mut units: FxHashMap<&str, (i64, bool)> = FxHashMap::default();
+            for (index, chunk) in self.chunks.iter().enumerate() {
+                if let (true, Some(call), ChunkKind::Workflow | ChunkKind::Environment) =
+                    (self.selected[index], chunk.call_id.as_deref(), chunk.kind)
+                {
+                    let retention = self.policy.retention_of(chunk, self.turns_after[index]);
+                    let unit = units.entry(call).or_insert((i64::MIN, false));
+                    unit.0 = unit.0.max(self.policy.priority_of(chunk));
+                    unit.1 |= protects(chunk, retention);
+                }
+            }
+            units
+        });
+        units.get(call).copied()
     }
 }
 

@@ -89,11 +89,13 @@ impl ContextBuilder {
         let mut forecast = CutForecast::new(
             &state.chunks,
             &selected,
+            &turns_after,
             policy,
-            |index| policy.retention_of(&state.chunks[index], turns_after[index]),
             available,
             previous,
         );
+        // A session renders only its newest chunks; older ones need no forecast.
+        let forecast_from = cache.as_deref().map_or(0, ChunkCache::oldest_missing);
         for (index, chunk) in state.chunks.iter().enumerate().rev() {
             let id = match cache.as_deref_mut() {
                 Some(cache) => cache.id(index, &chunk.id),
@@ -148,14 +150,15 @@ impl ContextBuilder {
                         }
                         _ => None,
                     };
-                    let cut = forecast.body_surely_cut(
-                        index,
-                        chunk,
-                        &id,
-                        retention,
-                        prepared.part.alone(),
-                        stub.as_ref().map(|s| s.alone()),
-                    );
+                    let cut = index >= forecast_from
+                        && forecast.body_surely_cut(
+                            index,
+                            chunk,
+                            &id,
+                            retention,
+                            prepared.part.alone(),
+                            stub.as_ref().map(|s| s.alone()),
+                        );
                     let mut item = Item {
                         chunk: index,
                         role: prepared.role,

@@ -94,6 +94,15 @@ impl ChunkCache {
         prepared
     }
 
+    /// The index of the oldest chunk not rendered yet (the number of
+    /// chunks rendered when all are), as far as the slots tell.
+    pub(crate) fn oldest_missing(&self) -> usize {
+        self.slots
+            .iter()
+            .position(Option::is_none)
+            .unwrap_or(self.slots.len())
+    }
+
     /// The shared id of the chunk at `index`.
     pub(crate) fn id(&mut self, index: usize, id: &str) -> ChunkId {
         if self.ids.len() <= index {
