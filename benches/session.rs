@@ -9,10 +9,11 @@
 mod session_gen;
 
 use std::hint::black_box;
+use std::time::{Duration, Instant};
 
 use agent_context::budget::Policy;
 use agent_context::{ContextBuilder, ContextSession, MemoryChunk, MemoryState, Role};
-use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 /// ~1M tokens: 900 generated turns.
 const TURNS: usize = 900;
@@ -65,21 +66,27 @@ fn cold_and_warm(c: &mut Criterion) {
     let mut group = c.benchmark_group("1m-tokens-warm");
     group.sample_size(50);
     group.bench_function("append-8kb-and-build", |b| {
-        b.iter_batched(
-            || {
+        // Each turn is taken back (untimed) so that every turn lands on the
+        // same ~1M-token session rather than on one that grows by 8 KB a turn.
+        b.iter_custom(|iterations| {
+            let mut timed = Duration::ZERO;
+            for _ in 0..iterations {
                 next += 1;
                 // ~8 KB of generated prose as a new user turn, so the turn
                 // before it may be trimmed.
                 let mut text = session_gen::prose(&mut rng, 1_500);
                 text.truncate(text.floor_char_boundary(8_000));
-                MemoryChunk::agent(format!("bench-{next}"), Role::User, text)
-            },
-            |chunk| {
+                let id = format!("bench-{next}");
+                let chunk = MemoryChunk::agent(id.clone(), Role::User, text);
+                let start = Instant::now();
                 session.push(chunk).unwrap();
-                session.build(&policy).unwrap()
-            },
-            BatchSize::SmallInput,
-        )
+                // Dropped inside the timing, as the cold build's result is.
+                drop(black_box(session.build(&policy).unwrap()));
+                timed += start.elapsed();
+                session.remove(&id).unwrap();
+            }
+            timed
+        })
     });
     group.finish();
 }
