@@ -20,7 +20,7 @@ pub(crate) struct PreviousBuild {
 
 impl From<&BuildResult> for PreviousBuild {
     fn from(result: &BuildResult) -> Self {
-        let mut cut = PreviousCut::default();
+        let mut cut = PreviousCut::with_capacity(&result.decisions);
         for decision in &result.decisions {
             match decision.decision {
                 Decision::Stubbed { .. } => cut.stub(&decision.id),

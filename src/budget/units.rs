@@ -5,6 +5,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
+use crate::budget::{ChunkDecision, Decision};
 use crate::chunk_id::ChunkId;
 use crate::memory::{ChunkKind, MemoryChunk, Role};
 use crate::tokens::parts::CountedText;
@@ -97,6 +98,22 @@ pub(crate) struct PreviousCut {
 }
 
 impl PreviousCut {
+    /// An empty cut with room for the chunks `decisions` stub and drop.
+    pub(crate) fn with_capacity(decisions: &[ChunkDecision]) -> Self {
+        let (mut stubbed, mut dropped) = (0, 0);
+        for decision in decisions {
+            match decision.decision {
+                Decision::Stubbed { .. } => stubbed += 1,
+                Decision::Dropped { .. } => dropped += 1,
+                _ => {}
+            }
+        }
+        PreviousCut {
+            stubbed: FxHashMap::with_capacity_and_hasher(stubbed, Default::default()),
+            dropped: FxHashMap::with_capacity_and_hasher(dropped, Default::default()),
+        }
+    }
+
     pub(crate) fn stub(&mut self, id: &ChunkId) {
         self.stubbed.insert(id.fingerprint(), id.clone());
     }
