@@ -4,13 +4,13 @@
 use std::hash::Hasher;
 
 use crate::assemble::Summary;
-use crate::budget::{Decision, DropReason, PreviousCut};
+use crate::budget::PreviousCut;
 use crate::memory::Role;
 use crate::message::{BuildResult, ContextMessage};
 use crate::tokens::parts::SEPARATOR;
 
 /// The parts of a previous build that the next one uses.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PreviousBuild {
     messages: Vec<PreviousMessage>,
     pub(crate) cut: PreviousCut,
@@ -19,17 +19,14 @@ pub(crate) struct PreviousBuild {
 }
 
 impl From<&BuildResult> for PreviousBuild {
+    /// The previous build as a one-shot builder takes it: its cut by id.
     fn from(result: &BuildResult) -> Self {
-        let mut cut = PreviousCut::with_capacity(&result.decisions);
-        for decision in &result.decisions {
-            match decision.decision {
-                Decision::Stubbed { .. } => cut.stub(&decision.id),
-                Decision::Dropped {
-                    reason: DropReason::Budget,
-                } => cut.drop(&decision.id),
-                _ => {}
-            }
-        }
+        PreviousBuild::new(result, PreviousCut::by_id(&result.decisions))
+    }
+}
+
+impl PreviousBuild {
+    pub(crate) fn new(result: &BuildResult, cut: PreviousCut) -> Self {
         PreviousBuild {
             messages: result
                 .messages
@@ -51,9 +48,7 @@ impl From<&BuildResult> for PreviousBuild {
             summary: result.summary.clone(),
         }
     }
-}
 
-impl PreviousBuild {
     /// Tokens at the start of `messages` that are byte-identical to the
     /// previous build's, as far as a provider's prefix cache can tell: every
     /// leading message that is unchanged (framing included), then, when the

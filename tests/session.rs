@@ -51,6 +51,10 @@ proptest! {
                 changed.text = Some(format!("{} (edited)", changed.text.unwrap_or_default()));
                 changed.data = None;
                 session.update(changed).unwrap();
+                // A removal shifts every later chunk: the session's record
+                // of its last cut must shift with them.
+                let third = session.state().chunks[2].id.clone();
+                session.remove(&third).unwrap();
             }
             let expected = cold(&builder, &policy, session.state(), previous.as_ref());
             match (session.build(&policy), expected) {

@@ -24,6 +24,7 @@
 
 mod planner;
 mod policy;
+mod previous_cut;
 mod truncate;
 mod units;
 
@@ -31,8 +32,9 @@ use serde::Serialize;
 
 pub(crate) use planner::{ELIDED_TAG, HISTORY_START_TAG, Layout, Planner, Slot, framing_table};
 pub use policy::{Caps, DEFAULT_TOOL_RESULT_CAP, Policy, Summarizer};
+pub(crate) use previous_cut::PreviousCut;
 pub use truncate::{MIN_CAP, TruncatedBody, truncate_to_cap};
-pub(crate) use units::{Item, PreviousCut, Step, Unit, group_units, is_orphan_result, plan_steps};
+pub(crate) use units::{Item, Step, Unit, group_units, is_orphan_result, plan_steps};
 
 /// Tag of the summary that replaces dropped history when a summarizer is set.
 pub(crate) const SUMMARY_TAG: &str = "progress_summary";

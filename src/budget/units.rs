@@ -5,7 +5,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
-use crate::budget::{ChunkDecision, Decision};
+use crate::budget::PreviousCut;
 use crate::chunk_id::ChunkId;
 use crate::memory::{ChunkKind, MemoryChunk, Role};
 use crate::tokens::parts::CountedText;
@@ -87,54 +87,6 @@ pub(crate) fn group_units(items: &mut [Item], chunks: &[MemoryChunk]) -> Vec<Uni
     units
 }
 
-/// The chunks a previous build stubbed or dropped to fit its budget, looked
-/// up by their ids' 64-bit fingerprints (a session rebuilds this every turn,
-/// and fingerprints spare it hashing thousands of strings) and confirmed by
-/// comparing the ids themselves.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct PreviousCut {
-    stubbed: FxHashMap<u64, ChunkId>,
-    dropped: FxHashMap<u64, ChunkId>,
-}
-
-impl PreviousCut {
-    /// An empty cut with room for the chunks `decisions` stub and drop.
-    pub(crate) fn with_capacity(decisions: &[ChunkDecision]) -> Self {
-        let (mut stubbed, mut dropped) = (0, 0);
-        for decision in decisions {
-            match decision.decision {
-                Decision::Stubbed { .. } => stubbed += 1,
-                Decision::Dropped { .. } => dropped += 1,
-                _ => {}
-            }
-        }
-        PreviousCut {
-            stubbed: FxHashMap::with_capacity_and_hasher(stubbed, Default::default()),
-            dropped: FxHashMap::with_capacity_and_hasher(dropped, Default::default()),
-        }
-    }
-
-    pub(crate) fn stub(&mut self, id: &ChunkId) {
-        self.stubbed.insert(id.fingerprint(), id.clone());
-    }
-
-    pub(crate) fn drop(&mut self, id: &ChunkId) {
-        self.dropped.insert(id.fingerprint(), id.clone());
-    }
-
-    pub(crate) fn was_stubbed(&self, id: &ChunkId) -> bool {
-        self.stubbed
-            .get(&id.fingerprint())
-            .is_some_and(|cut| cut == id)
-    }
-
-    pub(crate) fn was_dropped(&self, id: &ChunkId) -> bool {
-        self.dropped
-            .get(&id.fingerprint())
-            .is_some_and(|cut| cut == id)
-    }
-}
-
 /// The order in which room is made, and how many leading steps repeat the
 /// previous build's cut. The previous cut comes first so that trimming only
 /// ever extends it; then stubs of disposable bodies, oldest first; then whole
@@ -156,7 +108,12 @@ pub(crate) fn plan_steps<'a>(
     }
     if let Some(previous) = previous {
         for (u, unit) in units.iter().enumerate() {
-            if !unit.protected && unit.items.iter().any(|&i| previous.was_dropped(id(i))) {
+            if !unit.protected
+                && unit
+                    .items
+                    .iter()
+                    .any(|&i| previous.was_dropped(items[i].chunk, id(i)))
+            {
                 unit_taken[u] = true;
             }
         }
@@ -167,7 +124,7 @@ pub(crate) fn plan_steps<'a>(
             } else if !unit_taken[unit]
                 && item.stub.is_some()
                 && !item.protected
-                && previous.was_stubbed(id(i))
+                && previous.was_stubbed(items[i].chunk, id(i))
             {
                 steps.push(Step::Stub(i));
             }

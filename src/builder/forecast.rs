@@ -75,8 +75,9 @@ impl<'a> CutForecast<'a> {
         let own_priority = self.policy.priority_of(chunk);
         // What the previous build cut stays cut: dropped, it outlasts
         // nothing; stubbed, it stands as its stub.
-        let previously = |cut: fn(&PreviousCut, &ChunkId) -> bool| {
-            self.previous.is_some_and(|previous| cut(previous, id))
+        let previously = |cut: fn(&PreviousCut, usize, &ChunkId) -> bool| {
+            self.previous
+                .is_some_and(|previous| cut(previous, index, id))
         };
         let counted = !previously(PreviousCut::was_dropped);
         let stubbed_before = counted && previously(PreviousCut::was_stubbed);

@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 pub use cache::BuildStats;
 pub(crate) use cache::ChunkCache;
 
-use crate::budget::Policy;
+use crate::budget::{Policy, PreviousCut};
 use crate::builder::{ContextBuilder, Pass};
 use crate::chunk_id::fingerprint;
 use crate::error::{ChunkLocation, ErrorKind, Result};
@@ -140,6 +140,9 @@ impl ContextSession {
     pub fn remove(&mut self, id: &str) -> Result<MemoryChunk> {
         let index = self.index_of(id)?;
         self.cache.remove(index);
+        if let Some(previous) = self.previous.as_mut() {
+            previous.cut.remove(index);
+        }
         self.ids.remove(id);
         Ok(self.state.chunks.remove(index))
     }
@@ -158,7 +161,8 @@ impl ContextSession {
             cache: Some(&mut self.cache),
         };
         let result = self.builder.build_with(&self.state, pass)?;
-        self.previous = Some(PreviousBuild::from(&result));
+        let cut = PreviousCut::by_position(&result.decisions);
+        self.previous = Some(PreviousBuild::new(&result, cut));
         Ok(result)
     }
 

@@ -1,0 +1,100 @@
+//! The chunks a previous build stubbed or dropped to fit its budget: the
+//! next build repeats that cut first, so trimming only ever extends it.
+
+use rustc_hash::FxHashMap;
+
+use crate::budget::{ChunkDecision, Decision, DropReason};
+use crate::chunk_id::ChunkId;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PreviousCut {
+    /// Looked up by the ids' 64-bit fingerprints and confirmed by comparing
+    /// the ids: a one-shot builder may be handed a build of another state.
+    ById {
+        stubbed: FxHashMap<u64, ChunkId>,
+        dropped: FxHashMap<u64, ChunkId>,
+    },
+    /// One mark per chunk position: a session keeps them aligned with its
+    /// chunks, which spares every turn thousands of hash lookups. Chunks
+    /// past the end were added since, and were not cut.
+    ByPosition(Vec<Mark>),
+}
+
+/// What a previous build did with a chunk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Mark {
+    #[default]
+    Kept,
+    Stubbed,
+    Dropped,
+}
+
+impl PreviousCut {
+    /// The cut of a build's `decisions`, by id.
+    pub(crate) fn by_id(decisions: &[ChunkDecision]) -> Self {
+        let (mut stubbed, mut dropped) = (FxHashMap::default(), FxHashMap::default());
+        for decision in decisions {
+            let map = match mark(decision) {
+                Mark::Stubbed => &mut stubbed,
+                Mark::Dropped => &mut dropped,
+                Mark::Kept => continue,
+            };
+            map.insert(decision.id.fingerprint(), decision.id.clone());
+        }
+        PreviousCut::ById { stubbed, dropped }
+    }
+
+    /// The cut of a build's `decisions` (one per chunk, in order), by position.
+    pub(crate) fn by_position(decisions: &[ChunkDecision]) -> Self {
+        PreviousCut::ByPosition(decisions.iter().map(mark).collect())
+    }
+
+    /// Keeps positions aligned when the chunk at `index` is removed.
+    pub(crate) fn remove(&mut self, index: usize) {
+        if let PreviousCut::ByPosition(marks) = self
+            && index < marks.len()
+        {
+            marks.remove(index);
+        }
+    }
+
+    /// Whether the chunk at `index`, with `id`, was stubbed.
+    pub(crate) fn was_stubbed(&self, index: usize, id: &ChunkId) -> bool {
+        self.mark(index, id) == Mark::Stubbed
+    }
+
+    /// Whether the chunk at `index`, with `id`, was dropped.
+    pub(crate) fn was_dropped(&self, index: usize, id: &ChunkId) -> bool {
+        self.mark(index, id) == Mark::Dropped
+    }
+
+    fn mark(&self, index: usize, id: &ChunkId) -> Mark {
+        match self {
+            PreviousCut::ById { stubbed, dropped } => {
+                let is = |map: &FxHashMap<u64, ChunkId>| {
+                    map.get(&id.fingerprint()).is_some_and(|cut| cut == id)
+                };
+                if is(stubbed) {
+                    Mark::Stubbed
+                } else if is(dropped) {
+                    Mark::Dropped
+                } else {
+                    Mark::Kept
+                }
+            }
+            PreviousCut::ByPosition(marks) => marks.get(index).copied().unwrap_or_default(),
+        }
+    }
+}
+
+/// Only cuts made for the budget repeat: a filtered or orphaned chunk is
+/// judged afresh.
+fn mark(decision: &ChunkDecision) -> Mark {
+    match decision.decision {
+        Decision::Stubbed { .. } => Mark::Stubbed,
+        Decision::Dropped {
+            reason: DropReason::Budget,
+        } => Mark::Dropped,
+        _ => Mark::Kept,
+    }
+}
