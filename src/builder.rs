@@ -18,7 +18,7 @@ use crate::format::{FormatOptions, FragmentFormat, render_fragments};
 use crate::memory::{ChunkKind, MemoryState};
 use crate::message::{BuildResult, Resolved, Truncation};
 use crate::prepare::Preparer;
-use crate::previous::PreviousBuild;
+use crate::previous::{MessageFingerprint, PreviousBuild};
 use crate::render::{ChunkRenderer, EscapeMode, RenderContext, RendererRegistry};
 use crate::session::ChunkCache;
 use crate::tokens::parts::CountedText;
@@ -401,7 +401,14 @@ impl ContextBuilder {
         let (total, elision) = (layout.total, layout.elision);
         drop(planner);
         drop((layout, history.items, units, steps));
-        let stable_prefix_tokens = pass.previous.map(|p| p.stable_prefix_tokens(&messages));
+        let fingerprints: Vec<MessageFingerprint> = messages
+            .iter()
+            .zip(&growable_prefix_tokens)
+            .map(|(message, &growable)| MessageFingerprint::of(message, growable))
+            .collect();
+        let stable_prefix_tokens = pass
+            .previous
+            .map(|p| p.stable_prefix_tokens(&messages, &fingerprints));
         let included: Vec<ChunkId> = messages
             .iter()
             .flat_map(|m| m.chunk_ids.iter().cloned())
@@ -440,7 +447,7 @@ impl ContextBuilder {
             truncated,
             elided: elision,
             stable_prefix_tokens,
-            growable_prefix_tokens,
+            fingerprints,
             summary,
             decisions,
             warnings,

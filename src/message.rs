@@ -7,6 +7,7 @@ use crate::assemble::Summary;
 use crate::budget::ChunkDecision;
 use crate::chunk_id::ChunkId;
 use crate::memory::Role;
+use crate::previous::MessageFingerprint;
 
 /// One message of the prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -86,10 +87,10 @@ pub struct BuildResult {
     /// The summary in the prompt, for the next build to reuse.
     #[serde(skip)]
     pub(crate) summary: Option<Summary>,
-    /// Per message, the content tokens a later build keeps when it appends
-    /// to that message (for the next build's `stable_prefix_tokens`).
+    /// Per message, what the next build compares its own with (for its
+    /// `stable_prefix_tokens`).
     #[serde(skip)]
-    pub(crate) growable_prefix_tokens: Vec<usize>,
+    pub(crate) fingerprints: Vec<MessageFingerprint>,
     /// One decision per input chunk, in input order.
     pub decisions: Vec<ChunkDecision>,
     /// Things the caller should know (e.g. a budget above the model's window).

@@ -12,7 +12,7 @@ use crate::tokens::parts::SEPARATOR;
 /// The parts of a previous build that the next one uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PreviousBuild {
-    messages: Vec<PreviousMessage>,
+    messages: Vec<MessageFingerprint>,
     pub(crate) cut: PreviousCut,
     /// The summary that stood for the cut, if any.
     pub(crate) summary: Option<Summary>,
@@ -28,44 +28,34 @@ impl From<&BuildResult> for PreviousBuild {
 impl PreviousBuild {
     pub(crate) fn new(result: &BuildResult, cut: PreviousCut) -> Self {
         PreviousBuild {
-            messages: result
-                .messages
-                .iter()
-                .zip(
-                    result
-                        .growable_prefix_tokens
-                        .iter()
-                        .chain(std::iter::repeat(&0)),
-                )
-                .map(|(m, &growable)| PreviousMessage {
-                    role: m.role,
-                    len: m.content.len(),
-                    hash: content_hash(&m.content),
-                    growable,
-                })
-                .collect(),
+            messages: result.fingerprints.clone(),
             cut,
             summary: result.summary.clone(),
         }
     }
 
-    /// Tokens at the start of `messages` that are byte-identical to the
-    /// previous build's, as far as a provider's prefix cache can tell: every
-    /// leading message that is unchanged (framing included), then, when the
-    /// next message only grew (same role, its old content then a separator
-    /// then more), the content tokens of its old parts. A lower bound: the
-    /// framing of a grown message is not counted.
-    pub(crate) fn stable_prefix_tokens(&self, messages: &[ContextMessage]) -> usize {
+    /// Tokens at the start of `messages` (fingerprinted as `fingerprints`)
+    /// that are byte-identical to the previous build's, as far as a
+    /// provider's prefix cache can tell: every leading message that is
+    /// unchanged (framing included), then, when the next message only grew
+    /// (same role, its old content then a separator then more), the content
+    /// tokens of its old parts. A lower bound: the framing of a grown
+    /// message is not counted.
+    pub(crate) fn stable_prefix_tokens(
+        &self,
+        messages: &[ContextMessage],
+        fingerprints: &[MessageFingerprint],
+    ) -> usize {
         let mut stable = 0;
-        for (new, old) in messages.iter().zip(&self.messages) {
-            if new.role != old.role {
+        for ((new, print), old) in messages.iter().zip(fingerprints).zip(&self.messages) {
+            if print.role != old.role {
                 break;
             }
-            let content = new.content.as_str();
-            if content.len() == old.len && content_hash(content) == old.hash {
+            if print.len == old.len && print.hash == old.hash {
                 stable += new.tokens;
                 continue;
             }
+            let content = new.content.as_str();
             let grew = content.len() > old.len
                 && content.is_char_boundary(old.len)
                 && content[old.len..].starts_with(SEPARATOR)
@@ -79,18 +69,29 @@ impl PreviousBuild {
     }
 }
 
-/// A message of the previous build, remembered by its length and a hash of
-/// its content rather than a copy: a session of a long prompt would
-/// otherwise hold it twice. Two different contents of one length share a
-/// 64-bit hash with odds of 2^-64, which would only overstate the stable
-/// prefix.
+/// A message remembered by its length and a hash of its content rather
+/// than a copy: a session of a long prompt would otherwise hold it twice.
+/// Two different contents of one length share a 64-bit hash with odds of
+/// 2^-64, which would only overstate the stable prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct PreviousMessage {
+pub(crate) struct MessageFingerprint {
     role: Role,
     len: usize,
     hash: u64,
     /// The content tokens that stay if the message grows.
     growable: usize,
+}
+
+impl MessageFingerprint {
+    /// `message`, whose first `growable` content tokens stay if it grows.
+    pub(crate) fn of(message: &ContextMessage, growable: usize) -> Self {
+        MessageFingerprint {
+            role: message.role,
+            len: message.content.len(),
+            hash: content_hash(&message.content),
+            growable,
+        }
+    }
 }
 
 fn content_hash(content: &str) -> u64 {

@@ -89,9 +89,12 @@ impl Caps {
 
     /// The cap on `chunk`'s body, rendered with `tag`.
     pub fn cap_for(&self, chunk: &MemoryChunk, tag: &str) -> Option<usize> {
-        self.by_chunk
-            .get(&chunk.id)
-            .or_else(|| self.by_tag.get(tag))
+        // Most policies set no cap by chunk or tag: skip hashing for them.
+        let by_chunk = || (!self.by_chunk.is_empty()).then(|| self.by_chunk.get(&chunk.id));
+        let by_tag = || (!self.by_tag.is_empty()).then(|| self.by_tag.get(tag));
+        by_chunk()
+            .flatten()
+            .or_else(|| by_tag().flatten())
             .or_else(|| self.by_kind.get(&chunk.kind))
             .copied()
             .flatten()
