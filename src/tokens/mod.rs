@@ -4,9 +4,9 @@
 //! result is seven-odd tokens of text, never a special token, because that is
 //! how providers bill it.
 
+mod encoder;
 mod estimate;
 mod framing;
-mod guard;
 mod model;
 pub(crate) mod parts;
 mod tiktoken;

@@ -1,4 +1,4 @@
-//! The exact counter, backed by tiktoken-rs.
+//! The exact counter, over tiktoken-rs's tables.
 
 use std::sync::{Mutex, OnceLock};
 
@@ -7,19 +7,20 @@ use rustc_hash::FxHashMap;
 use tiktoken_rs::CoreBPE;
 
 use crate::error::{ErrorKind, Result};
-use crate::tokens::guard::{self, GuardedEncoder};
+use crate::tokens::encoder::{OrdinaryEncoder, Pattern};
 use crate::tokens::{Encoding, TokenCounter};
 
 /// Exact counts with a tiktoken encoding.
 ///
-/// Tables load once per process and are shared by every counter. Text with a
-/// whitespace run long enough to overflow tiktoken-rs's backtracking regex
-/// (it panics near a million spaces) is counted by a linear-time path over
-/// the same ranks and pattern, which gives the same count.
+/// Tables load once per process and are shared by every counter. Text is
+/// split and merged by an encoder of this crate that gives tiktoken-rs's
+/// `encode_ordinary` tokens over the same ranks (tests compare them), in
+/// linear time: tiktoken-rs's backtracking pre-tokenizer is slower and
+/// panics near a million spaces.
 #[derive(Clone, Copy)]
 pub struct TiktokenCounter {
     encoding: Encoding,
-    bpe: &'static CoreBPE,
+    encoder: &'static OrdinaryEncoder,
 }
 
 impl TiktokenCounter {
@@ -29,10 +30,20 @@ impl TiktokenCounter {
     ///
     /// [`ErrorKind::Tokenizer`] if the embedded tables fail to load.
     pub fn new(encoding: Encoding) -> Result<Self> {
-        Ok(TiktokenCounter {
-            encoding,
-            bpe: core_bpe(encoding)?,
-        })
+        static O200K: OnceLock<OrdinaryEncoder> = OnceLock::new();
+        static CL100K: OnceLock<OrdinaryEncoder> = OnceLock::new();
+        let (cell, pattern) = match encoding {
+            Encoding::O200kBase | Encoding::O200kHarmony => (&O200K, Pattern::O200k),
+            Encoding::Cl100kBase => (&CL100K, Pattern::Cl100k),
+        };
+        let encoder = match cell.get() {
+            Some(encoder) => encoder,
+            None => {
+                let bpe = core_bpe(encoding)?;
+                cell.get_or_init(|| OrdinaryEncoder::new(bpe, pattern))
+            }
+        };
+        Ok(TiktokenCounter { encoding, encoder })
     }
 
     /// The encoding this counter uses.
@@ -42,21 +53,7 @@ impl TiktokenCounter {
 
     /// The token ids of `text` encoded as ordinary text.
     pub fn encode(&self, text: &str) -> Vec<u32> {
-        if guard::needs_guard(text) {
-            self.guarded().encode(text)
-        } else {
-            self.bpe.encode_ordinary(text)
-        }
-    }
-
-    fn guarded(&self) -> &'static GuardedEncoder {
-        static O200K: OnceLock<GuardedEncoder> = OnceLock::new();
-        static CL100K: OnceLock<GuardedEncoder> = OnceLock::new();
-        let (cell, pattern) = match self.encoding {
-            Encoding::O200kBase | Encoding::O200kHarmony => (&O200K, guard::Pattern::O200k),
-            Encoding::Cl100kBase => (&CL100K, guard::Pattern::Cl100k),
-        };
-        cell.get_or_init(|| GuardedEncoder::new(self.bpe, pattern))
+        self.encoder.encode(text)
     }
 }
 
@@ -81,11 +78,7 @@ type Memo = Mutex<FxHashMap<Box<str>, usize>>;
 
 impl TiktokenCounter {
     fn count_uncached(&self, text: &str) -> usize {
-        if guard::needs_guard(text) {
-            self.guarded().count(text)
-        } else {
-            self.bpe.encode_ordinary(text).len()
-        }
+        self.encoder.count(text)
     }
 
     fn memo(&self) -> &'static Memo {
@@ -167,7 +160,10 @@ mod tests {
             assert!(counter.count("<|endoftext|>") > 1, "{encoding:?}");
             assert_eq!(
                 counter.count("a <|endoftext|> b"),
-                counter.bpe.encode_ordinary("a <|endoftext|> b").len()
+                core_bpe(encoding)
+                    .unwrap()
+                    .encode_ordinary("a <|endoftext|> b")
+                    .len()
             );
         }
     }
@@ -176,6 +172,6 @@ mod tests {
     fn tables_load_once() {
         let a = TiktokenCounter::new(Encoding::O200kBase).unwrap();
         let b = TiktokenCounter::new(Encoding::O200kHarmony).unwrap();
-        assert!(std::ptr::eq(a.bpe, b.bpe));
+        assert!(std::ptr::eq(a.encoder, b.encoder));
     }
 }

@@ -1,8 +1,10 @@
-//! Exact counting of text that tiktoken-rs cannot take.
+//! The same tokens as tiktoken-rs's `encode_ordinary`, faster and in linear
+//! time.
 //!
-//! tiktoken-rs splits text with a backtracking regex whose `\s+(?!\S)`
-//! alternative overflows on long whitespace runs (a million spaces panics).
-//! This path gives the same tokens in linear time:
+//! tiktoken-rs splits text with a backtracking regex (`fancy-regex`): about
+//! half its time goes there, and its `\s+(?!\S)` alternative overflows on
+//! long whitespace runs (a million spaces panics). This encoder takes only
+//! the tables from tiktoken-rs and gives the same tokens:
 //!
 //! * the same pre-tokenization pattern, run by the `regex` crate (a DFA, no
 //!   backtracking) with the one lookahead rewritten: `\s+(?!\S)` matches a
@@ -12,7 +14,12 @@
 //!   by decoding every ordinary token), lowest rank first and leftmost among
 //!   equals, with a heap so that a megabyte-long piece stays O(n log n).
 //!
-//! Tests compare this path with tiktoken-rs on every input tiktoken-rs can take.
+//! Counting needs no token ids: a piece that is a token (most words) costs
+//! one lookup and no allocation. On 4.2 MB of generated agent session this
+//! counts in about 0.7x the time of tiktoken-rs's `encode_ordinary`.
+//!
+//! Tests compare the tokens with tiktoken-rs's on tricky text, on random
+//! text from a wide alphabet, and on whole generated sessions.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -20,30 +27,6 @@ use std::collections::BinaryHeap;
 use regex::Regex;
 use rustc_hash::FxHashMap;
 use tiktoken_rs::CoreBPE;
-
-/// Whitespace runs at least this long (in characters) take the guarded path.
-/// tiktoken-rs fails near 1,000,000; 16,384 leaves a wide margin and is still
-/// far beyond any whitespace run in ordinary text.
-pub(crate) const GUARD_WHITESPACE_RUN: usize = 16_384;
-
-/// Whether `text` must avoid tiktoken-rs's backtracking regex.
-pub(crate) fn needs_guard(text: &str) -> bool {
-    text.len() >= GUARD_WHITESPACE_RUN && longest_whitespace_run(text) >= GUARD_WHITESPACE_RUN
-}
-
-/// The longest run of Unicode whitespace (regex `\s`), in characters.
-fn longest_whitespace_run(text: &str) -> usize {
-    let (mut longest, mut run) = (0, 0);
-    for c in text.chars() {
-        if c.is_whitespace() {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    longest
-}
 
 /// Which pre-tokenization pattern to emulate.
 #[derive(Debug, Clone, Copy)]
@@ -83,12 +66,12 @@ impl Pattern {
 
 /// Pre-tokenizer and byte-pair merger equivalent to tiktoken-rs's `encode_ordinary`.
 #[derive(Debug)]
-pub(crate) struct GuardedEncoder {
+pub(crate) struct OrdinaryEncoder {
     regex: Regex,
     ranks: FxHashMap<Vec<u8>, u32>,
 }
 
-impl GuardedEncoder {
+impl OrdinaryEncoder {
     /// Reads the ordinary ranks back out of `bpe` (ranks are dense from 0 up
     /// to the first special token).
     pub(crate) fn new(bpe: &CoreBPE, pattern: Pattern) -> Self {
@@ -99,13 +82,19 @@ impl GuardedEncoder {
             rank += 1;
         }
         // The pattern is a constant covered by tests; it cannot fail at runtime.
-        let regex = Regex::new(pattern.regex()).expect("guard pattern compiles");
-        GuardedEncoder { regex, ranks }
+        let regex = Regex::new(pattern.regex()).expect("the pre-tokenizer pattern compiles");
+        OrdinaryEncoder { regex, ranks }
     }
 
     pub(crate) fn count(&self, text: &str) -> usize {
         let mut total = 0;
-        self.for_each_piece(text, |piece| total += self.merge(piece).count());
+        self.for_each_piece(text, |piece| {
+            total += if piece.len() <= 1 || self.ranks.contains_key(piece) {
+                1
+            } else {
+                self.merge_ends(piece).len()
+            }
+        });
         total
     }
 
@@ -225,12 +214,12 @@ fn lookahead_give_back(matched: &str) -> usize {
 mod tests {
     use super::*;
 
-    fn encoders() -> [(&'static CoreBPE, GuardedEncoder); 2] {
+    fn encoders() -> [(&'static CoreBPE, OrdinaryEncoder); 2] {
         let o200k = tiktoken_rs::o200k_base_singleton();
         let cl100k = tiktoken_rs::cl100k_base_singleton();
         [
-            (o200k, GuardedEncoder::new(o200k, Pattern::O200k)),
-            (cl100k, GuardedEncoder::new(cl100k, Pattern::Cl100k)),
+            (o200k, OrdinaryEncoder::new(o200k, Pattern::O200k)),
+            (cl100k, OrdinaryEncoder::new(cl100k, Pattern::Cl100k)),
         ]
     }
 
@@ -275,16 +264,5 @@ mod tests {
                 assert_eq!(guarded.count(text), bpe.encode_ordinary(text).len());
             }
         }
-    }
-
-    #[test]
-    fn only_long_whitespace_runs_are_guarded() {
-        assert!(!needs_guard(&"x ".repeat(100_000)));
-        assert!(!needs_guard(&" ".repeat(GUARD_WHITESPACE_RUN - 1)));
-        assert!(needs_guard(&" ".repeat(GUARD_WHITESPACE_RUN)));
-        assert!(needs_guard(&format!(
-            "a{}b",
-            "\u{3000}\n".repeat(GUARD_WHITESPACE_RUN)
-        )));
     }
 }

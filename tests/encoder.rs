@@ -1,0 +1,173 @@
+//! The counter's own encoder gives exactly tiktoken-rs's `encode_ordinary`
+//! tokens: on random text from a wide alphabet, on a generated session of
+//! every kind of content, and on the bundled sessions.
+
+mod common;
+
+#[path = "../examples/support/session_gen.rs"]
+mod session_gen;
+
+use agent_context::tokens::{Encoding, TiktokenCounter};
+use agent_context::{ContextBuilder, MemoryState};
+use common::proptest_config;
+use proptest::prelude::*;
+use tiktoken_rs::CoreBPE;
+
+fn reference(encoding: Encoding) -> &'static CoreBPE {
+    match encoding {
+        Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+        _ => tiktoken_rs::o200k_base_singleton(),
+    }
+}
+
+fn assert_same_tokens(text: &str) {
+    for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+        let ours = TiktokenCounter::new(encoding).unwrap().encode(text);
+        let theirs = reference(encoding).encode_ordinary(text);
+        if ours != theirs {
+            let at = ours.iter().zip(&theirs).take_while(|(a, b)| a == b).count();
+            let shown: String = text.chars().take(300).collect();
+            panic!(
+                "{encoding:?} differs at token {at} of a {}-byte text starting {shown:?}: \
+                 ours {:?}, tiktoken-rs {:?}",
+                text.len(),
+                &ours[at..(at + 4).min(ours.len())],
+                &theirs[at..(at + 4).min(theirs.len())],
+            );
+        }
+    }
+}
+
+/// Pieces of text chosen to meet every branch of both pre-tokenizer
+/// patterns: letter classes (upper, lower, title, modifier, other, marks),
+/// contractions in both cases, digit runs, punctuation with and without a
+/// space before and newlines or slashes after, and every kind of whitespace.
+const ATOMS: &[&str] = &[
+    "a",
+    "word",
+    "Word",
+    "WORD",
+    "camelCase",
+    "HTTPServer",
+    "x",
+    "I",
+    "ǅ",
+    "ʰ",
+    "ß",
+    "ﬁ",
+    "'s",
+    "'S",
+    "'t",
+    "'re",
+    "'VE",
+    "'m",
+    "'ll",
+    "'D",
+    "'",
+    "’s",
+    "don't",
+    "O'Neil",
+    "1",
+    "12",
+    "123",
+    "1234567",
+    "٣٤",
+    "½",
+    "Ⅻ",
+    "3.14",
+    ".",
+    ",",
+    "!?",
+    "...",
+    "()",
+    "{}",
+    "[]",
+    "<",
+    "/>",
+    "</tag>",
+    "\"",
+    "=\"",
+    "://",
+    "//",
+    "_",
+    "-",
+    "--",
+    "+",
+    "#",
+    "@",
+    "$",
+    "%",
+    "^",
+    "&&",
+    "*",
+    "|",
+    "~",
+    "`",
+    " ",
+    "  ",
+    "   ",
+    "\t",
+    "\n",
+    "\n\n",
+    "\r\n",
+    "\r",
+    " \n",
+    "\n ",
+    "\u{a0}",
+    "\u{3000}",
+    "\u{2028}",
+    "\u{85}",
+    "\u{b}",
+    "\u{c}",
+    "\u{200b}",
+    "漢字",
+    "かな",
+    "한국어",
+    "العربية",
+    "кириллица",
+    "ελληνικά",
+    "हिन्दी",
+    "e\u{301}",
+    "\u{302}",
+    "🦀",
+    "👩\u{200d}💻",
+    "🇫🇷",
+    "✅",
+];
+
+fn random_text() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(ATOMS), 0..48).prop_map(|atoms| atoms.concat())
+}
+
+proptest! {
+    #![proptest_config(proptest_config())]
+
+    #[test]
+    fn random_text_encodes_like_tiktoken(text in random_text()) {
+        assert_same_tokens(&text);
+    }
+}
+
+#[test]
+fn a_generated_session_encodes_like_tiktoken() {
+    let state = session_gen::session(7, 60, 1);
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(100_000_000);
+    let all = builder.build(&state).unwrap();
+    let text: Vec<&str> = all.messages.iter().map(|m| m.content.as_str()).collect();
+    assert_same_tokens(&text.join("\n\n"));
+}
+
+#[test]
+fn the_bundled_sessions_encode_like_tiktoken() {
+    for file in ["data/coding-agent.json", "data/research-agent.json"] {
+        let json = std::fs::read_to_string(file).unwrap();
+        assert_same_tokens(&json);
+        let state = MemoryState::from_json_str(&json).unwrap();
+        let mut builder = ContextBuilder::new();
+        builder.max_tokens(100_000_000);
+        for message in builder.build(&state).unwrap().messages {
+            assert_same_tokens(&message.content);
+        }
+    }
+}
