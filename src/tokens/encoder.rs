@@ -38,6 +38,14 @@ pub(crate) enum Pattern {
 }
 
 impl Pattern {
+    /// The number of ordinary tokens (ranks `0..n`) of the encoding.
+    fn ordinary_ranks(self) -> u32 {
+        match self {
+            Pattern::O200k => 199_998,
+            Pattern::Cl100k => 100_256,
+        }
+    }
+
     /// tiktoken-rs's pattern with `\s+(?!\S)|\s+` (or `|\s`) replaced by
     /// `\s+` and possessive quantifiers made greedy (same matches here: no
     /// alternative can succeed by giving back what a possessive took).
@@ -72,14 +80,25 @@ pub(crate) struct OrdinaryEncoder {
 }
 
 impl OrdinaryEncoder {
-    /// Reads the ordinary ranks back out of `bpe` (ranks are dense from 0 up
-    /// to the first special token).
+    /// Reads the ordinary ranks back out of `bpe`: dense from 0 up to the
+    /// first special token, one fewer than the vocabulary size each
+    /// encoding is known to have (checked, else found one rank at a time).
     pub(crate) fn new(bpe: &CoreBPE, pattern: Pattern) -> Self {
-        let mut ranks = FxHashMap::default();
-        let mut rank = 0u32;
-        while let Ok(bytes) = bpe.decode_bytes(&[rank]) {
+        let known = pattern.ordinary_ranks();
+        let ordinary =
+            if bpe.decode_bytes(&[known - 1]).is_ok() && bpe.decode_bytes(&[known]).is_err() {
+                known
+            } else {
+                (0..)
+                    .find(|&rank| bpe.decode_bytes(&[rank]).is_err())
+                    .unwrap_or(0)
+            };
+        let mut ranks = FxHashMap::with_capacity_and_hasher(ordinary as usize, Default::default());
+        // One call for all: a call per rank costs more than the copying.
+        for (rank, bytes) in
+            (0..ordinary).zip(bpe._decode_native_and_split((0..ordinary).collect()))
+        {
             ranks.insert(bytes, rank);
-            rank += 1;
         }
         // The pattern is a constant covered by tests; it cannot fail at runtime.
         let regex = Regex::new(pattern.regex()).expect("the pre-tokenizer pattern compiles");
