@@ -94,6 +94,7 @@ impl ContextSession {
     pub fn push(&mut self, chunk: MemoryChunk) -> Result<()> {
         self.check_new(&chunk, self.state.chunks.len())?;
         self.ids.insert(&chunk.id);
+        self.make_room(1);
         self.state.chunks.push(chunk);
         Ok(())
     }
@@ -115,6 +116,7 @@ impl ContextSession {
             }
         }
         chunks.iter().for_each(|c| self.ids.insert(&c.id));
+        self.make_room(chunks.len());
         self.state.chunks.extend(chunks);
         Ok(())
     }
@@ -180,6 +182,17 @@ impl ContextSession {
     /// Forgets the previous build: the next build plans from scratch.
     pub fn forget_previous(&mut self) {
         self.previous = None;
+    }
+
+    /// Grows the chunks by a quarter when full, not by the doubling `Vec`
+    /// would do: still amortized constant time per chunk, and a long
+    /// session carries at most a quarter of spare room (the cache's slots
+    /// grow with it).
+    fn make_room(&mut self, additional: usize) {
+        let chunks = &mut self.state.chunks;
+        if chunks.len() + additional > chunks.capacity() {
+            chunks.reserve_exact(additional.max(chunks.len() / 4));
+        }
     }
 
     fn check_new(&self, chunk: &MemoryChunk, index: usize) -> Result<()> {

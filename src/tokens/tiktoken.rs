@@ -4,8 +4,6 @@ use std::sync::{Mutex, OnceLock};
 
 use rustc_hash::FxHashMap;
 
-use tiktoken_rs::CoreBPE;
-
 use crate::error::{ErrorKind, Result};
 use crate::tokens::encoder::{OrdinaryEncoder, Pattern};
 use crate::tokens::{Encoding, TokenCounter};
@@ -30,19 +28,24 @@ impl TiktokenCounter {
     ///
     /// [`ErrorKind::Tokenizer`] if the embedded tables fail to load.
     pub fn new(encoding: Encoding) -> Result<Self> {
-        static O200K: OnceLock<OrdinaryEncoder> = OnceLock::new();
-        static CL100K: OnceLock<OrdinaryEncoder> = OnceLock::new();
-        let (cell, pattern) = match encoding {
-            Encoding::O200kBase | Encoding::O200kHarmony => (&O200K, Pattern::O200k),
-            Encoding::Cl100kBase => (&CL100K, Pattern::Cl100k),
+        static O200K: OnceLock<Result<OrdinaryEncoder, String>> = OnceLock::new();
+        static CL100K: OnceLock<Result<OrdinaryEncoder, String>> = OnceLock::new();
+        // tiktoken-rs's tables are read once into the encoder, then let go:
+        // the encoder is all a counter needs.
+        let loaded = match encoding {
+            Encoding::O200kBase | Encoding::O200kHarmony => O200K.get_or_init(|| {
+                let bpe = tiktoken_rs::o200k_base().map_err(|e| e.to_string())?;
+                Ok(OrdinaryEncoder::new(&bpe, Pattern::O200k))
+            }),
+            Encoding::Cl100kBase => CL100K.get_or_init(|| {
+                let bpe = tiktoken_rs::cl100k_base().map_err(|e| e.to_string())?;
+                Ok(OrdinaryEncoder::new(&bpe, Pattern::Cl100k))
+            }),
         };
-        let encoder = match cell.get() {
-            Some(encoder) => encoder,
-            None => {
-                let bpe = core_bpe(encoding)?;
-                cell.get_or_init(|| OrdinaryEncoder::new(bpe, pattern))
-            }
-        };
+        let encoder = loaded.as_ref().map_err(|message| ErrorKind::Tokenizer {
+            encoding: encoding.name().to_owned(),
+            message: message.clone(),
+        })?;
         Ok(TiktokenCounter { encoding, encoder })
     }
 
@@ -126,31 +129,17 @@ impl TokenCounter for TiktokenCounter {
     }
 }
 
-/// The process-wide tables of an encoding (`o200k_harmony` shares `o200k_base`'s:
-/// ordinary text encodes identically).
-fn core_bpe(encoding: Encoding) -> Result<&'static CoreBPE> {
-    static O200K: OnceLock<Result<CoreBPE, String>> = OnceLock::new();
-    static CL100K: OnceLock<Result<CoreBPE, String>> = OnceLock::new();
-    let loaded = match encoding {
-        Encoding::O200kBase | Encoding::O200kHarmony => {
-            O200K.get_or_init(|| tiktoken_rs::o200k_base().map_err(|e| e.to_string()))
-        }
-        Encoding::Cl100kBase => {
-            CL100K.get_or_init(|| tiktoken_rs::cl100k_base().map_err(|e| e.to_string()))
-        }
-    };
-    loaded.as_ref().map_err(|message| {
-        ErrorKind::Tokenizer {
-            encoding: encoding.name().to_owned(),
-            message: message.clone(),
-        }
-        .into()
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tiktoken_rs::CoreBPE;
+
+    fn reference(encoding: Encoding) -> &'static CoreBPE {
+        match encoding {
+            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+            _ => tiktoken_rs::o200k_base_singleton(),
+        }
+    }
 
     #[test]
     fn special_token_text_counts_as_ordinary_text() {
@@ -160,8 +149,7 @@ mod tests {
             assert!(counter.count("<|endoftext|>") > 1, "{encoding:?}");
             assert_eq!(
                 counter.count("a <|endoftext|> b"),
-                core_bpe(encoding)
-                    .unwrap()
+                reference(encoding)
                     .encode_ordinary("a <|endoftext|> b")
                     .len()
             );
