@@ -85,13 +85,13 @@ struct Run {
     tokens: [usize; 2],
 }
 
-/// One turn loop; heap figures are above `tables`, the live bytes once the
-/// tokenizer tables are loaded.
 unsafe extern "C" {
     /// glibc: returns freed heap memory to the system.
     fn malloc_trim(pad: usize) -> i32;
 }
 
+/// One turn loop; heap figures are above `tables`, the live bytes once the
+/// tokenizer tables are loaded.
 fn run(builder: &ContextBuilder, tables: usize, hold_cold_result: bool) -> Run {
     // Loading the tokenizer frees tiktoken-rs's tables; hand that memory
     // back first, or the session would grow into it unseen.
