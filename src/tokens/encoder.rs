@@ -24,8 +24,10 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use regex::Regex;
+use regex_automata::meta::Regex;
+use regex_automata::{Anchored, Input};
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use tiktoken_rs::CoreBPE;
 
 /// Which pre-tokenization pattern to emulate.
@@ -36,6 +38,9 @@ pub(crate) enum Pattern {
     /// `cl100k_base`.
     Cl100k,
 }
+
+/// Pieces up to this many bytes merge on the stack by scanning.
+const SHORT_PIECE: usize = 64;
 
 impl Pattern {
     /// The number of ordinary tokens (ranks `0..n`) of the encoding.
@@ -110,6 +115,8 @@ impl OrdinaryEncoder {
         self.for_each_piece(text, |piece| {
             total += if piece.len() <= 1 || self.ranks.contains_key(piece) {
                 1
+            } else if piece.len() <= SHORT_PIECE {
+                self.merge_short(piece).len() - 1
             } else {
                 self.merge_ends(piece).len()
             }
@@ -129,11 +136,28 @@ impl OrdinaryEncoder {
     }
 
     fn for_each_piece<'t>(&self, text: &'t str, mut f: impl FnMut(&'t [u8])) {
+        // Every character starts a piece, so each search is anchored where
+        // the last piece ended: one forward scan, no search back for the
+        // start. Should a character start none, an open search skips it,
+        // as tiktoken-rs's would.
+        let mut input = Input::new(text).anchored(Anchored::Yes);
         let mut pos = 0;
-        while let Some(found) = self.regex.find_at(text, pos) {
+        while pos < text.len() {
+            input.set_start(pos);
+            input.set_anchored(Anchored::Yes);
+            let found = match self.regex.search(&input) {
+                Some(found) => found,
+                None => {
+                    input.set_anchored(Anchored::No);
+                    match self.regex.search(&input) {
+                        Some(found) => found,
+                        None => break,
+                    }
+                }
+            };
             let mut end = found.end();
             if end < text.len() {
-                end -= lookahead_give_back(found.as_str());
+                end -= lookahead_give_back(&text[found.start()..end]);
             }
             f(&text.as_bytes()[found.start()..end]);
             pos = end;
@@ -142,8 +166,10 @@ impl OrdinaryEncoder {
 
     /// The parts `piece` merges into.
     fn merge<'p>(&self, piece: &'p [u8]) -> impl Iterator<Item = &'p [u8]> {
-        let ends = if piece.len() <= 1 || self.ranks.contains_key(piece) {
+        let ends: Vec<usize> = if piece.len() <= 1 || self.ranks.contains_key(piece) {
             vec![piece.len()]
+        } else if piece.len() <= SHORT_PIECE {
+            self.merge_short(piece)[1..].iter().map(|&(start, _)| start).collect()
         } else {
             self.merge_ends(piece)
         };
@@ -153,6 +179,38 @@ impl OrdinaryEncoder {
             start = end;
             part
         })
+    }
+
+    /// Byte-pair merging of a short piece, on the stack: the part starts,
+    /// then `piece.len()`, each with the rank of the pair starting there.
+    /// Scanning for the lowest rank is quicker than a heap at this size, and
+    /// takes the leftmost of equal ranks, as the heap does.
+    fn merge_short(&self, piece: &[u8]) -> SmallVec<[(usize, u32); SHORT_PIECE + 1]> {
+        let rank_of = |parts: &[(usize, u32)], i: usize| match parts.get(i + 2) {
+            Some(&(end, _)) => self.ranks.get(&piece[parts[i].0..end]).copied().unwrap_or(u32::MAX),
+            None => u32::MAX,
+        };
+        let mut parts: SmallVec<[(usize, u32); SHORT_PIECE + 1]> =
+            (0..=piece.len()).map(|start| (start, u32::MAX)).collect();
+        for i in 0..piece.len().saturating_sub(1) {
+            parts[i].1 = rank_of(&parts, i);
+        }
+        loop {
+            let Some((i, _)) = parts[..parts.len() - 1]
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, rank))| *rank != u32::MAX)
+                .min_by_key(|(i, (_, rank))| (*rank, *i))
+            else {
+                break;
+            };
+            parts.remove(i + 1);
+            parts[i].1 = rank_of(&parts, i);
+            if i > 0 {
+                parts[i - 1].1 = rank_of(&parts, i - 1);
+            }
+        }
+        parts
     }
 
     /// Byte-pair merging, lowest rank first, leftmost among equal ranks; the
