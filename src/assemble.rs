@@ -136,7 +136,8 @@ pub(crate) fn assemble(
         );
     }
     for (role, slots) in &layout.messages {
-        let parts: Vec<&CountedText> = slots.iter().map(|s| planner.part(layout, *s)).collect();
+        let parts: SmallVec<[&CountedText; 8]> =
+            slots.iter().map(|s| planner.part(layout, *s)).collect();
         let chunk_ids = slots
             .iter()
             .filter_map(|slot| match slot {

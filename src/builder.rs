@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::assemble::{assemble, summarize};
 use crate::budget::{
-    Decision, DropReason, HISTORY_START_TAG, Planner, Policy, Step, Unit, framing_table,
+    Decision, DropReason, HISTORY_START_TAG, Item, Planner, Policy, Step, Unit, framing_table,
     group_units, plan_steps,
 };
 use crate::chunk_id::ChunkId;
@@ -24,6 +24,19 @@ use crate::session::ChunkCache;
 use crate::tokens::parts::CountedText;
 use crate::tokens::{Framing, TokenCounter, counter_for_model, model_info};
 use rustc_hash::FxHashSet;
+
+/// Returns to a session's cache what a build borrowed from it: the items'
+/// renderings and stubs, and the renderings of the chunks in the system
+/// role (`system_chunks`, in the order of their parts).
+fn give_back(
+    cache: Option<&mut ChunkCache>,
+    (items, system_parts): (Vec<Item>, Vec<Arc<CountedText>>),
+    system_chunks: &[usize],
+) {
+    if let Some(cache) = cache {
+        cache.give_back_all(items, system_chunks.iter().copied().zip(system_parts));
+    }
+}
 
 /// Which items the first steps of a ladder drop, and which it stubs.
 fn cut_by(steps: &[Step], units: &[Unit], items: usize) -> (Vec<bool>, Vec<bool>) {
@@ -321,6 +334,7 @@ impl ContextBuilder {
                 pass.cache.as_deref_mut(),
             );
         }
+        let system_len = system.len();
         let mut planner_system = system;
         planner_system.extend(history.system_parts);
         let base = Planner {
@@ -337,27 +351,36 @@ impl ContextBuilder {
             low_water: policy.low_water,
             history_start: CountedText::new(format!("<{HISTORY_START_TAG}/>"), counter),
         };
-        let (layout, summary) = {
+        let planned = {
             let planner = Planner {
                 items: &history.items,
                 ..base.clone()
             };
-            let mut layout = planner
-                .plan()
-                .map_err(|required| ErrorKind::BudgetExceeded {
+            planner.plan().map(|mut layout| {
+                let summary = summarize(
+                    &planner,
+                    &mut layout,
+                    state,
+                    &preparer,
+                    pass.previous.and_then(|p| p.summary.as_ref()),
+                );
+                (layout, summary)
+            })
+        };
+        let (layout, summary) = match planned {
+            Ok(planned) => planned,
+            Err(required) => {
+                // Nothing was cut: the cache gets everything back as it was.
+                let borrowed = (history.items, planner_system.split_off(system_len));
+                give_back(pass.cache, borrowed, &history.system_chunks);
+                return Err(ErrorKind::BudgetExceeded {
                     required,
                     available,
                     max_tokens,
                     reserve_output: self.reserve_output,
-                })?;
-            let summary = summarize(
-                &planner,
-                &mut layout,
-                state,
-                &preparer,
-                pass.previous.and_then(|p| p.summary.as_ref()),
-            );
-            (layout, summary)
+                }
+                .into());
+            }
         };
         // The prompt holds the text of what was kept or stubbed, and only that.
         self.settle_texts(
@@ -400,7 +423,9 @@ impl ContextBuilder {
         // let it go before the report is made.
         let (total, elision) = (layout.total, layout.elision);
         drop(planner);
-        drop((layout, history.items, units, steps));
+        drop((layout, units, steps));
+        let borrowed = (history.items, planner_system.split_off(system_len));
+        give_back(pass.cache.as_deref_mut(), borrowed, &history.system_chunks);
         let fingerprints: Vec<MessageFingerprint> = messages
             .iter()
             .zip(&growable_prefix_tokens)

@@ -207,8 +207,9 @@ impl Policy {
     /// The priority of `chunk`: its own, else its kind's.
     pub fn priority_of(&self, chunk: &MemoryChunk) -> i64 {
         chunk.priority.unwrap_or_else(|| {
-            self.priorities
-                .get(&chunk.kind)
+            (!self.priorities.is_empty())
+                .then(|| self.priorities.get(&chunk.kind))
+                .flatten()
                 .copied()
                 .unwrap_or(match chunk.kind {
                     ChunkKind::Agent if chunk.role == Some(Role::User) => 90,

@@ -120,6 +120,9 @@ impl ContextBuilder {
                     decision.decision = Decision::Dropped {
                         reason: DropReason::Orphan,
                     };
+                    if let Some(cache) = cache.as_deref_mut() {
+                        cache.give_back(index, prepared.part, None);
+                    }
                 } else if prepared.role == Role::System {
                     // The system message is never trimmed, so a tool call or
                     // result there would escape its unit and could outlive
@@ -164,11 +167,12 @@ impl ContextBuilder {
                         role: prepared.role,
                         part: prepared.part,
                         stub,
+                        disposable: retention == Retention::Disposable,
                         protected: chunk.pinned || retention == Retention::Critical,
                         priority: decision.priority,
                     };
                     if cut {
-                        release(&mut item, Shown::Stub, cache.as_deref_mut());
+                        release(&mut item, Shown::Stub);
                     }
                     history.items.push(item);
                 }
@@ -250,9 +254,6 @@ impl ContextBuilder {
                 let prepared = self.prepared(item.chunk, chunk, preparer, cache.as_deref_mut());
                 debug_assert_eq!(prepared.part.alone(), item.part.alone(), "renders the same");
                 item.part = prepared.part;
-                if let Some(cache) = cache.as_deref_mut() {
-                    cache.share(item.chunk, &item.part, item.stub.as_ref());
-                }
             }
             if shown.stub() && item.stub.as_ref().is_some_and(|s| s.is_released()) {
                 if let Some(cache) = cache.as_deref_mut() {
@@ -266,7 +267,7 @@ impl ContextBuilder {
                     cache.as_deref_mut(),
                 );
             }
-            release(item, shown, cache.as_deref_mut());
+            release(item, shown);
         }
     }
 }
@@ -295,21 +296,16 @@ impl Shown {
 }
 
 /// Lets go of the texts of `item` that the prompt will not show, keeping
-/// their counts, in the cache too. A stub is let go only with its chunk
-/// dropped: a kept body is stubbed by some later build.
-fn release(item: &mut Item, shown: Shown, cache: Option<&mut ChunkCache>) {
-    let mut changed = false;
+/// their counts (the cache gets them back so at the end of the build). A
+/// stub is let go only with its chunk dropped: a kept body is stubbed by
+/// some later build.
+fn release(item: &mut Item, shown: Shown) {
     if !shown.body() && !item.part.is_released() {
         item.part = Arc::new(item.part.released());
-        changed = true;
     }
     if let (Shown::Nothing, Some(stub)) = (shown, item.stub.as_mut())
         && !stub.is_released()
     {
         *stub = Arc::new(stub.released());
-        changed = true;
-    }
-    if let (true, Some(cache)) = (changed, cache) {
-        cache.share(item.chunk, &item.part, item.stub.as_ref());
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::budget::Decision;
+use crate::budget::{Decision, Item};
 use crate::chunk_id::ChunkId;
 use crate::memory::Role;
 use crate::prepare::PreparedChunk;
@@ -35,30 +35,28 @@ pub(crate) struct ChunkCache {
 }
 
 /// Laid out small: a session holds one per chunk.
+///
+/// A build borrows the rendered chunk and its stub (moved out, not shared:
+/// no reference counting per chunk per turn) and gives them back, with or
+/// without their text, when it is done; a build that fails halfway leaves
+/// them out, and the next build renders those again.
 #[derive(Debug)]
 struct Entry {
-    part: Arc<CountedText>,
-    /// The stub, if the chunk has one, once `stub_known`.
+    /// `None` while a build holds it.
+    part: Option<Arc<CountedText>>,
+    /// The stub, if the chunk has one, once `stub_known` (and not lent).
     stub: Option<Arc<CountedText>>,
     cap: Option<usize>,
     /// The decision when the cap cut the body (else it was kept whole).
     truncated: Option<Box<Decision>>,
     role: Role,
     stub_known: bool,
-}
-
-impl Entry {
-    fn prepared(&self) -> PreparedChunk {
-        PreparedChunk {
-            role: self.role,
-            part: Arc::clone(&self.part),
-            decision: self.truncated.as_deref().copied().unwrap_or(Decision::Kept),
-        }
-    }
+    stub_lent: bool,
 }
 
 impl ChunkCache {
-    /// The chunk at `index` rendered under `cap`, from the cache or from `prepare`.
+    /// The chunk at `index` rendered under `cap`, from the cache or from
+    /// `prepare`, lent to the build until [`give_back`](ChunkCache::give_back).
     pub(crate) fn prepared(
         &mut self,
         index: usize,
@@ -67,12 +65,21 @@ impl ChunkCache {
     ) -> PreparedChunk {
         if let Some(entry) = self
             .slots
-            .get(index)
-            .and_then(Option::as_ref)
-            .filter(|e| e.cap == cap)
+            .get_mut(index)
+            .and_then(Option::as_mut)
+            .filter(|e| e.cap == cap && e.part.is_some())
+            && let Some(part) = entry.part.take()
         {
             self.stats.chunks_cached += 1;
-            return entry.prepared();
+            return PreparedChunk {
+                role: entry.role,
+                part,
+                decision: entry
+                    .truncated
+                    .as_deref()
+                    .copied()
+                    .unwrap_or(Decision::Kept),
+            };
         }
         let prepared = prepare();
         self.stats.chunks_rendered += 1;
@@ -81,7 +88,7 @@ impl ChunkCache {
             self.slots.resize_with(index + 1, || None);
         }
         self.slots[index] = Some(Entry {
-            part: Arc::clone(&prepared.part),
+            part: None,
             stub: None,
             cap,
             truncated: match prepared.decision {
@@ -90,6 +97,7 @@ impl ChunkCache {
             },
             role: prepared.role,
             stub_known: false,
+            stub_lent: false,
         });
         prepared
     }
@@ -99,7 +107,7 @@ impl ChunkCache {
     pub(crate) fn oldest_missing(&self) -> usize {
         self.slots
             .iter()
-            .position(Option::is_none)
+            .position(|slot| slot.as_ref().is_none_or(|entry| entry.part.is_none()))
             .unwrap_or(self.slots.len())
     }
 
@@ -113,7 +121,8 @@ impl ChunkCache {
             .clone()
     }
 
-    /// The stub of the chunk at `index`, from the cache or from `stub`.
+    /// The stub of the chunk at `index`, from the cache or from `stub`, lent
+    /// like the rendered chunk.
     pub(crate) fn stub(
         &mut self,
         index: usize,
@@ -121,32 +130,51 @@ impl ChunkCache {
     ) -> Option<Arc<CountedText>> {
         match self.slots.get_mut(index).and_then(Option::as_mut) {
             Some(entry) => {
-                if !entry.stub_known {
-                    entry.stub = stub();
-                    entry.stub_known = true;
-                }
-                entry.stub.clone()
+                let lent = if entry.stub_known && !entry.stub_lent {
+                    entry.stub.take()
+                } else {
+                    stub()
+                };
+                entry.stub_known = true;
+                entry.stub_lent = true;
+                lent
             }
             None => stub(),
         }
     }
 
-    /// Puts a build's `part` and `stub` of the chunk at `index` in its
-    /// entry, so that both hold one allocation: the same counts, with or
-    /// without text (a build lets go of the text of what its prompt does
-    /// not show, and later builds plan with the counts).
-    pub(crate) fn share(
+    /// Takes back what a build borrowed for the chunk at `index`: its
+    /// rendering, and its stub when it asked for it (`Some`), each with or
+    /// without text as the build left them.
+    pub(crate) fn give_back(
         &mut self,
         index: usize,
-        part: &Arc<CountedText>,
-        stub: Option<&Arc<CountedText>>,
+        part: Arc<CountedText>,
+        stub: Option<Option<Arc<CountedText>>>,
     ) {
         if let Some(entry) = self.slots.get_mut(index).and_then(Option::as_mut) {
-            entry.part = Arc::clone(part);
+            entry.part = Some(part);
             if let Some(stub) = stub {
-                entry.stub = Some(Arc::clone(stub));
+                entry.stub = stub;
                 entry.stub_known = true;
+                entry.stub_lent = false;
             }
+        }
+    }
+
+    /// Takes back everything a build borrowed: its items' renderings and
+    /// stubs, and the renderings of `system` chunks `(index, part)`.
+    pub(crate) fn give_back_all(
+        &mut self,
+        items: Vec<Item>,
+        system: impl IntoIterator<Item = (usize, Arc<CountedText>)>,
+    ) {
+        for item in items {
+            let stub = item.disposable.then_some(item.stub);
+            self.give_back(item.chunk, item.part, stub);
+        }
+        for (index, part) in system {
+            self.give_back(index, part, None);
         }
     }
 
@@ -164,6 +192,7 @@ impl ChunkCache {
         if let Some(entry) = self.slots.get_mut(index).and_then(Option::as_mut) {
             entry.stub = None;
             entry.stub_known = false;
+            entry.stub_lent = false;
         }
     }
 

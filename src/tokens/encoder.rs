@@ -169,7 +169,10 @@ impl OrdinaryEncoder {
         let ends: Vec<usize> = if piece.len() <= 1 || self.ranks.contains_key(piece) {
             vec![piece.len()]
         } else if piece.len() <= SHORT_PIECE {
-            self.merge_short(piece)[1..].iter().map(|&(start, _)| start).collect()
+            self.merge_short(piece)[1..]
+                .iter()
+                .map(|&(start, _)| start)
+                .collect()
         } else {
             self.merge_ends(piece)
         };
@@ -187,7 +190,11 @@ impl OrdinaryEncoder {
     /// takes the leftmost of equal ranks, as the heap does.
     fn merge_short(&self, piece: &[u8]) -> SmallVec<[(usize, u32); SHORT_PIECE + 1]> {
         let rank_of = |parts: &[(usize, u32)], i: usize| match parts.get(i + 2) {
-            Some(&(end, _)) => self.ranks.get(&piece[parts[i].0..end]).copied().unwrap_or(u32::MAX),
+            Some(&(end, _)) => self
+                .ranks
+                .get(&piece[parts[i].0..end])
+                .copied()
+                .unwrap_or(u32::MAX),
             None => u32::MAX,
         };
         let mut parts: SmallVec<[(usize, u32); SHORT_PIECE + 1]> =
@@ -195,15 +202,12 @@ impl OrdinaryEncoder {
         for i in 0..piece.len().saturating_sub(1) {
             parts[i].1 = rank_of(&parts, i);
         }
-        loop {
-            let Some((i, _)) = parts[..parts.len() - 1]
-                .iter()
-                .enumerate()
-                .filter(|(_, (_, rank))| *rank != u32::MAX)
-                .min_by_key(|(i, (_, rank))| (*rank, *i))
-            else {
-                break;
-            };
+        while let Some((i, _)) = parts[..parts.len() - 1]
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, rank))| *rank != u32::MAX)
+            .min_by_key(|(i, (_, rank))| (*rank, *i))
+        {
             parts.remove(i + 1);
             parts[i].1 = rank_of(&parts, i);
             if i > 0 {
