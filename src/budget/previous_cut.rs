@@ -16,8 +16,12 @@ pub(crate) enum PreviousCut {
     },
     /// One mark per chunk position: a session keeps them aligned with its
     /// chunks, which spares every turn thousands of hash lookups. Chunks
-    /// past the end were added since, and were not cut.
-    ByPosition(Vec<Mark>),
+    /// past the end were added since: cut only if a chunk with their id was
+    /// cut and then removed (`removed`), as a lookup by id would say.
+    ByPosition {
+        marks: Vec<Mark>,
+        removed: FxHashMap<Box<str>, Mark>,
+    },
 }
 
 /// What a previous build did with a chunk.
@@ -46,15 +50,22 @@ impl PreviousCut {
 
     /// The cut of a build's `decisions` (one per chunk, in order), by position.
     pub(crate) fn by_position(decisions: &[ChunkDecision]) -> Self {
-        PreviousCut::ByPosition(decisions.iter().map(mark).collect())
+        PreviousCut::ByPosition {
+            marks: decisions.iter().map(mark).collect(),
+            removed: FxHashMap::default(),
+        }
     }
 
-    /// Keeps positions aligned when the chunk at `index` is removed.
-    pub(crate) fn remove(&mut self, index: usize) {
-        if let PreviousCut::ByPosition(marks) = self
+    /// Keeps positions aligned when the chunk at `index`, with `id`, is
+    /// removed, and remembers its mark should the id come back.
+    pub(crate) fn remove(&mut self, index: usize, id: &str) {
+        if let PreviousCut::ByPosition { marks, removed } = self
             && index < marks.len()
         {
-            marks.remove(index);
+            let mark = marks.remove(index);
+            if mark != Mark::Kept {
+                removed.insert(id.into(), mark);
+            }
         }
     }
 
@@ -82,7 +93,11 @@ impl PreviousCut {
                     Mark::Kept
                 }
             }
-            PreviousCut::ByPosition(marks) => marks.get(index).copied().unwrap_or_default(),
+            PreviousCut::ByPosition { marks, removed } => match marks.get(index) {
+                Some(&mark) => mark,
+                None if removed.is_empty() => Mark::Kept,
+                None => removed.get(id.as_str()).copied().unwrap_or_default(),
+            },
         }
     }
 }

@@ -250,6 +250,7 @@ impl ContextBuilder {
             if shown.body() && item.part.is_released() {
                 if let Some(cache) = cache.as_deref_mut() {
                     cache.forget_rendering(item.chunk);
+                    cache.stats.chunks_restored += 1;
                 }
                 let prepared = self.prepared(item.chunk, chunk, preparer, cache.as_deref_mut());
                 debug_assert_eq!(prepared.part.alone(), item.part.alone(), "renders the same");

@@ -18,6 +18,9 @@ pub struct BuildStats {
     pub tokens_counted: usize,
     /// Chunks served from the cache.
     pub chunks_cached: usize,
+    /// Of the chunks rendered, those rendered again because the build kept
+    /// one whose text had been let go (see the README's Sessions section).
+    pub chunks_restored: usize,
 }
 
 /// Rendered chunks, one slot per session chunk in the same order, each with

@@ -143,7 +143,7 @@ impl ContextSession {
         let index = self.index_of(id)?;
         self.cache.remove(index);
         if let Some(previous) = self.previous.as_mut() {
-            previous.cut.remove(index);
+            previous.cut.remove(index, id);
         }
         self.ids.remove(id);
         Ok(self.state.chunks.remove(index))
