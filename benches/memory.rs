@@ -85,9 +85,16 @@ struct Run {
     tokens: [usize; 2],
 }
 
-unsafe extern "C" {
-    /// glibc: returns freed heap memory to the system.
-    fn malloc_trim(pad: usize) -> i32;
+/// Returns freed heap memory to the system where the allocator can (glibc).
+fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: malloc_trim only releases free memory; it takes no pointers.
+        unsafe { malloc_trim(0) };
+    }
 }
 
 /// One turn loop; heap figures are above `tables`, the live bytes once the
@@ -95,8 +102,7 @@ unsafe extern "C" {
 fn run(builder: &ContextBuilder, tables: usize, hold_cold_result: bool) -> Run {
     // Loading the tokenizer frees tiktoken-rs's tables; hand that memory
     // back first, or the session would grow into it unseen.
-    // SAFETY: malloc_trim only releases free memory; it takes no pointers.
-    unsafe { malloc_trim(0) };
+    trim_heap();
     let rss_base = status_kib("VmRSS:");
     // Reset the resident high-water mark to the current resident size.
     let rss_reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();

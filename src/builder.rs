@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use crate::assemble::{assemble, summarize};
 use crate::budget::{
-    Decision, DropReason, HISTORY_START_TAG, Item, Planner, Policy, Step, Unit, framing_table,
-    group_units, plan_steps,
+    Decision, DropReason, HISTORY_START_TAG, Item, Planner, Policy, Step, Unit, all_start_clean,
+    framing_table, group_units, plan_steps,
 };
 use crate::chunk_id::ChunkId;
 use crate::error::{ErrorKind, Result};
@@ -315,10 +315,7 @@ impl ContextBuilder {
         let units = group_units(&mut history.items, &state.chunks);
         let id_of = |chunk: usize| &history.decisions[chunk].id;
         let (steps, sticky) = plan_steps(&history.items, &units, id_of, previous_cut);
-        let clean = history.items.iter().all(|item| {
-            item.part.clean_start && item.stub.as_ref().is_none_or(|stub| stub.clean_start)
-        });
-        if !clean {
+        if !all_start_clean(&history.items) {
             // The planner will count joined text of whatever the previous
             // cut leaves in: every such chunk needs its text.
             let (dropped, stubbed) = cut_by(&steps[..sticky], &units, history.items.len());
@@ -370,7 +367,7 @@ impl ContextBuilder {
         let (layout, summary) = match planned {
             Ok(planned) => planned,
             Err(required) => {
-                // Nothing was cut: the cache gets everything back as it was.
+                // Nothing was planned: the cache gets everything back.
                 let borrowed = (history.items, planner_system.split_off(system_len));
                 give_back(pass.cache, borrowed, &history.system_chunks);
                 return Err(ErrorKind::BudgetExceeded {

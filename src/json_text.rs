@@ -29,8 +29,7 @@ use serde_json::value::RawValue;
 /// assert_eq!(data.to_value()?, json!({"rows": [1, 2], "total": 2}));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Clone, Serialize)]
-#[serde(transparent)]
+#[derive(Clone)]
 // Boxed twice so a chunk's three JSON fields take a pointer each, not two.
 pub struct JsonText(Box<Box<RawValue>>);
 
@@ -88,6 +87,15 @@ impl From<Value> for JsonText {
 #[cold]
 fn unreachable_json() -> JsonText {
     JsonText(Box::new(RawValue::NULL.to_owned()))
+}
+
+/// Serializes as the value it holds, for any serializer (JSON, TOML, …).
+impl Serialize for JsonText {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_value()
+            .map_err(serde::ser::Error::custom)?
+            .serialize(serializer)
+    }
 }
 
 impl PartialEq for JsonText {
@@ -240,7 +248,15 @@ mod tests {
 
     #[test]
     fn serializes_as_the_value() {
-        let text = JsonText::from(json!({"a": [1]}));
-        assert_eq!(serde_json::to_string(&text).unwrap(), r#"{"a":[1]}"#);
+        let text = JsonText::from(json!({"a": [1], "b": "x"}));
+        assert_eq!(
+            serde_json::to_string(&text).unwrap(),
+            r#"{"a":[1],"b":"x"}"#
+        );
+        assert_eq!(
+            serde_json::to_string_pretty(&text).unwrap(),
+            "{\n  \"a\": [\n    1\n  ],\n  \"b\": \"x\"\n}"
+        );
+        assert_eq!(toml::to_string(&text).unwrap(), "a = [1]\nb = \"x\"\n");
     }
 }

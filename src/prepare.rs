@@ -9,7 +9,7 @@ use crate::render::{ChunkRenderer, RenderContext, default_tag};
 use crate::tokens::TokenCounter;
 use crate::tokens::parts::CountedText;
 
-/// A rendered chunk, shared between a session's cache and its builds.
+/// A rendered chunk: made by a build, or lent to it by a session's cache.
 #[derive(Debug, Clone)]
 pub(crate) struct PreparedChunk {
     pub(crate) role: Role,

@@ -71,8 +71,9 @@ impl PreviousBuild {
 
 /// A message remembered by its length and a hash of its content rather
 /// than a copy: a session of a long prompt would otherwise hold it twice.
-/// Two different contents of one length share a 64-bit hash with odds of
-/// 2^-64, which would only overstate the stable prefix.
+/// Unrelated contents of one length share the 64-bit hash with odds of
+/// 2^-64; the hash is not built to resist content crafted to collide, which
+/// could only overstate the reported stable prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct MessageFingerprint {
     role: Role,

@@ -404,7 +404,9 @@ fn a_tool_result_cannot_be_rendered_into_the_system_role() {
     let state = MemoryState::new()
         .with_chunk(user("u1", "go"))
         .with_chunk(call("w1", "k1"))
-        .with_chunk(result("r1", "k1", "a.txt"));
+        .with_chunk(result("r1", "k1", "a.txt"))
+        .with_chunk(call("w2", "k2"))
+        .with_chunk(result("r2", "k2", "b.txt"));
     let mut builder = ContextBuilder::new();
     builder.renderers_mut().register_fn(
         &["env"],
@@ -424,5 +426,6 @@ fn a_tool_result_cannot_be_rendered_into_the_system_role() {
         matches!(error.kind(), ErrorKind::Chunk { field, .. } if field == "call_id"),
         "{error}"
     );
+    // The first offending chunk is named, as everywhere else.
     assert!(error.to_string().contains("\"r1\""), "{error}");
 }

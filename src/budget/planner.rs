@@ -253,9 +253,7 @@ impl Planner<'_> {
 
     /// What every probe of one search shares, worked out once.
     fn probe(&self) -> Probe {
-        let clean = self.items.iter().all(|item| {
-            item.part.clean_start && item.stub.as_ref().is_none_or(|stub| stub.clean_start)
-        });
+        let clean = all_start_clean(self.items);
         let system = if self.system.is_empty() {
             0
         } else {
@@ -371,4 +369,12 @@ impl Planner<'_> {
             Slot::HistoryStart => &self.history_start,
         }
     }
+}
+
+/// Whether every item's body and stub starts cleanly after a separator, so
+/// that message totals add up part by part and need no joined text.
+pub(crate) fn all_start_clean(items: &[Item]) -> bool {
+    items
+        .iter()
+        .all(|item| item.part.clean_start && item.stub.as_ref().is_none_or(|stub| stub.clean_start))
 }

@@ -14,8 +14,11 @@ use crate::memory::{ChunkKind, MemoryChunk, Retention};
 /// oldest, down to the low-water mark. So once the newer chunks alone
 /// overflow the budget, a disposable body is cut (stubbed or dropped), and
 /// any chunk is dropped when the newer chunks of its unit's priority or
-/// higher, stubbed, reach the mark, unless its unit is protected. Units are foreseen from chunk fields (a
-/// call id groups a call with its results).
+/// higher, stubbed, reach the mark, unless its unit is protected. Units are
+/// foreseen from chunk fields (a call id groups a call with its results).
+/// A forecast can be wrong (the plan may keep more when protected content is
+/// most of the budget): the build then renders the chunk again, and a
+/// session counts it in [`BuildStats::chunks_restored`](crate::BuildStats).
 pub(super) struct CutForecast<'a> {
     chunks: &'a [MemoryChunk],
     selected: &'a [bool],
@@ -120,9 +123,10 @@ impl<'a> CutForecast<'a> {
                     (self.selected[index], chunk.call_id.as_deref(), chunk.kind)
                 {
                     let retention = self.policy.retention_of(chunk, self.turns_after[index]);
+                    let latest = self.latest_user.is_some_and(|latest| index >= latest);
                     let unit = units.entry(call).or_insert((i64::MIN, false));
                     unit.0 = unit.0.max(self.policy.priority_of(chunk));
-                    unit.1 |= protects(chunk, retention);
+                    unit.1 |= latest || protects(chunk, retention);
                 }
             }
             units
@@ -131,6 +135,7 @@ impl<'a> CutForecast<'a> {
     }
 }
 
-fn protects(chunk: &MemoryChunk, retention: Retention) -> bool {
+/// Whether a chunk protects itself (and its unit): pinned, or critical.
+pub(super) fn protects(chunk: &MemoryChunk, retention: Retention) -> bool {
     chunk.pinned || retention == Retention::Critical
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashSet;
 
 use super::ContextBuilder;
-use super::forecast::CutForecast;
+use super::forecast::{CutForecast, protects};
 use crate::budget::{ChunkDecision, Decision, DropReason, Item, PreviousCut, is_orphan_result};
 use crate::chunk_id::ChunkId;
 use crate::error::{ChunkLocation, ErrorKind, Result};
@@ -96,6 +96,7 @@ impl ContextBuilder {
         );
         // A session renders only its newest chunks; older ones need no forecast.
         let forecast_from = cache.as_deref().map_or(0, ChunkCache::oldest_missing);
+        let mut misplaced = None;
         for (index, chunk) in state.chunks.iter().enumerate().rev() {
             let id = match cache.as_deref_mut() {
                 Some(cache) => cache.id(index, &chunk.id),
@@ -130,7 +131,9 @@ impl ContextBuilder {
                     if chunk.call_id.is_some()
                         && matches!(chunk.kind, ChunkKind::Workflow | ChunkKind::Environment)
                     {
-                        return Err(ErrorKind::Chunk {
+                        // Walking newest first: the last one found is the
+                        // first in the session, the one to name.
+                        misplaced = Some(ErrorKind::Chunk {
                             location: ChunkLocation {
                                 index,
                                 id: Some(chunk.id.clone()),
@@ -140,8 +143,7 @@ impl ContextBuilder {
                                       system role; tool calls and results must render into \
                                       the user or assistant role"
                                 .into(),
-                        }
-                        .into());
+                        });
                     }
                     decision.protected = true;
                     history.system_parts.push(prepared.part);
@@ -168,7 +170,7 @@ impl ContextBuilder {
                         part: prepared.part,
                         stub,
                         disposable: retention == Retention::Disposable,
-                        protected: chunk.pinned || retention == Retention::Critical,
+                        protected: protects(chunk, retention),
                         priority: decision.priority,
                     };
                     if cut {
@@ -178,6 +180,9 @@ impl ContextBuilder {
                 }
             }
             history.decisions.push(decision);
+        }
+        if let Some(error) = misplaced {
+            return Err(error.into());
         }
         history.items.reverse();
         history.decisions.reverse();
@@ -297,7 +302,7 @@ impl Shown {
 }
 
 /// Lets go of the texts of `item` that the prompt will not show, keeping
-/// their counts (the cache gets them back so at the end of the build). A
+/// their counts (the cache gets them back like that at the end of the build). A
 /// stub is let go only with its chunk dropped: a kept body is stubbed by
 /// some later build.
 fn release(item: &mut Item, shown: Shown) {

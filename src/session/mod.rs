@@ -1,9 +1,11 @@
 //! [`ContextSession`]: a long-running agent's memory, rebuilt every turn at
 //! the cost of what is new.
 //!
-//! The session keeps each chunk rendered and counted, so a turn tokenizes
-//! only the chunks added or changed since the last build; everything else is
-//! work linear in the number of chunks. It also keeps its last build, so the
+//! The session keeps each chunk's exact counts, and the rendered text of
+//! those its prompt shows, so a turn tokenizes only the chunks added or
+//! changed since the last build (and, rarely, renders again a chunk whose
+//! text it let go and that comes back); everything else is work linear in
+//! the number of chunks. It also keeps its last build, so the
 //! cut made to fit the budget stays put between trims (the elision frontier
 //! only moves forward) and `stable_prefix_tokens` is reported every turn.
 //! A build is byte-identical to a cold [`ContextBuilder::build`] of the same
@@ -150,7 +152,8 @@ impl ContextSession {
     }
 
     /// Builds this turn's prompt with `policy`, rendering only chunks that
-    /// are new or changed (or whose cap changed).
+    /// are new or changed (or whose cap changed, or that come back after
+    /// the session let their text go: [`BuildStats::chunks_restored`]).
     ///
     /// # Errors
     ///

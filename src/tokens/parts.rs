@@ -33,7 +33,7 @@ pub(crate) struct CountedText {
     /// counter adds up there), so a message can be counted by its parts.
     pub(crate) clean_start: bool,
     /// Whether `text` was let go to save memory, keeping only the counts
-    /// (a session does this for chunks behind its cut).
+    /// (a build does this for what its prompt will not show).
     released: bool,
 }
 

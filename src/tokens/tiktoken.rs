@@ -13,7 +13,7 @@ use crate::tokens::{Encoding, TokenCounter};
 /// Tables load once per process and are shared by every counter. Text is
 /// split and merged by an encoder of this crate that gives tiktoken-rs's
 /// `encode_ordinary` tokens over the same ranks (tests compare them), in
-/// linear time: tiktoken-rs's backtracking pre-tokenizer is slower and
+/// O(n log n) time at worst: tiktoken-rs's backtracking pre-tokenizer is slower and
 /// panics near a million spaces.
 #[derive(Clone, Copy)]
 pub struct TiktokenCounter {
