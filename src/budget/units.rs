@@ -58,19 +58,19 @@ pub(crate) fn group_units(items: &mut [Item], chunks: &[MemoryChunk]) -> Vec<Uni
             ChunkKind::Workflow | ChunkKind::Environment => chunk.call_id.as_deref(),
             _ => None,
         };
-        match call.and_then(|c| by_call.get(c).copied()) {
-            Some(unit) => units[unit].items.push(index),
-            None => {
-                if let Some(call) = call {
-                    by_call.insert(call, units.len());
-                }
-                let items = SmallVec::from_elem(index, 1);
-                units.push(Unit {
-                    items,
-                    protected: false,
-                    priority: i64::MIN,
-                });
-            }
+        let next = units.len();
+        let unit = match call {
+            Some(call) => *by_call.entry(call).or_insert(next),
+            None => next,
+        };
+        if unit == next {
+            units.push(Unit {
+                items: SmallVec::from_elem(index, 1),
+                protected: false,
+                priority: i64::MIN,
+            });
+        } else {
+            units[unit].items.push(index);
         }
     }
     for unit in &mut units {

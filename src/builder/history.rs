@@ -103,7 +103,7 @@ impl ContextBuilder {
                 None => ChunkId::from(chunk.id.as_str()),
             };
             let mut decision = ChunkDecision {
-                id: id.clone(),
+                id,
                 kind: chunk.kind,
                 tokens: 0,
                 priority: policy.priority_of(chunk),
@@ -159,7 +159,7 @@ impl ContextBuilder {
                         && forecast.body_surely_cut(
                             index,
                             chunk,
-                            &id,
+                            &decision.id,
                             retention,
                             prepared.part.alone(),
                             stub.as_ref().map(|s| s.alone()),
