@@ -93,11 +93,18 @@ impl Planner<'_> {
     ///
     /// The tokens the protected content needs, when it alone does not fit.
     pub(crate) fn plan(&self) -> Result<Layout, usize> {
-        // Probed first: over budget, a layout of everything is large and
-        // of no use.
+        // With a previous cut, its layout is the usual answer and small:
+        // build it. Without one, probe first: over budget, a layout of
+        // everything is large and of no use.
+        if self.sticky > 0 {
+            let kept = self.layout(self.sticky, true);
+            if kept.total <= self.available {
+                return Ok(kept);
+            }
+        }
         let probe = self.probe();
-        if self.total_at(&probe, self.sticky, true) <= self.available {
-            return Ok(self.layout(self.sticky, true));
+        if self.sticky == 0 && self.total_at(&probe, 0, true) <= self.available {
+            return Ok(self.layout(0, true));
         }
         let all = self.steps.len();
         let last = self.total_at(&probe, all, true);
