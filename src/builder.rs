@@ -312,7 +312,7 @@ impl ContextBuilder {
             previous_cut,
             pass.cache.as_deref_mut(),
         )?;
-        let units = group_units(&mut history.items, &state.chunks);
+        let units = group_units(&mut history.items, &state.chunks, &mut history.calls);
         let id_of = |chunk: usize| &history.decisions[chunk].id;
         let (steps, sticky) = plan_steps(&history.items, &units, id_of, previous_cut);
         if !all_start_clean(&history.items) {

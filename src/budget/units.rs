@@ -48,10 +48,12 @@ pub(crate) enum Step {
 /// Groups `items` into units (a tool call with its results) and spreads
 /// protection and priority (the highest member's) over each unit, so a pair
 /// is never split. Items are the session's history chunks in order.
-pub(crate) fn group_units(items: &mut [Item], chunks: &[MemoryChunk]) -> Vec<Unit> {
+pub(crate) fn group_units(
+    items: &mut [Item],
+    chunks: &[MemoryChunk],
+    calls: &mut Calls<'_>,
+) -> Vec<Unit> {
     let mut units: Vec<Unit> = Vec::with_capacity(items.len());
-    let mut by_call: FxHashMap<&str, usize> =
-        FxHashMap::with_capacity_and_hasher(items.len() / 2, Default::default());
     for (index, item) in items.iter().enumerate() {
         let chunk = &chunks[item.chunk];
         let call = match chunk.kind {
@@ -59,8 +61,14 @@ pub(crate) fn group_units(items: &mut [Item], chunks: &[MemoryChunk]) -> Vec<Uni
             _ => None,
         };
         let next = units.len();
-        let unit = match call {
-            Some(call) => *by_call.entry(call).or_insert(next),
+        // Calls are known up front; a result's call is there (orphans are
+        // not items). Either takes the next unit when it has none yet.
+        let unit = match call.and_then(|call| calls.get_mut(call)) {
+            Some(unit) if *unit == NO_UNIT => {
+                *unit = next;
+                next
+            }
+            Some(unit) => *unit,
             None => next,
         };
         if unit == next {
@@ -158,10 +166,16 @@ pub(crate) fn plan_steps<'a>(
 }
 
 /// Whether `chunk` is a tool result whose call is not among `calls`.
-pub(crate) fn is_orphan_result(chunk: &MemoryChunk, calls: &FxHashSet<&str>) -> bool {
+/// The call ids of a build's tool calls, each with its unit once grouped.
+pub(crate) type Calls<'s> = FxHashMap<&'s str, usize>;
+
+/// A call whose unit is not known yet.
+pub(crate) const NO_UNIT: usize = usize::MAX;
+
+pub(crate) fn is_orphan_result(chunk: &MemoryChunk, calls: &Calls<'_>) -> bool {
     chunk.kind == ChunkKind::Environment
         && chunk
             .call_id
             .as_deref()
-            .is_some_and(|id| !calls.contains(id))
+            .is_some_and(|id| !calls.contains_key(id))
 }

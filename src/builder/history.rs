@@ -7,7 +7,9 @@ use rustc_hash::FxHashSet;
 
 use super::ContextBuilder;
 use super::forecast::{CutForecast, protects};
-use crate::budget::{ChunkDecision, Decision, DropReason, Item, PreviousCut, is_orphan_result};
+use crate::budget::{
+    Calls, ChunkDecision, Decision, DropReason, Item, NO_UNIT, PreviousCut, is_orphan_result,
+};
 use crate::chunk_id::ChunkId;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::memory::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
@@ -17,8 +19,10 @@ use crate::tokens::parts::CountedText;
 
 /// The chunks of a build after rendering, before planning.
 #[derive(Default)]
-pub(super) struct History {
+pub(super) struct History<'s> {
     pub(super) items: Vec<Item>,
+    /// The call ids of the tool calls, for grouping units.
+    pub(super) calls: Calls<'s>,
     /// One per session chunk, in order.
     pub(super) decisions: Vec<ChunkDecision>,
     /// Rendered chunks whose role is `system`, and their session indexes.
@@ -30,14 +34,14 @@ impl ContextBuilder {
     /// Renders, caps and counts every selected chunk; system-role chunks go
     /// to the system message, the rest become planner items with their
     /// protection, priority and (for disposable ones) stub.
-    pub(super) fn prepare_history(
+    pub(super) fn prepare_history<'s>(
         &self,
-        state: &MemoryState,
+        state: &'s MemoryState,
         preparer: &Preparer<'_>,
         available: usize,
         previous: Option<&PreviousCut>,
         mut cache: Option<&mut ChunkCache>,
-    ) -> Result<History> {
+    ) -> Result<History<'s>> {
         let policy = preparer.policy;
         let only_ids: Option<FxHashSet<&str>> = self
             .include_ids
@@ -56,15 +60,14 @@ impl ContextBuilder {
                         .is_none_or(|ids| ids.contains(c.id.as_str()))
             })
             .collect();
-        let mut calls: FxHashSet<&str> =
-            FxHashSet::with_capacity_and_hasher(state.chunks.len() / 2, Default::default());
+        let mut calls = Calls::with_capacity_and_hasher(state.chunks.len() / 2, Default::default());
         calls.extend(
             state
                 .chunks
                 .iter()
                 .zip(&selected)
                 .filter(|(c, keep)| **keep && c.kind == ChunkKind::Workflow)
-                .filter_map(|(c, _)| c.call_id.as_deref()),
+                .filter_map(|(c, _)| Some((c.call_id.as_deref()?, NO_UNIT))),
         );
         // A turn starts at a user message; count how many start after each chunk.
         let mut turns_after = vec![0; state.chunks.len()];
@@ -184,6 +187,7 @@ impl ContextBuilder {
         if let Some(error) = misplaced {
             return Err(error.into());
         }
+        history.calls = calls;
         history.items.reverse();
         history.decisions.reverse();
         history.system_parts.reverse();
