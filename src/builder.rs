@@ -1,6 +1,7 @@
 //! [`ContextBuilder`]: one session in, budgeted messages out.
 
 mod forecast;
+mod frozen;
 mod history;
 
 use history::Shown;
@@ -346,6 +347,7 @@ impl ContextBuilder {
             user_first: self.user_first,
             available,
             low_water: policy.low_water,
+            frozen: history.frozen,
             history_start: CountedText::new(format!("<{HISTORY_START_TAG}/>"), counter),
         };
         let planned = {

@@ -81,6 +81,9 @@ pub(crate) struct Planner<'a> {
     pub(crate) available: usize,
     /// Trimming goes down to `available * low_water`.
     pub(crate) low_water: f64,
+    /// Chunks dropped outside the plan (see the builder's `frozen`), and
+    /// their tokens: they count in the marker.
+    pub(crate) frozen: (usize, usize),
     pub(crate) history_start: CountedText,
 }
 
@@ -199,7 +202,7 @@ impl Planner<'_> {
                 Step::Drop(u) => self.units[u].items.iter().for_each(|&i| state[i] = DROPPED),
             }
         }
-        let (mut chunks, mut tokens) = (0, 0);
+        let (mut chunks, mut tokens) = self.frozen;
         for (item, &s) in self.items.iter().zip(&state) {
             if s == DROPPED {
                 chunks += 1;
@@ -286,7 +289,7 @@ impl Planner<'_> {
                 Step::Drop(u) => self.units[u].items.iter().for_each(|&i| dropped[i] = true),
             }
         }
-        let (mut chunks, mut tokens) = (0, 0);
+        let (mut chunks, mut tokens) = self.frozen;
         for (i, item) in self.items.iter().enumerate() {
             if dropped[i] {
                 chunks += 1;

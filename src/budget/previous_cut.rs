@@ -74,6 +74,14 @@ impl PreviousCut {
         self.mark(index, id) == Mark::Stubbed
     }
 
+    /// Whether the chunk at `index` was dropped, by position only.
+    pub(crate) fn was_dropped_at(&self, index: usize) -> bool {
+        match self {
+            PreviousCut::ByPosition { marks, .. } => marks.get(index) == Some(&Mark::Dropped),
+            PreviousCut::ById { .. } => false,
+        }
+    }
+
     /// Whether the chunk at `index`, with `id`, was dropped.
     pub(crate) fn was_dropped(&self, index: usize, id: &ChunkId) -> bool {
         self.mark(index, id) == Mark::Dropped

@@ -7,6 +7,7 @@ use rustc_hash::FxHashSet;
 
 use super::ContextBuilder;
 use super::forecast::{CutForecast, protects};
+use super::frozen::Frozen;
 use crate::budget::{
     Calls, ChunkDecision, Decision, DropReason, Item, NO_UNIT, PreviousCut, is_orphan_result,
 };
@@ -23,6 +24,8 @@ pub(super) struct History<'s> {
     pub(super) items: Vec<Item>,
     /// The call ids of the tool calls, for grouping units.
     pub(super) calls: Calls<'s>,
+    /// Chunks dropped again without planning, and their tokens.
+    pub(super) frozen: (usize, usize),
     /// One per session chunk, in order.
     pub(super) decisions: Vec<ChunkDecision>,
     /// Rendered chunks whose role is `system`, and their session indexes.
@@ -99,6 +102,20 @@ impl ContextBuilder {
         );
         // A session renders only its newest chunks; older ones need no forecast.
         let forecast_from = cache.as_deref().map_or(0, ChunkCache::oldest_missing);
+        let frozen = match (previous, cache.as_deref()) {
+            (Some(previous), Some(cache))
+                if self.renderers.only_default() && policy.summarizer().is_none() =>
+            {
+                Frozen::find(state, &selected, &turns_after, policy, previous, |index| {
+                    let chunk = &state.chunks[index];
+                    cache
+                        .peek(index, preparer.cap_for(chunk))
+                        .is_some_and(|(_, role)| role != Role::System)
+                        && !is_orphan_result(chunk, &calls)
+                })
+            }
+            _ => Frozen::none(),
+        };
         let mut misplaced = None;
         for (index, chunk) in state.chunks.iter().enumerate().rev() {
             let id = match cache.as_deref_mut() {
@@ -115,7 +132,20 @@ impl ContextBuilder {
                     reason: DropReason::Filtered,
                 },
             };
-            if selected[index] {
+            let frozen_as = frozen.get(index).zip(cache.as_deref_mut());
+            if let Some((priority, cache)) = frozen_as {
+                let tokens = cache
+                    .peek(index, preparer.cap_for(chunk))
+                    .map_or(0, |(t, _)| t);
+                cache.count_cached();
+                decision.tokens = tokens;
+                decision.priority = priority;
+                decision.decision = Decision::Dropped {
+                    reason: DropReason::Budget,
+                };
+                history.frozen.0 += 1;
+                history.frozen.1 += tokens;
+            } else if selected[index] {
                 let prepared = self.prepared(index, chunk, preparer, cache.as_deref_mut());
                 decision.tokens = prepared.part.alone();
                 decision.decision = prepared.decision;

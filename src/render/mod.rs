@@ -229,6 +229,11 @@ impl RendererRegistry {
         RenderContext::new(mode, &self.tags)
     }
 
+    /// Whether no custom renderer is registered.
+    pub(crate) fn only_default(&self) -> bool {
+        self.custom.is_empty()
+    }
+
     /// Whether `chunk` falls to the default renderer (no custom one claims it).
     pub fn renders_by_default(&self, chunk: &MemoryChunk) -> bool {
         !self.custom.iter().any(|r| r.can_render(chunk))

@@ -105,6 +105,19 @@ impl ChunkCache {
         prepared
     }
 
+    /// The tokens and role of the chunk at `index` as rendered under `cap`,
+    /// without lending it, if the cache holds it.
+    pub(crate) fn peek(&self, index: usize, cap: Option<usize>) -> Option<(usize, Role)> {
+        let entry = self.slots.get(index)?.as_ref()?;
+        let part = entry.part.as_ref().filter(|_| entry.cap == cap)?;
+        Some((part.alone(), entry.role))
+    }
+
+    /// Counts a chunk the build took from the cache without borrowing it.
+    pub(crate) fn count_cached(&mut self) {
+        self.stats.chunks_cached += 1;
+    }
+
     /// The index of the oldest chunk not rendered yet (the number of
     /// chunks rendered when all are), as far as the slots tell.
     pub(crate) fn oldest_missing(&self) -> usize {
