@@ -37,7 +37,7 @@ pub use policy::{Caps, DEFAULT_TOOL_RESULT_CAP, Policy, Summarizer};
 pub(crate) use previous_cut::PreviousCut;
 pub use truncate::{MIN_CAP, TruncatedBody, truncate_to_cap};
 pub(crate) use units::{
-    Calls, Item, NO_UNIT, Step, Unit, group_units, is_orphan_result, plan_steps,
+    Calls, Item, NO_UNIT, Step, Unit, group_units, is_orphan_result, plan_steps, tool_call,
 };
 
 /// Tag of the summary that replaces dropped history when a summarizer is set.

@@ -55,11 +55,7 @@ pub(crate) fn group_units(
 ) -> Vec<Unit> {
     let mut units: Vec<Unit> = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
-        let chunk = &chunks[item.chunk];
-        let call = match chunk.kind {
-            ChunkKind::Workflow | ChunkKind::Environment => chunk.call_id.as_deref(),
-            _ => None,
-        };
+        let call = tool_call(&chunks[item.chunk]);
         let next = units.len();
         // Calls are known up front; a result's call is there (orphans are
         // not items). Either takes the next unit when it has none yet.
@@ -178,4 +174,12 @@ pub(crate) fn is_orphan_result(chunk: &MemoryChunk, calls: &Calls<'_>) -> bool {
             .call_id
             .as_deref()
             .is_some_and(|id| !calls.contains_key(id))
+}
+
+/// The call id that groups a tool call or result into a unit.
+pub(crate) fn tool_call(chunk: &MemoryChunk) -> Option<&str> {
+    match chunk.kind {
+        ChunkKind::Workflow | ChunkKind::Environment => chunk.call_id.as_deref(),
+        _ => None,
+    }
 }

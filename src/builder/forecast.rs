@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 
-use crate::budget::{Policy, PreviousCut};
+use crate::budget::{Policy, PreviousCut, tool_call};
 use crate::chunk_id::ChunkId;
-use crate::memory::{ChunkKind, MemoryChunk, Retention};
+use crate::memory::{MemoryChunk, Retention};
 
 /// Fed chunks newest first. The ladder makes room by stubbing disposable
 /// bodies oldest first, then dropping units lowest priority first, then
@@ -112,16 +112,11 @@ impl<'a> CutForecast<'a> {
     }
 
     fn unit_of(&mut self, chunk: &MemoryChunk) -> Option<(i64, bool)> {
-        if !matches!(chunk.kind, ChunkKind::Workflow | ChunkKind::Environment) {
-            return None;
-        }
-        let call = chunk.call_id.as_deref()?;
+        let call = tool_call(chunk)?;
         let units = self.units.get_or_insert_with(|| {
             let mut units: FxHashMap<&str, (i64, bool)> = FxHashMap::default();
             for (index, chunk) in self.chunks.iter().enumerate() {
-                if let (true, Some(call), ChunkKind::Workflow | ChunkKind::Environment) =
-                    (self.selected[index], chunk.call_id.as_deref(), chunk.kind)
-                {
+                if let (true, Some(call)) = (self.selected[index], tool_call(chunk)) {
                     let retention = self.policy.retention_of(chunk, self.turns_after[index]);
                     let latest = self.latest_user.is_some_and(|latest| index >= latest);
                     let unit = units.entry(call).or_insert((i64::MIN, false));

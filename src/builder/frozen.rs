@@ -3,8 +3,8 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::budget::{Policy, PreviousCut};
-use crate::memory::{ChunkKind, MemoryChunk, MemoryState, Retention};
+use crate::budget::{Policy, PreviousCut, tool_call};
+use crate::memory::{MemoryChunk, MemoryState, Retention};
 
 /// Which chunks are frozen, with their units' priorities.
 ///
@@ -87,13 +87,5 @@ impl Frozen {
             }
         }
         Frozen { priority }
-    }
-}
-
-/// The call id grouping a tool call or result into a unit.
-fn tool_call(chunk: &MemoryChunk) -> Option<&str> {
-    match chunk.kind {
-        ChunkKind::Workflow | ChunkKind::Environment => chunk.call_id.as_deref(),
-        _ => None,
     }
 }

@@ -10,6 +10,7 @@ use super::forecast::{CutForecast, protects};
 use super::frozen::Frozen;
 use crate::budget::{
     Calls, ChunkDecision, Decision, DropReason, Item, NO_UNIT, PreviousCut, is_orphan_result,
+    tool_call,
 };
 use crate::chunk_id::ChunkId;
 use crate::error::{ChunkLocation, ErrorKind, Result};
@@ -161,9 +162,7 @@ impl ContextBuilder {
                     // The system message is never trimmed, so a tool call or
                     // result there would escape its unit and could outlive
                     // its other half.
-                    if chunk.call_id.is_some()
-                        && matches!(chunk.kind, ChunkKind::Workflow | ChunkKind::Environment)
-                    {
+                    if tool_call(chunk).is_some() {
                         // Walking newest first: the last one found is the
                         // first in the session, the one to name.
                         misplaced = Some(ErrorKind::Chunk {
