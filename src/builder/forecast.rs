@@ -44,11 +44,11 @@ impl<'a> CutForecast<'a> {
         chunks: &'a [MemoryChunk],
         selected: &'a [bool],
         turns_after: &'a [usize],
+        latest_user: Option<usize>,
         policy: &'a Policy,
         available: usize,
         previous: Option<&'a PreviousCut>,
     ) -> Self {
-        let latest_user = (0..chunks.len()).rfind(|&i| selected[i] && chunks[i].is_user_turn());
         CutForecast {
             chunks,
             selected,

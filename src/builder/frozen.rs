@@ -3,8 +3,9 @@
 
 use rustc_hash::FxHashMap;
 
+use super::forecast::protects;
 use crate::budget::{Policy, PreviousCut, tool_call};
-use crate::memory::{MemoryChunk, MemoryState, Retention};
+use crate::memory::MemoryState;
 
 /// Which chunks are frozen, with their units' priorities.
 ///
@@ -17,75 +18,78 @@ use crate::memory::{MemoryChunk, MemoryState, Retention};
 /// done with custom renderers (a role may differ) or a summarizer (which
 /// reads the dropped chunks).
 pub(super) struct Frozen {
-    /// For each chunk, its unit's priority when frozen.
-    pub(super) priority: Vec<Option<i64>>,
+    /// For each chunk, when frozen, its unit's priority and its tokens.
+    chunks: Vec<Option<(i64, usize)>>,
 }
 
 impl Frozen {
     pub(super) fn none() -> Self {
-        Frozen {
-            priority: Vec::new(),
-        }
+        Frozen { chunks: Vec::new() }
     }
 
-    pub(super) fn get(&self, index: usize) -> Option<i64> {
-        self.priority.get(index).copied().flatten()
+    /// The unit's priority and the tokens of the chunk at `index`, when frozen.
+    pub(super) fn get(&self, index: usize) -> Option<(i64, usize)> {
+        self.chunks.get(index).copied().flatten()
     }
 
-    /// `eligible(index)` says whether the chunk at `index`, on its own, may
-    /// be frozen (dropped before, cached, not an orphan).
+    /// `cached(index)` gives the tokens of the chunk at `index` when it may
+    /// be frozen as far as its rendering goes (cached under its cap, not in
+    /// the system role, not an orphan).
     pub(super) fn find(
         state: &MemoryState,
         selected: &[bool],
         turns_after: &[usize],
+        latest_user: Option<usize>,
         policy: &Policy,
         previous: &PreviousCut,
-        eligible: impl Fn(usize) -> bool,
+        cached: impl Fn(usize) -> Option<usize>,
     ) -> Self {
         let chunks = &state.chunks;
-        let latest_user = (0..chunks.len()).rfind(|&i| selected[i] && chunks[i].is_user_turn());
-        let alone = |index: usize, chunk: &MemoryChunk| {
-            selected[index]
-                && latest_user.is_some_and(|latest| index < latest)
-                && !chunk.pinned
-                && policy.retention_of(chunk, turns_after[index]) != Retention::Critical
-                && matches!(previous, PreviousCut::ByPosition { .. })
-                && previous.was_dropped_at(index)
-                && eligible(index)
-        };
+        // Each chunk on its own: its tokens when it could be frozen.
+        let alone: Vec<Option<usize>> = chunks
+            .iter()
+            .enumerate()
+            .map(|(index, chunk)| {
+                let unprotected = latest_user.is_some_and(|latest| index < latest)
+                    && !protects(chunk, policy.retention_of(chunk, turns_after[index]));
+                (selected[index] && unprotected && previous.was_dropped_at(index))
+                    .then(|| cached(index))
+                    .flatten()
+            })
+            .collect();
         // A tool unit is frozen whole or not at all.
         let mut units: FxHashMap<&str, (bool, i64)> = FxHashMap::default();
         for (index, chunk) in chunks.iter().enumerate() {
             if let Some(call) = tool_call(chunk).filter(|_| selected[index]) {
                 let unit = units.entry(call).or_insert((true, i64::MIN));
-                unit.0 &= alone(index, chunk);
+                unit.0 &= alone[index].is_some();
                 unit.1 = unit.1.max(policy.priority_of(chunk));
             }
         }
-        let mut priority: Vec<Option<i64>> = chunks
+        let mut frozen: Vec<Option<(i64, usize)>> = chunks
             .iter()
-            .enumerate()
-            .map(|(index, chunk)| match tool_call(chunk) {
-                Some(call) => units
-                    .get(call)
-                    .filter(|unit| unit.0 && selected[index])
-                    .map(|unit| unit.1),
-                None => alone(index, chunk).then(|| policy.priority_of(chunk)),
+            .zip(&alone)
+            .map(|(chunk, &tokens)| {
+                let priority = match tool_call(chunk) {
+                    Some(call) => units.get(call).filter(|unit| unit.0).map(|unit| unit.1),
+                    None => Some(policy.priority_of(chunk)),
+                };
+                priority.zip(tokens)
             })
             .collect();
         // The oldest frozen unit stays in the plan to place the marker.
-        if let Some(oldest) = priority.iter().position(Option::is_some) {
+        if let Some(oldest) = frozen.iter().position(Option::is_some) {
             match tool_call(&chunks[oldest]) {
                 Some(call) => {
                     for (index, chunk) in chunks.iter().enumerate() {
                         if tool_call(chunk) == Some(call) {
-                            priority[index] = None;
+                            frozen[index] = None;
                         }
                     }
                 }
-                None => priority[oldest] = None,
+                None => frozen[oldest] = None,
             }
         }
-        Frozen { priority }
+        Frozen { chunks: frozen }
     }
 }

@@ -76,10 +76,12 @@ impl ContextBuilder {
         // A turn starts at a user message; count how many start after each chunk.
         let mut turns_after = vec![0; state.chunks.len()];
         let mut later_users = 0;
+        let mut latest_user = None;
         for (index, chunk) in state.chunks.iter().enumerate().rev() {
             turns_after[index] = later_users;
             if selected[index] && chunk.is_user_turn() {
                 later_users += 1;
+                latest_user = latest_user.or(Some(index));
             }
         }
 
@@ -97,6 +99,7 @@ impl ContextBuilder {
             &state.chunks,
             &selected,
             &turns_after,
+            latest_user,
             policy,
             available,
             previous,
@@ -107,13 +110,13 @@ impl ContextBuilder {
             (Some(previous), Some(cache))
                 if self.renderers.only_default() && policy.summarizer().is_none() =>
             {
-                Frozen::find(state, &selected, &turns_after, policy, previous, |index| {
+                let cached = |index: usize| {
                     let chunk = &state.chunks[index];
-                    cache
-                        .peek(index, preparer.cap_for(chunk))
-                        .is_some_and(|(_, role)| role != Role::System)
-                        && !is_orphan_result(chunk, &calls)
-                })
+                    let (tokens, role) = cache.peek(index, preparer.cap_for(chunk))?;
+                    (role != Role::System && !is_orphan_result(chunk, &calls)).then_some(tokens)
+                };
+                let (turns, latest) = (&turns_after, latest_user);
+                Frozen::find(state, &selected, turns, latest, policy, previous, cached)
             }
             _ => Frozen::none(),
         };
@@ -134,10 +137,7 @@ impl ContextBuilder {
                 },
             };
             let frozen_as = frozen.get(index).zip(cache.as_deref_mut());
-            if let Some((priority, cache)) = frozen_as {
-                let tokens = cache
-                    .peek(index, preparer.cap_for(chunk))
-                    .map_or(0, |(t, _)| t);
+            if let Some(((priority, tokens), cache)) = frozen_as {
                 cache.count_cached();
                 decision.tokens = tokens;
                 decision.priority = priority;
@@ -221,11 +221,13 @@ impl ContextBuilder {
         history.decisions.reverse();
         history.system_parts.reverse();
         history.system_chunks.reverse();
-        let latest_user = history
+        // Counted among items: a custom renderer may have put a user turn in
+        // the system role.
+        let latest_user_item = history
             .items
             .iter()
             .rposition(|i| state.chunks[i.chunk].is_user_turn());
-        if let Some(latest) = latest_user {
+        if let Some(latest) = latest_user_item {
             history.items[latest..]
                 .iter_mut()
                 .for_each(|i| i.protected = true);
