@@ -42,6 +42,29 @@ pub(crate) enum Pattern {
 /// Pieces up to this many bytes merge on the stack by scanning.
 const SHORT_PIECE: usize = 64;
 
+/// A piece after merging. It lives on the stack for one piece; boxing the
+/// large variant would cost an allocation per piece, which it exists to avoid.
+#[allow(clippy::large_enum_variant)]
+enum Merged {
+    /// One token: the piece's length.
+    Whole(usize),
+    /// Part starts (and the piece's length) from the stack scan.
+    Short(SmallVec<[(usize, u32); SHORT_PIECE + 1]>),
+    /// Part ends from the heap merge.
+    Long(Vec<usize>),
+}
+
+impl Merged {
+    /// The number of tokens.
+    fn len(&self) -> usize {
+        match self {
+            Merged::Whole(_) => 1,
+            Merged::Short(parts) => parts.len() - 1,
+            Merged::Long(ends) => ends.len(),
+        }
+    }
+}
+
 impl Pattern {
     /// The number of ordinary tokens (ranks `0..n`) of the encoding.
     fn ordinary_ranks(self) -> u32 {
@@ -112,15 +135,7 @@ impl OrdinaryEncoder {
 
     pub(crate) fn count(&self, text: &str) -> usize {
         let mut total = 0;
-        self.for_each_piece(text, |piece| {
-            total += if piece.len() <= 1 || self.ranks.contains_key(piece) {
-                1
-            } else if piece.len() <= SHORT_PIECE {
-                self.merge_short(piece).len() - 1
-            } else {
-                self.merge_ends(piece).len()
-            }
-        });
+        self.for_each_piece(text, |piece| total += self.merged(piece).len());
         total
     }
 
@@ -164,17 +179,23 @@ impl OrdinaryEncoder {
         }
     }
 
+    /// `piece` merged by the way that suits its length.
+    fn merged(&self, piece: &[u8]) -> Merged {
+        if piece.len() <= 1 || self.ranks.contains_key(piece) {
+            Merged::Whole(piece.len())
+        } else if piece.len() <= SHORT_PIECE {
+            Merged::Short(self.merge_short(piece))
+        } else {
+            Merged::Long(self.merge_ends(piece))
+        }
+    }
+
     /// The parts `piece` merges into.
     fn merge<'p>(&self, piece: &'p [u8]) -> impl Iterator<Item = &'p [u8]> {
-        let ends: Vec<usize> = if piece.len() <= 1 || self.ranks.contains_key(piece) {
-            vec![piece.len()]
-        } else if piece.len() <= SHORT_PIECE {
-            self.merge_short(piece)[1..]
-                .iter()
-                .map(|&(start, _)| start)
-                .collect()
-        } else {
-            self.merge_ends(piece)
+        let ends: Vec<usize> = match self.merged(piece) {
+            Merged::Whole(end) => vec![end],
+            Merged::Short(parts) => parts[1..].iter().map(|&(start, _)| start).collect(),
+            Merged::Long(ends) => ends,
         };
         let mut start = 0;
         ends.into_iter().map(move |end| {
