@@ -367,3 +367,27 @@ fn parts_that_do_not_start_cleanly_keep_sessions_exact() {
             .unwrap();
     }
 }
+
+#[test]
+fn a_build_over_budget_keeps_the_cache() {
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(200);
+    let mut session = ContextSession::new(builder, MemoryState::new()).unwrap();
+    let huge = MemoryChunk::agent("p", Role::User, "word ".repeat(400)).pinned();
+    session.push(huge).unwrap();
+    for turn in 0..5 {
+        session
+            .push(MemoryChunk::agent(format!("u{turn}"), Role::User, "short"))
+            .unwrap();
+    }
+    let error = session.build(&Policy::default()).unwrap_err();
+    assert!(
+        matches!(error.kind(), agent_context::ErrorKind::BudgetExceeded { .. }),
+        "{error}"
+    );
+    // The failed build gave back what it borrowed: nothing is rendered again.
+    session.remove("p").unwrap();
+    session.build(&Policy::default()).unwrap();
+    assert_eq!(session.stats().chunks_rendered, 0);
+    assert_eq!(session.stats().chunks_cached, 5);
+}
