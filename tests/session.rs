@@ -382,7 +382,10 @@ fn a_build_over_budget_keeps_the_cache() {
     }
     let error = session.build(&Policy::default()).unwrap_err();
     assert!(
-        matches!(error.kind(), agent_context::ErrorKind::BudgetExceeded { .. }),
+        matches!(
+            error.kind(),
+            agent_context::ErrorKind::BudgetExceeded { .. }
+        ),
         "{error}"
     );
     // The failed build gave back what it borrowed: nothing is rendered again.
