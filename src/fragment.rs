@@ -42,15 +42,21 @@ pub use json::fragments_from_json;
 /// # JSON shape
 ///
 /// A fragment is exactly `{"name": "<string>", "data": <any JSON>}`; any other
-/// field is an error. `data` holds **nested fragments** when it is a non-empty
-/// array whose every element is itself exactly `{"name": "<string>", "data": …}`;
-/// any other `data` (a primitive, an object, any other array) is plain data.
-/// The same rule applies wherever a fragment's `data` is read or rendered, so
-/// a [`FragmentData::Value`] holding such an array renders as nested
-/// fragments too, and serializing then parsing a fragment never changes what
-/// it renders. (The price: plain data that is a list of records with exactly
-/// the fields `name` and `data` cannot be a fragment's whole `data`; put it
-/// under a key.)
+/// field is an error. `data` is a **children list** when it is an array in
+/// which at least one element is itself exactly `{"name": "<string>", "data":
+/// …}` (the shape the reference fragment engine persists). The elements of a
+/// children list fold into the fragment's body as [`Fragment::with`] folds
+/// children (see [Children](#children)): a fragment becomes the key of its
+/// name, an object's entries become keys, `null` adds nothing, and any other
+/// value (a primitive, an array) becomes the key [`ROOT_KEY`] (`value`). Any
+/// other `data` (a primitive, an object, an array with no fragment element)
+/// is plain data. The same rule applies wherever a fragment's `data` is read
+/// or rendered, so a [`FragmentData::Value`] holding a children list renders
+/// as its folded body too, and serializing then parsing a fragment never
+/// changes what it renders. (The price: plain data that is a list holding a
+/// record with exactly the fields `name` and `data` cannot be a fragment's
+/// whole `data`; put it under a key. An object that is a fragment's whole
+/// `data` is plain data all the way down.)
 ///
 /// The design's example in both forms:
 ///
@@ -60,11 +66,20 @@ pub use json::fragments_from_json;
 ///
 /// let built = fragment("config", [json!({"debug": true, "timeout": 30})])
 ///     .with(fragment("database", [json!({"host": "localhost", "port": 5432})]));
-/// let parsed = Fragment::from_json(json!({
+/// let written = Fragment::from_json(json!({
 ///     "name": "config",
 ///     "data": {"debug": true, "timeout": 30, "database": {"host": "localhost", "port": 5432}}
 /// }))?;
-/// assert_eq!(built, parsed);
+/// // As the reference engine persists it: a children list.
+/// let persisted = Fragment::from_json(json!({
+///     "name": "config",
+///     "data": [
+///         {"debug": true, "timeout": 30},
+///         {"name": "database", "data": {"host": "localhost", "port": 5432}}
+///     ]
+/// }))?;
+/// assert_eq!(built, written);
+/// assert_eq!(built, persisted);
 /// # Ok::<(), agent_context::Error>(())
 /// ```
 ///
@@ -73,10 +88,13 @@ pub use json::fragments_from_json;
 /// [`fragment`] and [`Fragment::with`] fold children into the body: an
 /// object's entries become keys, a child fragment becomes the key of its name,
 /// and a primitive or array beside keyed children becomes the key
-/// [`ROOT_KEY`] (`value`). Names may repeat: repeated
-/// names render as one list (see [`format`](crate::format)). When every key is
-/// plain data and no name repeats, the body is stored as one JSON object, so
-/// it serializes the way a person would write it.
+/// [`ROOT_KEY`] (`value`); a `null` child adds nothing. Names may repeat:
+/// repeated names render as one list (see [`format`](crate::format)). When
+/// every key is plain data and no name repeats, the body is stored as one
+/// JSON object, so it serializes the way a person would write it; otherwise
+/// it is stored as [`FragmentData::Fragments`], which serializes as a
+/// children list of `{"name", "data"}` objects. Parsing a children list folds
+/// it the same way, so a fragment built by these helpers parses back equal.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Fragment {
     /// The key this fragment renders under.
@@ -90,8 +108,9 @@ pub struct Fragment {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum FragmentData {
-    /// A primitive, an object or an array. Nulls inside are dropped when
-    /// rendered; see the module docs for arrays that read as fragments.
+    /// A primitive, an object or an array. Nulls and empty containers inside
+    /// are dropped when rendered; an array that is a children list renders
+    /// as its folded body (see [`Fragment`]'s JSON shape).
     Value(Value),
     /// Nested fragments, each the key of its name; repeated names form a list.
     Fragments(Vec<Fragment>),
@@ -298,11 +317,34 @@ pub fn assistant(text: impl Into<String>) -> Fragment {
     Fragment::new("assistant", text.into())
 }
 
-/// Whether `value`, as a fragment's data, is a list of nested fragments.
-pub(crate) fn is_fragment_list(value: &Value) -> bool {
+/// Whether `value`, as a fragment's data, is a children list: an array with
+/// at least one fragment among its elements.
+pub(crate) fn is_children_list(value: &Value) -> bool {
     match value {
-        Value::Array(items) => !items.is_empty() && items.iter().all(is_fragment_object),
+        Value::Array(items) => items.iter().any(is_fragment_object),
         _ => false,
+    }
+}
+
+/// Calls `entry` with each `(key, data)` that one element of a children list
+/// adds to its fragment's body. The one rule [`Fragment::with`], parsing and
+/// rendering share: a fragment is the key of its name, an object's entries
+/// are keys, `null` adds nothing, anything else is the key [`ROOT_KEY`].
+pub(crate) fn for_each_child_entry<'a>(
+    element: &'a Value,
+    mut entry: impl FnMut(&'a str, &'a Value),
+) {
+    match element {
+        Value::Object(object) if is_fragment_object(element) => {
+            if let (Some(Value::String(name)), Some(data)) =
+                (object.get("name"), object.get("data"))
+            {
+                entry(name, data);
+            }
+        }
+        Value::Null => {}
+        Value::Object(object) => object.iter().for_each(|(key, data)| entry(key, data)),
+        other => entry(ROOT_KEY, other),
     }
 }
 
@@ -322,13 +364,14 @@ pub(crate) fn is_fragment_object(value: &Value) -> bool {
 fn into_entries(data: FragmentData) -> Vec<Fragment> {
     match data {
         FragmentData::Fragments(list) => list,
-        FragmentData::Value(value) if is_fragment_list(&value) => {
-            let mut path = String::new();
-            // Shape checked: parsing cannot fail, but never panic on it.
-            match json::parse_data(value.clone(), &mut path, 1) {
-                Ok(FragmentData::Fragments(list)) => list,
-                _ => vec![Fragment::new(ROOT_KEY, value)],
+        FragmentData::Value(Value::Array(items)) if items.iter().any(is_fragment_object) => {
+            let mut entries = Vec::new();
+            for element in &items {
+                for_each_child_entry(element, |key, data| {
+                    entries.push(Fragment::new(key, data.clone()));
+                });
             }
+            entries
         }
         FragmentData::Value(value) => {
             let mut entries = Vec::new();
@@ -352,7 +395,7 @@ fn push_child(entries: &mut Vec<Fragment>, child: Child) {
 /// One JSON object when every entry is plain data under a unique name, so
 /// the fragment serializes as a person would write it; the list otherwise.
 fn collapse(entries: Vec<Fragment>) -> FragmentData {
-    let plain = |f: &Fragment| matches!(&f.data, FragmentData::Value(v) if !is_fragment_list(v));
+    let plain = |f: &Fragment| matches!(&f.data, FragmentData::Value(v) if !is_children_list(v));
     let mut names = FxHashSet::default();
     let unique = entries.iter().all(|f| names.insert(f.name.as_str()));
     if !(unique && entries.iter().all(plain)) {
@@ -419,6 +462,23 @@ mod tests {
             list.data,
             FragmentData::Value(json!({"value": [1, 2], "k": 1}))
         );
+    }
+
+    #[test]
+    fn a_children_list_folds_like_with() {
+        let list = json!([
+            {"name": "a", "data": 1},
+            {"k": 2},
+            null,
+            "bare",
+            {"name": "a", "data": 3}
+        ]);
+        let folded = Fragment::new("x", Value::Null)
+            .with(Fragment::new("a", json!(1)))
+            .with(json!({"k": 2}))
+            .with(Child::from("bare"))
+            .with(Fragment::new("a", json!(3)));
+        assert_eq!(Fragment::new("x", list).with(json!({})), folded);
     }
 
     #[test]

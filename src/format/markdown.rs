@@ -17,40 +17,16 @@ pub(super) struct MarkdownWriter;
 
 impl TreeWriter for MarkdownWriter {
     fn leaf(&mut self, out: &mut String, slot: &Slot<'_>, leaf: Leaf<'_>) {
-        let text = leaf.text();
-        let text = line_feeds(&text);
-        let (pad, keyed) = match slot.label {
-            Label::Key(key) if slot.depth == 0 => {
-                heading(out, key);
-                (0, None)
-            }
-            Label::Key(key) => ((slot.depth - 1) * STEP, Some(key)),
-            Label::Item { .. } => ((slot.depth - 1) * STEP, None),
+        value_bullet(out, slot, &leaf.text());
+    }
+
+    /// JSON's own spelling, `[]` or `{}`, where a value would go.
+    fn empty(&mut self, out: &mut String, slot: &Slot<'_>, container: Container) {
+        let text = match container {
+            Container::Map => "{}",
+            Container::List => "[]",
         };
-        push_spaces(out, pad);
-        out.push_str("- ");
-        let (text, first_starts_line) = match keyed {
-            Some(key) => {
-                out.push_str("**");
-                push_inline(out, key);
-                out.push_str("**:");
-                if !text.starts_with('\n') {
-                    out.push(' ');
-                }
-                (&*text, false)
-            }
-            // A bare item that opens with a blank line, or is empty, would
-            // not be an item where it interrupts a paragraph (a nested list's
-            // first bullet); its leading whitespace is dropped.
-            None => (text.trim_start_matches([' ', '\t', '\n']), true),
-        };
-        if text.trim().is_empty() {
-            out.truncate(out.trim_end_matches(' ').len());
-            out.push_str(" \"\"");
-        } else {
-            push_value(out, text, pad + STEP, first_starts_line);
-        }
-        out.push('\n');
+        value_bullet(out, slot, text);
     }
 
     fn open(&mut self, out: &mut String, slot: &Slot<'_>, _container: Container) {
@@ -75,6 +51,44 @@ impl TreeWriter for MarkdownWriter {
     fn separate(&mut self, out: &mut String) {
         out.push('\n');
     }
+}
+
+/// One bullet holding a value's text: under a `## Title` at the top level,
+/// `- **key**: text` under a key, `- text` in a list.
+fn value_bullet(out: &mut String, slot: &Slot<'_>, text: &str) {
+    let text = line_feeds(text);
+    let (pad, keyed) = match slot.label {
+        Label::Key(key) if slot.depth == 0 => {
+            heading(out, key);
+            (0, None)
+        }
+        Label::Key(key) => ((slot.depth - 1) * STEP, Some(key)),
+        Label::Item { .. } => ((slot.depth - 1) * STEP, None),
+    };
+    push_spaces(out, pad);
+    out.push_str("- ");
+    let (text, first_starts_line) = match keyed {
+        Some(key) => {
+            out.push_str("**");
+            push_inline(out, key);
+            out.push_str("**:");
+            if !text.starts_with('\n') {
+                out.push(' ');
+            }
+            (&*text, false)
+        }
+        // A bare item that opens with a blank line, or is empty, would
+        // not be an item where it interrupts a paragraph (a nested list's
+        // first bullet); its leading whitespace is dropped.
+        None => (text.trim_start_matches([' ', '\t', '\n']), true),
+    };
+    if text.trim().is_empty() {
+        out.truncate(out.trim_end_matches(' ').len());
+        out.push_str(" \"\"");
+    } else {
+        push_value(out, text, pad + STEP, first_starts_line);
+    }
+    out.push('\n');
 }
 
 fn heading(out: &mut String, key: &str) {

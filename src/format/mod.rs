@@ -6,9 +6,14 @@
 //! Every format writes the same normalized [`Tree`], built once by
 //! [`Tree::from_fragments`] or [`Tree::from_value`]:
 //!
-//! * **nulls are removed**, in objects and in arrays alike;
-//! * **empty objects and arrays are skipped**, including those that only held
-//!   nulls, and a fragment whose data ends up empty renders nothing;
+//! * **fragments drop what says nothing** (a prompt-building choice: it
+//!   costs tokens and tells the model nothing): nulls are removed, in objects
+//!   and in arrays alike, then empty objects and arrays are skipped,
+//!   including those that only held nulls, and a fragment whose data ends up
+//!   empty renders nothing;
+//! * **a JSON value loses nothing** ([`render_value`], the CLI's `--data`):
+//!   nulls and empty containers are kept, and each format shows them as
+//!   written below (TOML, which has no null, drops nulls and nothing else);
 //! * **a child fragment is the key of its name**; fragments whose names repeat
 //!   among siblings form one list, under the plural of the name (`hint`,
 //!   `hint` -> `hints`, by a simple English rule; the name itself when a
@@ -37,7 +42,10 @@
 //!   not an XML name (or holds a `:`) becomes `<item name="…">`. List elements
 //!   are named by the fragment name for repeated fragments (`<hints><hint>`),
 //!   else by the singular of the key (`<tags><tag>`) or `item`. Top-level
-//!   entries are sibling elements, one after another.
+//!   entries are sibling elements, one after another. In a JSON value, an
+//!   empty object or array is an empty element, `<key/>`, and a null is
+//!   `<key null="true"/>` (an attribute, so it differs from the string
+//!   `"null"`; an empty string stays `<key></key>`).
 //!   ```text
 //!   <config>
 //!     <debug>true</debug>
@@ -61,7 +69,10 @@
 //!   indented into their bullet, so each value stays one list item; inline
 //!   markup and HTML in values are left as they are. Keys escape Markdown's
 //!   inline markers; line breaks in keys become spaces. Sections are
-//!   separated by a blank line.
+//!   separated by a blank line. In a JSON value, an empty array, an empty
+//!   object and a null are written as JSON spells them: `- **key**: []`,
+//!   `{}`, `null`. Markdown is for reading: strings are not quoted, so the
+//!   string `"null"` reads like a null, as `"5432"` reads like a number.
 //!   ```text
 //!   ## Config
 //!   - **debug**: true
@@ -71,9 +82,16 @@
 //!     - **port**: 5432
 //!   ```
 //! * [`FragmentFormat::Toml`]: through the `toml` crate. A document that is
-//!   not a table is wrapped as the key [`ROOT_KEY`] (`value = 42`); integers
-//!   above `i64::MAX`, which TOML cannot hold, are written as strings. The
-//!   output always parses, to the input minus nulls and empty containers.
+//!   not a table is wrapped as the key [`ROOT_KEY`] (`value = 42`). TOML has
+//!   no null: a null is dropped, as a table key and as an array element
+//!   alike (`[1, null, 2]` is written `[1, 2]`: the elements after it move
+//!   up), and a document that is `null` is empty. Nothing else is dropped:
+//!   empty arrays and tables are written (`a = []`, `[t]`, `[[rows]]`),
+//!   also inside arrays (`[true, [], "x"]`). Integers above `i64::MAX`, which
+//!   TOML integers cannot hold, are written as strings of the same digits:
+//!   the digits survive, the type does not. The output always parses, to
+//!   the input minus nulls with such integers as strings (for fragments,
+//!   minus empty containers too).
 //!   ```text
 //!   [config]
 //!   debug = true
@@ -310,7 +328,21 @@ pub fn render_fragments(
 
 /// Renders any JSON value (the CLI's `--data`) in `format`. An object's keys
 /// are the top-level entries, like fragments; other values render under
-/// [`ROOT_KEY`] where the format needs a key (TOON does not).
+/// [`ROOT_KEY`] where the format needs a key (TOON does not). Unlike
+/// fragments, nulls and empty containers are kept, as the [module
+/// docs](self) describe per format.
+///
+/// ```
+/// use agent_context::format::{FormatOptions, FragmentFormat, render_value};
+/// use serde_json::json;
+///
+/// let value = json!({"tags": [], "owner": null});
+/// let xml = render_value(&value, FragmentFormat::Xml, &FormatOptions::default())?;
+/// assert_eq!(xml, "<tags/>\n<owner null=\"true\"/>");
+/// let toml = render_value(&value, FragmentFormat::Toml, &FormatOptions::default())?;
+/// assert_eq!(toml, "tags = []");
+/// # Ok::<(), agent_context::Error>(())
+/// ```
 ///
 /// # Errors
 ///
@@ -421,17 +453,45 @@ mod tests {
     }
 
     #[test]
-    fn empty_documents_render_nothing() {
+    fn empty_fragments_render_nothing() {
         for format in FragmentFormat::ALL {
             for value in [json!(null), json!({}), json!([]), json!({"a": [null, {}]})] {
-                let out = render_value(&value, format, &FormatOptions::default()).unwrap();
-                assert_eq!(out, "", "{format} {value}");
+                let fragment = Fragment::new("empty", value.clone());
+                let out = render_fragments(&[fragment], format, &FormatOptions::default());
+                assert_eq!(out.unwrap(), "", "{format} {value}");
             }
             assert_eq!(
                 render_fragments(&[], format, &FormatOptions::default()).unwrap(),
                 ""
             );
+            // An object's keys are the top-level entries: here, none.
+            let out = render_value(&json!({}), format, &FormatOptions::default()).unwrap();
+            assert_eq!(out, "", "{format}");
         }
+    }
+
+    #[test]
+    fn data_keeps_nulls_and_empty_containers_visible() {
+        let value = json!({"a": [null, {}], "e": [], "n": null});
+        let render = |format| render_value(&value, format, &FormatOptions::default()).unwrap();
+        assert_eq!(
+            render(FragmentFormat::Xml),
+            "<a>\n  <item null=\"true\"/>\n  <item/>\n</a>\n<e/>\n<n null=\"true\"/>"
+        );
+        assert_eq!(
+            render(FragmentFormat::Markdown),
+            "## A\n- null\n- {}\n\n## E\n- []\n\n## N\n- null"
+        );
+        assert_eq!(render(FragmentFormat::Toml), "e = []\n\n[[a]]");
+        let nested = json!({"t": {"list": [], "map": {}, "none": null, "s": ""}});
+        assert_eq!(
+            render_value(&nested, FragmentFormat::Markdown, &FormatOptions::default()).unwrap(),
+            "## T\n- **list**: []\n- **map**: {}\n- **none**: null\n- **s**: \"\""
+        );
+        assert_eq!(
+            render_value(&json!(null), FragmentFormat::Xml, &FormatOptions::default()).unwrap(),
+            "<value null=\"true\"/>"
+        );
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! The crate writes any table of TOML values correctly (quoting, multi-line
 //! strings, arrays of tables, plain keys ahead of sub-tables); what it cannot
 //! know is how to fit JSON's extra shapes, so this module adapts the tree
-//! first: the document must be a table, and integers must fit `i64`.
+//! first: the document must be a table, integers must fit `i64`, and there
+//! is no `null`. Empty arrays and tables are TOML values like any other and
+//! are kept.
 
 use serde_json::{Map, Value};
 
@@ -17,8 +19,9 @@ pub(super) fn write(tree: &Tree, out: &mut String) -> Result<()> {
         return Ok(());
     }
     let document = match tomlable(tree.to_value()) {
-        Value::Object(table) => table,
-        other => Map::from_iter([(ROOT_KEY.to_owned(), other)]),
+        Some(Value::Object(table)) => table,
+        Some(other) => Map::from_iter([(ROOT_KEY.to_owned(), other)]),
+        None => return Ok(()),
     };
     let text = ::toml::to_string(&document)
         .map_err(|e| error("", format!("the TOML writer rejected the document: {e}")))?;
@@ -26,18 +29,29 @@ pub(super) fn write(tree: &Tree, out: &mut String) -> Result<()> {
     Ok(())
 }
 
-/// TOML integers are `i64`: larger ones become strings rather than an
-/// integer no TOML parser accepts. The tree is already free of nulls and
-/// no deeper than `MAX_DEPTH`.
-fn tomlable(value: Value) -> Value {
-    match value {
+/// The value as TOML can hold it; `None` for a `null`.
+///
+/// * TOML has no null: a null is dropped, as a key of a table and as an
+///   element of an array alike (the elements after it move up one place).
+///   Nothing else is dropped: a table or array that held only nulls stays,
+///   empty.
+/// * TOML integers are `i64`: larger ones become strings of the same digits
+///   rather than an integer no TOML parser accepts.
+///
+/// The tree is no deeper than `MAX_DEPTH`, so the recursion is bounded.
+fn tomlable(value: Value) -> Option<Value> {
+    let value = match value {
+        Value::Null => return None,
         Value::Number(n) if n.is_u64() && n.as_i64().is_none() => Value::String(n.to_string()),
-        Value::Array(items) => items.into_iter().map(tomlable).collect(),
-        Value::Object(map) => {
-            Value::Object(map.into_iter().map(|(k, v)| (k, tomlable(v))).collect())
-        }
+        Value::Array(items) => items.into_iter().filter_map(tomlable).collect(),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter_map(|(k, v)| Some((k, tomlable(v)?)))
+                .collect(),
+        ),
         other => other,
-    }
+    };
+    Some(value)
 }
 
 #[cfg(test)]
@@ -79,6 +93,20 @@ mod tests {
             parse(&out),
             json!({"big": "18446744073709551615", "max": i64::MAX, "min": i64::MIN, "l": [1]})
         );
+    }
+
+    #[test]
+    fn empty_arrays_and_tables_survive_in_place() {
+        assert_eq!(toml(json!([true, [], "x"])), "value = [true, [], \"x\"]");
+        let value =
+            json!({"a": [], "t": {}, "nested": [{}, [[]], {"e": {}}], "only_nulls": {"n": null}});
+        assert_eq!(
+            parse(&toml(value)),
+            json!({"a": [], "t": {}, "nested": [{}, [[]], {"e": {}}], "only_nulls": {}})
+        );
+        assert_eq!(toml(json!(null)), "");
+        assert_eq!(toml(json!({})), "");
+        assert_eq!(toml(json!([null])), "value = []");
     }
 
     #[test]

@@ -9,10 +9,11 @@ use serde_json::{Map, Number, Value};
 
 use super::{MAX_DEPTH, ROOT_KEY, push_key};
 use crate::error::Result;
-use crate::fragment::{Fragment, FragmentData, is_fragment_list, too_deep};
+use crate::fragment::{Fragment, FragmentData, for_each_child_entry, is_children_list, too_deep};
 
-/// A document normalized for rendering: nulls and empty containers gone,
-/// repeated fragment names gathered into lists, depth checked. See the
+/// A document normalized for rendering: repeated fragment names gathered
+/// into lists, depth checked, and, for fragments only, nulls and empty
+/// containers gone (a tree built from a JSON value keeps them). See the
 /// [module docs](super) for the rules.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tree {
@@ -21,7 +22,7 @@ pub struct Tree {
 
 #[derive(Debug, Clone, PartialEq)]
 enum Node {
-    /// A string, number or boolean.
+    /// A string, number, boolean or (in a data tree) null.
     Leaf(Value),
     Map(Vec<(String, Node)>),
     /// `item` names the elements where a format needs a name (XML).
@@ -67,7 +68,10 @@ pub enum Container {
 
 /// A primitive value.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum Leaf<'a> {
+    /// `null`: only a tree built by [`Tree::from_value`] holds one.
+    Null,
     /// `true` or `false`.
     Bool(bool),
     /// A JSON number.
@@ -77,9 +81,10 @@ pub enum Leaf<'a> {
 }
 
 impl<'a> Leaf<'a> {
-    /// The value as text: `true`, `5432`, `1.5`, or the string itself.
+    /// The value as text: `null`, `true`, `5432`, `1.5`, or the string itself.
     pub fn text(&self) -> Cow<'a, str> {
         match *self {
+            Leaf::Null => Cow::Borrowed("null"),
             Leaf::Bool(b) => Cow::Borrowed(if b { "true" } else { "false" }),
             Leaf::Number(n) => Cow::Owned(n.to_string()),
             Leaf::String(s) => Cow::Borrowed(s),
@@ -93,12 +98,19 @@ pub trait TreeWriter {
     /// Writes a primitive value at `slot`.
     fn leaf(&mut self, out: &mut String, slot: &Slot<'_>, leaf: Leaf<'_>);
 
-    /// Starts a non-empty container at `slot`.
+    /// Starts a container at `slot` that holds at least one value.
     fn open(&mut self, out: &mut String, slot: &Slot<'_>, container: Container);
 
     /// Ends the container `open` started. Default: writes nothing.
     fn close(&mut self, out: &mut String, slot: &Slot<'_>, container: Container) {
         let _ = (out, slot, container);
+    }
+
+    /// Writes a container that holds nothing, which only a tree built by
+    /// [`Tree::from_value`] keeps. Default: `open` then `close`.
+    fn empty(&mut self, out: &mut String, slot: &Slot<'_>, container: Container) {
+        self.open(out, slot, container);
+        self.close(out, slot, container);
     }
 
     /// Goes between two top-level entries. Default: writes nothing.
@@ -109,6 +121,7 @@ pub trait TreeWriter {
 
 impl Tree {
     /// Normalizes a list of fragments: each is the top-level key of its name.
+    /// Nulls and empty containers are dropped: a prompt has no use for them.
     ///
     /// # Errors
     ///
@@ -118,27 +131,34 @@ impl Tree {
         let pairs = fragments
             .iter()
             .map(|f| (f.name.as_str(), Data::of(&f.data)));
-        let entries = Builder::default().entries(pairs.collect(), 1)?;
+        let entries = Builder::new(Empties::Drop).entries(pairs.collect(), 1)?;
         Ok(Tree {
             root: (!entries.is_empty()).then_some(Node::Map(entries)),
         })
     }
 
     /// Normalizes a JSON value; an object's keys are the top-level entries.
-    /// Arrays are plain data here, even fragment-shaped ones.
+    /// Lossless: nulls and empty containers are kept, for each format to show
+    /// as it can (see the [module docs](super)). Arrays are plain data here,
+    /// even fragment-shaped ones.
     ///
     /// # Errors
     ///
     /// As [`Tree::from_fragments`].
     pub fn from_value(value: &Value) -> Result<Tree> {
         let item = item_name(ROOT_KEY);
-        let root = Builder::default().value(value, &item, 1)?;
+        let root = Builder::new(Empties::Keep).value(value, &item, 1)?;
         Ok(Tree { root })
     }
 
-    /// Whether nothing is left to render.
+    /// Whether nothing is left to render: no root, or a root object with no
+    /// keys (whose top-level entries are none).
     pub fn is_empty(&self) -> bool {
-        self.root.is_none()
+        match &self.root {
+            None => true,
+            Some(Node::Map(entries)) => entries.is_empty(),
+            Some(_) => false,
+        }
     }
 
     /// The tree as JSON, lists of repeated fragments included; `null` when
@@ -184,6 +204,10 @@ impl Node {
         let depth = slot.depth + 1;
         match self {
             Node::Leaf(value) => writer.leaf(out, &slot, leaf(value)),
+            Node::Map(entries) if entries.is_empty() => writer.empty(out, &slot, Container::Map),
+            Node::List { items, .. } if items.is_empty() => {
+                writer.empty(out, &slot, Container::List);
+            }
             Node::Map(entries) => {
                 writer.open(out, &slot, Container::Map);
                 for (key, node) in entries {
@@ -226,11 +250,12 @@ impl Node {
 
 fn leaf(value: &Value) -> Leaf<'_> {
     match value {
+        Value::Null => Leaf::Null,
         Value::Bool(b) => Leaf::Bool(*b),
         Value::Number(n) => Leaf::Number(n),
         Value::String(s) => Leaf::String(s),
         // Never reached: the builder makes leaves of primitives only.
-        _ => Leaf::String(""),
+        _ => Leaf::Null,
     }
 }
 
@@ -250,14 +275,35 @@ impl<'a> Data<'a> {
     }
 }
 
+/// What the traversal does with nulls and empty containers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Empties {
+    /// Fragments: they say nothing to a model, so they cost no tokens.
+    Drop,
+    /// A JSON value (`render --data`): rendering must not lose data.
+    Keep,
+}
+
 /// Builds nodes, keeping the path of the current value for error messages.
 /// `depth` is the level a container built at that call would sit at.
-#[derive(Default)]
 struct Builder {
     path: String,
+    empties: Empties,
 }
 
 impl Builder {
+    fn new(empties: Empties) -> Self {
+        Builder {
+            path: String::new(),
+            empties,
+        }
+    }
+
+    /// Whether a container holding `len` values becomes a node.
+    fn keeps(&self, len: usize) -> bool {
+        len > 0 || self.empties == Empties::Keep
+    }
+
     /// `depth` is the level of the entries' data.
     fn entries(
         &mut self,
@@ -291,12 +337,13 @@ impl Builder {
                 .iter()
                 .map(|f| (f.name.as_str(), Data::of(&f.data)))
                 .collect(),
-            Data::Value(value @ Value::Array(items)) if is_fragment_list(value) => items
-                .iter()
-                .filter_map(|item| {
-                    Some((item.get("name")?.as_str()?, Data::Value(item.get("data")?)))
-                })
-                .collect(),
+            Data::Value(value @ Value::Array(items)) if is_children_list(value) => {
+                let mut pairs = Vec::with_capacity(items.len());
+                for element in items {
+                    for_each_child_entry(element, |key, data| pairs.push((key, Data::Value(data))));
+                }
+                pairs
+            }
             Data::Value(value) => return self.value(value, &item_name(name), depth),
         };
         if depth > MAX_DEPTH {
@@ -310,7 +357,7 @@ impl Builder {
     fn value(&mut self, value: &Value, item: &str, depth: usize) -> Result<Option<Node>> {
         let len = self.path.len();
         let node = match value {
-            Value::Null => None,
+            Value::Null => (self.empties == Empties::Keep).then_some(Node::Leaf(Value::Null)),
             Value::Array(items) => {
                 if depth > MAX_DEPTH {
                     return Err(too_deep(&self.path));
@@ -323,7 +370,8 @@ impl Builder {
                     self.path.truncate(len);
                 }
                 let item = item.to_owned();
-                (!nodes.is_empty()).then_some(Node::List { item, items: nodes })
+                self.keeps(nodes.len())
+                    .then_some(Node::List { item, items: nodes })
             }
             Value::Object(object) => {
                 if depth > MAX_DEPTH {
@@ -337,7 +385,7 @@ impl Builder {
                     }
                     self.path.truncate(len);
                 }
-                (!entries.is_empty()).then_some(Node::Map(entries))
+                self.keeps(entries.len()).then_some(Node::Map(entries))
             }
             primitive => Some(Node::Leaf(primitive.clone())),
         };
@@ -498,6 +546,29 @@ mod tests {
         assert_eq!(tree.to_value(), json!({"x": {"as": [1, 2]}}));
         let plain = Tree::from_value(&json!({"x": shaped.clone()})).unwrap();
         assert_eq!(plain.to_value(), json!({"x": shaped}));
+    }
+
+    #[test]
+    fn one_fragment_makes_an_array_a_children_list() {
+        let mixed = json!([{"k": 1}, {"name": "f", "data": {"g": 2}}, null, "bare", [3], {}]);
+        let tree = Tree::from_fragments(&[Fragment::new("x", mixed)]).unwrap();
+        assert_eq!(
+            tree.to_value(),
+            json!({"x": {"k": 1, "f": {"g": 2}, "values": ["bare", [3]]}})
+        );
+        let no_fragment = json!([{"k": 1}, {"name": "f"}]);
+        let tree = Tree::from_fragments(&[Fragment::new("x", no_fragment.clone())]).unwrap();
+        assert_eq!(tree.to_value(), json!({ "x": no_fragment }));
+    }
+
+    #[test]
+    fn a_value_tree_keeps_nulls_and_empties_a_fragment_tree_drops() {
+        let value = json!({"a": [null, {}, []], "b": {"c": null}, "d": {}});
+        assert_eq!(Tree::from_value(&value).unwrap().to_value(), value);
+        let fragment = Fragment::new("f", value);
+        assert!(Tree::from_fragments(&[fragment]).unwrap().is_empty());
+        assert!(Tree::from_value(&json!({})).unwrap().is_empty());
+        assert!(!Tree::from_value(&json!(null)).unwrap().is_empty());
     }
 
     #[test]

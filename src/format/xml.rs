@@ -1,4 +1,5 @@
-//! XML: one element per key, text escaped and verbatim.
+//! XML: one element per key, text escaped and verbatim; an empty container
+//! is `<key/>` and a null `<key null="true"/>`.
 
 use super::tree::{Container, Label, Leaf, Slot, TreeWriter};
 use crate::render::{EscapeMode, RenderContext, TagSet};
@@ -19,13 +20,14 @@ impl XmlWriter {
         }
     }
 
-    /// Writes `<tag>` or `<item name="…">` after the indentation.
-    fn open_tag(&self, out: &mut String, slot: &Slot<'_>) {
+    /// Writes `<tag` or `<item name="…"` after the indentation, plus
+    /// `null="true"` for a null; the caller ends the tag.
+    fn start_tag(&self, out: &mut String, slot: &Slot<'_>, null: bool) {
         let context = RenderContext::new(EscapeMode::Xml, &self.tags);
         push_spaces(out, slot.depth * self.indent);
         let (tag, name) = element(slot);
-        context.write_open_tag(out, tag, &[("name", name)]);
-        out.push('>');
+        let null = null.then_some("true");
+        context.write_open_tag(out, tag, &[("name", name), ("null", null)]);
     }
 
     fn close_tag(&self, out: &mut String, slot: &Slot<'_>, indented: bool) {
@@ -40,7 +42,14 @@ impl XmlWriter {
 
 impl TreeWriter for XmlWriter {
     fn leaf(&mut self, out: &mut String, slot: &Slot<'_>, leaf: Leaf<'_>) {
-        self.open_tag(out, slot);
+        // An attribute, not the text `null`, so a null differs from "null".
+        if leaf == Leaf::Null {
+            self.start_tag(out, slot, true);
+            out.push_str("/>\n");
+            return;
+        }
+        self.start_tag(out, slot, false);
+        out.push('>');
         // Verbatim: a multi-line string is not re-indented, so it parses back
         // unchanged; the closing tag follows its last character.
         RenderContext::new(EscapeMode::Xml, &self.tags).write_body(out, &leaf.text());
@@ -48,8 +57,13 @@ impl TreeWriter for XmlWriter {
     }
 
     fn open(&mut self, out: &mut String, slot: &Slot<'_>, _container: Container) {
-        self.open_tag(out, slot);
-        out.push('\n');
+        self.start_tag(out, slot, false);
+        out.push_str(">\n");
+    }
+
+    fn empty(&mut self, out: &mut String, slot: &Slot<'_>, _container: Container) {
+        self.start_tag(out, slot, false);
+        out.push_str("/>\n");
     }
 
     fn close(&mut self, out: &mut String, slot: &Slot<'_>, _container: Container) {

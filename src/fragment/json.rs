@@ -8,9 +8,9 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use super::{Fragment, FragmentData, error, is_fragment_list, too_deep};
+use super::{Fragment, FragmentData, collapse, error, is_fragment_object, too_deep};
 use crate::error::{Result, json_type_name};
-use crate::format::{MAX_DEPTH, push_key};
+use crate::format::{MAX_DEPTH, ROOT_KEY, push_key};
 
 impl Fragment {
     /// Reads one fragment from JSON (the shape in [`Fragment`]'s docs).
@@ -89,18 +89,49 @@ fn parse_fragment(value: Value, path: &mut String, depth: usize) -> Result<Fragm
     Ok(Fragment { name, data })
 }
 
-pub(super) fn parse_data(data: Value, path: &mut String, depth: usize) -> Result<FragmentData> {
-    if !is_fragment_list(&data) {
-        check_depth(&data, path, depth)?;
-        return Ok(FragmentData::Value(data));
+/// `depth` is the level `data` sits at.
+fn parse_data(data: Value, path: &mut String, depth: usize) -> Result<FragmentData> {
+    match data {
+        Value::Array(items) if items.iter().any(is_fragment_object) => {
+            if depth > MAX_DEPTH {
+                return Err(too_deep(path));
+            }
+            parse_children(items, path, depth + 1)
+        }
+        data => {
+            check_depth(&data, path, depth)?;
+            Ok(FragmentData::Value(data))
+        }
     }
-    if depth > MAX_DEPTH {
-        return Err(too_deep(path));
+}
+
+/// Folds a children list as `for_each_child_entry` does (owned here, and
+/// naming the path of any error); `depth` is the level of the children's data.
+fn parse_children(items: Vec<Value>, path: &mut String, depth: usize) -> Result<FragmentData> {
+    let mut entries = Vec::with_capacity(items.len());
+    for (index, item) in items.into_iter().enumerate() {
+        let len = path.len();
+        let _ = write!(path, "[{index}]");
+        match item {
+            item if is_fragment_object(&item) => entries.push(parse_fragment(item, path, depth)?),
+            Value::Null => {}
+            Value::Object(object) => {
+                for (name, data) in object {
+                    let at = path.len();
+                    push_key(path, &name);
+                    let data = parse_data(data, path, depth)?;
+                    entries.push(Fragment { name, data });
+                    path.truncate(at);
+                }
+            }
+            other => {
+                let data = parse_data(other, path, depth)?;
+                entries.push(Fragment::new(ROOT_KEY, data));
+            }
+        }
+        path.truncate(len);
     }
-    let Value::Array(items) = data else {
-        unreachable!("a fragment list is an array")
-    };
-    parse_list(items, path, depth + 1).map(FragmentData::Fragments)
+    Ok(collapse(entries))
 }
 
 /// `depth` is the level of the listed fragments' data.
@@ -171,11 +202,34 @@ mod tests {
     }
 
     #[test]
+    fn the_persisted_shape_parses_to_what_the_helper_builds() {
+        let persisted = json!({"name": "config", "data": [
+            {"debug": true, "timeout": 30},
+            {"name": "database", "data": {"host": "localhost", "port": 5432}}
+        ]});
+        let built = fragment("config", [json!({"debug": true, "timeout": 30})]).with(fragment(
+            "database",
+            [json!({"host": "localhost", "port": 5432})],
+        ));
+        assert_eq!(Fragment::from_json(persisted).unwrap(), built);
+        // Folded as `with` folds: a bare value is the key `value`, null adds nothing.
+        let mixed = json!({"name": "x", "data": [{"name": "a", "data": [1]}, 2, null]});
+        assert_eq!(
+            Fragment::from_json(mixed).unwrap().data,
+            FragmentData::Value(json!({"a": [1], "value": 2}))
+        );
+    }
+
+    #[test]
     fn errors_name_the_path() {
-        let bad =
+        let odd =
             json!([{"name": "a", "data": [{"name": "b", "data": 1}, {"name": 2, "data": 1}]}]);
-        // Not every element is fragment-shaped, so `data` is plain data: valid.
-        assert!(fragments_from_json(bad).is_ok());
+        // `{"name": 2, …}` is not a fragment, so it is an object child: valid.
+        let parsed = fragments_from_json(odd).unwrap();
+        assert_eq!(
+            parsed[0].data,
+            FragmentData::Value(json!({"b": 1, "name": 2, "data": 1}))
+        );
         let cases = [
             (json!({}), "expected an array of fragments, found an object"),
             (json!([1]), "`fragments[0]`: expected a fragment"),
