@@ -1,13 +1,19 @@
-//! Structured context: the design's examples exactly, every format parsing
-//! back (property tests over random JSON and random fragments), and a
-//! snapshot per fixture case per format.
+//! Structured context: the design's examples exactly (built in Rust, and
+//! in the shape the reference engine persists, through the library and the
+//! CLI), every format parsing back (property tests over random JSON, which
+//! renders losslessly, and random fragments, which drop nulls and empties),
+//! and a snapshot per fixture case per format.
 
 use agent_context::format::{
     Delimiter, FormatOptions, FragmentFormat, MAX_DEPTH, ROOT_KEY, Tree, render_fragments,
     render_value,
 };
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
 use agent_context::{
-    ErrorKind, Fragment, FragmentData, fragment, fragments_from_json, guardrail, hint, role, term,
+    Child, ErrorKind, Fragment, FragmentData, MemoryState, fragment, fragments_from_json,
+    guardrail, hint, role, term,
 };
 use proptest::prelude::*;
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
@@ -42,6 +48,11 @@ config:
     host: localhost
     port: 5432";
 
+/// The design's example as the reference fragment engine persists it: the
+/// children of `config` as one list, an object beside a fragment.
+const PERSISTED: &str = r#"{"name": "config", "data": [{"debug": true, "timeout": 30},
+    {"name": "database", "data": {"host": "localhost", "port": 5432}}]}"#;
+
 fn render(fragments: &[Fragment], format: FragmentFormat) -> String {
     render_fragments(fragments, format, &FormatOptions::default()).unwrap()
 }
@@ -55,22 +66,17 @@ fn config_in_rust() -> Fragment {
 
 // ---------------------------------------------------------------- invariants
 
-/// The input as every format must give it back: nulls removed, then empty
-/// objects and arrays (which may have held only nulls); `None` if nothing is left.
-fn pruned(value: &Value) -> Option<Value> {
+/// The input minus nulls, in objects and arrays alike, and nothing else:
+/// what TOML, which has no null, must give back. `None` for a null.
+fn without_nulls(value: &Value) -> Option<Value> {
     match value {
         Value::Null => None,
-        Value::Array(items) => {
-            let items: Vec<Value> = items.iter().filter_map(pruned).collect();
-            (!items.is_empty()).then_some(Value::Array(items))
-        }
-        Value::Object(map) => {
-            let map: Map<String, Value> = map
-                .iter()
-                .filter_map(|(k, v)| Some((k.clone(), pruned(v)?)))
-                .collect();
-            (!map.is_empty()).then_some(Value::Object(map))
-        }
+        Value::Array(items) => Some(items.iter().filter_map(without_nulls).collect()),
+        Value::Object(map) => Some(
+            map.iter()
+                .filter_map(|(k, v)| Some((k.clone(), without_nulls(v)?)))
+                .collect(),
+        ),
         other => Some(other.clone()),
     }
 }
@@ -91,57 +97,74 @@ fn xml_text(text: &str) -> String {
         .collect()
 }
 
-/// Leaves in document order: the key of an object member (`None` for a list
-/// element) and the text.
-fn leaves(value: &Value, label: Option<&str>, out: &mut Vec<(Option<String>, String)>) {
+/// A leaf as XML and Markdown show it: its key (`None` for a list element),
+/// its text, and whether it is a null. Empty containers and nulls are leaves
+/// with no text (`<key/>`, `<key null="true"/>`).
+type Shown = (Option<String>, String, bool);
+
+/// Leaves in document order.
+fn leaves(value: &Value, label: Option<&str>, out: &mut Vec<Shown>) {
+    let label = label.map(str::to_owned);
     match value {
-        Value::Array(items) => items.iter().for_each(|item| leaves(item, None, out)),
-        Value::Object(map) => map
+        Value::Array(items) if !items.is_empty() => {
+            items.iter().for_each(|item| leaves(item, None, out));
+        }
+        Value::Object(map) if !map.is_empty() => map
             .iter()
             .for_each(|(k, v)| leaves(v, Some(&xml_text(k)), out)),
-        Value::String(s) => out.push((label.map(str::to_owned), xml_text(s))),
-        other => out.push((label.map(str::to_owned), other.to_string())),
+        Value::Array(_) | Value::Object(_) => out.push((label, String::new(), false)),
+        Value::Null => out.push((label, String::new(), true)),
+        Value::String(s) => out.push((label, xml_text(s), false)),
+        other => out.push((label, other.to_string(), false)),
     }
 }
 
-fn expected_leaves(normalized: &Value) -> Vec<(Option<String>, String)> {
+/// The leaves of a document: a root object's entries are the top-level
+/// entries (none for `{}`); any other root sits under `value`.
+fn expected_leaves(normalized: &Value) -> Vec<Shown> {
     let mut out = Vec::new();
-    let root = if normalized.is_object() {
-        None
-    } else {
-        Some(ROOT_KEY)
-    };
-    leaves(normalized, root, &mut out);
+    match normalized {
+        Value::Object(map) => map
+            .iter()
+            .for_each(|(k, v)| leaves(v, Some(&xml_text(k)), &mut out)),
+        other => leaves(other, Some(ROOT_KEY), &mut out),
+    }
     out
 }
 
 /// XML parses strictly and its leaf elements are the leaves, keyed members
-/// named by their key (as element or `name` attribute).
+/// named by their key (as element or `name` attribute), nulls marked
+/// `null="true"`.
 fn assert_xml_parses_back(xml: &str, normalized: &Value) {
     let wrapped = format!("<root>{xml}</root>");
     let document = roxmltree::Document::parse(&wrapped)
         .unwrap_or_else(|e| panic!("XML does not parse: {e}\n{xml}"));
     let expected = expected_leaves(normalized);
-    let found: Vec<(Option<String>, String)> = document
+    let found: Vec<Shown> = document
         .descendants()
         .filter(|n| n.is_element() && n.tag_name().name() != "root")
         .filter(|n| !n.children().any(|c| c.is_element()))
         .map(|n| {
             let name = n.attribute("name").unwrap_or(n.tag_name().name());
-            (Some(name.to_owned()), n.text().unwrap_or("").to_owned())
+            let text = n.text().unwrap_or("").to_owned();
+            (
+                Some(name.to_owned()),
+                text,
+                n.attribute("null") == Some("true"),
+            )
         })
         .collect();
     assert_eq!(found.len(), expected.len(), "leaf count\n{xml}");
-    for ((found_key, found_text), (key, text)) in found.iter().zip(&expected) {
-        assert_eq!(found_text, text, "\n{xml}");
+    for ((found_key, found_text, found_null), (key, text, null)) in found.iter().zip(&expected) {
+        assert_eq!((found_text, found_null), (text, null), "\n{xml}");
         if key.is_some() {
             assert_eq!(found_key, key, "\n{xml}");
         }
     }
 }
 
-/// TOML parses and equals the input minus nulls, with a non-table document
-/// under `value` and integers past `i64` as strings.
+/// TOML parses and equals the input minus nulls (and nothing else), with a
+/// non-table document under `value` and integers past `i64` as strings.
 fn assert_toml_parses_back(toml: &str, normalized: &Value) {
     fn tomlable(value: &Value) -> Value {
         match value {
@@ -153,10 +176,11 @@ fn assert_toml_parses_back(toml: &str, normalized: &Value) {
     }
     let table: toml::Table =
         toml::from_str(toml).unwrap_or_else(|e| panic!("TOML does not parse: {e}\n{toml}"));
-    let mut expected = tomlable(normalized);
-    if !expected.is_object() {
-        expected = json!({ ROOT_KEY: expected });
-    }
+    let expected = match without_nulls(normalized).as_ref().map(tomlable) {
+        None => json!({}),
+        Some(table @ Value::Object(_)) => table,
+        Some(other) => json!({ ROOT_KEY: other }),
+    };
     assert_eq!(serde_json::to_value(table).unwrap(), expected, "\n{toml}");
 }
 
@@ -180,7 +204,7 @@ fn same_json(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// TOON decodes (strictly, per the spec) to the input minus nulls.
+/// TOON decodes (strictly, per the spec) to the input.
 fn assert_toon_decodes_back(toon: &str, normalized: &Value, options: &FormatOptions) {
     let decode_options =
         toon_format::DecodeOptions::new().with_indent(toon_format::Indent::Spaces(options.indent));
@@ -193,7 +217,7 @@ fn assert_toon_decodes_back(toon: &str, normalized: &Value, options: &FormatOpti
 }
 
 /// Markdown has one `##` heading per top-level entry and one list item per
-/// leaf (an item that holds no nested list).
+/// leaf (an item that holds no nested list; `- []`, `- null` included).
 fn assert_markdown_lists_every_leaf(markdown: &str, normalized: &Value) {
     let mut open_items: Vec<bool> = Vec::new();
     let (mut leaf_items, mut headings) = (0, 0);
@@ -219,7 +243,8 @@ fn assert_markdown_lists_every_leaf(markdown: &str, normalized: &Value) {
     );
 }
 
-/// Every format, rendered by `render`, gives `normalized` back.
+/// Every format, rendered by `render`, gives `normalized` back; `None` for
+/// fragments that render nothing.
 fn assert_every_format_round_trips(
     normalized: Option<&Value>,
     options: &FormatOptions,
@@ -237,8 +262,9 @@ fn assert_every_format_round_trips(
     assert_toon_decodes_back(&render(FragmentFormat::Toon), normalized, options);
 }
 
+/// `render --data` loses nothing: every format gives the value itself back.
 fn check_value(value: &Value, options: &FormatOptions) {
-    assert_every_format_round_trips(pruned(value).as_ref(), options, |format| {
+    assert_every_format_round_trips(Some(value), options, |format| {
         render_value(value, format, options).unwrap()
     });
 }
@@ -262,6 +288,120 @@ fn the_design_example_renders_exactly() {
             "database": {"host": "localhost", "port": 5432}}});
         assert_toml_parses_back(&render(fragments, FragmentFormat::Toml), &normalized);
     }
+}
+
+#[test]
+fn the_persisted_shape_renders_exactly_as_the_design_says() {
+    let persisted = Fragment::from_json(serde_json::from_str(PERSISTED).unwrap()).unwrap();
+    assert_eq!(persisted, config_in_rust());
+    let fragments = [persisted];
+    assert_eq!(render(&fragments, FragmentFormat::Xml), CONFIG_XML);
+    assert_eq!(
+        render(&fragments, FragmentFormat::Markdown),
+        CONFIG_MARKDOWN
+    );
+    assert_eq!(render(&fragments, FragmentFormat::Toon), CONFIG_TOON);
+    // Unparsed, as a value in Rust, the same list renders the same.
+    let raw: Value = serde_json::from_str::<Value>(PERSISTED).unwrap()["data"].clone();
+    let unparsed = [Fragment::new("config", raw)];
+    for format in FragmentFormat::ALL {
+        assert_eq!(
+            render(&unparsed, format),
+            render(&fragments, format),
+            "{format}"
+        );
+    }
+}
+
+/// Runs the CLI with `stdin`; returns its exit code, stdout and stderr.
+fn cli(args: &[&str], stdin: &str) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-context"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn agent-context");
+    let mut pipe = child.stdin.take().unwrap();
+    pipe.write_all(stdin.as_bytes()).unwrap();
+    drop(pipe);
+    let out = child.wait_with_output().unwrap();
+    let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        text(out.stdout),
+        text(out.stderr),
+    )
+}
+
+#[test]
+fn the_persisted_shape_renders_exactly_from_the_cli() {
+    let document = format!(r#"{{"fragments": [{PERSISTED}]}}"#);
+    for (format, expected) in [
+        ("xml", CONFIG_XML),
+        ("markdown", CONFIG_MARKDOWN),
+        ("toon", CONFIG_TOON),
+    ] {
+        let out = cli(&["render", "--format", format], &document);
+        assert_eq!(out, (0, format!("{expected}\n"), String::new()), "{format}");
+    }
+}
+
+#[test]
+fn a_session_saved_in_the_persisted_shape_loads_and_builds() {
+    let session = format!(
+        r#"{{"system_prompt": "Be brief.", "fragments": [{PERSISTED}],
+        "chunks": [{{"id": "u1", "kind": "agent", "role": "user", "text": "hi"}}]}}"#
+    );
+    let state = MemoryState::from_json_str(&session).unwrap();
+    assert_eq!(state.fragments, [config_in_rust()]);
+    let args = [
+        "build",
+        "--output",
+        "openai",
+        "--fragments-format",
+        "markdown",
+    ];
+    let (code, stdout, stderr) = cli(&args, &session);
+    assert_eq!(code, 0, "{stderr}");
+    let built: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        built["messages"][0]["content"],
+        format!("Be brief.\n\n{CONFIG_MARKDOWN}")
+    );
+}
+
+#[test]
+fn children_beside_fragments_fold_as_the_helper_folds_them() {
+    let persisted = json!({"name": "rules", "data": [
+        "Stay on task.",
+        {"name": "hint", "data": "a"},
+        {"name": "hint", "data": "b"},
+        {"limit": 3},
+        null
+    ]});
+    let parsed = Fragment::from_json(persisted).unwrap();
+    let built = fragment(
+        "rules",
+        [
+            Child::from("Stay on task."),
+            hint("a").into(),
+            hint("b").into(),
+            json!({"limit": 3}).into(),
+        ],
+    );
+    assert_eq!(parsed, built);
+    assert_eq!(
+        render(&[parsed], FragmentFormat::Xml),
+        "<rules>\n  <value>Stay on task.</value>\n  <hints>\n    <hint>a</hint>\n    \
+         <hint>b</hint>\n  </hints>\n  <limit>3</limit>\n</rules>"
+    );
+    // No fragment among the elements: a plain list.
+    let plain = Fragment::from_json(json!({"name": "rows", "data": [{"name": "a"}, 1]})).unwrap();
+    assert_eq!(
+        render(&[plain], FragmentFormat::Toon),
+        "rows[2]:\n  - name: a\n  - 1"
+    );
 }
 
 #[test]
@@ -408,9 +548,35 @@ fn json_value() -> impl Strategy<Value = Value> {
     })
 }
 
+fn name() -> impl Strategy<Value = &'static str> + Clone {
+    prop::sample::select(vec![
+        "hint", "hints", "role", "term", "config", "a b", "x", "value", "values",
+    ])
+}
+
+/// A children list as the reference engine persists one: at least one
+/// fragment among objects, primitives, arrays and nulls.
+fn children_of(data: BoxedStrategy<Value>) -> impl Strategy<Value = Value> {
+    let child = (name(), data).prop_map(|(n, d)| json!({"name": n, "data": d}));
+    let element = prop_oneof![2 => child.clone(), 1 => json_value()];
+    let others = prop::collection::vec(element, 0..5);
+    (child, others, any::<prop::sample::Index>()).prop_map(|(first, mut others, at)| {
+        others.insert(at.index(others.len() + 1), first);
+        Value::Array(others)
+    })
+}
+
+/// Fragment data: plain JSON or children lists, nested.
+fn fragment_data() -> BoxedStrategy<Value> {
+    json_value()
+        .boxed()
+        .prop_recursive(3, 24, 5, |inner| children_of(inner).boxed())
+        .boxed()
+}
+
 fn fragment_list() -> impl Strategy<Value = Vec<Fragment>> {
-    let name = prop::sample::select(vec!["hint", "hints", "role", "term", "config", "a b", "x"]);
-    let single = (name.clone(), json_value()).prop_map(|(n, v)| Fragment::new(n, v));
+    let name = name();
+    let single = (name.clone(), fragment_data()).prop_map(|(n, v)| Fragment::new(n, v));
     let nested = single.prop_recursive(3, 24, 4, move |inner| {
         (name.clone(), prop::collection::vec(inner, 0..4))
             .prop_map(|(n, list)| Fragment::new(n, FragmentData::Fragments(list)))
@@ -426,7 +592,7 @@ fn options() -> impl Strategy<Value = FormatOptions> {
 
 fn config() -> ProptestConfig {
     ProptestConfig {
-        cases: 64,
+        cases: 128,
         ..ProptestConfig::default()
     }
 }
@@ -437,6 +603,14 @@ proptest! {
     #[test]
     fn every_format_gives_random_json_back(value in json_value(), options in options()) {
         check_value(&value, &options);
+    }
+
+    /// TOML loses nulls (it has none) and nothing else: empty arrays and
+    /// tables stay, in tables and arrays alike, and nothing shifts.
+    #[test]
+    fn toml_gives_random_json_back_minus_nulls(value in json_value()) {
+        let toml = render_value(&value, FragmentFormat::Toml, &FormatOptions::default()).unwrap();
+        assert_toml_parses_back(&toml, &value);
     }
 
     #[test]
