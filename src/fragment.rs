@@ -94,7 +94,9 @@ pub use json::fragments_from_json;
 /// JSON object, so it serializes the way a person would write it; otherwise
 /// it is stored as [`FragmentData::Fragments`], which serializes as a
 /// children list of `{"name", "data"}` objects. Parsing a children list folds
-/// it the same way, so a fragment built by these helpers parses back equal.
+/// it the same way, so the JSON of a fragment renders as the fragment does,
+/// and the persisted form of `fragment(name, children)` parses to an equal
+/// value when its children were built by these helpers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Fragment {
     /// The key this fragment renders under.

@@ -130,7 +130,7 @@ pub use tree::{Container, Label, Leaf, Slot, Tree, TreeWriter};
 use crate::error::{ErrorKind, Result};
 use crate::fragment::Fragment;
 
-/// The deepest nesting of containers (objects, arrays, fragment lists) a
+/// The deepest nesting of containers (objects, arrays, children lists) a
 /// rendered document may have.
 pub const MAX_DEPTH: usize = 64;
 
@@ -313,9 +313,9 @@ impl FormatOptions {
 ///
 /// # Errors
 ///
-/// [`ErrorKind::Fragment`] when nesting passes [`MAX_DEPTH`] or a fragment
-/// list in `data` is malformed; [`ErrorKind::Option`] for an indent out of
-/// range.
+/// [`ErrorKind::Fragment`] when nesting passes [`MAX_DEPTH`] (or the TOML
+/// or TOON library rejects the document); [`ErrorKind::Option`] for an
+/// indent out of range.
 pub fn render_fragments(
     fragments: &[Fragment],
     format: FragmentFormat,

@@ -268,7 +268,7 @@ mod tests {
             }
             nested
         };
-        // 64 nested fragment lists hold a primitive, but not one more container.
+        // 64 nested children lists hold a primitive, but not one more container.
         assert!(Fragment::from_json(wrap(json!({"name": "leaf", "data": 1}))).is_ok());
         let text = message(Fragment::from_json(wrap(
             json!({"name": "leaf", "data": {"k": 1}}),
