@@ -103,8 +103,9 @@
 //!   ```
 //! * [`FragmentFormat::Toon`]: TOON spec v4 through the `toon-format` crate,
 //!   with [`FormatOptions::delimiter`] and [`FormatOptions::indent`]; uniform
-//!   arrays of objects take the tabular form. Decodes to the input minus nulls
-//!   and empty containers (numbers compare by value: TOON writes `1.0` as `1`).
+//!   arrays of objects take the tabular form. Decodes to the input, for
+//!   fragments minus nulls and empty containers (numbers compare by value:
+//!   TOON writes `1.0` as `1`).
 //!   ```text
 //!   config:
 //!     debug: true
