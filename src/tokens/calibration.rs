@@ -79,9 +79,10 @@ impl Calibration {
     /// Learns from a provider's figure for a prompt this crate built.
     ///
     /// `billed_tokens` is every input token billed for `result`'s messages:
-    /// for Anthropic, `usage.input_tokens + usage.cache_creation_input_tokens
-    /// + usage.cache_read_input_tokens` (with prompt caching, `input_tokens`
-    /// alone leaves out the cached part). The base is the `o200k_base` count
+    /// for Anthropic, the sum of `usage.input_tokens`,
+    /// `usage.cache_creation_input_tokens` and `usage.cache_read_input_tokens`
+    /// (with prompt caching, `input_tokens` alone leaves out the cached
+    /// part). The base is the `o200k_base` count
     /// of the messages' content, framing left out, so the provider's own
     /// framing counts into the ratio and the factor errs high. A build that
     /// was counted exactly teaches nothing: it is left alone, and the
