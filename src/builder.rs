@@ -299,6 +299,9 @@ impl ContextBuilder {
             None => counter_for_model_calibrated(&self.model, &self.calibration)?,
         };
         let counter = counter.as_ref();
+        if let Some(cache) = pass.cache.as_deref_mut() {
+            cache.count_with(counter.encoding_name());
+        }
         let mut warnings = Vec::new();
         let (max_tokens, available) = self.budget(&mut warnings)?;
         if self.counter.is_none() {

@@ -1,9 +1,12 @@
 //! Estimates learn from what the provider billed, with synthetic figures.
 
+use agent_context::budget::Policy;
 use agent_context::tokens::{
     Calibration, Encoding, EstimateFactor, Framing, TiktokenCounter, TokenCounter,
 };
-use agent_context::{BuildResult, ContextBuilder, ErrorKind, MemoryChunk, MemoryState, Role};
+use agent_context::{
+    BuildResult, ContextBuilder, ContextSession, ErrorKind, MemoryChunk, MemoryState, Role,
+};
 
 const MODEL: &str = "claude-sonnet-4";
 
@@ -167,4 +170,27 @@ fn clones_share_what_is_learned_across_threads() {
     }
     // The largest ratio (9) plus 10%.
     assert_eq!(calibration.factor(MODEL), factor(9.9));
+}
+
+/// A session keeps counted chunks between turns; a factor learned after a
+/// turn must still reach the chunks counted before it.
+#[test]
+fn a_session_recounts_what_it_cached_when_the_factor_changes() {
+    let calibration = Calibration::new();
+    let mut builder = ContextBuilder::new();
+    builder.model(MODEL).calibration(calibration.clone());
+    let mut session = ContextSession::new(builder, session()).unwrap();
+    let first = session.build(&Policy::default()).unwrap();
+    let billed = base_tokens(&first) * 3;
+    calibration.observe(&first, billed).unwrap();
+    let second = session.build(&Policy::default()).unwrap();
+    assert!(
+        second.token_count >= billed,
+        "{} < billed {billed}",
+        second.token_count
+    );
+    // Nothing changed since: the third build is served from the cache.
+    let third = session.build(&Policy::default()).unwrap();
+    assert_eq!(third.token_count, second.token_count);
+    assert_eq!(session.stats().chunks_rendered, 0);
 }
