@@ -17,10 +17,11 @@ pub struct EstimateFactor {
 
 impl EstimateFactor {
     /// The default: 1.6 × `o200k_base`. Measured against Anthropic's older
-    /// published tokenizer, English, code, JSON, whitespace runs, emoji,
-    /// Latin-script languages, Chinese, Japanese, Vietnamese and Hebrew all
-    /// stay below 1.5; Cyrillic, Korean, Greek, Arabic, Indic scripts and
-    /// Thai go above (up to 5.8). The README gives the figures.
+    /// published tokenizer, English, code, JSON and whitespace stay at or
+    /// below 1.3, emoji, Latin-script languages, Chinese, Japanese,
+    /// Vietnamese and Hebrew at or below 1.51; Cyrillic, Korean, Greek,
+    /// Arabic, Indic scripts and Thai go above (up to 5.8). The README gives
+    /// the figures.
     pub const DEFAULT: EstimateFactor = EstimateFactor { per_mille: 1_600 };
 
     /// The largest factor accepted: any ratio above it is taken for a
