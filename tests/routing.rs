@@ -243,3 +243,26 @@ fn a_look_alike_build_is_an_estimate_with_a_warning_naming_the_model() {
     assert!(exact.token_count_exact);
     assert!(exact.warnings.is_empty(), "{:?}", exact.warnings);
 }
+
+proptest::proptest! {
+    /// Whatever follows a known name or prefix, an exact route is the
+    /// encoding tiktoken gives that name.
+    #[test]
+    fn no_name_is_exact_with_another_encoding_than_tiktokens(
+        stem in proptest::sample::select(
+            TIKTOKEN_NAMES.iter().chain(TIKTOKEN_PREFIXES).copied().collect::<Vec<_>>()
+        ),
+        tail in "[a-z0-9._:-]{0,6}",
+        fine_tune in proptest::bool::ANY,
+    ) {
+        let name = format!("{stem}{tail}");
+        let model = if fine_tune { format!("ft:{name}:org::id") } else { name.clone() };
+        if let Route::Exact(encoding) = route(&model) {
+            proptest::prop_assert_eq!(
+                Route::Exact(encoding),
+                expected(get_tokenizer(&model)),
+                "{}", model
+            );
+        }
+    }
+}

@@ -88,7 +88,8 @@ impl Calibration {
     /// was counted exactly teaches nothing: it is left alone, and the
     /// current factor returned.
     ///
-    /// Returns the factor now in force for `result.model`.
+    /// Costs one `o200k_base` count of the prompt. Returns the factor now
+    /// in force for `result.model`.
     ///
     /// # Errors
     ///
