@@ -23,7 +23,9 @@ use crate::previous::{MessageFingerprint, PreviousBuild};
 use crate::render::{ChunkRenderer, EscapeMode, RenderContext, RendererRegistry};
 use crate::session::ChunkCache;
 use crate::tokens::parts::CountedText;
-use crate::tokens::{Framing, TokenCounter, counter_for_model, model_info};
+use crate::tokens::{
+    Calibration, Framing, TokenCounter, counter_for_model_calibrated, estimate_warning, model_info,
+};
 use rustc_hash::FxHashSet;
 
 /// Returns to a session's cache what a build borrowed from it: the items'
@@ -63,6 +65,7 @@ pub const DEFAULT_MODEL: &str = "gpt-4o";
 pub struct ContextBuilder {
     model: String,
     counter: Option<Arc<dyn TokenCounter>>,
+    calibration: Calibration,
     max_tokens: Option<usize>,
     reserve_output: usize,
     system_prompt: Option<String>,
@@ -100,6 +103,7 @@ impl ContextBuilder {
         ContextBuilder {
             model: DEFAULT_MODEL.to_owned(),
             counter: None,
+            calibration: Calibration::new(),
             max_tokens: None,
             reserve_output: 0,
             system_prompt: None,
@@ -126,6 +130,14 @@ impl ContextBuilder {
     /// Counts with `counter` instead of the model's encoding.
     pub fn counter(&mut self, counter: Arc<dyn TokenCounter>) -> &mut Self {
         self.counter = Some(counter);
+        self
+    }
+
+    /// The factors estimates use (see [`Calibration`]); a clone of the
+    /// caller's handle, so what it learns applies to the next build. Exact
+    /// counts and a [`counter`](ContextBuilder::counter) ignore it.
+    pub fn calibration(&mut self, calibration: Calibration) -> &mut Self {
+        self.calibration = calibration;
         self
     }
 
@@ -284,17 +296,16 @@ impl ContextBuilder {
         policy.validate()?;
         let counter = match &self.counter {
             Some(counter) => Arc::clone(counter),
-            None => counter_for_model(&self.model)?,
+            None => counter_for_model_calibrated(&self.model, &self.calibration)?,
         };
         let counter = counter.as_ref();
+        if let Some(cache) = pass.cache.as_deref_mut() {
+            cache.count_with(counter.encoding_name());
+        }
         let mut warnings = Vec::new();
         let (max_tokens, available) = self.budget(&mut warnings)?;
-        if !counter.is_exact() && self.counter.is_none() {
-            warnings.push(format!(
-                "no public tokenizer for model {:?}: counts are estimates ({})",
-                self.model,
-                counter.encoding_name()
-            ));
+        if self.counter.is_none() {
+            warnings.extend(estimate_warning(&self.model, counter));
         }
         self.check_included_ids(state)?;
 

@@ -246,11 +246,10 @@ fn unknown_model_without_max_tokens() {
     // With a budget the same model builds, on an estimate, and says so.
     let ok = build_file(SMALL, &["--model", "llama-3", "--max-tokens", "1000"]);
     assert_eq!(ok.code, 0);
-    assert!(
-        ok.stderr
-            .starts_with("warning: no public tokenizer for model \"llama-3\""),
-        "{}",
-        ok.stderr
+    assert_eq!(
+        ok.stderr,
+        "warning: model \"llama-3\" is not in the model table; token counts are estimates: \
+         estimate(o200k_base*1.6)\n"
     );
     let report: Value = serde_json::from_str(&ok.stdout).expect("stdout is JSON");
     assert_eq!(report["token_count_exact"], false);
@@ -387,12 +386,97 @@ fn count_json_estimates_for_claude() {
         &["count", file.path(), "--model", "claude-sonnet-4", "--json"],
         "",
     );
-    let value = json_output(&out);
+    assert_eq!(out.code, 0);
+    assert_eq!(
+        out.stderr,
+        "warning: model \"claude-sonnet-4\" has no public tokenizer; token counts are \
+         estimates: estimate(o200k_base*1.6)\n"
+    );
+    let value: Value = serde_json::from_str(&out.stdout).expect("stdout is JSON");
     assert_eq!(value["exact"], false);
     assert_eq!(value["model"], "claude-sonnet-4");
-    // "hello world" is 2 tokens in o200k_base; the estimate adds a quarter, rounded up.
-    assert_eq!(value["tokens"], 3, "the estimate is o200k plus 25%");
+    // "hello world" is 2 tokens in o200k_base; the estimate is 1.6 times that, rounded up.
+    assert_eq!(value["tokens"], 4, "the estimate is ceil(1.6 x o200k)");
     insta::assert_snapshot!("count_json_claude", out.stdout);
+}
+
+#[test]
+fn count_calls_a_look_alike_an_estimate_and_names_it() {
+    for model in ["gpt-4.2", "gpt-4x", "gpt-4o1"] {
+        let out = run(&["count", "--json", "--model", model], "hello world");
+        assert_eq!(out.code, 0);
+        assert!(
+            out.stderr.starts_with(&format!(
+                "warning: model {model:?} is not in the model table"
+            )),
+            "{}",
+            out.stderr
+        );
+        let value: Value = serde_json::from_str(&out.stdout).expect("stdout is JSON");
+        assert_eq!(value["exact"], false, "{model}");
+    }
+}
+
+#[test]
+fn estimate_factor_scales_estimates_only() {
+    let tokens = |extra: &[&str]| {
+        let mut args = vec!["count", "--model", "claude-sonnet-4"];
+        args.extend_from_slice(extra);
+        let out = run(&args, "hello world");
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.stdout
+    };
+    // "hello world" is 2 tokens in o200k_base.
+    assert_eq!(tokens(&["--estimate-factor", "1.0"]), "2\n");
+    assert_eq!(tokens(&[]), "4\n");
+    assert_eq!(tokens(&["--estimate-factor", "3"]), "6\n");
+    let exact = run(&["count", "--estimate-factor", "3"], "hello world");
+    assert_eq!(exact.stdout, "2\n");
+    assert_eq!(
+        exact.stderr,
+        "warning: --estimate-factor 3.0 has no effect: model \"gpt-4o\" is counted exactly\n"
+    );
+}
+
+#[test]
+fn estimate_factor_below_one_is_rejected() {
+    for command in ["count", "build"] {
+        let out = run(&[command, "--estimate-factor", "0.9"], "hello world");
+        assert_failed(
+            &out,
+            2,
+            "the estimate factor must be a number from 1.0 to 16, got 0.9",
+        );
+    }
+    let out = run(&["count", "--estimate-factor", "lots"], "hello world");
+    assert_failed(&out, 2, "expected a number such as 1.6");
+}
+
+#[test]
+fn build_estimates_with_the_given_factor() {
+    let report = |extra: &[&str]| {
+        let mut args = vec!["--model", "claude-sonnet-4"];
+        args.extend_from_slice(extra);
+        let out = build_file(SMALL, &args);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        serde_json::from_str::<Value>(&out.stdout).expect("stdout is JSON")
+    };
+    let default = report(&[]);
+    let doubled = report(&["--estimate-factor", "3.2"]);
+    assert_eq!(default["encoding"], "estimate(o200k_base*1.6)");
+    assert_eq!(doubled["encoding"], "estimate(o200k_base*3.2)");
+    let count = |report: &Value| report["token_count"].as_u64().unwrap();
+    assert!(
+        count(&doubled) > count(&default) * 3 / 2,
+        "{default} {doubled}"
+    );
+    let exact = build_file(SMALL, &["--estimate-factor", "2"]);
+    assert_eq!(exact.code, 0);
+    assert!(
+        exact.stderr.contains("--estimate-factor 2.0 has no effect"),
+        "{}",
+        exact.stderr
+    );
 }
 
 #[test]

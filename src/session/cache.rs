@@ -35,6 +35,8 @@ pub(crate) struct ChunkCache {
     /// Each chunk's id, shared by every report (aligned like `slots`).
     ids: Vec<Option<ChunkId>>,
     pub(crate) stats: BuildStats,
+    /// The encoding name of the counter the slots were counted with.
+    counted_with: String,
 }
 
 /// Laid out small: a session holds one per chunk.
@@ -233,6 +235,16 @@ impl ChunkCache {
     pub(crate) fn clear(&mut self) {
         self.slots.clear();
         self.ids.clear();
+    }
+
+    /// Empties the slots if they were counted by another counter than
+    /// `encoding` names: an estimate whose calibrated factor has risen
+    /// since must not reuse the lower counts.
+    pub(crate) fn count_with(&mut self, encoding: &str) {
+        if self.counted_with != encoding {
+            self.clear();
+            self.counted_with = encoding.to_owned();
+        }
     }
 
     /// Starts a build's statistics, and grows the slots with the session's

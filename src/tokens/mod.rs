@@ -4,6 +4,7 @@
 //! result is seven-odd tokens of text, never a special token, because that is
 //! how providers bill it.
 
+mod calibration;
 mod encoder;
 mod estimate;
 mod framing;
@@ -14,9 +15,10 @@ mod tiktoken;
 use std::fmt;
 use std::sync::Arc;
 
-pub use estimate::EstimateCounter;
+pub use calibration::{CALIBRATION_MARGIN_PERCENT, Calibration};
+pub use estimate::{EstimateCounter, EstimateFactor};
 pub use framing::Framing;
-pub use model::{Encoding, ModelInfo, model_info};
+pub use model::{Encoding, ModelInfo, Route, model_info, route};
 pub use tiktoken::TiktokenCounter;
 
 use crate::error::Result;
@@ -47,16 +49,44 @@ pub trait TokenCounter: Send + Sync + fmt::Debug {
     }
 }
 
-/// The counter for a model: exact where the model's encoding is known, a
-/// conservative [`EstimateCounter`] otherwise.
+/// The counter for a model: exact where [`route`] finds the model's
+/// encoding, an [`EstimateCounter`] with the default factor otherwise.
 ///
 /// # Errors
 ///
 /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the tokenizer
 /// tables fail to load.
 pub fn counter_for_model(model: &str) -> Result<Arc<dyn TokenCounter>> {
-    match model_info(model).and_then(|m| m.encoding) {
-        Some(encoding) => Ok(Arc::new(TiktokenCounter::new(encoding)?)),
-        None => Ok(Arc::new(EstimateCounter::new()?)),
+    counter_for_model_calibrated(model, &Calibration::new())
+}
+
+/// As [`counter_for_model`], estimating with the factor `calibration` holds
+/// for `model`. Exact counts ignore the calibration.
+///
+/// # Errors
+///
+/// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the tokenizer
+/// tables fail to load.
+pub fn counter_for_model_calibrated(
+    model: &str,
+    calibration: &Calibration,
+) -> Result<Arc<dyn TokenCounter>> {
+    match route(model) {
+        Route::Exact(encoding) => Ok(Arc::new(TiktokenCounter::new(encoding)?)),
+        _ => Ok(Arc::new(EstimateCounter::with_factor(
+            calibration.factor(model),
+        )?)),
     }
+}
+
+/// The warning a build or count for `model` with `counter` carries: why
+/// the counts are estimates, naming the model; `None` when they are exact.
+pub fn estimate_warning(model: &str, counter: &dyn TokenCounter) -> Option<String> {
+    (!counter.is_exact()).then(|| {
+        format!(
+            "model {model:?} {}; token counts are estimates: {}",
+            route(model),
+            counter.encoding_name()
+        )
+    })
 }

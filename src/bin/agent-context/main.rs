@@ -6,10 +6,12 @@ use std::process::ExitCode;
 use agent_context::format::{
     Delimiter, FormatOptions, FragmentFormat, render_fragments, render_value,
 };
-use agent_context::tokens::counter_for_model;
+use agent_context::tokens::{
+    Calibration, EstimateFactor, counter_for_model_calibrated, estimate_warning,
+};
 use agent_context::{DEFAULT_MODEL, ErrorKind, MemoryState, adapter, fragments_from_json};
 use clap::{Parser, Subcommand, ValueEnum};
-use options::BuildOptions;
+use options::{BuildOptions, parse_estimate_factor, unused_factor_warning};
 
 mod options;
 mod replay;
@@ -60,6 +62,9 @@ struct CountArgs {
     /// Print a JSON object instead of the bare number.
     #[arg(long)]
     json: bool,
+    /// Estimates count F × o200k_base (default 1.6; at least 1.0).
+    #[arg(long, value_name = "F", value_parser = parse_estimate_factor)]
+    estimate_factor: Option<EstimateFactor>,
 }
 
 #[derive(clap::Args)]
@@ -157,6 +162,10 @@ fn build(args: BuildArgs) -> agent_context::Result<String> {
             eprintln!("warning: {warning}");
         }
     }
+    let factor = args.options.estimate_factor;
+    if let Some(warning) = unused_factor_warning(factor, &result.model, result.token_count_exact) {
+        eprintln!("warning: {warning}");
+    }
     Ok(match args.output {
         OutputArg::Report => pretty(&serde_json::to_value(&result).unwrap_or_default()),
         OutputArg::Openai => pretty(&adapter::openai(&result)),
@@ -167,7 +176,20 @@ fn build(args: BuildArgs) -> agent_context::Result<String> {
 
 fn count(args: CountArgs) -> agent_context::Result<String> {
     let text = read_input(&args.file)?;
-    let counter = counter_for_model(&args.model)?;
+    let calibration = args
+        .estimate_factor
+        .map_or_else(Calibration::new, Calibration::with_floor);
+    let counter = counter_for_model_calibrated(&args.model, &calibration)?;
+    let warnings = estimate_warning(&args.model, counter.as_ref())
+        .into_iter()
+        .chain(unused_factor_warning(
+            args.estimate_factor,
+            &args.model,
+            counter.is_exact(),
+        ));
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
     let tokens = counter.count(&text);
     Ok(if args.json {
         pretty(&serde_json::json!({

@@ -3,8 +3,8 @@
 use agent_context::budget::Caps;
 use agent_context::format::FragmentFormat;
 use agent_context::render::EscapeMode;
-use agent_context::tokens::Framing;
-use agent_context::{ChunkKind, ContextBuilder, DEFAULT_MODEL};
+use agent_context::tokens::{Calibration, EstimateFactor, Framing};
+use agent_context::{ChunkKind, ContextBuilder, DEFAULT_MODEL, ErrorKind};
 use clap::ValueEnum;
 
 use crate::parse_format;
@@ -39,6 +39,29 @@ pub(crate) struct BuildOptions {
     /// Leave out chunks of this kind (repeatable).
     #[arg(long = "exclude-kind", value_name = "KIND", value_parser = parse_kind)]
     exclude_kinds: Vec<ChunkKind>,
+    /// Estimates count F × o200k_base (default 1.6; at least 1.0). Models
+    /// counted exactly ignore it.
+    #[arg(long, value_name = "F", value_parser = parse_estimate_factor)]
+    pub(crate) estimate_factor: Option<EstimateFactor>,
+}
+
+pub(crate) fn parse_estimate_factor(text: &str) -> Result<EstimateFactor, String> {
+    text.parse::<EstimateFactor>()
+        .map_err(|error| match error.into_kind() {
+            ErrorKind::Option { message, .. } => message,
+            other => other.to_string(),
+        })
+}
+
+/// The warning for an `--estimate-factor` that changes nothing.
+pub(crate) fn unused_factor_warning(
+    factor: Option<EstimateFactor>,
+    model: &str,
+    exact: bool,
+) -> Option<String> {
+    factor.filter(|_| exact).map(|factor| {
+        format!("--estimate-factor {factor} has no effect: model {model:?} is counted exactly")
+    })
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -84,6 +107,9 @@ impl BuildOptions {
             .fragments_format(self.fragments_format);
         if let Some(max_tokens) = self.max_tokens {
             builder.max_tokens(max_tokens);
+        }
+        if let Some(factor) = self.estimate_factor {
+            builder.calibration(Calibration::with_floor(factor));
         }
         let policy = builder.policy_mut();
         policy.low_water = self.low_water;
