@@ -220,6 +220,11 @@ impl ContextBuilder {
         &mut self.policy
     }
 
+    /// The policy builds run with.
+    pub(crate) fn current_policy(&self) -> &Policy {
+        &self.policy
+    }
+
     /// The previous build of this session: its cut is kept while it still
     /// fits (and only ever extended), and `stable_prefix_tokens` reports how
     /// much of the new prompt is byte-identical to it.
