@@ -113,6 +113,27 @@ fn lower_priority_goes_before_older() {
 }
 
 #[test]
+fn a_role_priority_beats_its_kinds_and_a_chunks_own_beats_both() {
+    let state = MemoryState::new()
+        .with_chunk(MemoryChunk::agent("u_old", Role::User, words(25)))
+        .with_chunk(MemoryChunk::agent("a1", Role::Assistant, words(25)))
+        .with_chunk(MemoryChunk::agent("a2", Role::Assistant, words(25)))
+        .with_chunk(MemoryChunk::agent("u_new", Role::User, words(5)));
+    let excluded = |builder: &ContextBuilder, state: &MemoryState| {
+        builder.build(state).unwrap().excluded
+    };
+    let mut builder = word_builder(60);
+    assert_eq!(excluded(&builder, &state), ["a1"], "user 90 over assistant 70");
+    builder.policy_mut().set_priority(ChunkKind::Agent, 50);
+    assert_eq!(excluded(&builder, &state), ["u_old"], "one priority: oldest first");
+    builder.policy_mut().set_priority(Role::User, 95);
+    assert_eq!(excluded(&builder, &state), ["a1"], "the role's beats the kind's");
+    let mut own = state.clone();
+    own.chunks[0].priority = Some(1);
+    assert_eq!(excluded(&builder, &own), ["u_old"], "the chunk's own beats both");
+}
+
+#[test]
 fn low_water_trims_below_the_budget() {
     let mut builder = word_builder(100);
     builder.policy_mut().low_water = 0.6;

@@ -33,7 +33,7 @@ use serde::Serialize;
 pub(crate) use planner::{
     ELIDED_TAG, HISTORY_START_TAG, Layout, Planner, Slot, all_start_clean, framing_table,
 };
-pub use policy::{Caps, DEFAULT_TOOL_RESULT_CAP, Policy, Summarizer};
+pub use policy::{Caps, DEFAULT_TOOL_RESULT_CAP, Policy, PriorityTarget, Summarizer};
 pub(crate) use previous_cut::PreviousCut;
 pub use truncate::{MIN_CAP, TruncatedBody, truncate_to_cap};
 pub(crate) use units::{

@@ -19,7 +19,9 @@
 //! message) because the agent is still acting on it. The cap keeps one huge
 //! tool output from eating the window even when everything fits.
 //!
-//! A chunk's own `priority` and `retention` override its kind's.
+//! A chunk's own `priority` and `retention` override its kind's. A priority
+//! set for a role (see [`PriorityTarget`]) overrides the kind's for the
+//! `agent` chunks of that role: chunk's own > role > kind > default.
 
 use std::fmt;
 use std::sync::Arc;
@@ -147,7 +149,7 @@ pub struct Policy {
     pub low_water: f64,
     /// Tool results in the last this many turns are not disposable. Default 3.
     pub recent_turns: usize,
-    priorities: FxHashMap<ChunkKind, i64>,
+    priorities: FxHashMap<PriorityTarget, i64>,
     summarizer: Option<Arc<dyn Summarizer>>,
 }
 
@@ -176,9 +178,12 @@ impl fmt::Debug for Policy {
 }
 
 impl Policy {
-    /// Overrides the default priority of a kind.
-    pub fn set_priority(&mut self, kind: ChunkKind, priority: i64) -> &mut Self {
-        self.priorities.insert(kind, priority);
+    /// Overrides the default priority of a kind, or of the `agent` chunks
+    /// of one role: `set_priority(ChunkKind::Agent, 50)` sets both roles,
+    /// `set_priority(Role::User, 95)` only the user's. A chunk's own
+    /// `priority` wins over its role's, which wins over its kind's.
+    pub fn set_priority(&mut self, target: impl Into<PriorityTarget>, priority: i64) -> &mut Self {
+        self.priorities.insert(target.into(), priority);
         self
     }
 
@@ -204,13 +209,19 @@ impl Policy {
         Ok(())
     }
 
-    /// The priority of `chunk`: its own, else its kind's.
+    /// The priority of `chunk`: its own, else its role's, else its kind's
+    /// (as set, else by default).
     pub fn priority_of(&self, chunk: &MemoryChunk) -> i64 {
         chunk.priority.unwrap_or_else(|| {
+            let set = |target| self.priorities.get(&target).copied();
             (!self.priorities.is_empty())
-                .then(|| self.priorities.get(&chunk.kind))
+                .then(|| {
+                    chunk
+                        .role
+                        .and_then(|role| set(PriorityTarget::Role(role)))
+                        .or_else(|| set(PriorityTarget::Kind(chunk.kind)))
+                })
                 .flatten()
-                .copied()
                 .unwrap_or(match chunk.kind {
                     ChunkKind::Agent if chunk.role == Some(Role::User) => 90,
                     ChunkKind::Output => 80,
@@ -230,5 +241,29 @@ impl Policy {
             ChunkKind::Environment if turns_back >= self.recent_turns => Retention::Disposable,
             _ => Retention::Compressible,
         })
+    }
+}
+
+/// What a priority applies to: every chunk of a kind, or the `agent` chunks
+/// spoken by a role (the `role` field; tool results rendered in the user
+/// role are `environment` chunks, not the user's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PriorityTarget {
+    /// Every chunk of this kind.
+    Kind(ChunkKind),
+    /// The `agent` chunks of this role.
+    Role(Role),
+}
+
+impl From<ChunkKind> for PriorityTarget {
+    fn from(kind: ChunkKind) -> Self {
+        PriorityTarget::Kind(kind)
+    }
+}
+
+impl From<Role> for PriorityTarget {
+    fn from(role: Role) -> Self {
+        PriorityTarget::Role(role)
     }
 }
