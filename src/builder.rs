@@ -335,7 +335,7 @@ impl ContextBuilder {
                 },
                 &preparer,
                 pass.cache.as_deref_mut(),
-            );
+            )?;
         }
         let system_len = system.len();
         let mut planner_system = system;
@@ -397,7 +397,7 @@ impl ContextBuilder {
             },
             &preparer,
             pass.cache.as_deref_mut(),
-        );
+        )?;
         let mut decisions = history.decisions;
         for (i, item) in history.items.iter().enumerate() {
             let decision = &mut decisions[item.chunk];
@@ -453,11 +453,12 @@ impl ContextBuilder {
                 Decision::Truncated {
                     tokens_before,
                     tokens_after,
-                    ..
+                    cap,
                 } => Some(Truncation {
                     id: d.id.clone(),
                     tokens_before,
                     tokens_after,
+                    cap,
                 }),
                 _ => None,
             })

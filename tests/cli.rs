@@ -483,10 +483,15 @@ fn caps_from_the_command_line() {
         {{"id": "r1", "kind": "environment", "call_id": "k", "text": "{}"}}]}}"#,
         "file.txt ".repeat(300)
     );
-    let capped = json_output(&build_file(&long, &["--cap", "tool_result=30"]));
+    let capped = json_output(&build_file(&long, &["--cap", "tool_result=100"]));
     assert_eq!(capped["truncated"][0]["id"], "r1");
+    assert_eq!(capped["truncated"][0]["cap"], 100);
+    // The cap bounds the whole rendered chunk, as the report counts it.
+    let after = capped["truncated"][0]["tokens_after"].as_u64().unwrap();
+    assert!((90..=100).contains(&after), "{after}");
     assert_eq!(capped["decisions"][2]["decision"], "truncated");
-    assert_eq!(capped["decisions"][2]["cap"], 30);
+    assert_eq!(capped["decisions"][2]["cap"], 100);
+    assert_eq!(capped["decisions"][2]["tokens"], after);
     let lifted = json_output(&build_file(&long, &["--cap", "environment=none"]));
     assert_eq!(lifted["truncated"], serde_json::json!([]));
     let bad = build_file(&long, &["--cap", "tool_result"]);

@@ -5,10 +5,12 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_context::budget::{Decision, DropReason, Summarizer};
+use agent_context::budget::{Decision, DropReason, MIN_CAP, Summarizer};
+use agent_context::render::EscapeMode;
 use agent_context::tokens::{Encoding, Framing, TokenCounter};
 use agent_context::{ChunkKind, ContextBuilder, ErrorKind, MemoryChunk, MemoryState, Role};
 use common::*;
+use proptest::prelude::*;
 
 /// Counts words, so fixtures can be written in exact numbers.
 #[derive(Debug)]
@@ -119,18 +121,33 @@ fn a_role_priority_beats_its_kinds_and_a_chunks_own_beats_both() {
         .with_chunk(MemoryChunk::agent("a1", Role::Assistant, words(25)))
         .with_chunk(MemoryChunk::agent("a2", Role::Assistant, words(25)))
         .with_chunk(MemoryChunk::agent("u_new", Role::User, words(5)));
-    let excluded = |builder: &ContextBuilder, state: &MemoryState| {
-        builder.build(state).unwrap().excluded
-    };
+    let excluded =
+        |builder: &ContextBuilder, state: &MemoryState| builder.build(state).unwrap().excluded;
     let mut builder = word_builder(60);
-    assert_eq!(excluded(&builder, &state), ["a1"], "user 90 over assistant 70");
+    assert_eq!(
+        excluded(&builder, &state),
+        ["a1"],
+        "user 90 over assistant 70"
+    );
     builder.policy_mut().set_priority(ChunkKind::Agent, 50);
-    assert_eq!(excluded(&builder, &state), ["u_old"], "one priority: oldest first");
+    assert_eq!(
+        excluded(&builder, &state),
+        ["u_old"],
+        "one priority: oldest first"
+    );
     builder.policy_mut().set_priority(Role::User, 95);
-    assert_eq!(excluded(&builder, &state), ["a1"], "the role's beats the kind's");
+    assert_eq!(
+        excluded(&builder, &state),
+        ["a1"],
+        "the role's beats the kind's"
+    );
     let mut own = state.clone();
     own.chunks[0].priority = Some(1);
-    assert_eq!(excluded(&builder, &own), ["u_old"], "the chunk's own beats both");
+    assert_eq!(
+        excluded(&builder, &own),
+        ["u_old"],
+        "the chunk's own beats both"
+    );
 }
 
 #[test]
@@ -176,11 +193,13 @@ fn a_two_megabyte_tool_output_is_cut_to_its_cap_and_nothing_else_is_lost() {
         panic!("{:?}", result.truncated)
     };
     assert_eq!(cut.id, "r1");
+    assert_eq!(cut.cap, 8_192);
     assert!(
-        cut.tokens_after <= 8_192 + 40,
-        "body cap plus tags: {}",
+        cut.tokens_after <= 8_192,
+        "the default cap bounds the whole chunk: {}",
         cut.tokens_after
     );
+    assert_caps_bound_chunks(&state, &result, Encoding::O200kBase);
     let content: String = result.messages.iter().map(|m| m.content.as_str()).collect();
     assert!(
         content.contains("panicked at src/lib.rs:42\n</tool_result>"),
@@ -188,6 +207,114 @@ fn a_two_megabyte_tool_output_is_cut_to_its_cap_and_nothing_else_is_lost() {
     );
     assert!(content.contains("test case_0 ... ok"), "so is the head");
     assert!(content.contains(" tokens cut …]"));
+}
+
+/// `--cap tool_result=300` once reported `tokens_after: 330`: the cap
+/// counted the body, the report the rendered chunk.
+#[test]
+fn a_cap_bounds_the_rendered_chunk_tag_and_marker_included() {
+    let output = "line of output\n".repeat(400);
+    let state = big_tool_session(&output);
+    for escape in [EscapeMode::Structural, EscapeMode::Xml] {
+        for cap in [MIN_CAP, 65, 100, 300, 1_000] {
+            let mut builder = ContextBuilder::new();
+            builder.escape(escape);
+            builder.policy_mut().caps.set("tool_result", Some(cap));
+            let result = builder.build(&state).unwrap();
+            let [cut] = result.truncated.as_slice() else {
+                panic!("{:?}", result.truncated)
+            };
+            assert_eq!((cut.id.as_str(), cut.cap), ("r1", cap));
+            assert!(cut.tokens_after <= cap, "{} > {cap}", cut.tokens_after);
+            assert!(
+                cut.tokens_after + 12 >= cap,
+                "{} far below {cap}",
+                cut.tokens_after
+            );
+            assert_caps_bound_chunks(&state, &result, Encoding::O200kBase);
+        }
+    }
+}
+
+#[test]
+fn a_cap_below_what_the_tag_and_marker_cost_names_the_chunk_and_the_smallest_cap() {
+    let mut state = big_tool_session(&"line of output\n".repeat(400));
+    state.chunks[2].tool = Some(("a_tool_with_a_very_long_descriptive_name_".repeat(4)).into());
+    let mut builder = ContextBuilder::new();
+    builder.policy_mut().caps.set("tool_result", Some(MIN_CAP));
+    let error = builder.build(&state).unwrap_err();
+    let ErrorKind::CapTooSmall {
+        location,
+        cap,
+        minimum,
+    } = error.kind()
+    else {
+        panic!("{error}")
+    };
+    assert_eq!((location.index, location.id.as_deref()), (2, Some("r1")));
+    assert_eq!(*cap, MIN_CAP);
+    assert!(*minimum > MIN_CAP, "{minimum}");
+    assert!(
+        error.to_string().contains(&format!(
+            "raise the cap on this chunk (or its tag or kind) to at least {minimum}"
+        )),
+        "{error}"
+    );
+    // The smallest workable cap works: the chunk is its tag and the marker.
+    builder.policy_mut().caps.set("tool_result", Some(*minimum));
+    let result = builder.build(&state).unwrap();
+    assert_eq!(result.truncated[0].tokens_after, *minimum);
+    assert_caps_bound_chunks(&state, &result, Encoding::O200kBase);
+    builder
+        .policy_mut()
+        .caps
+        .set("tool_result", Some(minimum - 1));
+    assert!(builder.build(&state).is_err());
+}
+
+proptest! {
+    #![proptest_config(proptest_config())]
+
+    /// Whatever the session, caps and escaping: every cut chunk costs at
+    /// most its cap, as reported and recounted; a cap too small for a
+    /// chunk's tag and marker names the smallest cap that works for it.
+    #[test]
+    fn caps_bound_what_every_chunk_costs(
+        state in session(16),
+        repeat in 1usize..40,
+        cap in 0usize..400,
+        target in 0usize..4,
+        xml in any::<bool>(),
+    ) {
+        let mut state = state;
+        for chunk in &mut state.chunks {
+            chunk.text = chunk.text.take().map(|t| t.repeat(repeat));
+        }
+        let mut builder = ContextBuilder::new();
+        builder.escape(if xml { EscapeMode::Xml } else { EscapeMode::Structural });
+        let name = ["environment", "thinking", "user_message", "agent"][target];
+        builder.policy_mut().caps.set(name, Some(cap));
+        let mut raised = 0;
+        let result = loop {
+            match builder.build(&state) {
+                Ok(result) => break result,
+                Err(error) => match error.kind() {
+                    ErrorKind::CapTooSmall { location, cap: applied, minimum } => {
+                        prop_assert_eq!(*applied, cap.max(MIN_CAP));
+                        prop_assert!(minimum > applied);
+                        let id = location.id.clone().unwrap();
+                        builder.policy_mut().caps.set_chunk(&id, Some(*minimum));
+                        raised += 1;
+                        prop_assert!(raised <= state.chunks.len(), "{id} again");
+                    }
+                    other => prop_assert!(false, "unexpected error {other:?}"),
+                },
+            }
+        };
+        assert_within_budget(&result);
+        assert_recount(&result, Encoding::O200kBase);
+        assert_caps_bound_chunks(&state, &result, Encoding::O200kBase);
+    }
 }
 
 #[test]

@@ -113,7 +113,9 @@ fn an_unchanged_session_renders_nothing_and_keeps_its_prefix() {
 #[test]
 fn a_cap_set_on_the_builder_is_honoured_by_the_session_as_by_a_cold_build() {
     let mut state = MemoryState::new();
-    state.chunks.push(MemoryChunk::agent("u1", Role::User, "List the files."));
+    state
+        .chunks
+        .push(MemoryChunk::agent("u1", Role::User, "List the files."));
     let mut call = MemoryChunk::new("c1", ChunkKind::Workflow);
     call.call_id = Some("k1".into());
     call.tool = Some("ls".into());

@@ -102,6 +102,18 @@ impl Caps {
             .flatten()
     }
 
+    /// The cap set on `chunk` itself, else the smallest set on one of `tags`
+    /// (those a custom renderer declares): kind caps aside.
+    pub(crate) fn explicit_cap_for(&self, chunk: &MemoryChunk, tags: &[String]) -> Option<usize> {
+        match self.by_chunk.get(&chunk.id) {
+            Some(cap) => *cap,
+            None => tags
+                .iter()
+                .filter_map(|tag| self.by_tag.get(tag.as_str()).copied().flatten())
+                .min(),
+        }
+    }
+
     /// Parses a command-line cap, `NAME=N` or `NAME=none`.
     ///
     /// # Errors
