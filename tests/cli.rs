@@ -497,6 +497,18 @@ fn caps_from_the_command_line() {
     let bad = build_file(&long, &["--cap", "tool_result"]);
     assert_failed(&bad, 2, "expected NAME=N");
     insta::assert_snapshot!("bad_cap", bad.stderr);
+    let typo = build_file(&long, &["--cap", "tool_results=100"]);
+    assert_failed(&typo, 2, "unknown cap target \"tool_results\"");
+    insta::assert_snapshot!("unknown_cap_target", typo.stderr);
+    let below_floor = build_file(&long, &["--cap", "tool_result=0"]);
+    assert_eq!(below_floor.code, 0, "{}", below_floor.stderr);
+    assert_eq!(
+        below_floor.stderr,
+        "warning: cap of 0 tokens on tag tool_result is below the floor of 64 (a tag, its \
+         attributes and the cut marker need room): 64 applies\n"
+    );
+    let report: Value = serde_json::from_str(&below_floor.stdout).unwrap();
+    assert_eq!(report["truncated"][0]["cap"], 64);
     let bad_low_water = build_file(&long, &["--low-water", "1.5"]);
     assert_failed(&bad_low_water, 2, "low_water");
 }

@@ -36,7 +36,7 @@ proptest! {
     ) {
         let mut builder = ContextBuilder::new();
         builder.max_tokens(max_tokens);
-        builder.policy_mut().caps.set("environment", Some(cap));
+        builder.policy_mut().caps.set_kind(ChunkKind::Environment, Some(cap));
         let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
         let mut previous: Option<BuildResult> = None;
         let mut chunks = state.chunks.into_iter();
@@ -105,7 +105,7 @@ fn an_unchanged_session_renders_nothing_and_keeps_its_prefix() {
     );
     // A changed cap re-renders the chunks it applies to.
     let mut policy = Policy::default();
-    policy.caps.set("agent", Some(100));
+    policy.caps.set_kind(ChunkKind::Agent, Some(100));
     session.build_with(&policy).unwrap();
     assert_eq!(session.stats().chunks_rendered, 1);
 }
@@ -126,7 +126,7 @@ fn a_cap_set_on_the_builder_is_honoured_by_the_session_as_by_a_cold_build() {
     state.chunks.push(listing);
     let mut builder = ContextBuilder::new();
     builder.max_tokens(100_000);
-    builder.policy_mut().caps.set("tool_result", Some(120));
+    builder.policy_mut().caps.set_tag("tool_result", Some(120));
     let expected = builder.build(&state).unwrap();
     assert_eq!(expected.truncated.len(), 1, "the cold build cuts r1");
     assert!(expected.truncated[0].tokens_after <= 120);
@@ -141,7 +141,7 @@ fn a_cap_set_on_the_builder_is_honoured_by_the_session_as_by_a_cold_build() {
     // A turn may pass its own policy; the next turn is back to the builder's.
     let uncapped = session.build_with(&Policy::default()).unwrap();
     assert!(uncapped.truncated.is_empty());
-    session.policy_mut().caps.set("tool_result", Some(200));
+    session.policy_mut().caps.set_tag("tool_result", Some(200));
     let wider = session.build().unwrap();
     assert!(wider.truncated[0].tokens_after > 120);
     assert!(wider.truncated[0].tokens_after <= 200);

@@ -25,6 +25,7 @@
 //!   marker (or a [`Summarizer`]'s `<progress_summary>`) stands where the
 //!   first dropped chunk was.
 
+mod caps;
 mod planner;
 mod policy;
 mod previous_cut;
@@ -33,10 +34,11 @@ mod units;
 
 use serde::Serialize;
 
+pub use caps::{CapTarget, Caps, DEFAULT_TOOL_RESULT_CAP};
 pub(crate) use planner::{
     ELIDED_TAG, HISTORY_START_TAG, Layout, Planner, Slot, all_start_clean, framing_table,
 };
-pub use policy::{Caps, DEFAULT_TOOL_RESULT_CAP, Policy, PriorityTarget, Summarizer};
+pub use policy::{Policy, PriorityTarget, Summarizer};
 pub(crate) use previous_cut::PreviousCut;
 pub(crate) use truncate::{MIN_BODY_CAP, cut_body, marker_only};
 pub use truncate::{MIN_CAP, TruncatedBody, truncate_to_cap};

@@ -9,7 +9,7 @@
 //! | agent, role assistant | 70 | compressible | |
 //! | delegation | 60 | compressible | |
 //! | workflow | 40 | compressible | |
-//! | environment | 40 | disposable once older than the last 3 turns | 8,192 tokens |
+//! | environment | 40 | disposable once older than the last 3 turns | 8,192 tokens, whole chunk |
 //! | thinking | 10 | disposable | |
 //!
 //! What the user asked and what was decided (outputs, answers) outlive the
@@ -17,7 +17,9 @@
 //! bulky and can be fetched again, and stale reasoning is the cheapest loss.
 //! A tool result keeps its body for the last 3 turns (a turn starts at a user
 //! message) because the agent is still acting on it. The cap keeps one huge
-//! tool output from eating the window even when everything fits.
+//! tool output from eating the window even when everything fits: a cap
+//! bounds what the whole rendered chunk costs, tag and marker included, so
+//! no tool result costs more than 8,192 tokens (see [`Caps`]).
 //!
 //! A chunk's own `priority` and `retention` override its kind's. A priority
 //! set for a role (see [`PriorityTarget`]) overrides the kind's for the
@@ -28,6 +30,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use super::caps::Caps;
 use crate::error::{ErrorKind, Result};
 use crate::memory::{ChunkKind, MemoryChunk, Retention, Role};
 
@@ -40,120 +43,11 @@ pub trait Summarizer: Send + Sync {
     fn summarize(&self, dropped: &[&MemoryChunk], max_tokens: usize) -> Option<String>;
 }
 
-/// Token caps on bodies: by chunk id, by tag, by kind (the most specific wins).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caps {
-    by_kind: FxHashMap<ChunkKind, Option<usize>>,
-    by_tag: FxHashMap<String, Option<usize>>,
-    by_chunk: FxHashMap<String, Option<usize>>,
-}
-
-impl Default for Caps {
-    fn default() -> Self {
-        let mut by_kind = FxHashMap::default();
-        by_kind.insert(ChunkKind::Environment, Some(DEFAULT_TOOL_RESULT_CAP));
-        Caps {
-            by_kind,
-            by_tag: FxHashMap::default(),
-            by_chunk: FxHashMap::default(),
-        }
-    }
-}
-
-/// The default cap on tool results (`environment` chunks), in tokens.
-pub const DEFAULT_TOOL_RESULT_CAP: usize = 8_192;
-
-impl Caps {
-    /// No caps at all.
-    pub fn none() -> Self {
-        Caps {
-            by_kind: FxHashMap::default(),
-            by_tag: FxHashMap::default(),
-            by_chunk: FxHashMap::default(),
-        }
-    }
-
-    /// Caps bodies of a kind (`environment`) or a tag (`tool_result`); `None`
-    /// lifts the cap (also a default one).
-    pub fn set(&mut self, name: &str, tokens: Option<usize>) -> &mut Self {
-        match ChunkKind::from_name(name) {
-            Some(kind) => self.by_kind.insert(kind, tokens),
-            None => self.by_tag.insert(name.to_owned(), tokens),
-        };
-        self
-    }
-
-    /// Caps (or with `None`, uncaps) the body of one chunk.
-    pub fn set_chunk(&mut self, id: &str, tokens: Option<usize>) -> &mut Self {
-        self.by_chunk.insert(id.to_owned(), tokens);
-        self
-    }
-
-    /// The cap on `chunk`'s body, rendered with `tag`.
-    pub fn cap_for(&self, chunk: &MemoryChunk, tag: &str) -> Option<usize> {
-        // Most policies set no cap by chunk or tag: skip hashing for them.
-        let by_chunk = || (!self.by_chunk.is_empty()).then(|| self.by_chunk.get(&chunk.id));
-        let by_tag = || (!self.by_tag.is_empty()).then(|| self.by_tag.get(tag));
-        by_chunk()
-            .flatten()
-            .or_else(|| by_tag().flatten())
-            .or_else(|| self.by_kind.get(&chunk.kind))
-            .copied()
-            .flatten()
-    }
-
-    /// The cap set on `chunk` itself, else the smallest set on one of `tags`
-    /// (those a custom renderer declares): kind caps aside.
-    pub(crate) fn explicit_cap_for(&self, chunk: &MemoryChunk, tags: &[String]) -> Option<usize> {
-        match self.by_chunk.get(&chunk.id) {
-            Some(cap) => *cap,
-            None => tags
-                .iter()
-                .filter_map(|tag| self.by_tag.get(tag.as_str()).copied().flatten())
-                .min(),
-        }
-    }
-
-    /// Parses a command-line cap, `NAME=N` or `NAME=none`.
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::Option`] when the text is not of that form.
-    pub fn parse_setting(text: &str) -> Result<(String, Option<usize>)> {
-        let fail = |message: String| {
-            ErrorKind::Option {
-                option: "cap".into(),
-                message,
-            }
-            .into()
-        };
-        let Some((name, value)) = text.split_once('=') else {
-            return Err(fail(format!(
-                "{text:?}: expected NAME=N, e.g. tool_result=2000"
-            )));
-        };
-        if name.is_empty() {
-            return Err(fail(format!(
-                "{text:?}: the name (a kind or a tag) is missing"
-            )));
-        }
-        let tokens = match value {
-            "none" | "off" => None,
-            n => Some(n.parse::<usize>().map_err(|_| {
-                fail(format!(
-                    "{text:?}: {n:?} is not a token count (or \"none\")"
-                ))
-            })?),
-        };
-        Ok((name.to_owned(), tokens))
-    }
-}
-
 /// How the planner makes room. `Default` gives the documented defaults.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct Policy {
-    /// Body caps.
+    /// Caps on what a chunk costs.
     pub caps: Caps,
     /// When trimming is needed, trim down to this fraction of the budget so
     /// the next turns append without changing the start of the prompt.
