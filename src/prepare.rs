@@ -44,7 +44,7 @@ impl Preparer<'_> {
         } else if by_default {
             caps.cap_for(chunk, default_tag(chunk))
         } else {
-            caps.explicit_cap_for(chunk, &renderer.tags())
+            caps.explicit_cap_for(chunk, || renderer.tags())
         };
         cap.map(|cap| cap.max(MIN_CAP))
     }

@@ -161,16 +161,24 @@ impl Caps {
             .flatten()
     }
 
-    /// The cap set on `chunk` itself, else the smallest set on one of `tags`
-    /// (those a custom renderer declares): kind caps aside.
-    pub(crate) fn explicit_cap_for(&self, chunk: &MemoryChunk, tags: &[String]) -> Option<usize> {
-        match self.by_chunk.get(&chunk.id) {
-            Some(cap) => *cap,
-            None => tags
-                .iter()
-                .filter_map(|tag| self.by_tag.get(tag.as_str()).copied().flatten())
-                .min(),
+    /// The cap set on `chunk` itself, else the smallest set on one of the
+    /// tags a custom renderer declares (`tags`, asked only when a tag is
+    /// capped): kind caps aside.
+    pub(crate) fn explicit_cap_for(
+        &self,
+        chunk: &MemoryChunk,
+        tags: impl FnOnce() -> Vec<String>,
+    ) -> Option<usize> {
+        if let Some(cap) = self.by_chunk.get(&chunk.id) {
+            return *cap;
         }
+        if self.by_tag.is_empty() {
+            return None;
+        }
+        tags()
+            .iter()
+            .filter_map(|tag| self.by_tag.get(tag.as_str()).copied().flatten())
+            .min()
     }
 
     /// Checks the caps against what a build can cap: an error for a tag not
