@@ -93,7 +93,7 @@ pub enum ErrorKind {
     /// A cap on a chunk is below what the chunk costs with its body cut to
     /// nothing: its tag, attributes and the cut marker.
     #[error(
-        "cap of {cap} tokens on chunk {location} leaves no room for its body: its tag, \
+        "cap of {cap} tokens on {location} leaves no room for its body: its tag, \
          attributes and cut marker alone cost {minimum} tokens; raise the cap on this chunk \
          (or its tag or kind) to at least {minimum}"
     )]

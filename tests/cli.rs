@@ -509,6 +509,16 @@ fn caps_from_the_command_line() {
     );
     let report: Value = serde_json::from_str(&below_floor.stdout).unwrap();
     assert_eq!(report["truncated"][0]["cap"], 64);
+    let long_tool = long.replace(
+        r#""id": "r1","#,
+        &format!(
+            r#""id": "r1", "tool": "{}","#,
+            "a_long_tool_name_".repeat(20)
+        ),
+    );
+    let too_small = build_file(&long_tool, &["--cap", "tool_result=64"]);
+    assert_failed(&too_small, 2, "chunks[2] (id \"r1\")");
+    insta::assert_snapshot!("cap_too_small", too_small.stderr);
     let bad_low_water = build_file(&long, &["--low-water", "1.5"]);
     assert_failed(&bad_low_water, 2, "low_water");
 }
