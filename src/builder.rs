@@ -215,7 +215,8 @@ impl ContextBuilder {
         self
     }
 
-    /// The policy, to change one setting.
+    /// The policy, to change one setting. A [`ContextSession`](crate::ContextSession)
+    /// made from this builder builds with it too.
     pub fn policy_mut(&mut self) -> &mut Policy {
         &mut self.policy
     }
