@@ -18,7 +18,6 @@ mod session_gen;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-use agent_context::budget::Policy;
 use agent_context::{BuildResult, ContextBuilder, ContextSession, MemoryChunk, MemoryState, Role};
 
 /// The system allocator, counting live bytes and their high-water mark.
@@ -112,14 +111,13 @@ fn run(builder: &ContextBuilder, tables: usize, hold_cold_result: bool) -> Run {
     let text = text_bytes(&state);
     let state_bytes = LIVE.load(Relaxed) - tables;
     let mut session = ContextSession::new(builder.clone(), state).expect("a valid session");
-    let policy = Policy::default();
-    let cold: BuildResult = session.build(&policy).expect("the cold build fits");
+    let cold: BuildResult = session.build().expect("the cold build fits");
     let cold_tokens = cold.token_count;
     let held = hold_cold_result.then_some(cold);
     session
         .push(MemoryChunk::agent("next", Role::User, "And now?"))
         .expect("a new id");
-    let warm = session.build(&policy).expect("the warm build fits");
+    let warm = session.build().expect("the warm build fits");
     let run = Run {
         text,
         state: state_bytes,

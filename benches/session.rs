@@ -11,7 +11,6 @@ mod session_gen;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use agent_context::budget::Policy;
 use agent_context::tokens::{Encoding, TiktokenCounter};
 use agent_context::{ContextBuilder, ContextSession, MemoryChunk, MemoryState, Role};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -59,9 +58,8 @@ fn cold_and_warm(c: &mut Criterion) {
     });
     group.finish();
 
-    let policy = Policy::default();
     let mut session = ContextSession::new(builder(BUDGET), state.clone()).unwrap();
-    session.build(&policy).unwrap();
+    session.build().unwrap();
     let mut rng = session_gen::Rng::new(99);
     let mut next = 0usize;
     let mut group = c.benchmark_group("1m-tokens-warm");
@@ -82,7 +80,7 @@ fn cold_and_warm(c: &mut Criterion) {
                 let start = Instant::now();
                 session.push(chunk).unwrap();
                 // Dropped inside the timing, as the cold build's result is.
-                drop(black_box(session.build(&policy).unwrap()));
+                drop(black_box(session.build().unwrap()));
                 timed += start.elapsed();
                 session.remove(&id).unwrap();
             }
@@ -99,17 +97,16 @@ fn plan_10k(c: &mut Criterion) {
     group.sample_size(20);
     for budget in [BUDGET, 32_000] {
         let mut session = ContextSession::new(builder(budget), state.clone()).unwrap();
-        let policy = Policy::default();
-        session.build(&policy).unwrap();
+        session.build().unwrap();
         // Nothing new: the build is planning and assembling 10k cached chunks.
         group.bench_function(format!("10k-chunks-{budget}"), |b| {
-            b.iter(|| session.build(&policy).unwrap())
+            b.iter(|| session.build().unwrap())
         });
         let mut cold = ContextSession::new(builder(budget), state.clone()).unwrap();
         group.bench_function(format!("10k-chunks-{budget}-fresh-cut"), |b| {
             b.iter(|| {
                 cold.forget_previous();
-                cold.build(&policy).unwrap()
+                cold.build().unwrap()
             })
         });
     }

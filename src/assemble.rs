@@ -3,7 +3,7 @@
 
 use smallvec::SmallVec;
 
-use crate::budget::{Layout, MIN_CAP, Planner, SUMMARY_TAG, Slot, truncate_to_cap};
+use crate::budget::{Layout, MIN_BODY_CAP, Planner, SUMMARY_TAG, Slot, truncate_to_cap};
 use crate::chunk_id::ChunkId;
 use crate::memory::{MemoryChunk, MemoryState, Role};
 use crate::message::ContextMessage;
@@ -64,8 +64,8 @@ pub(crate) fn summarize(
             let free = (planner.available + marker.alone()).saturating_sub(layout.total + frame);
             let headroom =
                 planner.available - (planner.available as f64 * planner.low_water) as usize;
-            let room = free.min((headroom / 2).max(MIN_CAP));
-            if room < MIN_CAP {
+            let room = free.min((headroom / 2).max(MIN_BODY_CAP));
+            if room < MIN_BODY_CAP {
                 return None;
             }
             let dropped: Vec<&MemoryChunk> = planner
@@ -100,7 +100,7 @@ pub(crate) fn summarize(
         let excess = candidate.total - planner.available;
         let cap = planner.counter.count(&body).saturating_sub(excess + 1);
         match truncate_to_cap(planner.counter, &body, cap) {
-            Some(cut) if cap >= MIN_CAP => body = cut.text,
+            Some(cut) if cap >= MIN_BODY_CAP => body = cut.text,
             _ => return None,
         }
     }

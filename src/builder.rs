@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use crate::assemble::{assemble, summarize};
 use crate::budget::{
-    Decision, DropReason, HISTORY_START_TAG, Item, Planner, Policy, Step, Unit, all_start_clean,
-    framing_table, group_units, plan_steps,
+    CapTarget, Decision, DropReason, ELIDED_TAG, HISTORY_START_TAG, Item, Planner, Policy,
+    SUMMARY_TAG, Step, Unit, all_start_clean, framing_table, group_units, plan_steps,
 };
 use crate::chunk_id::ChunkId;
 use crate::error::{ErrorKind, Result};
@@ -20,7 +20,7 @@ use crate::memory::{ChunkKind, MemoryState};
 use crate::message::{BuildResult, Resolved, Truncation};
 use crate::prepare::Preparer;
 use crate::previous::{MessageFingerprint, PreviousBuild};
-use crate::render::{ChunkRenderer, EscapeMode, RenderContext, RendererRegistry};
+use crate::render::{ChunkRenderer, DefaultRenderer, EscapeMode, RenderContext, RendererRegistry};
 use crate::session::ChunkCache;
 use crate::tokens::parts::CountedText;
 use crate::tokens::{
@@ -227,9 +227,43 @@ impl ContextBuilder {
         self
     }
 
-    /// The policy, to change one setting.
+    /// The policy, to change one setting. A [`ContextSession`](crate::ContextSession)
+    /// made from this builder builds with it too.
     pub fn policy_mut(&mut self) -> &mut Policy {
         &mut self.policy
+    }
+
+    /// The policy builds run with.
+    pub(crate) fn current_policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The cap target `name` stands for with this builder's renderers: a
+    /// kind, else a tag of the default table or of a custom renderer.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::UnknownCapTarget`], listing the kinds and tags, when
+    /// `name` is neither.
+    pub fn cap_target(&self, name: &str) -> Result<CapTarget> {
+        CapTarget::from_name(name, &self.cap_tags())
+    }
+
+    /// The tags a cap may name: those the default table gives chunks (not
+    /// the builder's own markers) and those custom renderers declare.
+    fn cap_tags(&self) -> Vec<String> {
+        let markers = [ELIDED_TAG, HISTORY_START_TAG, SUMMARY_TAG];
+        let mut tags: Vec<String> = DefaultRenderer
+            .tags()
+            .into_iter()
+            .filter(|tag| !markers.contains(&tag.as_str()))
+            .collect();
+        for tag in self.renderers.custom_tags() {
+            if !tags.contains(&tag) {
+                tags.push(tag);
+            }
+        }
+        tags
     }
 
     /// The previous build of this session: its cut is kept while it still
@@ -273,6 +307,11 @@ impl ContextBuilder {
     ///   low-water mark outside (0, 1];
     /// * [`ErrorKind::Fragment`] or [`ErrorKind::Option`] when the fragments
     ///   cannot be rendered in the chosen format (e.g. a bad indent);
+    /// * [`ErrorKind::UnknownCapTarget`] when a cap names a tag that no
+    ///   renderer emits;
+    /// * [`ErrorKind::CapTooSmall`] when a chunk costs more than its cap even
+    ///   with its body cut to nothing (the error names the smallest cap that
+    ///   works);
     /// * [`ErrorKind::BudgetExceeded`] when the protected content alone does
     ///   not fit;
     /// * [`ErrorKind::Tokenizer`] if the tokenizer fails to load.
@@ -304,6 +343,8 @@ impl ContextBuilder {
         }
         let mut warnings = Vec::new();
         let (max_tokens, available) = self.budget(&mut warnings)?;
+        let has_chunk = |id: &str| state.chunks.iter().any(|c| c.id == id);
+        warnings.extend(policy.caps.check(&self.cap_tags(), has_chunk)?);
         if self.counter.is_none() {
             warnings.extend(estimate_warning(&self.model, counter));
         }
@@ -341,7 +382,7 @@ impl ContextBuilder {
                 },
                 &preparer,
                 pass.cache.as_deref_mut(),
-            );
+            )?;
         }
         let system_len = system.len();
         let mut planner_system = system;
@@ -403,7 +444,7 @@ impl ContextBuilder {
             },
             &preparer,
             pass.cache.as_deref_mut(),
-        );
+        )?;
         let mut decisions = history.decisions;
         for (i, item) in history.items.iter().enumerate() {
             let decision = &mut decisions[item.chunk];
@@ -459,11 +500,12 @@ impl ContextBuilder {
                 Decision::Truncated {
                     tokens_before,
                     tokens_after,
-                    ..
+                    cap,
                 } => Some(Truncation {
                     id: d.id.clone(),
                     tokens_before,
                     tokens_after,
+                    cap,
                 }),
                 _ => None,
             })

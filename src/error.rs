@@ -90,6 +90,36 @@ pub enum ErrorKind {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// A cap on a chunk is below what the chunk costs with its body cut to
+    /// nothing: its tag, attributes and the cut marker.
+    #[error(
+        "cap of {cap} tokens on {location} leaves no room for its body: its tag, \
+         attributes and cut marker alone cost {minimum} tokens; raise the cap on this chunk \
+         (or its tag or kind) to at least {minimum}"
+    )]
+    CapTooSmall {
+        /// Which chunk.
+        location: ChunkLocation,
+        /// The cap that applied to it (after raising to the floor).
+        cap: usize,
+        /// The smallest cap the chunk can be cut to.
+        minimum: usize,
+    },
+    /// A cap names a kind or tag that no chunk can have.
+    #[error(
+        "unknown cap target {name:?}: expected a kind ({}) or a tag ({})",
+        kinds.join(", "),
+        tags.join(", ")
+    )]
+    UnknownCapTarget {
+        /// The name given.
+        name: String,
+        /// The kinds a cap may name.
+        kinds: Vec<String>,
+        /// The tags a cap may name: the default table's and those of
+        /// registered custom renderers.
+        tags: Vec<String>,
+    },
     /// The protected content alone does not fit the budget.
     #[error(
         "budget exceeded: protected content needs {required} tokens but only {available} are \

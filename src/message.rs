@@ -31,8 +31,11 @@ pub struct Truncation {
     pub id: ChunkId,
     /// Tokens of the rendered chunk before.
     pub tokens_before: usize,
-    /// Tokens of the rendered chunk after.
+    /// Tokens of the rendered chunk after (alone, as
+    /// [`ChunkDecision::tokens`](crate::budget::ChunkDecision::tokens)); at most `cap`.
     pub tokens_after: usize,
+    /// The cap on the whole rendered chunk, tag and marker included.
+    pub cap: usize,
 }
 
 /// History the budget left out, summarized by the marker that replaces it.

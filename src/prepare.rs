@@ -3,7 +3,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::budget::{Decision, Policy, truncate_to_cap};
+use crate::budget::{Decision, MIN_CAP, Policy, cut_body, marker_only};
+use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::memory::{MemoryChunk, Retention, Role};
 use crate::render::{ChunkRenderer, RenderContext, default_tag};
 use crate::tokens::TokenCounter;
@@ -26,53 +27,109 @@ pub(crate) struct Preparer<'a> {
 }
 
 impl Preparer<'_> {
-    /// The cap on `chunk`'s body. Pinned and critical chunks are exempt:
-    /// the caller asked to keep them whole.
-    pub(crate) fn cap_for(&self, chunk: &MemoryChunk) -> Option<usize> {
-        let exempt = chunk.pinned || chunk.retention == Some(Retention::Critical);
-        if exempt {
-            None
-        } else {
-            self.policy.caps.cap_for(chunk, default_tag(chunk))
-        }
-    }
-
-    /// Renders `chunk`, cutting its body to `cap` when it is over.
-    pub(crate) fn prepare(
+    /// The cap on `chunk` rendered by `renderer`, raised to [`MIN_CAP`].
+    /// Pinned and critical chunks are exempt: the caller asked to keep them
+    /// whole. A custom renderer draws what it likes from the chunk and owns
+    /// its size: only a cap on the chunk or on a tag it declares applies.
+    pub(crate) fn cap_for(
         &self,
         chunk: &MemoryChunk,
         renderer: &dyn ChunkRenderer,
+        by_default: bool,
+    ) -> Option<usize> {
+        let exempt = chunk.pinned || chunk.retention == Some(Retention::Critical);
+        let caps = &self.policy.caps;
+        let cap = if exempt {
+            None
+        } else if by_default {
+            caps.cap_for(chunk, default_tag(chunk))
+        } else {
+            caps.explicit_cap_for(chunk, || renderer.tags())
+        };
+        cap.map(|cap| cap.max(MIN_CAP))
+    }
+
+    /// Renders `chunk` (the `index`-th of the session), cutting its body
+    /// when the rendered chunk costs more than `cap`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::CapTooSmall`] when the chunk costs more than `cap` even
+    /// with its body cut to nothing.
+    pub(crate) fn prepare(
+        &self,
+        index: usize,
+        chunk: &MemoryChunk,
+        renderer: &dyn ChunkRenderer,
         cap: Option<usize>,
-    ) -> PreparedChunk {
+    ) -> Result<PreparedChunk> {
         let role = renderer.role(chunk);
         let part = self.render(chunk, renderer);
-        // A body costs fewer tokens than its rendered chunk, so only chunks
-        // over the cap can have a body over it.
-        if let Some(cap) = cap
-            && part.alone() > cap
-            && let Some(body) = body_text(chunk)
-            && let Some(cut) = truncate_to_cap(self.counter, &body, cap)
-        {
-            let mut shortened = chunk.clone();
-            shortened.text = Some(cut.text);
-            shortened.data = None;
-            let cut_part = self.render(&shortened, renderer);
-            let decision = Decision::Truncated {
-                tokens_before: part.alone(),
-                tokens_after: cut_part.alone(),
-                cap: cap.max(crate::budget::MIN_CAP),
-            };
-            return PreparedChunk {
-                role,
-                part: Arc::new(cut_part),
-                decision,
-            };
-        }
-        PreparedChunk {
+        let (part, decision) = match cap {
+            Some(cap) if part.alone() > cap => {
+                let cut = self.cut_to_cap(chunk, renderer, part.alone(), cap);
+                let cut = cut.map_err(|minimum| ErrorKind::CapTooSmall {
+                    location: ChunkLocation {
+                        index,
+                        id: Some(chunk.id.clone()),
+                    },
+                    cap,
+                    minimum,
+                })?;
+                let decision = Decision::Truncated {
+                    tokens_before: part.alone(),
+                    tokens_after: cut.alone(),
+                    cap,
+                };
+                (cut, decision)
+            }
+            _ => (part, Decision::Kept),
+        };
+        Ok(PreparedChunk {
             role,
             part: Arc::new(part),
-            decision: Decision::Kept,
+            decision,
+        })
+    }
+
+    /// `chunk` rendered with its body cut so that the whole rendered chunk
+    /// (tag, attributes, head, marker, tail) costs at most `cap`; `Err` with
+    /// the smallest workable cap when even the marker alone does not fit.
+    fn cut_to_cap(
+        &self,
+        chunk: &MemoryChunk,
+        renderer: &dyn ChunkRenderer,
+        tokens: usize,
+        cap: usize,
+    ) -> std::result::Result<CountedText, usize> {
+        let Some(body) = body_text(chunk) else {
+            return Err(tokens);
+        };
+        let mut shortened = chunk.clone();
+        shortened.data = None;
+        let mut render_with = |text: String| {
+            shortened.text = Some(text);
+            self.render(&shortened, renderer)
+        };
+        let body_tokens = self.counter.count(&body);
+        let smallest = render_with(marker_only(body_tokens));
+        if smallest.alone() > cap {
+            return Err(smallest.alone());
         }
+        // Start from the cap minus what the tag and attributes cost, and
+        // shrink by the overshoot: escaping and the joins around the body
+        // can cost a few tokens more than the body alone.
+        let mut body_cap = cap.saturating_sub(tokens.saturating_sub(body_tokens));
+        while body_cap > 0 {
+            let cut = cut_body(self.counter, &body, body_tokens, body_cap);
+            let rendered = render_with(cut.text);
+            if rendered.alone() <= cap {
+                return Ok(rendered);
+            }
+            body_cap = body_cap.saturating_sub((rendered.alone() - cap).max(1));
+        }
+        // A body cut to nothing is the marker alone, which fits.
+        Ok(smallest)
     }
 
     /// The stub of a rendered chunk, when its renderer has one and the chunk

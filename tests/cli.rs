@@ -567,15 +567,42 @@ fn caps_from_the_command_line() {
         {{"id": "r1", "kind": "environment", "call_id": "k", "text": "{}"}}]}}"#,
         "file.txt ".repeat(300)
     );
-    let capped = json_output(&build_file(&long, &["--cap", "tool_result=30"]));
+    let capped = json_output(&build_file(&long, &["--cap", "tool_result=100"]));
     assert_eq!(capped["truncated"][0]["id"], "r1");
+    assert_eq!(capped["truncated"][0]["cap"], 100);
+    // The cap bounds the whole rendered chunk, as the report counts it.
+    let after = capped["truncated"][0]["tokens_after"].as_u64().unwrap();
+    assert!((90..=100).contains(&after), "{after}");
     assert_eq!(capped["decisions"][2]["decision"], "truncated");
-    assert_eq!(capped["decisions"][2]["cap"], 30);
+    assert_eq!(capped["decisions"][2]["cap"], 100);
+    assert_eq!(capped["decisions"][2]["tokens"], after);
     let lifted = json_output(&build_file(&long, &["--cap", "environment=none"]));
     assert_eq!(lifted["truncated"], serde_json::json!([]));
     let bad = build_file(&long, &["--cap", "tool_result"]);
     assert_failed(&bad, 2, "expected NAME=N");
     insta::assert_snapshot!("bad_cap", bad.stderr);
+    let typo = build_file(&long, &["--cap", "tool_results=100"]);
+    assert_failed(&typo, 2, "unknown cap target \"tool_results\"");
+    insta::assert_snapshot!("unknown_cap_target", typo.stderr);
+    let below_floor = build_file(&long, &["--cap", "tool_result=0"]);
+    assert_eq!(below_floor.code, 0, "{}", below_floor.stderr);
+    assert_eq!(
+        below_floor.stderr,
+        "warning: cap of 0 tokens on tag tool_result is below the floor of 64 (a tag, its \
+         attributes and the cut marker need room): 64 applies\n"
+    );
+    let report: Value = serde_json::from_str(&below_floor.stdout).unwrap();
+    assert_eq!(report["truncated"][0]["cap"], 64);
+    let long_tool = long.replace(
+        r#""id": "r1","#,
+        &format!(
+            r#""id": "r1", "tool": "{}","#,
+            "a_long_tool_name_".repeat(20)
+        ),
+    );
+    let too_small = build_file(&long_tool, &["--cap", "tool_result=64"]);
+    assert_failed(&too_small, 2, "chunks[2] (id \"r1\")");
+    insta::assert_snapshot!("cap_too_small", too_small.stderr);
     let bad_low_water = build_file(&long, &["--low-water", "1.5"]);
     assert_failed(&bad_low_water, 2, "low_water");
 }

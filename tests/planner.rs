@@ -5,10 +5,12 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_context::budget::{Decision, DropReason, Summarizer};
+use agent_context::budget::{CapTarget, Decision, DropReason, MIN_CAP, Summarizer};
+use agent_context::render::EscapeMode;
 use agent_context::tokens::{Encoding, Framing, TokenCounter};
 use agent_context::{ChunkKind, ContextBuilder, ErrorKind, MemoryChunk, MemoryState, Role};
 use common::*;
+use proptest::prelude::*;
 
 /// Counts words, so fixtures can be written in exact numbers.
 #[derive(Debug)]
@@ -113,6 +115,42 @@ fn lower_priority_goes_before_older() {
 }
 
 #[test]
+fn a_role_priority_beats_its_kinds_and_a_chunks_own_beats_both() {
+    let state = MemoryState::new()
+        .with_chunk(MemoryChunk::agent("u_old", Role::User, words(25)))
+        .with_chunk(MemoryChunk::agent("a1", Role::Assistant, words(25)))
+        .with_chunk(MemoryChunk::agent("a2", Role::Assistant, words(25)))
+        .with_chunk(MemoryChunk::agent("u_new", Role::User, words(5)));
+    let excluded =
+        |builder: &ContextBuilder, state: &MemoryState| builder.build(state).unwrap().excluded;
+    let mut builder = word_builder(60);
+    assert_eq!(
+        excluded(&builder, &state),
+        ["a1"],
+        "user 90 over assistant 70"
+    );
+    builder.policy_mut().set_priority(ChunkKind::Agent, 50);
+    assert_eq!(
+        excluded(&builder, &state),
+        ["u_old"],
+        "one priority: oldest first"
+    );
+    builder.policy_mut().set_priority(Role::User, 95);
+    assert_eq!(
+        excluded(&builder, &state),
+        ["a1"],
+        "the role's beats the kind's"
+    );
+    let mut own = state.clone();
+    own.chunks[0].priority = Some(1);
+    assert_eq!(
+        excluded(&builder, &own),
+        ["u_old"],
+        "the chunk's own beats both"
+    );
+}
+
+#[test]
 fn low_water_trims_below_the_budget() {
     let mut builder = word_builder(100);
     builder.policy_mut().low_water = 0.6;
@@ -155,11 +193,13 @@ fn a_two_megabyte_tool_output_is_cut_to_its_cap_and_nothing_else_is_lost() {
         panic!("{:?}", result.truncated)
     };
     assert_eq!(cut.id, "r1");
+    assert_eq!(cut.cap, 8_192);
     assert!(
-        cut.tokens_after <= 8_192 + 40,
-        "body cap plus tags: {}",
+        cut.tokens_after <= 8_192,
+        "the default cap bounds the whole chunk: {}",
         cut.tokens_after
     );
+    assert_caps_bound_chunks(&state, &result, Encoding::O200kBase);
     let content: String = result.messages.iter().map(|m| m.content.as_str()).collect();
     assert!(
         content.contains("panicked at src/lib.rs:42\n</tool_result>"),
@@ -169,11 +209,130 @@ fn a_two_megabyte_tool_output_is_cut_to_its_cap_and_nothing_else_is_lost() {
     assert!(content.contains(" tokens cut …]"));
 }
 
+/// `--cap tool_result=300` once reported `tokens_after: 330`: the cap
+/// counted the body, the report the rendered chunk.
+#[test]
+fn a_cap_bounds_the_rendered_chunk_tag_and_marker_included() {
+    let output = "line of output\n".repeat(400);
+    let state = big_tool_session(&output);
+    for escape in [EscapeMode::Structural, EscapeMode::Xml] {
+        for cap in [MIN_CAP, 65, 100, 300, 1_000] {
+            let mut builder = ContextBuilder::new();
+            builder.escape(escape);
+            builder.policy_mut().caps.set_tag("tool_result", Some(cap));
+            let result = builder.build(&state).unwrap();
+            let [cut] = result.truncated.as_slice() else {
+                panic!("{:?}", result.truncated)
+            };
+            assert_eq!((cut.id.as_str(), cut.cap), ("r1", cap));
+            assert!(cut.tokens_after <= cap, "{} > {cap}", cut.tokens_after);
+            assert!(
+                cut.tokens_after + 12 >= cap,
+                "{} far below {cap}",
+                cut.tokens_after
+            );
+            assert_caps_bound_chunks(&state, &result, Encoding::O200kBase);
+        }
+    }
+}
+
+#[test]
+fn a_cap_below_what_the_tag_and_marker_cost_names_the_chunk_and_the_smallest_cap() {
+    let mut state = big_tool_session(&"line of output\n".repeat(400));
+    state.chunks[2].tool = Some(("a_tool_with_a_very_long_descriptive_name_".repeat(4)).into());
+    let mut builder = ContextBuilder::new();
+    builder
+        .policy_mut()
+        .caps
+        .set_tag("tool_result", Some(MIN_CAP));
+    let error = builder.build(&state).unwrap_err();
+    let ErrorKind::CapTooSmall {
+        location,
+        cap,
+        minimum,
+    } = error.kind()
+    else {
+        panic!("{error}")
+    };
+    assert_eq!((location.index, location.id.as_deref()), (2, Some("r1")));
+    assert_eq!(*cap, MIN_CAP);
+    assert!(*minimum > MIN_CAP, "{minimum}");
+    assert!(
+        error.to_string().contains(&format!(
+            "raise the cap on this chunk (or its tag or kind) to at least {minimum}"
+        )),
+        "{error}"
+    );
+    // The smallest workable cap works: the chunk is its tag and the marker.
+    builder
+        .policy_mut()
+        .caps
+        .set_tag("tool_result", Some(*minimum));
+    let result = builder.build(&state).unwrap();
+    assert_eq!(result.truncated[0].tokens_after, *minimum);
+    assert_caps_bound_chunks(&state, &result, Encoding::O200kBase);
+    builder
+        .policy_mut()
+        .caps
+        .set_tag("tool_result", Some(minimum - 1));
+    assert!(builder.build(&state).is_err());
+}
+
+proptest! {
+    #![proptest_config(proptest_config())]
+
+    /// Whatever the session, caps and escaping: every cut chunk costs at
+    /// most its cap, as reported and recounted; a cap too small for a
+    /// chunk's tag and marker names the smallest cap that works for it.
+    #[test]
+    fn caps_bound_what_every_chunk_costs(
+        state in session(16),
+        repeat in 1usize..40,
+        cap in 0usize..400,
+        target in 0usize..4,
+        xml in any::<bool>(),
+    ) {
+        let mut state = state;
+        for chunk in &mut state.chunks {
+            chunk.text = chunk.text.take().map(|t| t.repeat(repeat));
+        }
+        let mut builder = ContextBuilder::new();
+        builder.escape(if xml { EscapeMode::Xml } else { EscapeMode::Structural });
+        let target = match target {
+            0 => CapTarget::Kind(ChunkKind::Environment),
+            1 => CapTarget::Tag("thinking".into()),
+            2 => CapTarget::Tag("user_message".into()),
+            _ => CapTarget::Kind(ChunkKind::Agent),
+        };
+        builder.policy_mut().caps.set(target, Some(cap));
+        let mut raised = 0;
+        let result = loop {
+            match builder.build(&state) {
+                Ok(result) => break result,
+                Err(error) => match error.kind() {
+                    ErrorKind::CapTooSmall { location, cap: applied, minimum } => {
+                        prop_assert_eq!(*applied, cap.max(MIN_CAP));
+                        prop_assert!(minimum > applied);
+                        let id = location.id.clone().unwrap();
+                        builder.policy_mut().caps.set_chunk(&id, Some(*minimum));
+                        raised += 1;
+                        prop_assert!(raised <= state.chunks.len(), "{id} again");
+                    }
+                    other => prop_assert!(false, "unexpected error {other:?}"),
+                },
+            }
+        };
+        assert_within_budget(&result);
+        assert_recount(&result, Encoding::O200kBase);
+        assert_caps_bound_chunks(&state, &result, Encoding::O200kBase);
+    }
+}
+
 #[test]
 fn caps_apply_by_kind_tag_and_chunk_and_spare_pinned_chunks() {
     let output = "line of output\n".repeat(400);
     let mut builder = ContextBuilder::new();
-    builder.policy_mut().caps.set("tool_result", Some(50));
+    builder.policy_mut().caps.set_tag("tool_result", Some(100));
     let result = builder.build(&big_tool_session(&output)).unwrap();
     assert_eq!(result.truncated.len(), 1);
     builder.policy_mut().caps.set_chunk("r1", None);
@@ -187,7 +346,10 @@ fn caps_apply_by_kind_tag_and_chunk_and_spare_pinned_chunks() {
     let mut pinned = big_tool_session(&output);
     pinned.chunks[2].pinned = true;
     let mut capped = ContextBuilder::new();
-    capped.policy_mut().caps.set("environment", Some(50));
+    capped
+        .policy_mut()
+        .caps
+        .set_kind(ChunkKind::Environment, Some(100));
     assert!(capped.build(&pinned).unwrap().truncated.is_empty());
 }
 
@@ -391,8 +553,8 @@ fn the_most_specific_cap_wins_and_custom_renderers_keep_their_bodies() {
     builder
         .policy_mut()
         .caps
-        .set("environment", Some(30))
-        .set("tool_result", Some(200));
+        .set_kind(ChunkKind::Environment, Some(30))
+        .set_tag("tool_result", Some(200));
     let result = builder.build(&big_tool_session(&output)).unwrap();
     let Decision::Truncated { cap, .. } = result.decisions[2].decision else {
         panic!("{:?}", result.decisions[2])
@@ -436,4 +598,93 @@ fn the_most_specific_cap_wins_and_custom_renderers_keep_their_bodies() {
             .iter()
             .any(|m| m.content.contains("item 1499"))
     );
+}
+
+/// A renderer for `thinking` chunks that writes `<memory_note>`.
+fn note_builder() -> ContextBuilder {
+    let mut builder = ContextBuilder::new();
+    builder.renderers_mut().register_fn(
+        &["memory_note"],
+        Role::Assistant,
+        |chunk| chunk.kind == ChunkKind::Thinking,
+        |chunk, ctx, out| {
+            let attributes = [("id", Some(chunk.id.as_str()))];
+            ctx.write_element(out, "memory_note", &attributes, chunk.text.as_deref())
+        },
+    );
+    builder
+}
+
+fn noted_session() -> MemoryState {
+    MemoryState::new()
+        .with_chunk(MemoryChunk::new("n1", ChunkKind::Thinking).with_text("a note ".repeat(300)))
+        .with_chunk(MemoryChunk::agent("u1", Role::User, "go on"))
+}
+
+#[test]
+fn a_cap_on_a_custom_renderers_tag_bounds_its_chunks_and_a_kind_cap_does_not() {
+    let state = noted_session();
+    let mut builder = note_builder();
+    builder
+        .policy_mut()
+        .caps
+        .set_kind(ChunkKind::Thinking, Some(100));
+    assert!(builder.build(&state).unwrap().truncated.is_empty());
+    builder.policy_mut().caps.set_tag("memory_note", Some(100));
+    let result = builder.build(&state).unwrap();
+    assert_eq!(result.truncated[0].id, "n1");
+    assert!(result.truncated[0].tokens_after <= 100);
+    let content = &result.messages[0].content;
+    assert!(
+        content.starts_with("<memory_note id=\"n1\">\na note"),
+        "{content}"
+    );
+    assert!(content.contains(" tokens cut …]"), "{content}");
+}
+
+#[test]
+fn a_cap_naming_no_tag_fails_and_one_naming_no_chunk_or_below_the_floor_warns() {
+    let state = noted_session();
+    let mut builder = note_builder();
+    builder.policy_mut().caps.set_tag("memory_notes", Some(100));
+    let error = builder.build(&state).unwrap_err();
+    let ErrorKind::UnknownCapTarget { name, kinds, tags } = error.kind() else {
+        panic!("{error}")
+    };
+    assert_eq!(name, "memory_notes");
+    assert!(kinds.contains(&"environment".to_owned()));
+    for tag in ["tool_result", "user_message", "memory_note"] {
+        assert!(tags.contains(&tag.to_owned()), "{tag} in {tags:?}");
+    }
+    assert!(
+        !tags.contains(&"elided_history".to_owned()),
+        "markers are not chunks"
+    );
+    assert!(error.to_string().contains("memory_note)"), "{error}");
+    // The same name, read as a command line would.
+    assert!(builder.cap_target("memory_notes").is_err());
+    assert_eq!(
+        builder.cap_target("memory_note").unwrap(),
+        CapTarget::Tag("memory_note".into())
+    );
+
+    let mut builder = note_builder();
+    builder
+        .policy_mut()
+        .caps
+        .set_chunk("n9", Some(500))
+        .set_tag("memory_note", Some(0));
+    let result = builder.build(&state).unwrap();
+    assert_eq!(
+        result.warnings,
+        [
+            format!(
+                "cap of 0 tokens on tag memory_note is below the floor of {MIN_CAP} (a tag, its \
+                 attributes and the cut marker need room): {MIN_CAP} applies"
+            ),
+            "cap on chunk \"n9\": no chunk has this id, so it caps nothing".to_owned(),
+        ]
+    );
+    assert_eq!(result.truncated[0].cap, MIN_CAP);
+    assert!(result.truncated[0].tokens_after <= MIN_CAP);
 }

@@ -3,7 +3,7 @@
 mod common;
 
 use agent_context::tokens::Encoding;
-use agent_context::{ContextBuilder, ErrorKind};
+use agent_context::{ChunkKind, ContextBuilder, ErrorKind};
 use common::*;
 use proptest::prelude::*;
 
@@ -26,7 +26,7 @@ proptest! {
         let policy = builder.policy_mut();
         policy.low_water = low_water;
         policy.recent_turns = 1;
-        policy.caps.set("environment", Some(cap)).set("thinking", Some(cap));
+        policy.caps.set_kind(ChunkKind::Environment, Some(cap)).set_kind(ChunkKind::Thinking, Some(cap));
         match builder.build(&state) {
             Ok(result) => {
                 assert_within_budget(&result);

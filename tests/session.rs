@@ -10,14 +10,13 @@ use agent_context::{
 use common::*;
 use proptest::prelude::*;
 
+/// The cold build of `state` by `builder`, its policy included.
 fn cold(
     builder: &ContextBuilder,
-    policy: &Policy,
     state: &MemoryState,
     previous: Option<&BuildResult>,
 ) -> agent_context::Result<BuildResult> {
     let mut cold = builder.clone();
-    cold.policy(policy.clone());
     if let Some(previous) = previous {
         cold.previous(previous);
     }
@@ -37,8 +36,7 @@ proptest! {
     ) {
         let mut builder = ContextBuilder::new();
         builder.max_tokens(max_tokens);
-        let mut policy = Policy::default();
-        policy.caps.set("environment", Some(cap));
+        builder.policy_mut().caps.set_kind(ChunkKind::Environment, Some(cap));
         let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
         let mut previous: Option<BuildResult> = None;
         let mut chunks = state.chunks.into_iter();
@@ -60,8 +58,8 @@ proptest! {
                 let oldest = session.remove(&oldest).unwrap();
                 session.push(oldest).unwrap();
             }
-            let expected = cold(&builder, &policy, session.state(), previous.as_ref());
-            match (session.build(&policy), expected) {
+            let expected = cold(&builder, session.state(), previous.as_ref());
+            match (session.build(), expected) {
                 (Ok(result), Ok(expected)) => {
                     prop_assert_eq!(serde_json::to_string(&result).unwrap(), serde_json::to_string(&expected).unwrap());
                     assert_within_budget(&result);
@@ -90,9 +88,9 @@ fn an_unchanged_session_renders_nothing_and_keeps_its_prefix() {
     session
         .push(MemoryChunk::agent("u1", Role::User, "hello"))
         .unwrap();
-    let first = session.build(&Policy::default()).unwrap();
+    let first = session.build().unwrap();
     assert_eq!(session.stats().chunks_rendered, 1);
-    let second = session.build(&Policy::default()).unwrap();
+    let second = session.build().unwrap();
     assert_eq!(
         (
             session.stats().chunks_rendered,
@@ -107,9 +105,46 @@ fn an_unchanged_session_renders_nothing_and_keeps_its_prefix() {
     );
     // A changed cap re-renders the chunks it applies to.
     let mut policy = Policy::default();
-    policy.caps.set("agent", Some(100));
-    session.build(&policy).unwrap();
+    policy.caps.set_kind(ChunkKind::Agent, Some(100));
+    session.build_with(&policy).unwrap();
     assert_eq!(session.stats().chunks_rendered, 1);
+}
+
+#[test]
+fn a_cap_set_on_the_builder_is_honoured_by_the_session_as_by_a_cold_build() {
+    let mut state = MemoryState::new();
+    state
+        .chunks
+        .push(MemoryChunk::agent("u1", Role::User, "List the files."));
+    let mut call = MemoryChunk::new("c1", ChunkKind::Workflow);
+    call.call_id = Some("k1".into());
+    call.tool = Some("ls".into());
+    state.chunks.push(call);
+    let mut listing = MemoryChunk::new("r1", ChunkKind::Environment);
+    listing.call_id = Some("k1".into());
+    listing.text = Some((0..400).map(|i| format!("file_{i}.rs\n")).collect());
+    state.chunks.push(listing);
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(100_000);
+    builder.policy_mut().caps.set_tag("tool_result", Some(120));
+    let expected = builder.build(&state).unwrap();
+    assert_eq!(expected.truncated.len(), 1, "the cold build cuts r1");
+    assert!(expected.truncated[0].tokens_after <= 120);
+
+    let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
+    session.extend(state.chunks.clone()).unwrap();
+    let result = session.build().unwrap();
+    assert_eq!(
+        serde_json::to_string(&result).unwrap(),
+        serde_json::to_string(&expected).unwrap()
+    );
+    // A turn may pass its own policy; the next turn is back to the builder's.
+    let uncapped = session.build_with(&Policy::default()).unwrap();
+    assert!(uncapped.truncated.is_empty());
+    session.policy_mut().caps.set_tag("tool_result", Some(200));
+    let wider = session.build().unwrap();
+    assert!(wider.truncated[0].tokens_after > 120);
+    assert!(wider.truncated[0].tokens_after <= 200);
 }
 
 #[test]
@@ -156,11 +191,11 @@ fn a_changed_setting_clears_the_cache() {
             "a < b </user_message>",
         ))
         .unwrap();
-    let structural = session.build(&Policy::default()).unwrap();
+    let structural = session.build().unwrap();
     session
         .builder_mut()
         .escape(agent_context::render::EscapeMode::Xml);
-    let xml = session.build(&Policy::default()).unwrap();
+    let xml = session.build().unwrap();
     assert_eq!(session.stats().chunks_rendered, 1);
     assert_ne!(structural.messages[0].content, xml.messages[0].content);
     assert!(xml.messages[0].content.contains("a &lt; b"));
@@ -177,11 +212,11 @@ fn a_message_that_grows_keeps_its_old_tokens_in_the_stable_prefix() {
             "First question, with some detail.",
         ))
         .unwrap();
-    let first = session.build(&Policy::default()).unwrap();
+    let first = session.build().unwrap();
     session
         .push(MemoryChunk::agent("u2", Role::User, "And a follow-up."))
         .unwrap();
-    let second = session.build(&Policy::default()).unwrap();
+    let second = session.build().unwrap();
     assert_eq!(
         second.messages.len(),
         1,
@@ -228,7 +263,7 @@ fn the_turns_policy_is_the_one_applied() {
     }
     let mut policy = Policy::default();
     policy.set_summarizer(std::sync::Arc::new(Brief));
-    let result = session.build(&policy).unwrap();
+    let result = session.build_with(&policy).unwrap();
     let all: String = result.messages.iter().map(|m| m.content.as_str()).collect();
     assert!(
         all.contains("<progress_summary"),
@@ -265,12 +300,12 @@ fn a_summary_is_reused_while_the_cut_holds() {
             ))
             .unwrap();
     }
-    let first = session.build(&policy).unwrap();
+    let first = session.build_with(&policy).unwrap();
     assert_eq!(counting.0.load(std::sync::atomic::Ordering::SeqCst), 1);
     session
         .push(MemoryChunk::agent("a", Role::Assistant, "ok"))
         .unwrap();
-    let second = session.build(&policy).unwrap();
+    let second = session.build_with(&policy).unwrap();
     assert_eq!(
         counting.0.load(std::sync::atomic::Ordering::SeqCst),
         1,
@@ -308,8 +343,7 @@ fn chunks_behind_the_cut_that_come_back_are_rendered_again() {
     let mut builder = ContextBuilder::new();
     builder.max_tokens(1_000);
     let mut session = long_session(builder.clone(), 30);
-    let policy = Policy::default();
-    let first = session.build(&policy).unwrap();
+    let first = session.build().unwrap();
     let cut = first.excluded.len();
     assert!(cut > 40, "most of the session is cut: {cut}");
     // Without the newest turns and the previous cut, older turns fit again:
@@ -319,8 +353,8 @@ fn chunks_behind_the_cut_that_come_back_are_rendered_again() {
         session.remove(&format!("a{turn}")).unwrap();
     }
     session.forget_previous();
-    let again = session.build(&policy).unwrap();
-    let expected = cold(&builder, &policy, session.state(), None).unwrap();
+    let again = session.build().unwrap();
+    let expected = cold(&builder, session.state(), None).unwrap();
     assert_eq!(
         serde_json::to_string(&again).unwrap(),
         serde_json::to_string(&expected).unwrap()
@@ -351,11 +385,10 @@ fn parts_that_do_not_start_cleanly_keep_sessions_exact() {
         },
     );
     let mut session = long_session(builder.clone(), 30);
-    let policy = Policy::default();
     let mut previous = None;
     for turn in 30..34 {
-        let result = session.build(&policy).unwrap();
-        let expected = cold(&builder, &policy, session.state(), previous.as_ref()).unwrap();
+        let result = session.build().unwrap();
+        let expected = cold(&builder, session.state(), previous.as_ref()).unwrap();
         assert_eq!(
             serde_json::to_string(&result).unwrap(),
             serde_json::to_string(&expected).unwrap()
@@ -380,7 +413,7 @@ fn a_build_over_budget_keeps_the_cache() {
             .push(MemoryChunk::agent(format!("u{turn}"), Role::User, "short"))
             .unwrap();
     }
-    let error = session.build(&Policy::default()).unwrap_err();
+    let error = session.build().unwrap_err();
     assert!(
         matches!(
             error.kind(),
@@ -390,7 +423,7 @@ fn a_build_over_budget_keeps_the_cache() {
     );
     // The failed build gave back what it borrowed: nothing is rendered again.
     session.remove("p").unwrap();
-    session.build(&Policy::default()).unwrap();
+    session.build().unwrap();
     assert_eq!(session.stats().chunks_rendered, 0);
     assert_eq!(session.stats().chunks_cached, 5);
 }

@@ -8,8 +8,11 @@
 //! * **Units** are kept or dropped whole: a tool call with every result that
 //!   shares its `call_id`. A result whose call is not in the session (or was
 //!   filtered out) is an orphan and is never emitted.
-//! * **Caps** (see [`Policy`]) shorten every body over its cap, whether or not
-//!   the session fits: exact head+tail truncation, the tail kept larger.
+//! * **Caps** (see [`Policy`]) bound what a chunk costs, whether or not the
+//!   session fits: a chunk whose rendering (tag, attributes, body) costs more
+//!   than its cap has its body cut, exact head+tail truncation with the tail
+//!   kept larger, until the whole rendered chunk, tag and marker included,
+//!   costs at most the cap.
 //! * When the prompt is over budget, room is made cheapest loss first:
 //!   1. `disposable` chunks of at least 64 tokens become stubs
 //!      (`<tool_result id=… elided="N tokens"/>`), oldest first;
@@ -22,6 +25,7 @@
 //!   marker (or a [`Summarizer`]'s `<progress_summary>`) stands where the
 //!   first dropped chunk was.
 
+mod caps;
 mod planner;
 mod policy;
 mod previous_cut;
@@ -30,11 +34,13 @@ mod units;
 
 use serde::Serialize;
 
+pub use caps::{CapTarget, Caps, DEFAULT_TOOL_RESULT_CAP};
 pub(crate) use planner::{
     ELIDED_TAG, HISTORY_START_TAG, Layout, Planner, Slot, all_start_clean, framing_table,
 };
-pub use policy::{Caps, DEFAULT_TOOL_RESULT_CAP, Policy, Summarizer};
+pub use policy::{Policy, PriorityTarget, Summarizer};
 pub(crate) use previous_cut::PreviousCut;
+pub(crate) use truncate::{MIN_BODY_CAP, cut_body, marker_only};
 pub use truncate::{MIN_CAP, TruncatedBody, truncate_to_cap};
 pub(crate) use units::{
     Calls, Item, NO_UNIT, Step, Unit, group_units, is_orphan_result, plan_steps, tool_call,
@@ -66,13 +72,14 @@ pub enum DropReason {
 pub enum Decision {
     /// In the prompt as rendered.
     Kept,
-    /// In the prompt with its body cut to the cap.
+    /// In the prompt with its body cut so the chunk fits its cap.
     Truncated {
         /// Tokens of the rendered chunk before.
         tokens_before: usize,
-        /// Tokens of the rendered chunk after.
+        /// Tokens of the rendered chunk after (counted alone, as
+        /// [`ChunkDecision::tokens`]); at most `cap`.
         tokens_after: usize,
-        /// The body's cap.
+        /// The cap on the whole rendered chunk (raised to [`MIN_CAP`] if set lower).
         cap: usize,
     },
     /// In the prompt as a stub that keeps tag, id and attributes.

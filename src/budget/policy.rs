@@ -9,7 +9,7 @@
 //! | agent, role assistant | 70 | compressible | |
 //! | delegation | 60 | compressible | |
 //! | workflow | 40 | compressible | |
-//! | environment | 40 | disposable once older than the last 3 turns | 8,192 tokens |
+//! | environment | 40 | disposable once older than the last 3 turns | 8,192 tokens, whole chunk |
 //! | thinking | 10 | disposable | |
 //!
 //! What the user asked and what was decided (outputs, answers) outlive the
@@ -17,15 +17,20 @@
 //! bulky and can be fetched again, and stale reasoning is the cheapest loss.
 //! A tool result keeps its body for the last 3 turns (a turn starts at a user
 //! message) because the agent is still acting on it. The cap keeps one huge
-//! tool output from eating the window even when everything fits.
+//! tool output from eating the window even when everything fits: a cap
+//! bounds what the whole rendered chunk costs, tag and marker included, so
+//! no tool result costs more than 8,192 tokens (see [`Caps`]).
 //!
-//! A chunk's own `priority` and `retention` override its kind's.
+//! A chunk's own `priority` and `retention` override its kind's. A priority
+//! set for a role (see [`PriorityTarget`]) overrides the kind's for the
+//! `agent` chunks of that role: chunk's own > role > kind > default.
 
 use std::fmt;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use super::caps::Caps;
 use crate::error::{ErrorKind, Result};
 use crate::memory::{ChunkKind, MemoryChunk, Retention, Role};
 
@@ -38,108 +43,11 @@ pub trait Summarizer: Send + Sync {
     fn summarize(&self, dropped: &[&MemoryChunk], max_tokens: usize) -> Option<String>;
 }
 
-/// Token caps on bodies: by chunk id, by tag, by kind (the most specific wins).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caps {
-    by_kind: FxHashMap<ChunkKind, Option<usize>>,
-    by_tag: FxHashMap<String, Option<usize>>,
-    by_chunk: FxHashMap<String, Option<usize>>,
-}
-
-impl Default for Caps {
-    fn default() -> Self {
-        let mut by_kind = FxHashMap::default();
-        by_kind.insert(ChunkKind::Environment, Some(DEFAULT_TOOL_RESULT_CAP));
-        Caps {
-            by_kind,
-            by_tag: FxHashMap::default(),
-            by_chunk: FxHashMap::default(),
-        }
-    }
-}
-
-/// The default cap on tool results (`environment` chunks), in tokens.
-pub const DEFAULT_TOOL_RESULT_CAP: usize = 8_192;
-
-impl Caps {
-    /// No caps at all.
-    pub fn none() -> Self {
-        Caps {
-            by_kind: FxHashMap::default(),
-            by_tag: FxHashMap::default(),
-            by_chunk: FxHashMap::default(),
-        }
-    }
-
-    /// Caps bodies of a kind (`environment`) or a tag (`tool_result`); `None`
-    /// lifts the cap (also a default one).
-    pub fn set(&mut self, name: &str, tokens: Option<usize>) -> &mut Self {
-        match ChunkKind::from_name(name) {
-            Some(kind) => self.by_kind.insert(kind, tokens),
-            None => self.by_tag.insert(name.to_owned(), tokens),
-        };
-        self
-    }
-
-    /// Caps (or with `None`, uncaps) the body of one chunk.
-    pub fn set_chunk(&mut self, id: &str, tokens: Option<usize>) -> &mut Self {
-        self.by_chunk.insert(id.to_owned(), tokens);
-        self
-    }
-
-    /// The cap on `chunk`'s body, rendered with `tag`.
-    pub fn cap_for(&self, chunk: &MemoryChunk, tag: &str) -> Option<usize> {
-        // Most policies set no cap by chunk or tag: skip hashing for them.
-        let by_chunk = || (!self.by_chunk.is_empty()).then(|| self.by_chunk.get(&chunk.id));
-        let by_tag = || (!self.by_tag.is_empty()).then(|| self.by_tag.get(tag));
-        by_chunk()
-            .flatten()
-            .or_else(|| by_tag().flatten())
-            .or_else(|| self.by_kind.get(&chunk.kind))
-            .copied()
-            .flatten()
-    }
-
-    /// Parses a command-line cap, `NAME=N` or `NAME=none`.
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::Option`] when the text is not of that form.
-    pub fn parse_setting(text: &str) -> Result<(String, Option<usize>)> {
-        let fail = |message: String| {
-            ErrorKind::Option {
-                option: "cap".into(),
-                message,
-            }
-            .into()
-        };
-        let Some((name, value)) = text.split_once('=') else {
-            return Err(fail(format!(
-                "{text:?}: expected NAME=N, e.g. tool_result=2000"
-            )));
-        };
-        if name.is_empty() {
-            return Err(fail(format!(
-                "{text:?}: the name (a kind or a tag) is missing"
-            )));
-        }
-        let tokens = match value {
-            "none" | "off" => None,
-            n => Some(n.parse::<usize>().map_err(|_| {
-                fail(format!(
-                    "{text:?}: {n:?} is not a token count (or \"none\")"
-                ))
-            })?),
-        };
-        Ok((name.to_owned(), tokens))
-    }
-}
-
 /// How the planner makes room. `Default` gives the documented defaults.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct Policy {
-    /// Body caps.
+    /// Caps on what a chunk costs.
     pub caps: Caps,
     /// When trimming is needed, trim down to this fraction of the budget so
     /// the next turns append without changing the start of the prompt.
@@ -147,7 +55,7 @@ pub struct Policy {
     pub low_water: f64,
     /// Tool results in the last this many turns are not disposable. Default 3.
     pub recent_turns: usize,
-    priorities: FxHashMap<ChunkKind, i64>,
+    priorities: FxHashMap<PriorityTarget, i64>,
     summarizer: Option<Arc<dyn Summarizer>>,
 }
 
@@ -176,9 +84,12 @@ impl fmt::Debug for Policy {
 }
 
 impl Policy {
-    /// Overrides the default priority of a kind.
-    pub fn set_priority(&mut self, kind: ChunkKind, priority: i64) -> &mut Self {
-        self.priorities.insert(kind, priority);
+    /// Overrides the default priority of a kind, or of the `agent` chunks
+    /// of one role: `set_priority(ChunkKind::Agent, 50)` sets both roles,
+    /// `set_priority(Role::User, 95)` only the user's. A chunk's own
+    /// `priority` wins over its role's, which wins over its kind's.
+    pub fn set_priority(&mut self, target: impl Into<PriorityTarget>, priority: i64) -> &mut Self {
+        self.priorities.insert(target.into(), priority);
         self
     }
 
@@ -204,13 +115,19 @@ impl Policy {
         Ok(())
     }
 
-    /// The priority of `chunk`: its own, else its kind's.
+    /// The priority of `chunk`: its own, else its role's, else its kind's
+    /// (as set, else by default).
     pub fn priority_of(&self, chunk: &MemoryChunk) -> i64 {
         chunk.priority.unwrap_or_else(|| {
+            let set = |target| self.priorities.get(&target).copied();
             (!self.priorities.is_empty())
-                .then(|| self.priorities.get(&chunk.kind))
+                .then(|| {
+                    chunk
+                        .role
+                        .and_then(|role| set(PriorityTarget::Role(role)))
+                        .or_else(|| set(PriorityTarget::Kind(chunk.kind)))
+                })
                 .flatten()
-                .copied()
                 .unwrap_or(match chunk.kind {
                     ChunkKind::Agent if chunk.role == Some(Role::User) => 90,
                     ChunkKind::Output => 80,
@@ -230,5 +147,29 @@ impl Policy {
             ChunkKind::Environment if turns_back >= self.recent_turns => Retention::Disposable,
             _ => Retention::Compressible,
         })
+    }
+}
+
+/// What a priority applies to: every chunk of a kind, or the `agent` chunks
+/// spoken by a role (the `role` field; tool results rendered in the user
+/// role are `environment` chunks, not the user's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PriorityTarget {
+    /// Every chunk of this kind.
+    Kind(ChunkKind),
+    /// The `agent` chunks of this role.
+    Role(Role),
+}
+
+impl From<ChunkKind> for PriorityTarget {
+    fn from(kind: ChunkKind) -> Self {
+        PriorityTarget::Kind(kind)
+    }
+}
+
+impl From<Role> for PriorityTarget {
+    fn from(role: Role) -> Self {
+        PriorityTarget::Role(role)
     }
 }

@@ -7,9 +7,13 @@
 
 use crate::tokens::TokenCounter;
 
-/// The smallest cap a body can be truncated to: room for the marker and a
-/// little of each end.
-pub const MIN_CAP: usize = 24;
+/// The floor of a cap on a chunk, in tokens: room for a tag with a few
+/// attributes, the cut marker and a little of each end. A lower cap is
+/// raised to it, with a warning.
+pub const MIN_CAP: usize = 64;
+
+/// The smallest cap [`truncate_to_cap`] cuts a bare body to.
+pub(crate) const MIN_BODY_CAP: usize = 24;
 
 /// A body shortened to its cap.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,19 +29,31 @@ pub struct TruncatedBody {
     pub tokens_cut: usize,
 }
 
-/// Shortens `body` to at most `cap` tokens (counted alone), keeping a head and
-/// a larger tail; `None` when it already fits. Caps below [`MIN_CAP`] are
-/// raised to it.
+/// Shortens `body` to at most `cap` tokens (counted alone, with no tag
+/// around it), keeping a head and a larger tail; `None` when it already
+/// fits. Caps below 24 tokens are raised to 24.
 pub fn truncate_to_cap(
     counter: &dyn TokenCounter,
     body: &str,
     cap: usize,
 ) -> Option<TruncatedBody> {
-    let cap = cap.max(MIN_CAP);
+    let cap = cap.max(MIN_BODY_CAP);
     let before = counter.count(body);
     if before <= cap {
         return None;
     }
+    Some(cut_body(counter, body, before, cap)).filter(|t| t.tokens_after <= cap)
+}
+
+/// `body` (of `before` tokens) cut to a head, the marker and a tail of at
+/// most `cap` tokens in all, or, when even the marker does not fit, the
+/// marker alone ([`marker_only`]).
+pub(crate) fn cut_body(
+    counter: &dyn TokenCounter,
+    body: &str,
+    before: usize,
+    cap: usize,
+) -> TruncatedBody {
     // Room for the ends: the cap minus the marker at its widest (the cut is
     // at most `before`), shrunk further if re-tokenizing the joins costs more.
     let mut room = cap.saturating_sub(counter.count(&marker(before)));
@@ -50,16 +66,21 @@ pub fn truncate_to_cap(
         let text = format!("{head}{}{tail}", marker(cut));
         let after = counter.count(&text);
         if after <= cap || room == 0 {
-            return Some(TruncatedBody {
+            return TruncatedBody {
                 text,
                 tokens_before: before,
                 tokens_after: after,
                 tokens_cut: cut,
-            })
-            .filter(|t| t.tokens_after <= cap);
+            };
         }
         room = room.saturating_sub((after - cap).max(1));
     }
+}
+
+/// What a body of `before` tokens becomes when none of it can be kept: the
+/// marker alone, the shortest a cut body gets.
+pub(crate) fn marker_only(before: usize) -> String {
+    marker(before)
 }
 
 fn marker(cut: usize) -> String {
@@ -154,7 +175,7 @@ mod tests {
             .map(|i| format!("line {i}: ok 漢字 🦀\n"))
             .collect::<String>()
             + "error[E0308]: mismatched types at src/lib.rs:42";
-        for cap in [MIN_CAP, 50, 200, 1000] {
+        for cap in [MIN_BODY_CAP, 50, 200, 1000] {
             let t = truncate_to_cap(&counter, &body, cap).unwrap();
             assert!(t.tokens_after <= cap, "{} > {cap}", t.tokens_after);
             assert_eq!(t.tokens_after, counter.count(&t.text));

@@ -16,6 +16,7 @@ use crate::chunk_id::ChunkId;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::memory::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
 use crate::prepare::{PreparedChunk, Preparer};
+use crate::render::DefaultRenderer;
 use crate::session::ChunkCache;
 use crate::tokens::parts::CountedText;
 
@@ -112,7 +113,8 @@ impl ContextBuilder {
             {
                 let cached = |index: usize| {
                     let chunk = &state.chunks[index];
-                    let (tokens, role) = cache.peek(index, preparer.cap_for(chunk))?;
+                    let cap = preparer.cap_for(chunk, &DefaultRenderer, true);
+                    let (tokens, role) = cache.peek(index, cap)?;
                     (role != Role::System && !is_orphan_result(chunk, &calls)).then_some(tokens)
                 };
                 let (turns, latest) = (&turns_after, latest_user);
@@ -147,7 +149,7 @@ impl ContextBuilder {
                 history.frozen.0 += 1;
                 history.frozen.1 += tokens;
             } else if selected[index] {
-                let prepared = self.prepared(index, chunk, preparer, cache.as_deref_mut());
+                let prepared = self.prepared(index, chunk, preparer, cache.as_deref_mut())?;
                 decision.tokens = prepared.part.alone();
                 decision.decision = prepared.decision;
                 let retention = policy.retention_of(chunk, turns_after[index]);
@@ -236,24 +238,24 @@ impl ContextBuilder {
     }
 
     /// `chunk` rendered, capped and counted, from the cache when it has it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Preparer::prepare`].
     fn prepared(
         &self,
         index: usize,
         chunk: &MemoryChunk,
         preparer: &Preparer<'_>,
         cache: Option<&mut ChunkCache>,
-    ) -> PreparedChunk {
+    ) -> Result<PreparedChunk> {
         let renderer = self.renderers.renderer_for(chunk);
-        // Caps cut the bodies the default renderer writes; a custom
-        // renderer draws what it likes from the chunk, and owns its size.
-        let cap = if self.renderers.renders_by_default(chunk) {
-            preparer.cap_for(chunk)
-        } else {
-            None
-        };
+        let by_default = self.renderers.renders_by_default(chunk);
+        let cap = preparer.cap_for(chunk, renderer, by_default);
+        let prepare = || preparer.prepare(index, chunk, renderer, cap);
         match cache {
-            Some(cache) => cache.prepared(index, cap, || preparer.prepare(chunk, renderer, cap)),
-            None => preparer.prepare(chunk, renderer, cap),
+            Some(cache) => cache.prepared(index, cap, prepare),
+            None => prepare(),
         }
     }
 
@@ -276,6 +278,10 @@ impl ContextBuilder {
 
     /// Gives the items the texts the prompt may show, rendering again what
     /// was let go (the counts do not change), and lets go of the rest.
+    ///
+    /// # Errors
+    ///
+    /// As [`Preparer::prepare`] (which succeeded on these chunks before).
     pub(super) fn settle_texts(
         &self,
         state: &MemoryState,
@@ -283,7 +289,7 @@ impl ContextBuilder {
         shown: impl Fn(usize, &Item) -> Shown,
         preparer: &Preparer<'_>,
         mut cache: Option<&mut ChunkCache>,
-    ) {
+    ) -> Result<()> {
         for (i, item) in items.iter_mut().enumerate() {
             let shown = shown(i, item);
             let chunk = &state.chunks[item.chunk];
@@ -292,7 +298,7 @@ impl ContextBuilder {
                     cache.forget_rendering(item.chunk);
                     cache.stats.chunks_restored += 1;
                 }
-                let prepared = self.prepared(item.chunk, chunk, preparer, cache.as_deref_mut());
+                let prepared = self.prepared(item.chunk, chunk, preparer, cache.as_deref_mut())?;
                 debug_assert_eq!(prepared.part.alone(), item.part.alone(), "renders the same");
                 item.part = prepared.part;
             }
@@ -310,6 +316,7 @@ impl ContextBuilder {
             }
             release(item, shown);
         }
+        Ok(())
     }
 }
 

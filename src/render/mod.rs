@@ -229,6 +229,11 @@ impl RendererRegistry {
         RenderContext::new(mode, &self.tags)
     }
 
+    /// The tags the custom renderers declare, in registration order.
+    pub(crate) fn custom_tags(&self) -> Vec<String> {
+        self.custom.iter().rev().flat_map(|r| r.tags()).collect()
+    }
+
     /// Whether no custom renderer is registered.
     pub(crate) fn only_default(&self) -> bool {
         self.custom.is_empty()

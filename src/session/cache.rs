@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::budget::{Decision, Item};
 use crate::chunk_id::ChunkId;
+use crate::error::Result;
 use crate::memory::Role;
 use crate::prepare::PreparedChunk;
 use crate::tokens::parts::CountedText;
@@ -66,8 +67,8 @@ impl ChunkCache {
         &mut self,
         index: usize,
         cap: Option<usize>,
-        prepare: impl FnOnce() -> PreparedChunk,
-    ) -> PreparedChunk {
+        prepare: impl FnOnce() -> Result<PreparedChunk>,
+    ) -> Result<PreparedChunk> {
         if let Some(entry) = self
             .slots
             .get_mut(index)
@@ -76,7 +77,7 @@ impl ChunkCache {
             && let Some(part) = entry.part.take()
         {
             self.stats.chunks_cached += 1;
-            return PreparedChunk {
+            return Ok(PreparedChunk {
                 role: entry.role,
                 part,
                 decision: entry
@@ -84,9 +85,9 @@ impl ChunkCache {
                     .as_deref()
                     .copied()
                     .unwrap_or(Decision::Kept),
-            };
+            });
         }
-        let prepared = prepare();
+        let prepared = prepare()?;
         self.stats.chunks_rendered += 1;
         self.stats.tokens_counted += prepared.part.alone();
         if self.slots.len() <= index {
@@ -104,7 +105,7 @@ impl ChunkCache {
             stub_known: false,
             stub_lent: false,
         });
-        prepared
+        Ok(prepared)
     }
 
     /// The tokens and role of the chunk at `index` as rendered under `cap`,

@@ -32,15 +32,14 @@ use crate::previous::PreviousBuild;
 ///
 /// ```
 /// use agent_context::{ContextBuilder, ContextSession, MemoryChunk, MemoryState, Role};
-/// use agent_context::budget::Policy;
 ///
 /// let mut builder = ContextBuilder::new();
 /// builder.model("gpt-4o").max_tokens(8_000);
 /// let mut session = ContextSession::new(builder, MemoryState::new())?;
 /// session.push(MemoryChunk::agent("u1", Role::User, "Fix the test."))?;
-/// let first = session.build(&Policy::default())?;
+/// let first = session.build()?;
 /// session.push(MemoryChunk::agent("a1", Role::Assistant, "On it."))?;
-/// let second = session.build(&Policy::default())?;
+/// let second = session.build()?;
 /// assert_eq!(session.stats().chunks_rendered, 1, "only the new chunk was rendered");
 /// assert_eq!(second.stable_prefix_tokens, Some(first.messages[0].tokens));
 /// # Ok::<(), agent_context::Error>(())
@@ -56,8 +55,10 @@ pub struct ContextSession {
 }
 
 impl ContextSession {
-    /// A session over `state`, built with `builder`'s settings (its policy
-    /// and previous build are replaced by each build's).
+    /// A session over `state`, built with `builder`'s settings, its policy
+    /// included (a turn may pass its own with
+    /// [`build_with`](ContextSession::build_with)). The builder's previous
+    /// build is replaced by the session's own last build.
     ///
     /// # Errors
     ///
@@ -151,17 +152,40 @@ impl ContextSession {
         Ok(self.state.chunks.remove(index))
     }
 
-    /// Builds this turn's prompt with `policy`, rendering only chunks that
-    /// are new or changed (or whose cap changed, or that come back after
-    /// the session let their text go: [`BuildStats::chunks_restored`]).
+    /// The policy the session builds with, the builder's: changing it
+    /// keeps the rendered chunks (a chunk whose cap changes is rendered again).
+    pub fn policy_mut(&mut self) -> &mut Policy {
+        self.builder.policy_mut()
+    }
+
+    /// Builds this turn's prompt with the builder's policy, rendering only
+    /// chunks that are new or changed (or whose cap changed, or that come
+    /// back after the session let their text go:
+    /// [`BuildStats::chunks_restored`]). The result is the one
+    /// [`ContextBuilder::build`] gives for the same state and previous build.
     ///
     /// # Errors
     ///
     /// As [`ContextBuilder::build`]; the session keeps its previous build.
-    pub fn build(&mut self, policy: &Policy) -> Result<BuildResult> {
+    pub fn build(&mut self) -> Result<BuildResult> {
+        self.run(None)
+    }
+
+    /// Builds this turn's prompt with `policy` instead of the builder's
+    /// (for this turn only), as [`build`](ContextSession::build) does.
+    ///
+    /// # Errors
+    ///
+    /// As [`ContextBuilder::build`]; the session keeps its previous build.
+    pub fn build_with(&mut self, policy: &Policy) -> Result<BuildResult> {
+        self.run(Some(policy))
+    }
+
+    /// Builds with `policy`, else the builder's.
+    fn run(&mut self, policy: Option<&Policy>) -> Result<BuildResult> {
         self.cache.start_build(self.state.chunks.capacity());
         let pass = Pass {
-            policy,
+            policy: policy.unwrap_or(self.builder.current_policy()),
             previous: self.previous.as_ref(),
             cache: Some(&mut self.cache),
         };

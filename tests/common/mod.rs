@@ -199,8 +199,9 @@ pub fn session(max_steps: usize) -> impl Strategy<Value = MemoryState> {
     })
 }
 
-/// Every truncated body in the prompt counts at most `cap` and ends with a
-/// piece of the original's tail; protected chunks are never stubbed or dropped.
+/// Every truncated chunk in the prompt counts at most `cap`, tag and marker
+/// included ([`assert_caps_bound_chunks`]), and its body ends with a piece of
+/// the original's tail; protected chunks are never stubbed or dropped.
 pub fn assert_degradations_hold(
     state: &MemoryState,
     result: &BuildResult,
@@ -208,6 +209,7 @@ pub fn assert_degradations_hold(
     cap: usize,
 ) {
     use agent_context::budget::Decision;
+    assert_caps_bound_chunks(state, result, encoding);
     let counter = TiktokenCounter::new(encoding).unwrap();
     let prompt: String = result.messages.iter().map(|m| m.content.as_str()).collect();
     for decision in &result.decisions {
@@ -255,6 +257,70 @@ pub fn assert_degradations_hold(
             chunk.id
         );
     }
+}
+
+/// A cap bounds what the whole chunk costs: every truncated chunk's rendering
+/// in the prompt (tag, attributes, head, marker, tail), counted alone,
+/// costs what the report says, and that is at most its cap.
+pub fn assert_caps_bound_chunks(state: &MemoryState, result: &BuildResult, encoding: Encoding) {
+    use agent_context::budget::Decision;
+    let counter = TiktokenCounter::new(encoding).unwrap();
+    for entry in &result.truncated {
+        assert!(
+            entry.tokens_after <= entry.cap,
+            "{}: {} tokens over its cap {}",
+            entry.id,
+            entry.tokens_after,
+            entry.cap
+        );
+        assert!(
+            entry.tokens_after < entry.tokens_before,
+            "{} grew",
+            entry.id
+        );
+    }
+    for decision in &result.decisions {
+        let Decision::Truncated {
+            tokens_after, cap, ..
+        } = decision.decision
+        else {
+            continue;
+        };
+        assert!(tokens_after <= cap, "{} over its cap", decision.id);
+        assert_eq!(decision.tokens, tokens_after, "{}", decision.id);
+        assert!(
+            result
+                .truncated
+                .iter()
+                .any(|t| t.id == decision.id && t.tokens_after == tokens_after && t.cap == cap),
+            "{} missing from `truncated`",
+            decision.id
+        );
+        let chunk = state.chunks.iter().find(|c| c.id == decision.id).unwrap();
+        let rendered = rendered_chunk(result, chunk)
+            .unwrap_or_else(|| panic!("{} truncated but not in the prompt", chunk.id));
+        assert_eq!(
+            counter.count(rendered),
+            tokens_after,
+            "{}: reported vs recounted",
+            chunk.id
+        );
+    }
+}
+
+/// The text of `chunk` as the default table rendered it into the prompt.
+pub fn rendered_chunk<'r>(
+    result: &'r BuildResult,
+    chunk: &agent_context::MemoryChunk,
+) -> Option<&'r str> {
+    let tag = agent_context::render::default_tag(chunk);
+    let opening = format!("<{tag} id=\"{}\"", chunk.id);
+    let closing = format!("\n</{tag}>");
+    result.messages.iter().find_map(|m| {
+        let start = m.content.find(&opening)?;
+        let end = start + m.content[start..].find(&closing)? + closing.len();
+        Some(&m.content[start..end])
+    })
 }
 
 /// Proptest settings: 96 cases, or `PROPTEST_CASES` for a longer hunt.

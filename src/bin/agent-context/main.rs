@@ -143,6 +143,8 @@ fn exit_code(kind: &ErrorKind) -> u8 {
         | ErrorKind::Session { .. }
         | ErrorKind::Chunk { .. }
         | ErrorKind::Option { .. }
+        | ErrorKind::CapTooSmall { .. }
+        | ErrorKind::UnknownCapTarget { .. }
         | ErrorKind::Fragment { .. }
         | ErrorKind::Io { .. } => 2,
         _ => 1,

@@ -29,8 +29,10 @@ pub(crate) struct BuildOptions {
     /// Format of the session's fragments in the system message.
     #[arg(long, value_name = "FORMAT", default_value = "xml", value_parser = parse_format)]
     fragments_format: FragmentFormat,
-    /// Cap the bodies of a kind or tag at N tokens, e.g. `tool_result=2000`,
-    /// or lift a cap with `NAME=none` (repeatable; tool results default to 8192).
+    /// Cap what each chunk of a kind or tag costs at N tokens, tag and cut
+    /// marker included, e.g. `tool_result=2000`, or lift a cap with
+    /// `NAME=none` (repeatable; tool results default to 8192; caps below 64
+    /// are raised to 64).
     #[arg(long = "cap", value_name = "NAME=N")]
     caps: Vec<String>,
     /// When trimming, trim down to this fraction of the budget (1.0: exactly to it).
@@ -111,11 +113,11 @@ impl BuildOptions {
         if let Some(factor) = self.estimate_factor {
             builder.calibration(Calibration::with_floor(factor));
         }
-        let policy = builder.policy_mut();
-        policy.low_water = self.low_water;
+        builder.policy_mut().low_water = self.low_water;
         for setting in &self.caps {
             let (name, tokens) = Caps::parse_setting(setting)?;
-            policy.caps.set(&name, tokens);
+            let target = builder.cap_target(&name)?;
+            builder.policy_mut().caps.set(target, tokens);
         }
         Ok(builder)
     }

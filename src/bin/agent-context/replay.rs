@@ -30,8 +30,7 @@ pub(crate) fn run(args: ReplayArgs) -> agent_context::Result<String> {
     let recorded = MemoryState::from_json_str(&read_input(&args.file)?)?;
     let mut opening = recorded.clone();
     opening.chunks.clear();
-    let mut builder = args.options.builder()?;
-    let policy = builder.policy_mut().clone();
+    let builder = args.options.builder()?;
     let mut session = ContextSession::new(builder, opening)?;
 
     let mut out = String::new();
@@ -52,7 +51,7 @@ pub(crate) fn run(args: ReplayArgs) -> agent_context::Result<String> {
             session.clear_cache();
         }
         let started = Instant::now();
-        let result = session.build(&policy)?;
+        let result = session.build()?;
         let build_us = started.elapsed().as_micros();
         let stats = session.stats();
         times.push(build_us);

@@ -1,0 +1,331 @@
+//! Caps: the most a chunk may cost in the prompt, set by kind, tag or chunk.
+//!
+//! A cap bounds what the whole rendered chunk costs, tag, attributes and
+//! cut marker included: a chunk over its cap has its body cut until it fits
+//! (see [`budget`](crate::budget)). Targets are typed ([`CapTarget`]), so a
+//! misspelt kind does not compile; a tag or chunk id is checked when a
+//! build runs, against what can actually be capped.
+
+use std::fmt;
+
+use rustc_hash::FxHashMap;
+
+use super::truncate::MIN_CAP;
+use crate::error::{ErrorKind, Result};
+use crate::memory::{ChunkKind, MemoryChunk};
+
+/// The default cap on tool results (`environment` chunks), in tokens: the
+/// most one tool result costs in the prompt, tag and marker included.
+pub const DEFAULT_TOOL_RESULT_CAP: usize = 8_192;
+
+/// What a cap applies to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CapTarget {
+    /// Every chunk of a kind that the default tag table renders (a custom
+    /// renderer owns the size of what it renders).
+    Kind(ChunkKind),
+    /// Every chunk rendered with this tag: one of the default table's, or
+    /// one a registered custom renderer declares. A build fails on a tag
+    /// that no renderer emits.
+    Tag(String),
+    /// The chunk with this id. A build warns when no chunk has it (a
+    /// session's policy outlives chunks, and may be set before they come).
+    Chunk(String),
+}
+
+impl CapTarget {
+    /// The kind, or the tag, that `name` names among `tags` (see
+    /// [`ContextBuilder::cap_target`](crate::ContextBuilder::cap_target),
+    /// which knows the tags of its renderers).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::UnknownCapTarget`], listing the kinds and `tags`, when
+    /// `name` is neither.
+    pub fn from_name(name: &str, tags: &[String]) -> Result<CapTarget> {
+        if let Some(kind) = ChunkKind::from_name(name) {
+            return Ok(CapTarget::Kind(kind));
+        }
+        if tags.iter().any(|tag| tag == name) {
+            return Ok(CapTarget::Tag(name.to_owned()));
+        }
+        Err(unknown(name, tags))
+    }
+}
+
+impl From<ChunkKind> for CapTarget {
+    fn from(kind: ChunkKind) -> Self {
+        CapTarget::Kind(kind)
+    }
+}
+
+impl fmt::Display for CapTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CapTarget::Kind(kind) => write!(f, "kind {}", kind.as_str()),
+            CapTarget::Tag(tag) => write!(f, "tag {tag}"),
+            CapTarget::Chunk(id) => write!(f, "chunk {id:?}"),
+        }
+    }
+}
+
+fn unknown(name: &str, tags: &[String]) -> crate::Error {
+    ErrorKind::UnknownCapTarget {
+        name: name.to_owned(),
+        kinds: ChunkKind::ALL
+            .iter()
+            .map(|k| k.as_str().to_owned())
+            .collect(),
+        tags: tags.to_vec(),
+    }
+    .into()
+}
+
+/// Token caps on chunks: by chunk id, by tag, by kind (the most specific
+/// wins). `None` lifts a cap, a default one too.
+///
+/// ```
+/// use agent_context::ChunkKind;
+/// use agent_context::budget::{CapTarget, Caps};
+///
+/// let mut caps = Caps::default();
+/// caps.set(ChunkKind::Thinking, Some(500))
+///     .set_tag("tool_result", Some(2_000))
+///     .set(CapTarget::Chunk("r7".into()), None);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caps {
+    by_kind: FxHashMap<ChunkKind, Option<usize>>,
+    by_tag: FxHashMap<String, Option<usize>>,
+    by_chunk: FxHashMap<String, Option<usize>>,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        let mut caps = Caps::none();
+        caps.set_kind(ChunkKind::Environment, Some(DEFAULT_TOOL_RESULT_CAP));
+        caps
+    }
+}
+
+impl Caps {
+    /// No caps at all.
+    pub fn none() -> Self {
+        Caps {
+            by_kind: FxHashMap::default(),
+            by_tag: FxHashMap::default(),
+            by_chunk: FxHashMap::default(),
+        }
+    }
+
+    /// Caps (or with `None`, uncaps) what each chunk of `target` costs.
+    /// Caps below [`MIN_CAP`] are raised to it, with a warning.
+    pub fn set(&mut self, target: impl Into<CapTarget>, tokens: Option<usize>) -> &mut Self {
+        match target.into() {
+            CapTarget::Kind(kind) => self.by_kind.insert(kind, tokens),
+            CapTarget::Tag(tag) => self.by_tag.insert(tag, tokens),
+            CapTarget::Chunk(id) => self.by_chunk.insert(id, tokens),
+        };
+        self
+    }
+
+    /// Caps the chunks of a kind, as [`set`](Caps::set).
+    pub fn set_kind(&mut self, kind: ChunkKind, tokens: Option<usize>) -> &mut Self {
+        self.set(CapTarget::Kind(kind), tokens)
+    }
+
+    /// Caps the chunks rendered with `tag`, as [`set`](Caps::set); a build
+    /// fails when no renderer emits that tag.
+    pub fn set_tag(&mut self, tag: &str, tokens: Option<usize>) -> &mut Self {
+        self.set(CapTarget::Tag(tag.to_owned()), tokens)
+    }
+
+    /// Caps one chunk, as [`set`](Caps::set); a build warns when no chunk
+    /// has that id.
+    pub fn set_chunk(&mut self, id: &str, tokens: Option<usize>) -> &mut Self {
+        self.set(CapTarget::Chunk(id.to_owned()), tokens)
+    }
+
+    /// The cap set for `chunk`, rendered by the default table with `tag`,
+    /// as set (before raising to [`MIN_CAP`]).
+    pub fn cap_for(&self, chunk: &MemoryChunk, tag: &str) -> Option<usize> {
+        // Most policies set no cap by chunk or tag: skip hashing for them.
+        let by_chunk = || (!self.by_chunk.is_empty()).then(|| self.by_chunk.get(&chunk.id));
+        let by_tag = || (!self.by_tag.is_empty()).then(|| self.by_tag.get(tag));
+        by_chunk()
+            .flatten()
+            .or_else(|| by_tag().flatten())
+            .or_else(|| self.by_kind.get(&chunk.kind))
+            .copied()
+            .flatten()
+    }
+
+    /// The cap set on `chunk` itself, else the smallest set on one of the
+    /// tags a custom renderer declares (`tags`, asked only when a tag is
+    /// capped): kind caps aside.
+    pub(crate) fn explicit_cap_for(
+        &self,
+        chunk: &MemoryChunk,
+        tags: impl FnOnce() -> Vec<String>,
+    ) -> Option<usize> {
+        if let Some(cap) = self.by_chunk.get(&chunk.id) {
+            return *cap;
+        }
+        if self.by_tag.is_empty() {
+            return None;
+        }
+        tags()
+            .iter()
+            .filter_map(|tag| self.by_tag.get(tag.as_str()).copied().flatten())
+            .min()
+    }
+
+    /// Checks the caps against what a build can cap: an error for a tag not
+    /// among `tags`, and a warning (returned) for each cap below
+    /// [`MIN_CAP`] and each chunk id that `has_chunk` does not know.
+    pub(crate) fn check(
+        &self,
+        tags: &[String],
+        has_chunk: impl Fn(&str) -> bool,
+    ) -> Result<Vec<String>> {
+        let mut unknown_tags: Vec<&String> = self
+            .by_tag
+            .keys()
+            .filter(|tag| !tags.contains(tag))
+            .collect();
+        unknown_tags.sort();
+        if let Some(tag) = unknown_tags.first() {
+            return Err(unknown(tag, tags));
+        }
+        let mut warnings = Vec::new();
+        // Sorted by name, so warnings do not depend on hashing order.
+        let mut below_floor: Vec<(String, usize)> = self
+            .targets()
+            .filter_map(|(target, tokens)| Some((target.to_string(), tokens?)))
+            .filter(|(_, tokens)| *tokens < MIN_CAP)
+            .collect();
+        below_floor.sort();
+        for (target, tokens) in below_floor {
+            warnings.push(format!(
+                "cap of {tokens} tokens on {target} is below the floor of {MIN_CAP} \
+                 (a tag, its attributes and the cut marker need room): {MIN_CAP} applies"
+            ));
+        }
+        let mut missing: Vec<&String> = self.by_chunk.keys().filter(|id| !has_chunk(id)).collect();
+        missing.sort();
+        for id in missing {
+            warnings.push(format!(
+                "cap on chunk {id:?}: no chunk has this id, so it caps nothing"
+            ));
+        }
+        Ok(warnings)
+    }
+
+    /// Every cap set, with its target.
+    fn targets(&self) -> impl Iterator<Item = (CapTarget, Option<usize>)> + '_ {
+        let kinds = self.by_kind.iter().map(|(k, t)| (CapTarget::Kind(*k), *t));
+        let tags = self
+            .by_tag
+            .iter()
+            .map(|(k, t)| (CapTarget::Tag(k.clone()), *t));
+        let chunks = self
+            .by_chunk
+            .iter()
+            .map(|(k, t)| (CapTarget::Chunk(k.clone()), *t));
+        kinds.chain(tags).chain(chunks)
+    }
+
+    /// Parses a command-line cap, `NAME=N` or `NAME=none`, into the name
+    /// (a kind or a tag: see [`CapTarget::from_name`]) and the cap.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Option`] when the text is not of that form.
+    pub fn parse_setting(text: &str) -> Result<(String, Option<usize>)> {
+        let fail = |message: String| {
+            ErrorKind::Option {
+                option: "cap".into(),
+                message,
+            }
+            .into()
+        };
+        let Some((name, value)) = text.split_once('=') else {
+            return Err(fail(format!(
+                "{text:?}: expected NAME=N, e.g. tool_result=2000"
+            )));
+        };
+        if name.is_empty() {
+            return Err(fail(format!(
+                "{text:?}: the name (a kind or a tag) is missing"
+            )));
+        }
+        let tokens = match value {
+            "none" | "off" => None,
+            n => Some(n.parse::<usize>().map_err(|_| {
+                fail(format!(
+                    "{text:?}: {n:?} is not a token count (or \"none\")"
+                ))
+            })?),
+        };
+        Ok((name.to_owned(), tokens))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tags() -> Vec<String> {
+        ["tool_result", "thinking"].map(String::from).to_vec()
+    }
+
+    #[test]
+    fn a_name_is_a_kind_or_a_known_tag_and_nothing_else() {
+        assert_eq!(
+            CapTarget::from_name("environment", &tags()).unwrap(),
+            CapTarget::Kind(ChunkKind::Environment)
+        );
+        assert_eq!(
+            CapTarget::from_name("tool_result", &tags()).unwrap(),
+            CapTarget::Tag("tool_result".into())
+        );
+        let error = CapTarget::from_name("tool_results", &tags()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "unknown cap target \"tool_results\": expected a kind (system, agent, workflow, \
+             delegation, environment, thinking, output) or a tag (tool_result, thinking)"
+        );
+    }
+
+    #[test]
+    fn a_check_rejects_unknown_tags_and_warns_below_the_floor_and_of_missing_chunks() {
+        let mut caps = Caps::default();
+        caps.set_tag("tool_reslut", Some(100));
+        assert!(matches!(
+            caps.check(&tags(), |_| true).unwrap_err().kind(),
+            ErrorKind::UnknownCapTarget { name, .. } if name == "tool_reslut"
+        ));
+        let mut caps = Caps::default();
+        caps.set_tag("thinking", Some(0))
+            .set_kind(ChunkKind::Agent, Some(MIN_CAP))
+            .set_chunk("gone", Some(500));
+        let warnings = caps.check(&tags(), |id| id != "gone").unwrap();
+        assert_eq!(
+            warnings,
+            [
+                format!(
+                    "cap of 0 tokens on tag thinking is below the floor of {MIN_CAP} (a tag, its \
+                     attributes and the cut marker need room): {MIN_CAP} applies"
+                ),
+                "cap on chunk \"gone\": no chunk has this id, so it caps nothing".to_owned(),
+            ]
+        );
+        assert!(
+            Caps::default()
+                .check(&tags(), |_| false)
+                .unwrap()
+                .is_empty()
+        );
+    }
+}
