@@ -194,6 +194,17 @@ pub enum ErrorKind {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// A provider's API would reject the built prompt for having no messages
+    /// besides the system message.
+    #[error(
+        "{provider} needs at least one user or assistant message, and the prompt has none: the \
+         session has no `agent` turn left to send (add the user's request as an `agent` chunk \
+         with role `user`, or stop excluding agent chunks)"
+    )]
+    EmptyHistory {
+        /// The provider, e.g. `Anthropic`.
+        provider: String,
+    },
     /// Reading input or writing output failed.
     #[error("{context}: {source}")]
     Io {
