@@ -324,6 +324,14 @@ mod tests {
             "{}",
             error(chunks_twice)
         );
+        // Through serde too, for a session inside the caller's own types.
+        let serde = serde_json::from_str::<MemoryState>(chunks_twice).unwrap_err();
+        assert!(
+            serde.to_string().starts_with("key `chunks` is given twice"),
+            "{serde}"
+        );
+        let chunk = serde_json::from_str::<crate::MemoryChunk>(r#"{"id": "a", "id": "b"}"#);
+        assert!(chunk.is_err());
     }
 
     #[test]
