@@ -100,7 +100,8 @@ pub(crate) fn read(text: &str, options: ParseOptions, document: Document) -> Res
         Ok(value) => Ok(value),
         Err(failure) => {
             let failure = failure.classify(text);
-            if options.lossy_unicode && matches!(failure.problem, Some(Problem::LoneSurrogate(_))) {
+            let lone = matches!(failure.problem, Some(Problem::LoneSurrogate { .. }));
+            if options.lossy_unicode && lone {
                 // The repair keeps every byte offset, so a later error's
                 // line and column still point into the caller's text.
                 let repaired = replace_lone_surrogates(text);
@@ -150,8 +151,12 @@ fn read_strict(text: &str) -> Result<Value, Failure> {
 #[derive(Debug)]
 enum Problem {
     Rejected(JsonProblem),
-    /// A lone surrogate escape at this line and column.
-    LoneSurrogate((usize, usize, String)),
+    /// A lone surrogate escape, found in the text where serde_json stopped.
+    LoneSurrogate {
+        line: usize,
+        column: usize,
+        escape: String,
+    },
 }
 
 /// A failed read: `serde_json`'s error and what the reader knows of it.
@@ -172,7 +177,11 @@ impl Failure {
             && let Some((line, column, escape)) = first_lone_surrogate(text)
             && (line, column) <= (self.error.line(), self.error.column())
         {
-            self.problem = Some(Problem::LoneSurrogate((line, column, escape)));
+            self.problem = Some(Problem::LoneSurrogate {
+                line,
+                column,
+                escape,
+            });
         }
         self
     }
@@ -200,9 +209,11 @@ impl Failure {
                 let (line, column) = first_too_deep(text, MAX_JSON_DEPTH).unwrap_or((line, column));
                 (line, column, problem)
             }
-            Some(Problem::LoneSurrogate((line, column, escape))) => {
-                (line, column, JsonProblem::LoneSurrogate { escape })
-            }
+            Some(Problem::LoneSurrogate {
+                line,
+                column,
+                escape,
+            }) => (line, column, JsonProblem::LoneSurrogate { escape }),
         };
         ErrorKind::JsonRejected {
             line,
