@@ -516,6 +516,8 @@ fn anthropic_output_needs_a_turn() {
     json_output(&build_file(session, &["--output", "openai"]));
 }
 
+// util-linux's `script` (BSD's takes other flags).
+#[cfg(target_os = "linux")]
 #[test]
 fn a_terminal_on_standard_input_gets_a_hint() {
     // `script` gives the binary a terminal; Ctrl-D on it ends the input.
@@ -535,7 +537,7 @@ fn a_terminal_on_standard_input_gets_a_hint() {
     let terminal = String::from_utf8_lossy(&output.stdout);
     assert!(
         terminal.starts_with(
-            "agent-context: reading a session from standard input; pipe one in or pass a FILE \
+            "agent-context: reading a session from standard input; pipe it in or pass a FILE \
              (end typed input with Ctrl-D)\r\nerror: invalid JSON at line 1, column 1: the input \
              is empty"
         ),

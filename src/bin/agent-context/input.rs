@@ -14,7 +14,7 @@ use agent_context::{ErrorKind, JsonProblem, MemoryState, ParseOptions, Result};
 /// `--max-input-bytes` for commands that read raw text (`count`).
 #[derive(clap::Args)]
 pub(crate) struct InputLimit {
-    /// Refuse input larger than SIZE bytes (suffixes KiB, MiB, GiB; default 256MiB).
+    /// Refuse input larger than SIZE bytes (suffixes KiB, MiB, GiB).
     #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size)]
     max_input_bytes: u64,
 }
@@ -126,7 +126,7 @@ pub(crate) fn read_input(file: &str, limit: &InputLimit, expected: Expected) -> 
 pub(crate) fn terminal_hint(is_terminal: bool, expected: Expected) -> Option<String> {
     is_terminal.then(|| {
         format!(
-            "agent-context: reading {} from standard input; pipe one in or pass a FILE \
+            "agent-context: reading {} from standard input; pipe it in or pass a FILE \
              (end typed input with Ctrl-D)",
             expected.what()
         )
@@ -312,8 +312,13 @@ mod tests {
         let hint = terminal_hint(true, Expected::Session).unwrap();
         assert_eq!(
             hint,
-            "agent-context: reading a session from standard input; pipe one in or pass a FILE \
+            "agent-context: reading a session from standard input; pipe it in or pass a FILE \
              (end typed input with Ctrl-D)"
+        );
+        let count = terminal_hint(true, Expected::Text).unwrap();
+        assert!(
+            count.starts_with("agent-context: reading text from"),
+            "{count}"
         );
         assert_eq!(terminal_hint(false, Expected::Session), None);
     }
