@@ -50,6 +50,60 @@ impl fmt::Display for ChunkLocation {
     }
 }
 
+/// Where in a JSON document an error sits: the chunk, when it is inside one,
+/// and the path below it (or from the root, outside any chunk).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonPlace {
+    /// The chunk of a session the place is in.
+    pub chunk: Option<ChunkLocation>,
+    /// Keys and indices down to the place (`data.rows[2]`, `fragments[0].data`);
+    /// empty for the chunk itself or the top level. Long paths end in `…`.
+    pub path: String,
+}
+
+impl fmt::Display for JsonPlace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.chunk, self.path.is_empty()) {
+            (Some(chunk), true) => write!(f, "in {chunk}"),
+            (Some(chunk), false) => write!(f, "in {chunk}, field `{}`", self.path),
+            (None, false) => write!(f, "at `{}`", self.path),
+            (None, true) => f.write_str("at the top level"),
+        }
+    }
+}
+
+/// Why readable JSON text was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum JsonProblem {
+    /// One object gives a key twice; JSON readers differ on which value wins.
+    #[error(
+        "key `{key}` is given twice in one object; give each key once (readers differ on which \
+         value wins)"
+    )]
+    DuplicateKey {
+        /// The key.
+        key: String,
+    },
+    /// Arrays and objects nest deeper than the reader goes.
+    #[error("nested deeper than {limit} levels of arrays and objects; flatten the value")]
+    TooDeep {
+        /// The deepest nesting read, [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH).
+        limit: usize,
+    },
+    /// A `\uD800`–`\uDFFF` escape outside a high-then-low pair, as left by
+    /// a writer that cut a string inside a character.
+    #[error(
+        "lone UTF-16 surrogate escape `{escape}` (half of a character, as left by a string cut \
+         inside an emoji); fix the writer, or read the input with lossy Unicode to replace it \
+         with U+FFFD"
+    )]
+    LoneSurrogate {
+        /// The escape as written, e.g. `\ud83e`.
+        escape: String,
+    },
+}
+
 /// The kinds of [`Error`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -63,6 +117,20 @@ pub enum ErrorKind {
         column: usize,
         /// What the parser expected.
         message: String,
+    },
+    /// The input is JSON text that cannot be taken as given: a key twice in
+    /// one object, nesting past [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH), a
+    /// lone surrogate escape.
+    #[error("invalid JSON at line {line}, column {column}, {place}: {problem}")]
+    JsonRejected {
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// The chunk and field, or the path from the root.
+        place: JsonPlace,
+        /// What is wrong and how to fix it.
+        problem: JsonProblem,
     },
     /// The session JSON is well formed but breaks the schema outside any chunk.
     #[error("invalid session: field `{field}`: {message}")]
@@ -155,6 +223,17 @@ pub enum ErrorKind {
         path: String,
         /// What is wrong and how to fix it.
         message: String,
+    },
+    /// A provider's API would reject the built prompt for having no messages
+    /// besides the system message.
+    #[error(
+        "{provider} needs at least one user or assistant message, and the prompt has none: the \
+         session has no `agent` turn left to send (add the user's request as an `agent` chunk \
+         with role `user`, or stop excluding agent chunks)"
+    )]
+    EmptyHistory {
+        /// The provider, e.g. `Anthropic`.
+        provider: String,
     },
     /// Reading input or writing output failed.
     #[error("{context}: {source}")]

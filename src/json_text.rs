@@ -11,6 +11,8 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::json_input::value_from_str;
+
 /// A JSON value kept as compact text, in the canonical form `serde_json`
 /// writes (keys in their given order, no whitespace outside strings).
 ///
@@ -38,9 +40,11 @@ impl JsonText {
     ///
     /// # Errors
     ///
-    /// `serde_json`'s error, with line and column, if `json` is not JSON.
+    /// `serde_json`'s error, with line and column, if `json` is not JSON, if
+    /// an object in it gives a key twice, or if it nests deeper than
+    /// [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH).
     pub fn parse(json: &str) -> serde_json::Result<JsonText> {
-        Ok(JsonText::from(&serde_json::from_str::<Value>(json)?))
+        Ok(JsonText::from(&value_from_str(json)?))
     }
 
     /// The compact text.
@@ -52,10 +56,11 @@ impl JsonText {
     ///
     /// # Errors
     ///
-    /// Only for a value nested more than 128 levels deep, which `serde_json`
-    /// writes but will not read back.
+    /// Only for a value nested deeper than
+    /// [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH), which a `Value` built in
+    /// Rust may be but no parsed input is.
     pub fn to_value(&self) -> serde_json::Result<Value> {
-        serde_json::from_str(self.as_str())
+        value_from_str(self.as_str())
     }
 
     /// The text indented by two spaces, exactly as
@@ -244,6 +249,20 @@ mod tests {
         let parsed = JsonText::parse("{ \"b\" : 1.0e3 , \"a\": \"\\u00e9\" }").unwrap();
         assert_eq!(parsed.as_str(), r#"{"b":1000.0,"a":"é"}"#);
         assert!(JsonText::parse("{").is_err());
+        let twice = JsonText::parse(r#"{"a": 1, "a": 2}"#).unwrap_err();
+        assert!(
+            twice.to_string().contains("key `a` is given twice"),
+            "{twice}"
+        );
+    }
+
+    #[test]
+    fn values_as_deep_as_input_may_be_read_back() {
+        let depth = crate::MAX_JSON_DEPTH;
+        let deep = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let text = JsonText::parse(&deep).unwrap();
+        assert_eq!(text.as_str(), deep);
+        assert_eq!(JsonText::from(text.to_value().unwrap()), text);
     }
 
     #[test]

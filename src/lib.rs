@@ -47,7 +47,8 @@
 //!
 //! # Map
 //!
-//! * [`MemoryState`], [`MemoryChunk`]: the input, parsed and validated from JSON.
+//! * [`MemoryState`], [`MemoryChunk`]: the input, parsed and validated from JSON
+//!   (strictly: [`parse_json`] and [`ParseOptions`] say how).
 //! * [`render`]: the [`ChunkRenderer`](render::ChunkRenderer) trait, the
 //!   default tag table, custom renderers, escaping.
 //! * [`tokens`]: exact counting ([`TiktokenCounter`](tokens::TiktokenCounter)),
@@ -70,6 +71,8 @@ mod error;
 mod explain;
 pub mod format;
 mod fragment;
+mod json_input;
+mod json_scan;
 mod json_text;
 mod memory;
 mod memory_schema;
@@ -82,12 +85,13 @@ pub mod tokens;
 
 pub use builder::{ContextBuilder, DEFAULT_MODEL};
 pub use chunk_id::ChunkId;
-pub use error::{ChunkLocation, Error, ErrorKind, Result};
+pub use error::{ChunkLocation, Error, ErrorKind, JsonPlace, JsonProblem, Result};
 pub use format::{FormatOptions, FragmentFormat};
 pub use fragment::{
     Child, Fragment, FragmentData, assistant, example, fragment, fragments_from_json, guardrail,
     hint, role, term, user, workflow,
 };
+pub use json_input::{MAX_JSON_DEPTH, ParseOptions, parse_json};
 pub use json_text::JsonText;
 pub use memory::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
 pub use message::{BuildResult, ContextMessage, Elision, Resolved, Truncation};

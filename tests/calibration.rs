@@ -1,6 +1,5 @@
 //! Estimates learn from what the provider billed, with synthetic figures.
 
-use agent_context::budget::Policy;
 use agent_context::tokens::{
     Calibration, Encoding, EstimateFactor, Framing, TiktokenCounter, TokenCounter,
 };
@@ -180,17 +179,17 @@ fn a_session_recounts_what_it_cached_when_the_factor_changes() {
     let mut builder = ContextBuilder::new();
     builder.model(MODEL).calibration(calibration.clone());
     let mut session = ContextSession::new(builder, session()).unwrap();
-    let first = session.build(&Policy::default()).unwrap();
+    let first = session.build().unwrap();
     let billed = base_tokens(&first) * 3;
     calibration.observe(&first, billed).unwrap();
-    let second = session.build(&Policy::default()).unwrap();
+    let second = session.build().unwrap();
     assert!(
         second.token_count >= billed,
         "{} < billed {billed}",
         second.token_count
     );
     // Nothing changed since: the third build is served from the cache.
-    let third = session.build(&Policy::default()).unwrap();
+    let third = session.build().unwrap();
     assert_eq!(third.token_count, second.token_count);
     assert_eq!(session.stats().chunks_rendered, 0);
 }

@@ -170,11 +170,19 @@ schema_error!(
     r#"{"chunk": []}"#,
     "invalid session: field `chunk`: unknown field"
 );
-schema_error!(
-    root_not_object,
-    "[]",
-    "invalid session: field `(root)`: expected an object, found an array"
-);
+#[test]
+fn root_not_object() {
+    // Refused at its first byte, before reading on (the library's schema
+    // error, "field `(root)`: expected an object", is for parsed JSON).
+    let out = run(&["build"], " []");
+    assert_failed(
+        &out,
+        2,
+        "reading standard input: this is not a session: it starts with '[' (byte 0x5b) at \
+         offset 1; a session is a JSON object, starting with `{`",
+    );
+    insta::assert_snapshot!("root_not_object", out.stderr);
+}
 
 #[test]
 fn input_not_utf8_via_stdin() {
@@ -261,6 +269,280 @@ fn nonexistent_input_file() {
     let out = run(&["build", "agent-context-no-such-file.json"], "");
     assert_failed(&out, 2, "reading agent-context-no-such-file.json: ");
     insta::assert_snapshot!("nonexistent_file", out.stderr);
+}
+
+// ---- bad input: duplicate keys, endless input, BOM, surrogates, depth ----
+
+schema_error!(
+    duplicate_key_text,
+    with_chunk(r#"{"id": "a1", "kind": "agent", "role": "assistant", "text": "a", "text": "b"}"#),
+    r#"in chunks[1] (id "a1"): key `text` is given twice in one object"#
+);
+schema_error!(
+    duplicate_key_id,
+    with_chunk(r#"{"id": "a1", "kind": "thinking", "id": "a2", "text": "hmm"}"#),
+    r#"in chunks[1] (id "a1"): key `id` is given twice in one object"#
+);
+schema_error!(
+    duplicate_key_chunks,
+    r#"{"chunks": [], "chunks": [{"id": "u1", "kind": "agent", "role": "user", "text": "hi"}]}"#,
+    "at the top level: key `chunks` is given twice in one object"
+);
+
+#[test]
+fn render_refuses_a_key_given_twice() {
+    let fragments = run(
+        &["render", "--format", "xml"],
+        r#"{"fragments": [{"name": "config", "data": {"port": 1, "port": 2}}]}"#,
+    );
+    assert_failed(
+        &fragments,
+        2,
+        "at `fragments[0].data`: key `port` is given twice in one object",
+    );
+    let data = run(
+        &["render", "--data", "--format", "toml"],
+        r#"{"a": 1, "a": 2}"#,
+    );
+    assert_failed(&data, 2, "at the top level: key `a` is given twice");
+}
+
+/// Runs the binary on `stdin`, feeding it from `feed` on another thread if
+/// given, and fails the test if the binary has not exited within 10 s
+/// (killing it), instead of hanging or eating memory.
+fn run_bounded(args: &[&str], stdin: Stdio, feed: Option<&'static [u8]>) -> Run {
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-context"))
+        .args(args)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn agent-context");
+    if let (Some(line), Some(mut pipe)) = (feed, child.stdin.take()) {
+        // Like `yes`: writes until the reader goes away.
+        std::thread::spawn(move || while pipe.write_all(line).is_ok() {});
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll agent-context") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("agent-context {args:?} still running after 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    Run {
+        code: status.code().expect("exited normally"),
+        stdout,
+        stderr,
+    }
+}
+
+fn dev_zero() -> Stdio {
+    Stdio::from(std::fs::File::open("/dev/zero").expect("open /dev/zero"))
+}
+
+#[test]
+fn endless_input_is_refused_at_its_first_byte() {
+    let file = run_bounded(&["build", "/dev/zero"], Stdio::null(), None);
+    assert_failed(&file, 2, "reading /dev/zero: this is not a session");
+    insta::assert_snapshot!("dev_zero_file", file.stderr);
+
+    let piped = run_bounded(&["build"], dev_zero(), None);
+    assert_failed(&piped, 2, "it starts with byte 0x00 at offset 0");
+    let render = run_bounded(&["render", "--data", "--format", "xml"], dev_zero(), None);
+    assert_failed(
+        &render,
+        2,
+        "this is not a JSON value: it starts with byte 0x00",
+    );
+
+    let yes = run_bounded(&["build"], Stdio::piped(), Some(b"y\n"));
+    assert_failed(&yes, 2, "it starts with 'y' (byte 0x79) at offset 0");
+    insta::assert_snapshot!("yes_piped", yes.stderr);
+    let replay = run_bounded(&["replay"], Stdio::piped(), Some(b"y\n"));
+    assert_failed(&replay, 2, "this is not a session");
+}
+
+#[test]
+fn input_past_the_size_limit_is_refused() {
+    // A valid start, then whitespace without end: only the limit stops it.
+    let endless = run_bounded(
+        &["build", "--max-input-bytes", "64KiB"],
+        Stdio::piped(),
+        Some(b"{                                                               "),
+    );
+    assert_failed(
+        &endless,
+        2,
+        "reading standard input: the input is larger than the limit of 64 KiB (65536 bytes); \
+         raise it with --max-input-bytes",
+    );
+    insta::assert_snapshot!("input_too_large", endless.stderr);
+    // `count` reads any text, so only the limit applies.
+    let count = run_bounded(&["count", "--max-input-bytes", "1000"], dev_zero(), None);
+    assert_failed(&count, 2, "larger than the limit of 1000 bytes");
+    // Raising the limit lets the same input through.
+    let small = format!("{SMALL}{}", " ".repeat(2000));
+    assert_failed(
+        &run(&["build", "--max-input-bytes", "2KiB"], &small),
+        2,
+        "limit of 2 KiB",
+    );
+    json_output(&run(&["build", "--max-input-bytes", "3KiB"], &small));
+    let bad = run(&["build", "--max-input-bytes", "12MB"], SMALL);
+    assert_failed(&bad, 2, "expected bytes, or a number with KiB, MiB or GiB");
+}
+
+#[test]
+fn a_byte_order_mark_is_skipped() {
+    let plain = json_output(&run(&["build"], SMALL));
+    let with_bom = format!("\u{feff}{SMALL}");
+    assert_eq!(json_output(&run(&["build"], &with_bom)), plain);
+    let file = json_output(&build_file(&with_bom, &[]));
+    assert_eq!(file, plain);
+    let render = run(
+        &["render", "--data", "--format", "toml"],
+        "\u{feff}{\"a\": 1}",
+    );
+    assert_eq!((render.code, render.stdout.as_str()), (0, "a = 1\n"));
+}
+
+#[test]
+fn a_lone_surrogate_is_named_and_repaired_on_request() {
+    let cut =
+        with_chunk(r#"{"id": "a1", "kind": "agent", "role": "assistant", "text": "done \ud83e"}"#);
+    let strict = build_file(&cut, &[]);
+    assert_failed(
+        &strict,
+        2,
+        r#"in chunks[1] (id "a1"), field `text`: lone UTF-16 surrogate escape `\ud83e`"#,
+    );
+    assert!(
+        strict
+            .stderr
+            .ends_with("\nhint: pass --lossy-unicode to read a lone surrogate as U+FFFD\n"),
+        "{}",
+        strict.stderr
+    );
+    insta::assert_snapshot!("lone_surrogate", strict.stderr);
+    let lossy = build_file(&cut, &["--lossy-unicode", "--output", "text"]);
+    assert_eq!(lossy.code, 0, "{}", lossy.stderr);
+    assert!(lossy.stdout.contains("done \u{fffd}\n"), "{}", lossy.stdout);
+    let render = run(
+        &["render", "--data", "--format", "toml", "--lossy-unicode"],
+        r#"{"a": "\udc00x"}"#,
+    );
+    assert_eq!(render.stdout, "a = \"\u{fffd}x\"\n");
+}
+
+/// A session whose one chunk's `data` brings the nesting to `depth` levels.
+fn nested_session(depth: usize) -> String {
+    let inner = depth - 3; // the session, `chunks`, the chunk
+    let data = format!("{}{}", "[".repeat(inner), "]".repeat(inner));
+    format!(
+        r#"{{"chunks": [{{"id": "deep", "kind": "system", "data": {data}}}, {{"id": "u1", "kind": "agent", "role": "user", "text": "hi"}}]}}"#
+    )
+}
+
+#[test]
+fn nesting_is_read_to_the_limit_and_named_past_it() {
+    let limit = agent_context::MAX_JSON_DEPTH;
+    json_output(&build_file(&nested_session(limit), &[]));
+    let past = build_file(&nested_session(limit + 1), &[]);
+    assert_failed(
+        &past,
+        2,
+        r#"in chunks[0] (id "deep"), field `data[0][0][0][0][0][0][0]…`: nested deeper than 256 levels"#,
+    );
+    insta::assert_snapshot!("nested_too_deep", past.stderr);
+}
+
+#[test]
+fn a_fragment_past_its_depth_limit_is_named_by_the_fragment_reader() {
+    // 65 fragment levels nest 133 JSON levels, past serde_json's own 128.
+    let mut fragment = r#"{"name": "leaf", "data": {"k": 1}}"#.to_owned();
+    for _ in 1..65 {
+        fragment = format!(r#"{{"name": "f", "data": [{fragment}]}}"#);
+    }
+    let out = run(
+        &["render", "--format", "xml"],
+        &format!(r#"{{"fragments": [{fragment}]}}"#),
+    );
+    assert_failed(
+        &out,
+        2,
+        "invalid structured context at `fragments[0].data[0].data[0]",
+    );
+    assert!(
+        out.stderr
+            .ends_with("`: nested deeper than 64 levels; flatten the data\n"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn anthropic_output_needs_a_turn() {
+    let session = r#"{"system_prompt": "Be brief.",
+      "chunks": [{"id": "s1", "kind": "system", "text": "Repo: acme."}]}"#;
+    let out = build_file(session, &["--output", "anthropic"]);
+    assert_failed(
+        &out,
+        2,
+        "Anthropic needs at least one user or assistant message",
+    );
+    insta::assert_snapshot!("anthropic_no_turn", out.stderr);
+    // OpenAI takes a system message alone.
+    json_output(&build_file(session, &["--output", "openai"]));
+}
+
+// util-linux's `script` (BSD's takes other flags).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_terminal_on_standard_input_gets_a_hint() {
+    // `script` gives the binary a terminal; Ctrl-D on it ends the input.
+    let command = format!("'{}' build", env!("CARGO_BIN_EXE_agent-context"));
+    let Ok(mut child) = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("skipped: no `script` to open a terminal with");
+        return;
+    };
+    let _ = child.stdin.take().unwrap().write_all(b"\x04");
+    let output = child.wait_with_output().expect("wait for script");
+    let terminal = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        terminal.starts_with(
+            "agent-context: reading a session from standard input; pipe it in or pass a FILE \
+             (end typed input with Ctrl-D)\r\nerror: invalid JSON at line 1, column 1: the input \
+             is empty"
+        ),
+        "{terminal:?}"
+    );
+    assert_eq!(output.status.code(), Some(2));
 }
 
 // ---- success paths -----------------------------------------------------

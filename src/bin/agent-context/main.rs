@@ -1,6 +1,6 @@
 //! The `agent-context` command: a thin layer over the library.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use agent_context::format::{
@@ -9,10 +9,12 @@ use agent_context::format::{
 use agent_context::tokens::{
     Calibration, EstimateFactor, counter_for_model_calibrated, estimate_warning,
 };
-use agent_context::{DEFAULT_MODEL, ErrorKind, MemoryState, adapter, fragments_from_json};
+use agent_context::{DEFAULT_MODEL, ErrorKind, adapter, fragments_from_json, parse_json};
 use clap::{Parser, Subcommand, ValueEnum};
+use input::{Expected, InputLimit, JsonInput, read_input};
 use options::{BuildOptions, parse_estimate_factor, unused_factor_warning};
 
+mod input;
 mod options;
 mod replay;
 
@@ -43,6 +45,8 @@ struct BuildArgs {
     file: String,
     #[command(flatten)]
     options: BuildOptions,
+    #[command(flatten)]
+    input: JsonInput,
     /// What to print.
     #[arg(long, value_enum, default_value_t = OutputArg::Report)]
     output: OutputArg,
@@ -65,6 +69,8 @@ struct CountArgs {
     /// Estimates count F × o200k_base (default 1.6; at least 1.0).
     #[arg(long, value_name = "F", value_parser = parse_estimate_factor)]
     estimate_factor: Option<EstimateFactor>,
+    #[command(flatten)]
+    input: InputLimit,
 }
 
 #[derive(clap::Args)]
@@ -84,6 +90,8 @@ struct RenderArgs {
     /// Spaces per indentation level (XML and TOON).
     #[arg(long, default_value_t = 2)]
     indent: usize,
+    #[command(flatten)]
+    input: JsonInput,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -130,6 +138,9 @@ fn main() -> ExitCode {
         }
         Err(error) => {
             eprintln!("error: {error}");
+            if let Some(hint) = input::flag_hint(error.kind()) {
+                eprintln!("hint: {hint}");
+            }
             ExitCode::from(exit_code(error.kind()))
         }
     }
@@ -140,6 +151,8 @@ fn main() -> ExitCode {
 fn exit_code(kind: &ErrorKind) -> u8 {
     match kind {
         ErrorKind::Json { .. }
+        | ErrorKind::JsonRejected { .. }
+        | ErrorKind::EmptyHistory { .. }
         | ErrorKind::Session { .. }
         | ErrorKind::Chunk { .. }
         | ErrorKind::Option { .. }
@@ -153,7 +166,7 @@ fn exit_code(kind: &ErrorKind) -> u8 {
 
 /// Builds, returning everything for stdout so nothing is half-written on error.
 fn build(args: BuildArgs) -> agent_context::Result<String> {
-    let state = MemoryState::from_json_str(&read_input(&args.file)?)?;
+    let state = input::read_session(&args.file, &args.input)?;
     let mut builder = args.options.builder()?;
     builder.user_first(matches!(args.output, OutputArg::Anthropic));
     let result = builder.build(&state)?;
@@ -177,7 +190,7 @@ fn build(args: BuildArgs) -> agent_context::Result<String> {
 }
 
 fn count(args: CountArgs) -> agent_context::Result<String> {
-    let text = read_input(&args.file)?;
+    let text = read_input(&args.file, &args.input, Expected::Text)?;
     let calibration = args
         .estimate_factor
         .map_or_else(Calibration::new, Calibration::with_floor);
@@ -207,12 +220,13 @@ fn count(args: CountArgs) -> agent_context::Result<String> {
 
 /// Renders a fragments document (or, with `--data`, any JSON value).
 fn render(args: RenderArgs) -> agent_context::Result<String> {
-    let text = read_input(&args.file)?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| ErrorKind::Json {
-        line: e.line(),
-        column: e.column().max(1),
-        message: e.to_string(),
-    })?;
+    let expected = if args.data {
+        Expected::JsonValue
+    } else {
+        Expected::FragmentsDocument
+    };
+    let text = read_input(&args.file, args.input.limit(), expected)?;
+    let value = parse_json(&text, args.input.parse_options())?;
     let options = FormatOptions::default()
         .with_delimiter(args.delimiter)
         .with_indent(args.indent);
@@ -245,31 +259,4 @@ fn pretty(value: &serde_json::Value) -> String {
     let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
     text.push('\n');
     text
-}
-
-pub(crate) fn read_input(file: &str) -> agent_context::Result<String> {
-    let (context, bytes) = if file == "-" {
-        let mut bytes = Vec::new();
-        let read = std::io::stdin().read_to_end(&mut bytes);
-        ("reading standard input".to_owned(), read.map(|_| bytes))
-    } else {
-        (format!("reading {file}"), std::fs::read(file))
-    };
-    let bytes = bytes.map_err(|source| ErrorKind::Io {
-        context: context.clone(),
-        source,
-    })?;
-    String::from_utf8(bytes).map_err(|e| {
-        ErrorKind::Io {
-            context,
-            source: std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "not UTF-8: invalid byte at offset {}",
-                    e.utf8_error().valid_up_to()
-                ),
-            ),
-        }
-        .into()
-    })
 }

@@ -4,11 +4,11 @@
 use std::fmt::Write;
 use std::time::Instant;
 
-use agent_context::{BuildResult, ChunkKind, ContextSession, MemoryState, Role};
+use agent_context::{BuildResult, ChunkKind, ContextSession, Role};
 use serde_json::json;
 
+use crate::input::{JsonInput, read_session};
 use crate::options::BuildOptions;
-use crate::read_input;
 
 #[derive(clap::Args)]
 pub(crate) struct ReplayArgs {
@@ -17,6 +17,8 @@ pub(crate) struct ReplayArgs {
     file: String,
     #[command(flatten)]
     options: BuildOptions,
+    #[command(flatten)]
+    input: JsonInput,
     /// End a turn every N chunks instead of at each assistant chunk.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     every: Option<u64>,
@@ -27,7 +29,7 @@ pub(crate) struct ReplayArgs {
 
 /// One JSON line per turn, then a summary line; all or nothing on stdout.
 pub(crate) fn run(args: ReplayArgs) -> agent_context::Result<String> {
-    let recorded = MemoryState::from_json_str(&read_input(&args.file)?)?;
+    let recorded = read_session(&args.file, &args.input)?;
     let mut opening = recorded.clone();
     opening.chunks.clear();
     let builder = args.options.builder()?;

@@ -1,0 +1,325 @@
+//! Reading the command's input: bounded in size, refused at the first byte
+//! that cannot start it, and announced on a terminal.
+//!
+//! `yes | agent-context build` or `/dev/zero` as FILE would otherwise be read
+//! until memory runs out. A JSON input is judged by its first byte past a
+//! byte-order mark and whitespace, as soon as it arrives; every input stops
+//! at `--max-input-bytes`.
+
+use std::fs::File;
+use std::io::{self, IsTerminal, Read};
+
+use agent_context::{ErrorKind, JsonProblem, MemoryState, ParseOptions, Result};
+
+/// `--max-input-bytes` for commands that read raw text (`count`).
+#[derive(clap::Args)]
+pub(crate) struct InputLimit {
+    /// Refuse input larger than SIZE bytes (suffixes KiB, MiB, GiB).
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size)]
+    max_input_bytes: u64,
+}
+
+/// The input flags of commands that read JSON (`build`, `render`, `replay`).
+#[derive(clap::Args)]
+pub(crate) struct JsonInput {
+    #[command(flatten)]
+    limit: InputLimit,
+    /// Read a lone UTF-16 surrogate escape (`\ud83e`, half of a character)
+    /// as U+FFFD instead of failing.
+    #[arg(long)]
+    lossy_unicode: bool,
+}
+
+impl JsonInput {
+    pub(crate) fn parse_options(&self) -> ParseOptions {
+        ParseOptions::new().lossy_unicode(self.lossy_unicode)
+    }
+
+    pub(crate) fn limit(&self) -> &InputLimit {
+        &self.limit
+    }
+}
+
+/// What an input must be, which decides the byte it may start with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Expected {
+    /// A session: a JSON object.
+    Session,
+    /// `{"fragments": [...]}`: a JSON object.
+    FragmentsDocument,
+    /// Any JSON value.
+    JsonValue,
+    /// Raw text: anything, up to the size limit.
+    Text,
+}
+
+impl Expected {
+    fn what(self) -> &'static str {
+        match self {
+            Expected::Session => "a session",
+            Expected::FragmentsDocument => "a fragments document",
+            Expected::JsonValue => "a JSON value",
+            Expected::Text => "text",
+        }
+    }
+
+    /// Whether `byte` (past whitespace and a byte-order mark) can start it.
+    fn may_start_with(self, byte: u8) -> bool {
+        match self {
+            Expected::Session | Expected::FragmentsDocument => byte == b'{',
+            Expected::JsonValue => matches!(
+                byte,
+                b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n'
+            ),
+            Expected::Text => true,
+        }
+    }
+
+    /// The rule the first byte broke.
+    fn rule(self) -> &'static str {
+        match self {
+            Expected::Session => "a session is a JSON object, starting with `{`",
+            Expected::FragmentsDocument => {
+                "a fragments document is a JSON object, starting with `{`"
+            }
+            Expected::JsonValue | Expected::Text => {
+                "JSON starts with `{`, `[`, `\"`, a digit, `-`, `true`, `false` or `null`"
+            }
+        }
+    }
+}
+
+/// Reads and parses a session from FILE (or `-`, standard input).
+pub(crate) fn read_session(file: &str, input: &JsonInput) -> Result<MemoryState> {
+    let text = read_input(file, &input.limit, Expected::Session)?;
+    MemoryState::from_json_str_with(&text, input.parse_options())
+}
+
+/// Reads FILE (or `-`, standard input) as UTF-8 text, refusing more than
+/// the limit and, for JSON, a first byte that cannot start it.
+pub(crate) fn read_input(file: &str, limit: &InputLimit, expected: Expected) -> Result<String> {
+    let (context, bytes) = if file == "-" {
+        let stdin = io::stdin();
+        if let Some(hint) = terminal_hint(stdin.is_terminal(), expected) {
+            eprintln!("{hint}");
+        }
+        let bytes = read_bounded(stdin.lock(), limit.max_input_bytes, expected);
+        ("reading standard input".to_owned(), bytes)
+    } else {
+        let bytes = File::open(file)
+            .and_then(|opened| read_bounded(opened, limit.max_input_bytes, expected));
+        (format!("reading {file}"), bytes)
+    };
+    let bytes = bytes.map_err(|source| ErrorKind::Io {
+        context: context.clone(),
+        source,
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        let source = invalid(format!("not UTF-8: invalid byte at offset {offset}"));
+        ErrorKind::Io { context, source }.into()
+    })
+}
+
+/// What a person at a terminal sees while the command waits for input
+/// they may not know it wants.
+pub(crate) fn terminal_hint(is_terminal: bool, expected: Expected) -> Option<String> {
+    is_terminal.then(|| {
+        format!(
+            "agent-context: reading {} from standard input; pipe it in or pass a FILE \
+             (end typed input with Ctrl-D)",
+            expected.what()
+        )
+    })
+}
+
+/// Reads at most `limit` bytes; for JSON, stops at the first significant
+/// byte that cannot start it instead of reading on.
+fn read_bounded(reader: impl Read, limit: u64, expected: Expected) -> io::Result<Vec<u8>> {
+    let mut reader = reader.take(limit.saturating_add(1));
+    let mut bytes = Vec::new();
+    if expected != Expected::Text {
+        let mut chunk = [0u8; 8192];
+        loop {
+            let read = match reader.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(read) => read,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => return Err(error),
+            };
+            bytes.extend_from_slice(&chunk[..read]);
+            if let Some(offset) = first_significant(&bytes) {
+                check_start(bytes[offset], offset, expected)?;
+                break;
+            }
+        }
+    }
+    reader.read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(invalid(format!(
+            "the input is larger than the limit of {} ({limit} bytes); raise it with \
+             --max-input-bytes",
+            human_size(limit)
+        )));
+    }
+    Ok(bytes)
+}
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// The offset of the first byte past a byte-order mark and JSON whitespace,
+/// once one has arrived.
+fn first_significant(bytes: &[u8]) -> Option<usize> {
+    if bytes.len() < BOM.len() && BOM.starts_with(bytes) {
+        return None; // perhaps a byte-order mark, still arriving
+    }
+    let skip = if bytes.starts_with(BOM) { BOM.len() } else { 0 };
+    bytes[skip..]
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .map(|offset| skip + offset)
+}
+
+fn check_start(byte: u8, offset: usize, expected: Expected) -> io::Result<()> {
+    if expected.may_start_with(byte) {
+        return Ok(());
+    }
+    let shown = if byte.is_ascii_graphic() {
+        format!("{:?} (byte 0x{byte:02x})", byte as char)
+    } else {
+        format!("byte 0x{byte:02x}")
+    };
+    Err(invalid(format!(
+        "this is not {}: it starts with {shown} at offset {offset}; {}",
+        expected.what(),
+        expected.rule()
+    )))
+}
+
+fn invalid(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message)
+}
+
+/// Parses `--max-input-bytes`: a byte count, or one with a binary suffix.
+fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, ""),
+    };
+    let scale: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "expected bytes, or a number with KiB, MiB or GiB; found {text:?}"
+            ));
+        }
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .filter(|&bytes| bytes > 0)
+        .ok_or_else(|| format!("expected a size of at least one byte; found {text:?}"))
+}
+
+/// `268435456` as `256 MiB`, for messages.
+fn human_size(bytes: u64) -> String {
+    let units = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    match units
+        .iter()
+        .find(|(size, _)| bytes >= *size && bytes.is_multiple_of(*size))
+    {
+        Some((size, unit)) => format!("{} {unit}", bytes / size),
+        None => format!("{bytes} bytes"),
+    }
+}
+
+/// A line of advice for errors whose fix is a flag of this command.
+pub(crate) fn flag_hint(kind: &ErrorKind) -> Option<&'static str> {
+    match kind {
+        ErrorKind::JsonRejected {
+            problem: JsonProblem::LoneSurrogate { .. },
+            ..
+        } => Some("pass --lossy-unicode to read a lone surrogate as U+FFFD"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(reader: impl Read, limit: u64, expected: Expected) -> String {
+        match read_bounded(reader, limit, expected) {
+            Ok(bytes) => panic!("read {} bytes", bytes.len()),
+            Err(error) => error.to_string(),
+        }
+    }
+
+    #[test]
+    fn endless_input_stops_at_its_first_byte_or_the_limit() {
+        // `io::repeat` never ends: these return only because reading stops.
+        assert_eq!(
+            refusal(io::repeat(0), u64::MAX, Expected::Session),
+            "this is not a session: it starts with byte 0x00 at offset 0; a session is a JSON \
+             object, starting with `{`"
+        );
+        let yes = refusal(io::repeat(b'y'), u64::MAX, Expected::JsonValue);
+        assert!(
+            yes.contains("it starts with 'y' (byte 0x79) at offset 0"),
+            "{yes}"
+        );
+        let spaces = refusal(io::repeat(b' '), 1 << 20, Expected::Session);
+        assert_eq!(
+            spaces,
+            "the input is larger than the limit of 1 MiB (1048576 bytes); raise it with \
+             --max-input-bytes"
+        );
+        let text = refusal(io::repeat(b'y'), 1000, Expected::Text);
+        assert!(text.contains("limit of 1000 bytes"), "{text}");
+    }
+
+    #[test]
+    fn the_first_significant_byte_is_past_a_bom_and_whitespace() {
+        let bom_then_bad = b"\xEF\xBB\xBF \n x";
+        let error = refusal(&bom_then_bad[..], 100, Expected::Session);
+        assert!(error.contains("'x' (byte 0x78) at offset 6"), "{error}");
+        assert_eq!(first_significant(b"\xEF\xBB"), None);
+        let ok = read_bounded(&b"\xEF\xBB\xBF{}"[..], 5, Expected::Session).unwrap();
+        assert_eq!(ok, b"\xEF\xBB\xBF{}");
+        // Exactly at the limit is allowed.
+        assert!(read_bounded(&b"{}"[..], 2, Expected::Session).is_ok());
+        assert!(read_bounded(&b"{} "[..], 2, Expected::Session).is_err());
+    }
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_size("1000"), Ok(1000));
+        assert_eq!(parse_size("2 GiB"), Ok(2 << 30));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("12MB").unwrap_err().contains("KiB, MiB or GiB"));
+        assert!(parse_size("99999999999999GiB").is_err());
+        assert_eq!(human_size(256 << 20), "256 MiB");
+        assert_eq!(human_size(1500), "1500 bytes");
+    }
+
+    #[test]
+    fn a_terminal_is_told_what_is_awaited() {
+        let hint = terminal_hint(true, Expected::Session).unwrap();
+        assert_eq!(
+            hint,
+            "agent-context: reading a session from standard input; pipe it in or pass a FILE \
+             (end typed input with Ctrl-D)"
+        );
+        let count = terminal_hint(true, Expected::Text).unwrap();
+        assert!(
+            count.starts_with("agent-context: reading text from"),
+            "{count}"
+        );
+        assert_eq!(terminal_hint(false, Expected::Session), None);
+    }
+}
