@@ -27,7 +27,8 @@ impl Fragment {
 
 impl<'de> Deserialize<'de> for Fragment {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(deserializer)?;
+        // Strict like every other reader: a key given twice is an error.
+        let value = crate::json_input::value_from_deserializer(deserializer)?;
         Fragment::from_json(value).map_err(serde::de::Error::custom)
     }
 }
@@ -198,6 +199,9 @@ mod tests {
         );
         let back: Fragment = serde_json::from_str(&text).unwrap();
         assert_eq!(back, original);
+        let doubled = r#"{"name":"a","name":"b","data":1}"#;
+        let error = serde_json::from_str::<Fragment>(doubled).unwrap_err();
+        assert!(error.to_string().contains("given twice"), "{error}");
         assert_eq!(original.to_json(), serde_json::to_value(&original).unwrap());
     }
 
