@@ -234,3 +234,17 @@ fn what_we_render_decodes_back_to_the_input() {
         }
     });
 }
+
+#[test]
+fn data_nested_past_the_limit_is_an_error_from_the_cli() {
+    let mut value = serde_json::json!(1);
+    for _ in 0..agent_context::format::MAX_DEPTH {
+        value = serde_json::json!([value]);
+    }
+    let (code, stdout, _) = render_cli(&value, &[]);
+    assert_eq!((code, stdout.is_empty()), (0, false), "64 levels render");
+    let (code, stdout, stderr) = render_cli(&serde_json::json!({ "hosts": value }), &[]);
+    assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
+    assert!(stderr.contains("`hosts[0][0]"), "{stderr}");
+    assert!(stderr.contains("nested deeper than 64 levels"), "{stderr}");
+}
