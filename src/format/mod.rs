@@ -103,9 +103,10 @@
 //!   ```
 //! * [`FragmentFormat::Toon`]: TOON spec v4 through the `toon-format` crate,
 //!   with [`FormatOptions::delimiter`] and [`FormatOptions::indent`]; uniform
-//!   arrays of objects take the tabular form. Decodes to the input, for
-//!   fragments minus nulls and empty containers (numbers compare by value:
-//!   TOON writes `1.0` as `1`).
+//!   arrays of objects take the tabular form. Fragments decode to the input
+//!   minus nulls and empty containers; [`render_value`] skips the tree and
+//!   is lossless, passing the spec's encode conformance fixtures (numbers
+//!   compare by value: TOON writes `1.0` as `1`).
 //!   ```text
 //!   config:
 //!     debug: true
@@ -345,6 +346,20 @@ pub fn render_fragments(
 /// # Ok::<(), agent_context::Error>(())
 /// ```
 ///
+/// TOON encodes the value as it is, exactly as the TOON spec (v4) says:
+/// nulls, empty arrays (`items: []`, `- [0]:` in a list) and empty objects
+/// (`user:`, a bare `-` in a list) are kept, so the output decodes to the
+/// input.
+///
+/// ```
+/// use agent_context::format::{FormatOptions, FragmentFormat, render_value};
+///
+/// let value = serde_json::json!({"tags": [], "rows": [{"a": 1, "b": null}], "more": [{}]});
+/// let toon = render_value(&value, FragmentFormat::Toon, &FormatOptions::default())?;
+/// assert_eq!(toon, "tags: []\nrows[1]{a,b}:\n  1,null\nmore[1]:\n  -");
+/// # Ok::<(), agent_context::Error>(())
+/// ```
+///
 /// # Errors
 ///
 /// As [`render_fragments`].
@@ -354,6 +369,12 @@ pub fn render_value(
     options: &FormatOptions,
 ) -> Result<String> {
     let mut out = String::new();
+    if format == FragmentFormat::Toon {
+        // Lossless: the raw value, not the pruned tree (see `toon.rs`).
+        options.validate(format)?;
+        toon::write_value(value, options, &mut out)?;
+        return Ok(out);
+    }
     Tree::from_value(value)?.write_to(format, options, &mut out)?;
     Ok(out)
 }

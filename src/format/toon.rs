@@ -1,21 +1,61 @@
 //! TOON (spec v4) through the `toon-format` crate.
 //!
 //! The crate implements the whole encoder (quoting, tabular and keyed tabular
-//! forms, list items, delimiters, canonical numbers) and is tested against
-//! the spec's fixtures, so nothing here is hand-written: this module only maps
-//! the options and the tree.
+//! forms, list items, delimiters, canonical numbers), so nothing here is
+//! hand-written: this module maps the options and picks what to encode.
+//!
+//! # Why the crate, and why `--data` skips the tree
+//!
+//! Handed a JSON value as it is, `toon-format` 0.7 writes every non-error
+//! encode fixture of the spec's conformance suite exactly (179 of 179, with
+//! their `delimiter` and `indentSize` options; `tests/toon_spec.rs` runs them
+//! through [`render_value`](super::render_value) and the CLI). The 16 that
+//! failed before were lost in our own pre-processing: the normalized
+//! [`Tree`] drops nulls and empty containers and renders an empty root as
+//! nothing, which is right for fragments (a prompt-building choice) but not
+//! for `render --data`, which promises any JSON value. So:
+//!
+//! * [`write_value`] encodes the raw value (nulls as `null`, `items: []`,
+//!   `- [0]:` and a bare `-` for empty containers in a list, root arrays and
+//!   primitives), bounded only by [`MAX_DEPTH`];
+//! * [`write`] encodes the pruned tree, for fragments.
+//!
+//! A spec-v4 encoder of our own would duplicate the crate's and pass no more
+//! fixtures; the crate also decodes, which the tests use to read our output
+//! back.
 
+use std::fmt::Write as _;
+
+use serde_json::Value;
 use toon_format::{EncodeOptions, encode};
 
 use super::tree::Tree;
-use super::{Delimiter, FormatOptions};
+use super::{Delimiter, FormatOptions, MAX_DEPTH, push_key};
 use crate::error::Result;
-use crate::fragment::error;
+use crate::fragment::{error, too_deep};
 
+/// Appends the pruned `tree` (fragments): nothing for an empty tree.
 pub(super) fn write(tree: &Tree, options: &FormatOptions, out: &mut String) -> Result<()> {
     if tree.is_empty() {
         return Ok(());
     }
+    out.push_str(&encode_with(&tree.to_value(), options)?);
+    Ok(())
+}
+
+/// Appends `value` exactly as the TOON spec encodes it, nothing dropped.
+///
+/// # Errors
+///
+/// [`ErrorKind::Fragment`](crate::ErrorKind::Fragment) naming the path of a
+/// container nested past [`MAX_DEPTH`] (checked before the encoder recurses).
+pub(super) fn write_value(value: &Value, options: &FormatOptions, out: &mut String) -> Result<()> {
+    check_depth(value, &mut String::new(), 1)?;
+    out.push_str(&encode_with(value, options)?);
+    Ok(())
+}
+
+fn encode_with(value: &Value, options: &FormatOptions) -> Result<String> {
     let delimiter = match options.delimiter {
         Delimiter::Comma => toon_format::Delimiter::Comma,
         Delimiter::Tab => toon_format::Delimiter::Tab,
@@ -24,9 +64,37 @@ pub(super) fn write(tree: &Tree, options: &FormatOptions, out: &mut String) -> R
     let options = EncodeOptions::new()
         .with_delimiter(delimiter)
         .with_spaces(options.indent);
-    let text = encode(&tree.to_value(), &options)
-        .map_err(|e| error("", format!("the TOON encoder rejected the document: {e}")))?;
-    out.push_str(&text);
+    encode(value, &options)
+        .map_err(|e| error("", format!("the TOON encoder rejected the document: {e}")))
+}
+
+/// Fails on the first container deeper than [`MAX_DEPTH`], counting the root
+/// as level 1 like the tree does; the recursion stops there, so it is bounded.
+fn check_depth(value: &Value, path: &mut String, depth: usize) -> Result<()> {
+    let len = path.len();
+    match value {
+        Value::Array(items) => {
+            if depth > MAX_DEPTH {
+                return Err(too_deep(path));
+            }
+            for (index, item) in items.iter().enumerate() {
+                let _ = write!(path, "[{index}]");
+                check_depth(item, path, depth + 1)?;
+                path.truncate(len);
+            }
+        }
+        Value::Object(object) => {
+            if depth > MAX_DEPTH {
+                return Err(too_deep(path));
+            }
+            for (key, item) in object {
+                push_key(path, key);
+                check_depth(item, path, depth + 1)?;
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
     Ok(())
 }
 
@@ -35,7 +103,10 @@ mod tests {
     use serde_json::{Value, json};
     use toon_format::{DecodeOptions, Indent, decode};
 
-    use crate::format::{Delimiter, FormatOptions, FragmentFormat, render_value};
+    use crate::format::{
+        Delimiter, FormatOptions, FragmentFormat, MAX_DEPTH, render_fragments, render_value,
+    };
+    use crate::fragment;
 
     fn toon(value: &Value, options: &FormatOptions) -> String {
         render_value(value, FragmentFormat::Toon, options).unwrap()
@@ -85,6 +156,46 @@ mod tests {
     fn a_bare_document_needs_no_wrapper() {
         assert_eq!(toon(&json!("true"), &FormatOptions::default()), "\"true\"");
         assert_eq!(toon(&json!([1, 2]), &FormatOptions::default()), "[2]: 1,2");
+    }
+
+    #[test]
+    fn data_keeps_what_fragments_drop() {
+        let options = FormatOptions::default();
+        for (value, expected) in [
+            (json!(null), "null"),
+            (json!({}), ""),
+            (json!([]), "[]"),
+            (
+                json!({"a": [null, {}], "b": {}}),
+                "a[2]:\n  - null\n  -\nb:",
+            ),
+        ] {
+            assert_eq!(toon(&value, &options), expected, "{value}");
+        }
+        // The same data as a fragment is pruned, a prompt-building choice.
+        let pruned = fragment("a", [json!({"x": null, "y": [], "z": 1})]);
+        assert_eq!(
+            render_fragments(&[pruned], FragmentFormat::Toon, &options).unwrap(),
+            "a:\n  z: 1"
+        );
+    }
+
+    #[test]
+    fn data_nested_too_deep_is_an_error_naming_the_path() {
+        let mut value = json!(1);
+        for _ in 0..MAX_DEPTH {
+            value = json!([value]);
+        }
+        let options = FormatOptions::default();
+        assert!(render_value(&value, FragmentFormat::Toon, &options).is_ok());
+        let error = render_value(&json!({"hosts": value}), FragmentFormat::Toon, &options)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("invalid structured context at `hosts[0][0]"),
+            "{error}"
+        );
+        assert!(error.contains("nested deeper than 64 levels"), "{error}");
     }
 
     fn decodes_to(text: &str, value: &Value) {
