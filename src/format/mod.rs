@@ -104,8 +104,8 @@
 //! * [`FragmentFormat::Toon`]: TOON spec v4 through the `toon-format` crate,
 //!   with [`FormatOptions::delimiter`] and [`FormatOptions::indent`]; uniform
 //!   arrays of objects take the tabular form. Fragments decode to the input
-//!   minus nulls and empty containers; [`render_value`] skips the tree and
-//!   is lossless, passing the spec's encode conformance fixtures (numbers
+//!   minus nulls and empty containers; [`render_value`] keeps them and is
+//!   lossless, passing the spec's encode conformance fixtures (numbers
 //!   compare by value: TOON writes `1.0` as `1`).
 //!   ```text
 //!   config:
@@ -369,12 +369,6 @@ pub fn render_value(
     options: &FormatOptions,
 ) -> Result<String> {
     let mut out = String::new();
-    if format == FragmentFormat::Toon {
-        // Lossless: the raw value, not the pruned tree (see `toon.rs`).
-        options.validate(format)?;
-        toon::write_value(value, options, &mut out)?;
-        return Ok(out);
-    }
     Tree::from_value(value)?.write_to(format, options, &mut out)?;
     Ok(out)
 }

@@ -4,54 +4,33 @@
 //! forms, list items, delimiters, canonical numbers), so nothing here is
 //! hand-written: this module maps the options and picks what to encode.
 //!
-//! # Why the crate, and why `--data` skips the tree
+//! # Why the crate
 //!
-//! Handed a JSON value as it is, `toon-format` 0.7 writes every non-error
-//! encode fixture of the spec's conformance suite exactly (179 of 179, with
-//! their `delimiter` and `indentSize` options; `tests/toon_spec.rs` runs them
-//! through [`render_value`](super::render_value) and the CLI). The 16 that
-//! failed before were lost in our own pre-processing: the normalized
-//! [`Tree`] drops nulls and empty containers and renders an empty root as
-//! nothing, which is right for fragments (a prompt-building choice) but not
-//! for `render --data`, which promises any JSON value. So:
-//!
-//! * [`write_value`] encodes the raw value (nulls as `null`, `items: []`,
-//!   `- [0]:` and a bare `-` for empty containers in a list, root arrays and
-//!   primitives), bounded only by [`MAX_DEPTH`];
-//! * [`write`] encodes the pruned tree, for fragments.
-//!
-//! A spec-v4 encoder of our own would duplicate the crate's and pass no more
-//! fixtures; the crate also decodes, which the tests use to read our output
-//! back.
-
-use std::fmt::Write as _;
+//! Handed a JSON value, `toon-format` 0.7 writes every non-error encode
+//! fixture of the spec's conformance suite exactly (179 of 179, with their
+//! `delimiter` and `indentSize` options; `tests/toon_spec.rs` runs them
+//! through [`render_value`](super::render_value) and the CLI). What decides
+//! conformance is what it is handed: the [`Tree`] of a JSON value keeps nulls
+//! and empty containers (`items: []`, `- [0]:`, a bare `-`), the tree of
+//! fragments drops them. A spec-v4 encoder of our own would duplicate the
+//! crate's and pass no more fixtures; the crate also decodes, which the tests
+//! use to read our output back.
 
 use serde_json::Value;
 use toon_format::{EncodeOptions, encode};
 
 use super::tree::Tree;
-use super::{Delimiter, FormatOptions, MAX_DEPTH, push_key};
+use super::{Delimiter, FormatOptions};
 use crate::error::Result;
-use crate::fragment::{error, too_deep};
+use crate::fragment::error;
 
-/// Appends the pruned `tree` (fragments): nothing for an empty tree.
+/// Appends `tree`: nothing for an empty tree (no root, or a root object
+/// with no keys, which the spec also encodes as nothing).
 pub(super) fn write(tree: &Tree, options: &FormatOptions, out: &mut String) -> Result<()> {
     if tree.is_empty() {
         return Ok(());
     }
     out.push_str(&encode_with(&tree.to_value(), options)?);
-    Ok(())
-}
-
-/// Appends `value` exactly as the TOON spec encodes it, nothing dropped.
-///
-/// # Errors
-///
-/// [`ErrorKind::Fragment`](crate::ErrorKind::Fragment) naming the path of a
-/// container nested past [`MAX_DEPTH`] (checked before the encoder recurses).
-pub(super) fn write_value(value: &Value, options: &FormatOptions, out: &mut String) -> Result<()> {
-    check_depth(value, &mut String::new(), 1)?;
-    out.push_str(&encode_with(value, options)?);
     Ok(())
 }
 
@@ -66,36 +45,6 @@ fn encode_with(value: &Value, options: &FormatOptions) -> Result<String> {
         .with_spaces(options.indent);
     encode(value, &options)
         .map_err(|e| error("", format!("the TOON encoder rejected the document: {e}")))
-}
-
-/// Fails on the first container deeper than [`MAX_DEPTH`], counting the root
-/// as level 1 like the tree does; the recursion stops there, so it is bounded.
-fn check_depth(value: &Value, path: &mut String, depth: usize) -> Result<()> {
-    let len = path.len();
-    match value {
-        Value::Array(items) => {
-            if depth > MAX_DEPTH {
-                return Err(too_deep(path));
-            }
-            for (index, item) in items.iter().enumerate() {
-                let _ = write!(path, "[{index}]");
-                check_depth(item, path, depth + 1)?;
-                path.truncate(len);
-            }
-        }
-        Value::Object(object) => {
-            if depth > MAX_DEPTH {
-                return Err(too_deep(path));
-            }
-            for (key, item) in object {
-                push_key(path, key);
-                check_depth(item, path, depth + 1)?;
-                path.truncate(len);
-            }
-        }
-        _ => {}
-    }
-    Ok(())
 }
 
 #[cfg(test)]
