@@ -135,6 +135,7 @@ impl ContextBuilder {
                 decision: Decision::Dropped {
                     reason: DropReason::Filtered,
                 },
+                truncated_from: None,
             };
             let frozen_as = frozen.get(index).zip(cache.as_deref_mut());
             if let Some(((priority, tokens), cache)) = frozen_as {
