@@ -61,18 +61,12 @@ impl BuildResult {
     /// The table of decisions, its columns as wide as their widest entry.
     fn write_decisions(&self, out: &mut String) {
         let ids: Vec<Cow<'_, str>> = self.decisions.iter().map(|d| shown_id(&d.id)).collect();
-        let width = |header: &str, cells: &mut dyn Iterator<Item = usize>| {
-            cells.fold(header.len(), usize::max)
-        };
-        let id_width = width("id", &mut ids.iter().map(|id| id.chars().count()));
-        let kind_width = width("kind", &mut ChunkKind::ALL.iter().map(|k| k.as_str().len()));
-        let tokens_width = width(
-            "tokens",
-            &mut self.decisions.iter().map(|d| digits(d.tokens)),
-        );
-        let priority_width = width(
+        let id_width = column_width("id", ids.iter().map(|id| id.chars().count()));
+        let kind_width = column_width("kind", ChunkKind::ALL.iter().map(|k| k.as_str().len()));
+        let tokens_width = column_width("tokens", self.decisions.iter().map(|d| digits(d.tokens)));
+        let priority_width = column_width(
             "priority",
-            &mut self.decisions.iter().map(|d| d.priority.to_string().len()),
+            self.decisions.iter().map(|d| d.priority.to_string().len()),
         );
         let _ = writeln!(
             out,
@@ -260,6 +254,11 @@ fn shown_id(id: &str) -> Cow<'_, str> {
     } else {
         Cow::Borrowed(id)
     }
+}
+
+/// The width of a column: its widest cell, or its header.
+fn column_width(header: &str, cells: impl Iterator<Item = usize>) -> usize {
+    cells.fold(header.len(), usize::max)
 }
 
 fn digits(n: usize) -> usize {
