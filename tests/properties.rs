@@ -42,12 +42,13 @@ fn set_aside<T>(error: &Error, max_tokens: usize) -> Result<T, TestCaseError> {
     Err(TestCaseError::reject("protected content over the budget"))
 }
 
-/// [`proptest_config`], failing a test that sets aside more than a quarter
-/// as many cases as it runs: generated budgets mostly fit.
+/// [`proptest_config`], failing a test that sets aside more cases than it
+/// runs: about one generated budget in five is too small for the protected
+/// content, so many more means the builds fail for another reason.
 fn config() -> ProptestConfig {
     let config = proptest_config();
     ProptestConfig {
-        max_global_rejects: config.cases / 4,
+        max_global_rejects: config.cases,
         ..config
     }
 }
