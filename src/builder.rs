@@ -450,6 +450,9 @@ impl ContextBuilder {
             let decision = &mut decisions[item.chunk];
             decision.protected = item.protected;
             decision.priority = item.priority;
+            if let Decision::Truncated { tokens_before, .. } = decision.decision {
+                decision.truncated_from = Some(tokens_before);
+            }
             if layout.dropped[i] {
                 decision.decision = Decision::Dropped {
                     reason: DropReason::Budget,
@@ -460,6 +463,8 @@ impl ContextBuilder {
                     tokens_after: stub.alone(),
                 };
                 decision.tokens = stub.alone();
+            } else {
+                decision.truncated_from = None;
             }
         }
         let planner = Planner {
@@ -472,7 +477,7 @@ impl ContextBuilder {
             });
         // The planning state of a long session is as large as the report:
         // let it go before the report is made.
-        let (total, elision) = (layout.total, layout.elision);
+        let (total, elision, trim_target) = (layout.total, layout.elision, layout.trim_target);
         drop(planner);
         drop((layout, units, steps));
         let borrowed = (history.items, planner_system.split_off(system_len));
@@ -523,6 +528,7 @@ impl ContextBuilder {
             excluded,
             truncated,
             elided: elision,
+            trim_target,
             stable_prefix_tokens,
             fingerprints,
             summary,

@@ -83,6 +83,12 @@ pub struct BuildResult {
     /// What the budget elided, if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elided: Option<Elision>,
+    /// The size this build trimmed the prompt to, when it had to trim: the
+    /// low-water mark (`budget * low_water`, or more when that would leave
+    /// only protected content), or the budget itself. Absent when everything
+    /// fit or the previous build's cut was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trim_target: Option<usize>,
     /// Tokens of the leading messages byte-identical to the previous build's,
     /// when one was given (see [`ContextBuilder::previous`](crate::ContextBuilder::previous)).
     #[serde(skip_serializing_if = "Option::is_none")]

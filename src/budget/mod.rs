@@ -114,6 +114,11 @@ pub struct ChunkDecision {
     /// What happened.
     #[serde(flatten)]
     pub decision: Decision,
+    /// Tokens of the rendered chunk before its cap cut it, when this build
+    /// cut it and then stubbed or dropped it (the decision no longer says
+    /// `truncated`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated_from: Option<usize>,
 }
 
 impl ChunkDecision {

@@ -52,6 +52,8 @@ pub(crate) struct Layout {
     pub(crate) elision: Option<Elision>,
     /// Exact tokens of the whole prompt, framing included.
     pub(crate) total: usize,
+    /// What the plan trimmed to, when it trimmed (see `BuildResult::trim_target`).
+    pub(crate) trim_target: Option<usize>,
 }
 
 /// What every probe of one search shares.
@@ -114,13 +116,18 @@ impl Planner<'_> {
         if last > self.available {
             let bare = self.layout(all, false);
             return if bare.total <= self.available {
-                Ok(bare)
+                Ok(Layout {
+                    trim_target: Some(self.available),
+                    ..bare
+                })
             } else {
                 Err(bare.total)
             };
         }
-        let steps = self.fewest_steps_within(&probe, self.sticky + 1, all, self.trim_target(last));
-        let layout = self.layout(steps, true);
+        let target = self.trim_target(last);
+        let steps = self.fewest_steps_within(&probe, self.sticky + 1, all, target);
+        let mut layout = self.layout(steps, true);
+        layout.trim_target = Some(target);
         // The search trusted the probe; the tests hold the two to each other.
         debug_assert_eq!(
             layout.total,
@@ -331,6 +338,7 @@ impl Planner<'_> {
             stubbed,
             marker,
             elision,
+            trim_target: None,
             total: 0,
         };
         layout.total = self.total(&layout);

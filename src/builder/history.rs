@@ -137,10 +137,12 @@ impl ContextBuilder {
                 decision: Decision::Dropped {
                     reason: DropReason::Filtered,
                 },
+                truncated_from: None,
             };
             let frozen_as = frozen.get(index).zip(cache.as_deref_mut());
             if let Some(((priority, tokens), cache)) = frozen_as {
                 cache.count_cached();
+                decision.truncated_from = cache.truncated_from(index);
                 decision.tokens = tokens;
                 decision.priority = priority;
                 decision.decision = Decision::Dropped {

@@ -53,6 +53,11 @@ impl TagSet {
         }
     }
 
+    /// Whether `name` is in the set (case-insensitively).
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n.eq_ignore_ascii_case(name))
+    }
+
     /// Whether `rest` (the text after a `<`) opens or closes a known tag.
     fn starts_tag(&self, rest: &str) -> bool {
         let rest = rest.trim_start_matches(is_blank);
@@ -75,7 +80,7 @@ fn is_blank(c: char) -> bool {
     c.is_whitespace() || matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}')
 }
 
-fn is_name_char(c: char) -> bool {
+pub(super) fn is_name_char(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':')
 }
 

@@ -7,6 +7,7 @@
 
 mod chunks;
 mod escape;
+mod own_tag;
 
 use std::fmt;
 use std::sync::Arc;
@@ -15,6 +16,8 @@ pub use chunks::{DefaultRenderer, default_tag};
 pub use escape::EscapeMode;
 
 pub(crate) use escape::TagSet;
+
+use own_tag::OwnTagGuard;
 
 use crate::memory::{MemoryChunk, Role};
 
@@ -47,8 +50,16 @@ pub trait ChunkRenderer: Send + Sync {
         false
     }
 
-    /// The tag names this renderer may emit. Structural escaping protects them:
-    /// no body can open or close one of these tags.
+    /// The tag names this renderer may emit. Structural escaping protects
+    /// them in every body of a build: no body can open or close one of these
+    /// tags.
+    ///
+    /// Optional: a body can never close the element it is written in, declared
+    /// or not. The registry reads the outer tag of what a custom renderer
+    /// writes for a chunk and, when that tag is not protected yet, renders the
+    /// chunk again with it protected (so an undeclared renderer renders each
+    /// chunk twice). Declaring the tags also stops other chunks' bodies from
+    /// forging this renderer's elements inside theirs.
     fn tags(&self) -> Vec<String> {
         Vec::new()
     }
@@ -185,12 +196,15 @@ impl RendererRegistry {
         }
     }
 
-    /// Puts `renderer` ahead of every renderer registered so far.
+    /// Puts `renderer` ahead of every renderer registered so far. The tags it
+    /// declares are protected in every body; the outer tag it writes a chunk
+    /// in is protected in that chunk's body even when undeclared (see
+    /// [`ChunkRenderer::tags`]).
     pub fn register(&mut self, renderer: Arc<dyn ChunkRenderer>) -> &mut Self {
         for tag in renderer.tags() {
             self.tags.insert(&tag);
         }
-        self.custom.insert(0, renderer);
+        self.custom.insert(0, Arc::new(OwnTagGuard(renderer)));
         self
     }
 
@@ -244,7 +258,8 @@ impl RendererRegistry {
         !self.custom.iter().any(|r| r.can_render(chunk))
     }
 
-    /// The renderer that handles `chunk`.
+    /// The renderer that handles `chunk` (a custom one guarded so that its
+    /// outer tag is protected in its bodies).
     pub fn renderer_for(&self, chunk: &MemoryChunk) -> &dyn ChunkRenderer {
         self.custom
             .iter()

@@ -116,6 +116,14 @@ impl ChunkCache {
         Some((part.alone(), entry.role))
     }
 
+    /// Tokens of the chunk at `index` before its cap cut it, if it did.
+    pub(crate) fn truncated_from(&self, index: usize) -> Option<usize> {
+        match self.slots.get(index)?.as_ref()?.truncated.as_deref()? {
+            Decision::Truncated { tokens_before, .. } => Some(*tokens_before),
+            _ => None,
+        }
+    }
+
     /// Counts a chunk the build took from the cache without borrowing it.
     pub(crate) fn count_cached(&mut self) {
         self.stats.chunks_cached += 1;

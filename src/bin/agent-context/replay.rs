@@ -1,7 +1,7 @@
 //! `agent-context replay`: a recorded session built turn by turn, as an
 //! agent runtime would, to choose budgets and see the cache at work.
 
-use std::fmt::Write;
+use std::io::Write;
 use std::time::Instant;
 
 use agent_context::{BuildResult, ChunkKind, ContextSession, Role};
@@ -27,7 +27,9 @@ pub(crate) struct ReplayArgs {
     no_cache: bool,
 }
 
-/// One JSON line per turn, then a summary line; all or nothing on stdout.
+/// One JSON line per turn, written as soon as the turn is built, then a
+/// summary line. Bad input is reported before the first line; an error in a
+/// later turn leaves the lines of the turns before it on stdout.
 pub(crate) fn run(args: ReplayArgs) -> agent_context::Result<String> {
     let recorded = read_session(&args.file, &args.input)?;
     let mut opening = recorded.clone();
@@ -35,7 +37,7 @@ pub(crate) fn run(args: ReplayArgs) -> agent_context::Result<String> {
     let builder = args.options.builder()?;
     let mut session = ContextSession::new(builder, opening)?;
 
-    let mut out = String::new();
+    let mut out = std::io::stdout().lock();
     let mut times = Vec::new();
     let (mut tokens_counted, mut prefix_changes) = (0, 0);
     let mut previous: Option<BuildResult> = None;
@@ -71,7 +73,7 @@ pub(crate) fn run(args: ReplayArgs) -> agent_context::Result<String> {
             "build_us": build_us,
             "new_tokens_counted": stats.tokens_counted,
         });
-        let _ = writeln!(out, "{line}");
+        emit(&mut out, &line);
         previous = Some(result);
     }
     let mut sorted = times.clone();
@@ -86,6 +88,16 @@ pub(crate) fn run(args: ReplayArgs) -> agent_context::Result<String> {
         "prefix_changes": prefix_changes,
         "cache": !args.no_cache,
     }});
-    let _ = writeln!(out, "{summary}");
-    Ok(out)
+    emit(&mut out, &summary);
+    Ok(String::new())
+}
+
+/// Writes `line` and flushes it, so a reader sees each turn as it is built.
+/// Output that cannot be written (a closed pipe) ends the run as `main`
+/// ends any command whose output fails: a message and exit code 1.
+fn emit(out: &mut impl Write, line: &serde_json::Value) {
+    if let Err(error) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+        eprintln!("error: writing output: {error}");
+        std::process::exit(1);
+    }
 }
