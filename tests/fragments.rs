@@ -8,8 +8,6 @@ use agent_context::format::{
     Delimiter, FormatOptions, FragmentFormat, MAX_DEPTH, ROOT_KEY, Tree, render_fragments,
     render_value,
 };
-use std::io::Write as _;
-use std::process::{Command, Stdio};
 
 use agent_context::{
     Child, ErrorKind, Fragment, FragmentData, MemoryState, fragment, fragments_from_json,
@@ -18,6 +16,11 @@ use agent_context::{
 use proptest::prelude::*;
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 use serde_json::{Map, Value, json};
+
+mod common;
+
+use common::cli::{Run, run};
+use common::same_json;
 
 const CASES: &str = include_str!("fixtures/fragment_cases.json");
 const DOCUMENT: &str = include_str!("fixtures/fragment_document.json");
@@ -184,26 +187,6 @@ fn assert_toml_parses_back(toml: &str, normalized: &Value) {
     assert_eq!(serde_json::to_value(table).unwrap(), expected, "\n{toml}");
 }
 
-/// Same JSON, numbers compared by value (TOON writes `1.0` as `1`), object
-/// keys in any order (a TOON table follows its first row's field order).
-fn same_json(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            x == y
-                || (x.as_f64().is_some() && x.as_f64() == y.as_f64() && (x.is_f64() || y.is_f64()))
-        }
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, x)| y.get(k).is_some_and(|y| same_json(x, y)))
-        }
-        (x, y) => x == y,
-    }
-}
-
 /// TOON decodes (strictly, per the spec) to the input.
 fn assert_toon_decodes_back(toon: &str, normalized: &Value, options: &FormatOptions) {
     let decode_options =
@@ -313,27 +296,6 @@ fn the_persisted_shape_renders_exactly_as_the_design_says() {
     }
 }
 
-/// Runs the CLI with `stdin`; returns its exit code, stdout and stderr.
-fn cli(args: &[&str], stdin: &str) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-context"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn agent-context");
-    let mut pipe = child.stdin.take().unwrap();
-    pipe.write_all(stdin.as_bytes()).unwrap();
-    drop(pipe);
-    let out = child.wait_with_output().unwrap();
-    let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        text(out.stdout),
-        text(out.stderr),
-    )
-}
-
 #[test]
 fn the_persisted_shape_renders_exactly_from_the_cli() {
     let document = format!(r#"{{"fragments": [{PERSISTED}]}}"#);
@@ -342,8 +304,13 @@ fn the_persisted_shape_renders_exactly_from_the_cli() {
         ("markdown", CONFIG_MARKDOWN),
         ("toon", CONFIG_TOON),
     ] {
-        let out = cli(&["render", "--format", format], &document);
-        assert_eq!(out, (0, format!("{expected}\n"), String::new()), "{format}");
+        let out = run(&["render", "--format", format], &document);
+        let seen = (out.code, out.stdout, out.stderr);
+        assert_eq!(
+            seen,
+            (0, format!("{expected}\n"), String::new()),
+            "{format}"
+        );
     }
 }
 
@@ -362,7 +329,11 @@ fn a_session_saved_in_the_persisted_shape_loads_and_builds() {
         "--fragments-format",
         "markdown",
     ];
-    let (code, stdout, stderr) = cli(&args, &session);
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = run(&args, &session);
     assert_eq!(code, 0, "{stderr}");
     let built: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(

@@ -4,13 +4,16 @@
 //! with `--delimiter` / `--indent` from each fixture's options. Each test
 //! fails on any mismatch and names every failing fixture.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use agent_context::format::{FormatOptions, FragmentFormat, render_value};
 use serde::Deserialize;
 use serde_json::Value;
+
+mod common;
+
+use common::cli::{Run, run};
+use common::same_json;
 
 /// The non-error encode cases the vendored suite holds. Pinned so that a lost
 /// file or a parse that finds nothing fails instead of passing vacuously.
@@ -151,32 +154,20 @@ fn every_encode_fixture_renders_exactly_through_the_library() {
 }
 
 /// Runs `agent-context render --data --format toon` on `input`.
-fn render_cli(input: &Value, flags: &[String]) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-context"))
-        .args(["render", "--data", "--format", "toon"])
-        .args(flags)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn agent-context");
-    let mut stdin = child.stdin.take().expect("stdin is piped");
-    stdin
-        .write_all(input.to_string().as_bytes())
-        .expect("write input");
-    drop(stdin);
-    let output = child.wait_with_output().expect("wait for agent-context");
-    (
-        output.status.code().expect("exited normally"),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+fn render_cli(input: &Value, flags: &[String]) -> Run {
+    let mut args = vec!["render", "--data", "--format", "toon"];
+    args.extend(flags.iter().map(String::as_str));
+    run(&args, &input.to_string())
 }
 
 #[test]
 fn every_encode_fixture_renders_exactly_through_the_cli() {
     run_all("agent-context render --data", |named| {
-        let (code, stdout, stderr) = render_cli(&named.case.input, &named.flags());
+        let Run {
+            code,
+            stdout,
+            stderr,
+        } = render_cli(&named.case.input, &named.flags());
         if named.case.should_error {
             return match (code, stdout.is_empty()) {
                 (2, true) => Ok(()),
@@ -196,24 +187,6 @@ fn every_encode_fixture_renders_exactly_through_the_cli() {
     });
 }
 
-/// Equal as JSON data: numbers by value (TOON writes `1.0` as `1` and `-0`
-/// as `0`), object keys in any order (a tabular row follows the first row's
-/// field order, as the spec says).
-fn same(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, vx)| y.get(k).is_some_and(|vy| same(vx, vy)))
-        }
-        _ => a == b,
-    }
-}
-
 #[test]
 fn what_we_render_decodes_back_to_the_input() {
     run_all("decoded by toon-format", |named| {
@@ -227,7 +200,7 @@ fn what_we_render_decodes_back_to_the_input() {
             .with_indent(toon_format::Indent::Spaces(options.indent));
         let back: Value = toon_format::decode(&out, &decode_options)
             .map_err(|e| format!("{out:?} does not decode: {e}"))?;
-        if same(&back, &named.case.input) {
+        if same_json(&back, &named.case.input) {
             Ok(())
         } else {
             Err(format!("{out:?} decodes to {back}"))
@@ -241,9 +214,13 @@ fn data_nested_past_the_limit_is_an_error_from_the_cli() {
     for _ in 0..agent_context::format::MAX_DEPTH {
         value = serde_json::json!([value]);
     }
-    let (code, stdout, _) = render_cli(&value, &[]);
+    let Run { code, stdout, .. } = render_cli(&value, &[]);
     assert_eq!((code, stdout.is_empty()), (0, false), "64 levels render");
-    let (code, stdout, stderr) = render_cli(&serde_json::json!({ "hosts": value }), &[]);
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = render_cli(&serde_json::json!({ "hosts": value }), &[]);
     assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
     assert!(stderr.contains("`hosts[0][0]"), "{stderr}");
     assert!(stderr.contains("nested deeper than 64 levels"), "{stderr}");

@@ -2,12 +2,14 @@
 //! tests and example tests alike.
 #![allow(dead_code)]
 
+pub mod cli;
+
 use std::collections::{HashMap, HashSet};
 
 use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
 use agent_context::{BuildResult, ChunkId, ChunkKind, MemoryState, Retention};
 use proptest::prelude::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// The prompt never exceeds `max_tokens - reserve_output`.
 pub fn assert_within_budget(result: &BuildResult) {
@@ -332,5 +334,26 @@ pub fn proptest_config() -> ProptestConfig {
     ProptestConfig {
         cases,
         ..ProptestConfig::default()
+    }
+}
+
+/// Same JSON, numbers compared by value (TOON writes `1.0` as `1` and `-0`
+/// as `0`), object keys in any order (a TOON table follows its first row's
+/// field order).
+pub fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            x == y
+                || (x.as_f64().is_some() && x.as_f64() == y.as_f64() && (x.is_f64() || y.is_f64()))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, x)| y.get(k).is_some_and(|y| same_json(x, y)))
+        }
+        (x, y) => x == y,
     }
 }
