@@ -230,7 +230,7 @@ fn decision_text(d: &ChunkDecision) -> String {
             tokens_before,
             tokens_after,
             cap,
-        } => format!("truncated {tokens_before} -> {tokens_after} (body cap {cap}){protected}"),
+        } => format!("truncated {tokens_before} -> {tokens_after} (cap {cap}){protected}"),
         Decision::Stubbed {
             tokens_before,
             tokens_after,
@@ -352,7 +352,7 @@ mod tests {
             panic!("{:?}", result.decisions[2]);
         };
         assert_eq!(result.decisions[2].truncated_from, None);
-        let expected = format!("  truncated {tokens_before} -> {tokens_after} (body cap {cap})");
+        let expected = format!("  truncated {tokens_before} -> {tokens_after} (cap {cap})");
         let explained = result.explain();
         assert!(row(&explained, "r1").ends_with(&expected), "{explained}");
     }
