@@ -163,7 +163,7 @@ fn main() {
     let ratio = |bytes: usize| bytes as f64 / run.text as f64;
     if !hold {
         println!(
-            "tokenizer: first use of o200k_base in this process (tables and encoder) took \
+            "tokenizer: first use of o200k_base in this process (tables) took \
              {loaded:.0?} and holds {:.1} MB",
             mb(tables)
         );
