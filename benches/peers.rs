@@ -72,7 +72,10 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// This crate's sources in path order, repeated up to the size.
 fn rust_source() -> String {
     let mut files = Vec::new();
-    rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
     files.sort();
     let once: String = files
         .iter()

@@ -125,9 +125,7 @@ fn tokenizer_load(c: &mut Criterion) {
     );
     let mut group = c.benchmark_group("tokenizer");
     group.sample_size(10);
-    group.bench_function("load-o200k", |b| {
-        b.iter(tiktoken::encoding::o200k_base)
-    });
+    group.bench_function("load-o200k", |b| b.iter(tiktoken::encoding::o200k_base));
     group.finish();
 }
 
