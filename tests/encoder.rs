@@ -209,3 +209,28 @@ fn tricky_text_encodes_like_tiktoken() {
         assert_same_tokens(text);
     }
 }
+
+/// Every string of up to five characters over whitespace of each kind, a
+/// letter, a digit and punctuation: where the patterns' whitespace
+/// alternatives (`\s*[\r\n]+`, `\s+(?!\S)`, `\s+`) and a leading space or
+/// punctuation before a word decide the pieces.
+#[test]
+fn short_whitespace_strings_encode_like_tiktoken() {
+    const ALPHABET: [char; 8] = [' ', '\n', '\r', '\t', '\u{a0}', 'a', '1', '.'];
+    let mut texts = vec![String::new()];
+    let mut from = 0;
+    for _ in 0..5 {
+        let to = texts.len();
+        for i in from..to {
+            for c in ALPHABET {
+                let mut text = texts[i].clone();
+                text.push(c);
+                texts.push(text);
+            }
+        }
+        from = to;
+    }
+    for text in &texts {
+        assert_same_tokens(text);
+    }
+}
