@@ -99,8 +99,8 @@ fn trim_heap() {
 /// One turn loop; heap figures are above `tables`, the live bytes once the
 /// tokenizer tables are loaded.
 fn run(builder: &ContextBuilder, tables: usize, hold_cold_result: bool) -> Run {
-    // Loading the tokenizer frees tiktoken-rs's tables; hand that memory
-    // back first, or the session would grow into it unseen.
+    // Loading the tokenizer frees its scratch (decompressed and interim
+    // tables); hand that memory back first, or the session would grow into it unseen.
     trim_heap();
     let rss_base = status_kib("VmRSS:");
     // Reset the resident high-water mark to the current resident size.
@@ -163,7 +163,7 @@ fn main() {
     let ratio = |bytes: usize| bytes as f64 / run.text as f64;
     if !hold {
         println!(
-            "tokenizer: first use of o200k_base in this process (tables and encoder) took \
+            "tokenizer: first use of o200k_base in this process (tables) took \
              {loaded:.0?} and holds {:.1} MB",
             mb(tables)
         );

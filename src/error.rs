@@ -211,7 +211,7 @@ pub enum ErrorKind {
     Tokenizer {
         /// The encoding's name.
         encoding: String,
-        /// The underlying error, as text (tiktoken-rs reports `anyhow` errors).
+        /// What went wrong, as text.
         message: String,
     },
     /// A fragment or a data value cannot be read or rendered: a malformed

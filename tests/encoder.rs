@@ -171,3 +171,66 @@ fn the_bundled_sessions_encode_like_tiktoken() {
         }
     }
 }
+
+/// Whitespace runs before words, at the end and mixed with newlines (the
+/// pattern's `\s+(?!\S)` lookahead), contractions, scripts, and text that
+/// would be special tokens if special tokens were read.
+#[test]
+fn tricky_text_encodes_like_tiktoken() {
+    let samples = [
+        "",
+        " ",
+        "   ",
+        "a  b",
+        "a   \n  b",
+        "x \t\u{3000} y",
+        "trailing   ",
+        "  leading",
+        "\n\n\nlines\r\n\r\nmore \n",
+        "it's THEY'LL we'Re don'T",
+        "fn main() { println!(\"{}\", 1234567); }",
+        "漢字かな交じり文 and 한국어 텍스트",
+        "emoji 👩‍👩‍👧 flags 🇫🇷 combining e\u{301}\u{302}",
+        "camelCaseHTTPServer URLs://a/b//c\n/d",
+        "<tool_result id=\"c1\">\n{\"a\": [1, 2.5, null]}\n</tool_result>",
+        "<|endoftext|> <|fim_prefix|> <|endofprompt|> <|im_start|>",
+        "\u{85}\u{a0}\u{2028}\u{b}\u{c} mixed\u{a0}\u{a0}x",
+    ];
+    for text in samples {
+        assert_same_tokens(text);
+    }
+    let long_runs = [
+        " ".repeat(5000) + "a",
+        "\t \u{3000}".repeat(2000),
+        "b".repeat(3000),
+        "\n \n".repeat(1000) + "end",
+    ];
+    for text in &long_runs {
+        assert_same_tokens(text);
+    }
+}
+
+/// Every string of up to five characters over whitespace of each kind, a
+/// letter, a digit and punctuation: where the patterns' whitespace
+/// alternatives (`\s*[\r\n]+`, `\s+(?!\S)`, `\s+`) and a leading space or
+/// punctuation before a word decide the pieces.
+#[test]
+fn short_whitespace_strings_encode_like_tiktoken() {
+    const ALPHABET: [char; 8] = [' ', '\n', '\r', '\t', '\u{a0}', 'a', '1', '.'];
+    let mut texts = vec![String::new()];
+    let mut from = 0;
+    for _ in 0..5 {
+        let to = texts.len();
+        for i in from..to {
+            for c in ALPHABET {
+                let mut text = texts[i].clone();
+                text.push(c);
+                texts.push(text);
+            }
+        }
+        from = to;
+    }
+    for text in &texts {
+        assert_same_tokens(text);
+    }
+}

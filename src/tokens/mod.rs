@@ -5,7 +5,6 @@
 //! how providers bill it.
 
 mod calibration;
-mod encoder;
 mod estimate;
 mod framing;
 mod model;
