@@ -59,6 +59,9 @@ impl BuildResult {
     }
 
     /// The table of decisions, its columns as wide as their widest entry.
+    /// Widths count characters, so ids of wide characters (CJK, most emoji,
+    /// which a terminal shows two cells wide) push their row's later columns
+    /// right; the id column itself never truncates or merges.
     fn write_decisions(&self, out: &mut String) {
         let ids: Vec<Cow<'_, str>> = self.decisions.iter().map(|d| shown_id(&d.id)).collect();
         let id_width = column_width("id", ids.iter().map(|id| id.chars().count()));

@@ -72,7 +72,9 @@
 //!   separated by a blank line. In a JSON value, an empty array, an empty
 //!   object and a null are written as JSON spells them: `- **key**: []`,
 //!   `{}`, `null`. Markdown is for reading: strings are not quoted, so the
-//!   string `"null"` reads like a null, as `"5432"` reads like a number.
+//!   string `"null"` reads like a null, as `"5432"` reads like a number,
+//!   and a list inside a list shows its items, not its brackets (`[null]`
+//!   and `null` both read `- null`).
 //!   ```text
 //!   ## Config
 //!   - **debug**: true

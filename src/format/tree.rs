@@ -98,7 +98,9 @@ pub trait TreeWriter {
     /// Writes a primitive value at `slot`.
     fn leaf(&mut self, out: &mut String, slot: &Slot<'_>, leaf: Leaf<'_>);
 
-    /// Starts a container at `slot` that holds at least one value.
+    /// Starts a container at `slot`. [`Tree::walk`] calls it for containers
+    /// that hold at least one value; an empty one goes to [`TreeWriter::empty`],
+    /// whose default calls `open` and `close` with nothing between.
     fn open(&mut self, out: &mut String, slot: &Slot<'_>, container: Container);
 
     /// Ends the container `open` started. Default: writes nothing.
