@@ -328,25 +328,49 @@ pub(crate) fn is_children_list(value: &Value) -> bool {
     }
 }
 
+/// What one element of a children list adds to its fragment's body: the one
+/// rule [`Fragment::with`], parsing and rendering share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChildShape {
+    /// A fragment: the key of its name.
+    Fragment,
+    /// An object: its entries are keys.
+    Keys,
+    /// `null`: nothing.
+    Nothing,
+    /// Anything else: the key [`ROOT_KEY`].
+    Root,
+}
+
+/// The [`ChildShape`] of one element of a children list.
+pub(crate) fn child_shape(element: &Value) -> ChildShape {
+    match element {
+        _ if is_fragment_object(element) => ChildShape::Fragment,
+        Value::Null => ChildShape::Nothing,
+        Value::Object(_) => ChildShape::Keys,
+        _ => ChildShape::Root,
+    }
+}
+
 /// Calls `entry` with each `(key, data)` that one element of a children list
-/// adds to its fragment's body. The one rule [`Fragment::with`], parsing and
-/// rendering share: a fragment is the key of its name, an object's entries
-/// are keys, `null` adds nothing, anything else is the key [`ROOT_KEY`].
+/// adds to its fragment's body, by its [`ChildShape`].
 pub(crate) fn for_each_child_entry<'a>(
     element: &'a Value,
     mut entry: impl FnMut(&'a str, &'a Value),
 ) {
-    match element {
-        Value::Object(object) if is_fragment_object(element) => {
+    match (child_shape(element), element) {
+        (ChildShape::Fragment, Value::Object(object)) => {
             if let (Some(Value::String(name)), Some(data)) =
                 (object.get("name"), object.get("data"))
             {
                 entry(name, data);
             }
         }
-        Value::Null => {}
-        Value::Object(object) => object.iter().for_each(|(key, data)| entry(key, data)),
-        other => entry(ROOT_KEY, other),
+        (ChildShape::Keys, Value::Object(object)) => {
+            object.iter().for_each(|(key, data)| entry(key, data));
+        }
+        (ChildShape::Nothing, _) => {}
+        (_, other) => entry(ROOT_KEY, other),
     }
 }
 

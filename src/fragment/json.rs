@@ -8,7 +8,9 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use super::{Fragment, FragmentData, collapse, error, is_fragment_object, too_deep};
+use super::{
+    ChildShape, Fragment, FragmentData, child_shape, collapse, error, is_fragment_object, too_deep,
+};
 use crate::error::{Result, json_type_name};
 use crate::format::{MAX_DEPTH, ROOT_KEY, push_key};
 
@@ -106,17 +108,18 @@ fn parse_data(data: Value, path: &mut String, depth: usize) -> Result<FragmentDa
     }
 }
 
-/// Folds a children list as `for_each_child_entry` does (owned here, and
-/// naming the path of any error); `depth` is the level of the children's data.
+/// Folds a children list by each element's [`ChildShape`], as rendering
+/// does (owned here, and naming the path of any error); `depth` is the level
+/// of the children's data.
 fn parse_children(items: Vec<Value>, path: &mut String, depth: usize) -> Result<FragmentData> {
     let mut entries = Vec::with_capacity(items.len());
     for (index, item) in items.into_iter().enumerate() {
         let len = path.len();
         let _ = write!(path, "[{index}]");
-        match item {
-            item if is_fragment_object(&item) => entries.push(parse_fragment(item, path, depth)?),
-            Value::Null => {}
-            Value::Object(object) => {
+        match (child_shape(&item), item) {
+            (ChildShape::Fragment, item) => entries.push(parse_fragment(item, path, depth)?),
+            (ChildShape::Nothing, _) => {}
+            (ChildShape::Keys, Value::Object(object)) => {
                 for (name, data) in object {
                     let at = path.len();
                     push_key(path, &name);
@@ -125,7 +128,7 @@ fn parse_children(items: Vec<Value>, path: &mut String, depth: usize) -> Result<
                     path.truncate(at);
                 }
             }
-            other => {
+            (_, other) => {
                 let data = parse_data(other, path, depth)?;
                 entries.push(Fragment::new(ROOT_KEY, data));
             }
