@@ -353,6 +353,21 @@ fn endless_input_is_refused_at_its_first_byte() {
     assert_failed(&replay, 2, "this is not a session");
 }
 
+/// 64 KiB of newlines, what `yes ''` writes.
+static NEWLINES: [u8; 1 << 16] = [b'\n'; 1 << 16];
+
+#[test]
+fn endless_whitespace_is_read_in_linear_time() {
+    // Only the limit stops it: 32 MiB looked at once take well under a
+    // second; rescanned after each 8 KiB read, they took over a minute.
+    let yes = run_bounded(
+        &["build", "--max-input-bytes", "32MiB"],
+        Stdio::piped(),
+        Some(&NEWLINES),
+    );
+    assert_failed(&yes, 2, "the input is larger than the limit of 32 MiB");
+}
+
 #[test]
 fn input_past_the_size_limit_is_refused() {
     // A valid start, then whitespace without end: only the limit stops it.
