@@ -158,9 +158,8 @@ fn read_bounded(reader: impl Read, limit: u64, expected: Expected) -> io::Result
     reader.read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
         return Err(invalid(format!(
-            "the input is larger than the limit of {} ({limit} bytes); raise it with \
-             --max-input-bytes",
-            human_size(limit)
+            "the input is larger than the limit of {}; raise it with --max-input-bytes",
+            limit_text(limit)
         )));
     }
     Ok(bytes)
@@ -249,15 +248,26 @@ fn parse_size(text: &str) -> std::result::Result<u64, String> {
             ));
         }
     };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-        .filter(|&bytes| bytes > 0)
-        .ok_or_else(|| format!("expected a size of at least one byte; found {text:?}"))
+    if digits.is_empty() {
+        return Err(format!(
+            "expected bytes, or a number with KiB, MiB or GiB; found {text:?}"
+        ));
+    }
+    // `digits` are ASCII digits: parsing fails only past `u64::MAX`.
+    let most = u64::MAX / scale;
+    match digits.parse::<u64>() {
+        Ok(0) => Err(format!(
+            "expected a size of at least one byte; found {text:?}"
+        )),
+        Ok(n) if n <= most => Ok(n * scale),
+        _ => Err(format!(
+            "{text:?} is too large; at most {most} {}",
+            if scale == 1 { "bytes" } else { unit.trim() }
+        )),
+    }
 }
 
-/// `268435456` as `256 MiB`, for messages.
+/// `268435456` as `256 MiB`, `1` as `1 byte`, for messages.
 fn human_size(bytes: u64) -> String {
     let units = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
     match units
@@ -265,7 +275,16 @@ fn human_size(bytes: u64) -> String {
         .find(|(size, _)| bytes >= *size && bytes.is_multiple_of(*size))
     {
         Some((size, unit)) => format!("{} {unit}", bytes / size),
+        None if bytes == 1 => "1 byte".to_owned(),
         None => format!("{bytes} bytes"),
+    }
+}
+
+/// The size limit for messages: `256 MiB (268435456 bytes)`, `1000 bytes`.
+fn limit_text(limit: u64) -> String {
+    match human_size(limit) {
+        human if human.ends_with("byte") || human.ends_with("bytes") => human,
+        human => format!("{human} ({limit} bytes)"),
     }
 }
 
@@ -361,9 +380,26 @@ mod tests {
         assert_eq!(parse_size("2 GiB"), Ok(2 << 30));
         assert!(parse_size("0").is_err());
         assert!(parse_size("12MB").unwrap_err().contains("KiB, MiB or GiB"));
-        assert!(parse_size("99999999999999GiB").is_err());
+        assert_eq!(
+            parse_size("0").unwrap_err(),
+            "expected a size of at least one byte; found \"0\""
+        );
+        assert!(parse_size("MiB").unwrap_err().contains("expected bytes"));
+        assert_eq!(
+            parse_size("99999999999GiB").unwrap_err(),
+            "\"99999999999GiB\" is too large; at most 17179869183 GiB"
+        );
+        assert_eq!(
+            parse_size("99999999999999999999").unwrap_err(),
+            "\"99999999999999999999\" is too large; at most 18446744073709551615 bytes"
+        );
+        assert_eq!(parse_size("17179869183GiB"), Ok(17179869183 << 30));
         assert_eq!(human_size(256 << 20), "256 MiB");
         assert_eq!(human_size(1500), "1500 bytes");
+        assert_eq!(human_size(1), "1 byte");
+        assert_eq!(limit_text(1), "1 byte");
+        assert_eq!(limit_text(1000), "1000 bytes");
+        assert_eq!(limit_text(1 << 20), "1 MiB (1048576 bytes)");
     }
 
     #[test]
