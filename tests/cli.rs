@@ -946,3 +946,31 @@ fn a_zero_budget_names_max_tokens() {
     let out = build_file(SMALL, &["--max-tokens", "0"]);
     assert_failed(&out, 2, "max_tokens (--max-tokens) must be at least 1");
 }
+
+#[test]
+fn output_that_cannot_be_written_exits_1() {
+    // The reading end of stdout is closed before the binary has its input,
+    // so its first line meets a broken pipe; `build` writes once at the end,
+    // `replay` a line per turn.
+    for command in ["build", "replay"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agent-context"))
+            .arg(command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn agent-context");
+        drop(child.stdout.take());
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(SMALL.as_bytes()).expect("write session");
+        drop(stdin);
+        let output = child.wait_with_output().expect("wait for agent-context");
+        let stderr = String::from_utf8(output.stderr).expect("UTF-8");
+        assert_eq!(output.status.code(), Some(1), "{command}: {stderr}");
+        assert!(
+            stderr.starts_with("error: writing output: Broken pipe"),
+            "{command}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{command}: {stderr}");
+    }
+}

@@ -120,29 +120,43 @@ fn main() -> ExitCode {
         }
     };
     let outcome = match cli.command {
-        Command::Build(args) => build(args),
-        Command::Count(args) => count(args),
-        Command::Render(args) => render(args),
+        Command::Build(args) => build(args).map_err(Failure::from),
+        Command::Count(args) => count(args).map_err(Failure::from),
+        Command::Render(args) => render(args).map_err(Failure::from),
         Command::Replay(args) => replay::run(args),
     };
+    let outcome = outcome.and_then(|stdout| {
+        let mut out = std::io::stdout().lock();
+        out.write_all(stdout.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(Failure::Output)
+    });
     match outcome {
-        Ok(stdout) => {
-            let mut out = std::io::stdout().lock();
-            match out.write_all(stdout.as_bytes()).and_then(|()| out.flush()) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(error) => {
-                    eprintln!("error: writing output: {error}");
-                    ExitCode::from(1)
-                }
-            }
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Output(error)) => {
+            eprintln!("error: writing output: {error}");
+            ExitCode::from(1)
         }
-        Err(error) => {
+        Err(Failure::Command(error)) => {
             eprintln!("error: {error}");
             if let Some(hint) = input::flag_hint(error.kind()) {
                 eprintln!("hint: {hint}");
             }
             ExitCode::from(exit_code(error.kind()))
         }
+    }
+}
+
+/// Why a command failed: its input or options (or a budget too small), or
+/// standard output that cannot be written (a closed pipe), which exits 1.
+pub(crate) enum Failure {
+    Command(agent_context::Error),
+    Output(std::io::Error),
+}
+
+impl From<agent_context::Error> for Failure {
+    fn from(error: agent_context::Error) -> Self {
+        Failure::Command(error)
     }
 }
 
