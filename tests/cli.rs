@@ -236,6 +236,17 @@ fn unknown_model_without_max_tokens() {
 }
 
 #[test]
+fn an_empty_model_name_is_refused() {
+    for command in ["build", "replay"] {
+        let out = run(&[command, "--model", "", "--max-tokens", "1000"], SMALL);
+        assert_failed(&out, 2, "invalid option `model`: the model name is empty");
+    }
+    let count = run(&["count", "--model", ""], "hello");
+    assert_failed(&count, 2, "the model name is empty");
+    insta::assert_snapshot!("empty_model", count.stderr);
+}
+
+#[test]
 fn nonexistent_input_file() {
     let out = run(&["build", "agent-context-no-such-file.json"], "");
     assert_failed(&out, 2, "reading agent-context-no-such-file.json: ");

@@ -204,6 +204,13 @@ fn build(args: BuildArgs) -> agent_context::Result<String> {
 }
 
 fn count(args: CountArgs) -> agent_context::Result<String> {
+    if args.model.is_empty() {
+        return Err(ErrorKind::Option {
+            option: "model".into(),
+            message: format!("the model name is empty; name one, e.g. {DEFAULT_MODEL:?}"),
+        }
+        .into());
+    }
     let text = read_input(&args.file, &args.input, Expected::Text)?;
     let calibration = args
         .estimate_factor
