@@ -809,7 +809,20 @@ fn render_prints_each_format() {
 #[test]
 fn render_errors() {
     let not_fragments = run(&["render", "--format", "xml"], r#"{"config": 1}"#);
-    assert_failed(&not_fragments, 2, "pass --data");
+    assert_failed(
+        &not_fragments,
+        2,
+        "invalid structured context at `(root)`: a fragments document is an object with the \
+         one key \"fragments\"",
+    );
+    insta::assert_snapshot!("render_not_fragments", not_fragments.stderr);
+    let empty = run(&["render", "--format", "xml"], "{}");
+    assert_failed(&empty, 2, "but it is empty; pass --data");
+    let extra = run(
+        &["render", "--format", "xml"],
+        r#"{"fragments": [], "extra": 1}"#,
+    );
+    assert_failed(&extra, 2, "but it has the key \"extra\"");
     let bad_format = run(&["render", "--format", "yaml"], CONFIG);
     assert_failed(&bad_format, 2, "unknown format \"yaml\"");
     let bad_fragment = run(

@@ -260,20 +260,30 @@ fn render(args: RenderArgs) -> agent_context::Result<String> {
             {
                 fragments_from_json(object.remove("fragments").unwrap_or_default())?
             }
-            _ => {
-                return Err(ErrorKind::Session {
-                    field: "(root)".into(),
-                    message:
-                        "expected {\"fragments\": [...]}; pass --data to render any JSON value"
-                            .into(),
-                }
-                .into());
-            }
+            other => return Err(not_a_fragments_document(&other).into()),
         };
         render_fragments(&fragments, args.format, &options)?
     };
     out.push('\n');
     Ok(out)
+}
+
+/// The error for a JSON value `render` was to read as `{"fragments": [...]}`.
+fn not_a_fragments_document(value: &serde_json::Value) -> ErrorKind {
+    let found = match value {
+        serde_json::Value::Object(object) => match object.keys().find(|k| *k != "fragments") {
+            Some(key) => format!("it has the key {key:?}"),
+            None => "it is empty".to_owned(),
+        },
+        _ => "it is not an object".to_owned(),
+    };
+    ErrorKind::Fragment {
+        path: "(root)".into(),
+        message: format!(
+            "a fragments document is an object with the one key \"fragments\" \
+             ({{\"fragments\": [...]}}), but {found}; pass --data to render any JSON value"
+        ),
+    }
 }
 
 fn pretty(value: &serde_json::Value) -> String {
