@@ -518,16 +518,19 @@ fn anthropic_output_needs_a_turn() {
 fn a_terminal_on_standard_input_gets_a_hint() {
     // `script` gives the binary a terminal; Ctrl-D on it ends the input.
     let command = format!("'{}' build", env!("CARGO_BIN_EXE_agent-context"));
-    let Ok(mut child) = Command::new("script")
+    // Debian and the CI have util-linux: a missing `script` fails the test
+    // rather than skipping it unseen.
+    let mut child = Command::new("script")
         .args(["-qec", &command, "/dev/null"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-    else {
-        eprintln!("skipped: no `script` to open a terminal with");
-        return;
-    };
+        .unwrap_or_else(|error| {
+            panic!(
+                "cannot run util-linux's `script` to open a terminal ({error}); install util-linux"
+            )
+        });
     let _ = child.stdin.take().unwrap().write_all(b"\x04");
     let output = child.wait_with_output().expect("wait for script");
     let terminal = String::from_utf8_lossy(&output.stdout);
