@@ -810,6 +810,38 @@ fn render_prints_each_format() {
 }
 
 #[test]
+fn render_refuses_options_its_format_does_not_use() {
+    let delimiter = run(
+        &["render", "--data", "--format", "xml", "--delimiter", "tab"],
+        "[1, 2]",
+    );
+    assert_failed(
+        &delimiter,
+        2,
+        "invalid option `--delimiter`: --format xml takes no --delimiter; it applies to toon \
+         only, so drop it",
+    );
+    insta::assert_snapshot!("render_unused_delimiter", delimiter.stderr);
+    let indent = run(&["render", "--format", "markdown", "--indent", "4"], CONFIG);
+    assert_failed(
+        &indent,
+        2,
+        "--format markdown takes no --indent; it applies to xml and toon only",
+    );
+    let toml = run(&["render", "--format", "toml", "--delimiter", ","], CONFIG);
+    assert_failed(&toml, 2, "--format toml takes no --delimiter");
+    let xml = run(&["render", "--format", "xml", "--indent", "0"], CONFIG);
+    assert_eq!(xml.code, 0, "{}", xml.stderr);
+    assert!(
+        xml.stdout.starts_with("<config>\n<debug>"),
+        "{}",
+        xml.stdout
+    );
+    let wide = run(&["render", "--format", "toon", "--indent", "100"], CONFIG);
+    assert_failed(&wide, 2, "100 spaces is too wide; use 1 to 16 for toon");
+}
+
+#[test]
 fn render_errors() {
     let not_fragments = run(&["render", "--format", "xml"], r#"{"config": 1}"#);
     assert_failed(

@@ -84,12 +84,13 @@ struct RenderArgs {
     /// Render any JSON value instead of a fragments document.
     #[arg(long)]
     data: bool,
-    /// TOON field delimiter: `,`, `tab` or `pipe`.
-    #[arg(long, default_value = ",", value_parser = parse_delimiter)]
-    delimiter: Delimiter,
-    /// Spaces per indentation level (XML and TOON).
-    #[arg(long, default_value_t = 2)]
-    indent: usize,
+    /// TOON only: the field delimiter, `,` (the default), `tab` or `pipe`.
+    #[arg(long, value_parser = parse_delimiter)]
+    delimiter: Option<Delimiter>,
+    /// XML and TOON only: spaces per indentation level (default 2; 0 to 16,
+    /// TOON at least 1).
+    #[arg(long, value_name = "N")]
+    indent: Option<usize>,
     #[command(flatten)]
     input: JsonInput,
 }
@@ -248,9 +249,7 @@ fn render(args: RenderArgs) -> agent_context::Result<String> {
     };
     let text = read_input(&args.file, args.input.limit(), expected)?;
     let value = parse_json(&text, args.input.parse_options())?;
-    let options = FormatOptions::default()
-        .with_delimiter(args.delimiter)
-        .with_indent(args.indent);
+    let options = format_options(&args)?;
     let mut out = if args.data {
         render_value(&value, args.format, &options)?
     } else {
@@ -266,6 +265,32 @@ fn render(args: RenderArgs) -> agent_context::Result<String> {
     };
     out.push('\n');
     Ok(out)
+}
+
+/// The options of `render --format`: a `--delimiter` or `--indent` the
+/// format does not use is refused rather than ignored.
+fn format_options(args: &RenderArgs) -> Result<FormatOptions, ErrorKind> {
+    let format = args.format;
+    let unused = |flag: &str, formats: &str| ErrorKind::Option {
+        option: flag.into(),
+        message: format!(
+            "--format {format} takes no {flag}; it applies to {formats} only, so drop it"
+        ),
+    };
+    let mut options = FormatOptions::default();
+    if let Some(delimiter) = args.delimiter {
+        if format != FragmentFormat::Toon {
+            return Err(unused("--delimiter", "toon"));
+        }
+        options = options.with_delimiter(delimiter);
+    }
+    if let Some(indent) = args.indent {
+        if !matches!(format, FragmentFormat::Xml | FragmentFormat::Toon) {
+            return Err(unused("--indent", "xml and toon"));
+        }
+        options = options.with_indent(indent);
+    }
+    Ok(options)
 }
 
 /// The error for a JSON value `render` was to read as `{"fragments": [...]}`.
