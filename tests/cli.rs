@@ -991,6 +991,27 @@ fn replay_prints_a_line_per_turn_and_a_summary() {
 }
 
 #[test]
+fn replay_reports_bad_input_in_a_late_turn_before_the_first_line() {
+    // Turn 1 builds; the tool result of turn 2 costs more than its cap even
+    // cut to nothing, its tool name being long: found before any line.
+    let session = format!(
+        r#"{{"chunks": [{{"id": "u1", "kind": "agent", "role": "user", "text": "go"}},
+        {{"id": "a1", "kind": "agent", "role": "assistant", "text": "ok"}},
+        {{"id": "c1", "kind": "workflow", "call_id": "k", "text": "ls"}},
+        {{"id": "r1", "kind": "environment", "call_id": "k", "tool": "{}", "text": "{}"}},
+        {{"id": "a2", "kind": "agent", "role": "assistant", "text": "done"}}]}}"#,
+        "a_long_tool_name_".repeat(20),
+        "file.txt ".repeat(300)
+    );
+    let out = run(&["replay", "-", "--cap", "tool_result=64"], &session);
+    assert_failed(&out, 2, "chunks[3] (id \"r1\")");
+    // Without the cap, both turns build.
+    let fine = run(&["replay", "-"], &session);
+    assert_eq!(fine.code, 0, "{}", fine.stderr);
+    assert_eq!(fine.stdout.lines().count(), 3, "{}", fine.stdout);
+}
+
+#[test]
 fn explain_survives_the_largest_budget() {
     let out = build_file(
         SMALL,

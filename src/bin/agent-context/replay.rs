@@ -29,13 +29,23 @@ pub(crate) struct ReplayArgs {
 }
 
 /// One JSON line per turn, written as soon as the turn is built, then a
-/// summary line. Bad input is reported before the first line; an error in a
-/// later turn leaves the lines of the turns before it on stdout.
+/// summary line. Bad input (exit 2), in any turn, is reported before the
+/// first line; a turn whose protected content does not fit the budget
+/// (exit 1) leaves the lines of the turns before it on stdout.
 pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
     let recorded = read_session(&args.file, &args.input)?;
     let mut opening = recorded.clone();
     opening.chunks.clear();
     let builder = args.options.builder()?;
+    // One cold build of the whole session finds the input a later turn would
+    // refuse (a cap too small for a late chunk, say), so it is reported
+    // before the first line. A budget a turn cannot meet is no input error:
+    // the replay runs up to that turn, showing the turns before it.
+    if let Err(error) = builder.build(&recorded)
+        && crate::exit_code(error.kind()) == 2
+    {
+        return Err(error.into());
+    }
     let mut session = ContextSession::new(builder, opening)?;
 
     let mut out = std::io::stdout().lock();
