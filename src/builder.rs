@@ -302,9 +302,9 @@ impl ContextBuilder {
     ///
     /// * [`ErrorKind::Chunk`] if `state` breaks an invariant (see
     ///   [`MemoryState::validate`]);
-    /// * [`ErrorKind::Option`] for an unknown model without `max_tokens`, a
-    ///   reserve that leaves no budget, an included id that no chunk has, or a
-    ///   low-water mark outside (0, 1];
+    /// * [`ErrorKind::Option`] for an empty model name, an unknown model
+    ///   without `max_tokens`, a reserve that leaves no budget, an included
+    ///   id that no chunk has, or a low-water mark outside (0, 1];
     /// * [`ErrorKind::Fragment`] or [`ErrorKind::Option`] when the fragments
     ///   cannot be rendered in the chosen format (e.g. a bad indent);
     /// * [`ErrorKind::UnknownCapTarget`] when a cap names a tag that no
@@ -333,6 +333,13 @@ impl ContextBuilder {
     ) -> Result<BuildResult> {
         let policy = pass.policy;
         policy.validate()?;
+        if self.model.is_empty() {
+            return Err(ErrorKind::Option {
+                option: "model".into(),
+                message: format!("the model name is empty; name one, e.g. {DEFAULT_MODEL:?}"),
+            }
+            .into());
+        }
         let counter = match &self.counter {
             Some(counter) => Arc::clone(counter),
             None => counter_for_model_calibrated(&self.model, &self.calibration)?,

@@ -307,6 +307,26 @@ fn unknown_models_are_estimates() {
 }
 
 #[test]
+fn an_empty_model_name_is_refused() {
+    let state = MemoryState::new().with_chunk(user("u1", "hello"));
+    let error = ContextBuilder::new()
+        .model("")
+        .max_tokens(1000)
+        .build(&state)
+        .unwrap_err();
+    match error.kind() {
+        ErrorKind::Option { option, message } => {
+            assert_eq!(option, "model");
+            assert_eq!(
+                message,
+                "the model name is empty; name one, e.g. \"gpt-4o\""
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn user_first_prepends_a_counted_history_start() {
     let state = MemoryState::new().with_chunk(assistant("a1", "Hello! How can I help?"));
     let result = ContextBuilder::new()

@@ -236,6 +236,17 @@ fn unknown_model_without_max_tokens() {
 }
 
 #[test]
+fn an_empty_model_name_is_refused() {
+    for command in ["build", "replay"] {
+        let out = run(&[command, "--model", "", "--max-tokens", "1000"], SMALL);
+        assert_failed(&out, 2, "invalid option `model`: the model name is empty");
+    }
+    let count = run(&["count", "--model", ""], "hello");
+    assert_failed(&count, 2, "the model name is empty");
+    insta::assert_snapshot!("empty_model", count.stderr);
+}
+
+#[test]
 fn nonexistent_input_file() {
     let out = run(&["build", "agent-context-no-such-file.json"], "");
     assert_failed(&out, 2, "reading agent-context-no-such-file.json: ");
@@ -351,6 +362,21 @@ fn endless_input_is_refused_at_its_first_byte() {
     insta::assert_snapshot!("yes_piped", yes.stderr);
     let replay = run_bounded(&["replay"], Stdio::piped(), Some(b"y\n"));
     assert_failed(&replay, 2, "this is not a session");
+}
+
+/// 64 KiB of newlines, what `yes ''` writes.
+static NEWLINES: [u8; 1 << 16] = [b'\n'; 1 << 16];
+
+#[test]
+fn endless_whitespace_is_read_in_linear_time() {
+    // Only the limit stops it: 32 MiB looked at once take well under a
+    // second; rescanned after each 8 KiB read, they took over a minute.
+    let yes = run_bounded(
+        &["build", "--max-input-bytes", "32MiB"],
+        Stdio::piped(),
+        Some(&NEWLINES),
+    );
+    assert_failed(&yes, 2, "the input is larger than the limit of 32 MiB");
 }
 
 #[test]
@@ -492,16 +518,19 @@ fn anthropic_output_needs_a_turn() {
 fn a_terminal_on_standard_input_gets_a_hint() {
     // `script` gives the binary a terminal; Ctrl-D on it ends the input.
     let command = format!("'{}' build", env!("CARGO_BIN_EXE_agent-context"));
-    let Ok(mut child) = Command::new("script")
+    // Debian and the CI have util-linux: a missing `script` fails the test
+    // rather than skipping it unseen.
+    let mut child = Command::new("script")
         .args(["-qec", &command, "/dev/null"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-    else {
-        eprintln!("skipped: no `script` to open a terminal with");
-        return;
-    };
+        .unwrap_or_else(|error| {
+            panic!(
+                "cannot run util-linux's `script` to open a terminal ({error}); install util-linux"
+            )
+        });
     let _ = child.stdin.take().unwrap().write_all(b"\x04");
     let output = child.wait_with_output().expect("wait for script");
     let terminal = String::from_utf8_lossy(&output.stdout);
@@ -781,9 +810,54 @@ fn render_prints_each_format() {
 }
 
 #[test]
+fn render_refuses_options_its_format_does_not_use() {
+    let delimiter = run(
+        &["render", "--data", "--format", "xml", "--delimiter", "tab"],
+        "[1, 2]",
+    );
+    assert_failed(
+        &delimiter,
+        2,
+        "invalid option `--delimiter`: --format xml takes no --delimiter; it applies to toon \
+         only, so drop it",
+    );
+    insta::assert_snapshot!("render_unused_delimiter", delimiter.stderr);
+    let indent = run(&["render", "--format", "markdown", "--indent", "4"], CONFIG);
+    assert_failed(
+        &indent,
+        2,
+        "--format markdown takes no --indent; it applies to xml and toon only",
+    );
+    let toml = run(&["render", "--format", "toml", "--delimiter", ","], CONFIG);
+    assert_failed(&toml, 2, "--format toml takes no --delimiter");
+    let xml = run(&["render", "--format", "xml", "--indent", "0"], CONFIG);
+    assert_eq!(xml.code, 0, "{}", xml.stderr);
+    assert!(
+        xml.stdout.starts_with("<config>\n<debug>"),
+        "{}",
+        xml.stdout
+    );
+    let wide = run(&["render", "--format", "toon", "--indent", "100"], CONFIG);
+    assert_failed(&wide, 2, "100 spaces is too wide; use 1 to 16 for toon");
+}
+
+#[test]
 fn render_errors() {
     let not_fragments = run(&["render", "--format", "xml"], r#"{"config": 1}"#);
-    assert_failed(&not_fragments, 2, "pass --data");
+    assert_failed(
+        &not_fragments,
+        2,
+        "invalid structured context at `(root)`: a fragments document is an object with the \
+         one key \"fragments\"",
+    );
+    insta::assert_snapshot!("render_not_fragments", not_fragments.stderr);
+    let empty = run(&["render", "--format", "xml"], "{}");
+    assert_failed(&empty, 2, "but it is empty; pass --data");
+    let extra = run(
+        &["render", "--format", "xml"],
+        r#"{"fragments": [], "extra": 1}"#,
+    );
+    assert_failed(&extra, 2, "but it has the key \"extra\"");
     let bad_format = run(&["render", "--format", "yaml"], CONFIG);
     assert_failed(&bad_format, 2, "unknown format \"yaml\"");
     let bad_fragment = run(
@@ -917,6 +991,27 @@ fn replay_prints_a_line_per_turn_and_a_summary() {
 }
 
 #[test]
+fn replay_reports_bad_input_in_a_late_turn_before_the_first_line() {
+    // Turn 1 builds; the tool result of turn 2 costs more than its cap even
+    // cut to nothing, its tool name being long: found before any line.
+    let session = format!(
+        r#"{{"chunks": [{{"id": "u1", "kind": "agent", "role": "user", "text": "go"}},
+        {{"id": "a1", "kind": "agent", "role": "assistant", "text": "ok"}},
+        {{"id": "c1", "kind": "workflow", "call_id": "k", "text": "ls"}},
+        {{"id": "r1", "kind": "environment", "call_id": "k", "tool": "{}", "text": "{}"}},
+        {{"id": "a2", "kind": "agent", "role": "assistant", "text": "done"}}]}}"#,
+        "a_long_tool_name_".repeat(20),
+        "file.txt ".repeat(300)
+    );
+    let out = run(&["replay", "-", "--cap", "tool_result=64"], &session);
+    assert_failed(&out, 2, "chunks[3] (id \"r1\")");
+    // Without the cap, both turns build.
+    let fine = run(&["replay", "-"], &session);
+    assert_eq!(fine.code, 0, "{}", fine.stderr);
+    assert_eq!(fine.stdout.lines().count(), 3, "{}", fine.stdout);
+}
+
+#[test]
 fn explain_survives_the_largest_budget() {
     let out = build_file(
         SMALL,
@@ -930,4 +1025,32 @@ fn explain_survives_the_largest_budget() {
 fn a_zero_budget_names_max_tokens() {
     let out = build_file(SMALL, &["--max-tokens", "0"]);
     assert_failed(&out, 2, "max_tokens (--max-tokens) must be at least 1");
+}
+
+#[test]
+fn output_that_cannot_be_written_exits_1() {
+    // The reading end of stdout is closed before the binary has its input,
+    // so its first line meets a broken pipe; `build` writes once at the end,
+    // `replay` a line per turn.
+    for command in ["build", "replay"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agent-context"))
+            .arg(command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn agent-context");
+        drop(child.stdout.take());
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(SMALL.as_bytes()).expect("write session");
+        drop(stdin);
+        let output = child.wait_with_output().expect("wait for agent-context");
+        let stderr = String::from_utf8(output.stderr).expect("UTF-8");
+        assert_eq!(output.status.code(), Some(1), "{command}: {stderr}");
+        assert!(
+            stderr.starts_with("error: writing output: Broken pipe"),
+            "{command}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{command}: {stderr}");
+    }
 }

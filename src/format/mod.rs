@@ -281,16 +281,19 @@ impl FormatOptions {
     }
 
     fn validate(&self, format: FragmentFormat) -> Result<()> {
+        // TOON nests by indentation alone; the others can do without.
+        let least = usize::from(format == FragmentFormat::Toon);
+        let range = format!("use {least} to {MAX_INDENT} for {format}");
         if self.indent > MAX_INDENT {
             return Err(option_error(
                 "indent",
-                format!("{} spaces is too wide; use 0 to {MAX_INDENT}", self.indent),
+                format!("{} spaces is too wide; {range}", self.indent),
             ));
         }
-        if format == FragmentFormat::Toon && self.indent == 0 {
+        if self.indent < least {
             return Err(option_error(
                 "indent",
-                "TOON nests by indentation and needs at least 1 space per level".into(),
+                format!("TOON nests by indentation and needs at least 1 space per level; {range}"),
             ));
         }
         Ok(())
@@ -466,8 +469,22 @@ mod tests {
         );
         let error = render_value(&value, FragmentFormat::Toon, &zero).unwrap_err();
         assert!(matches!(error.kind(), ErrorKind::Option { option, .. } if option == "indent"));
-        let wide = FormatOptions::default().with_indent(MAX_INDENT + 1);
-        assert!(render_value(&value, FragmentFormat::Markdown, &wide).is_err());
+        assert_eq!(
+            error.to_string(),
+            "invalid option `indent`: TOON nests by indentation and needs at least 1 space per \
+             level; use 1 to 16 for toon"
+        );
+        let wide = FormatOptions::default().with_indent(100);
+        let error = |format| render_value(&value, format, &wide).unwrap_err().to_string();
+        assert_eq!(
+            error(FragmentFormat::Toon),
+            "invalid option `indent`: 100 spaces is too wide; use 1 to 16 for toon"
+        );
+        assert_eq!(
+            error(FragmentFormat::Xml),
+            "invalid option `indent`: 100 spaces is too wide; use 0 to 16 for xml"
+        );
+        assert!(error(FragmentFormat::Markdown).ends_with("use 0 to 16 for markdown"));
     }
 
     #[test]

@@ -140,6 +140,7 @@ fn read_bounded(reader: impl Read, limit: u64, expected: Expected) -> io::Result
     let mut bytes = Vec::new();
     if expected != Expected::Text {
         let mut chunk = [0u8; 8192];
+        let mut start = StartScanner::default();
         loop {
             let read = match reader.read(&mut chunk) {
                 Ok(0) => break,
@@ -148,7 +149,7 @@ fn read_bounded(reader: impl Read, limit: u64, expected: Expected) -> io::Result
                 Err(error) => return Err(error),
             };
             bytes.extend_from_slice(&chunk[..read]);
-            if let Some(offset) = first_significant(&bytes) {
+            if let Some(offset) = start.scan(&chunk[..read]) {
                 check_start(bytes[offset], offset, expected)?;
                 break;
             }
@@ -157,9 +158,8 @@ fn read_bounded(reader: impl Read, limit: u64, expected: Expected) -> io::Result
     reader.read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
         return Err(invalid(format!(
-            "the input is larger than the limit of {} ({limit} bytes); raise it with \
-             --max-input-bytes",
-            human_size(limit)
+            "the input is larger than the limit of {}; raise it with --max-input-bytes",
+            limit_text(limit)
         )));
     }
     Ok(bytes)
@@ -167,17 +167,48 @@ fn read_bounded(reader: impl Read, limit: u64, expected: Expected) -> io::Result
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// The offset of the first byte past a byte-order mark and JSON whitespace,
-/// once one has arrived.
-fn first_significant(bytes: &[u8]) -> Option<usize> {
-    if bytes.len() < BOM.len() && BOM.starts_with(bytes) {
-        return None; // perhaps a byte-order mark, still arriving
+/// Finds the first byte past a byte-order mark and JSON whitespace as the
+/// input arrives, looking at each byte once: whitespace without end (`yes ''`)
+/// costs as much to read as anything else.
+#[derive(Default)]
+struct StartScanner {
+    /// Bytes scanned so far, all of them whitespace or part of a BOM.
+    scanned: usize,
+    /// Whether a BOM can no longer start at offset 0 (ruled out or skipped).
+    past_bom: bool,
+    /// Bytes looked at, over all calls.
+    #[cfg(test)]
+    looked_at: usize,
+}
+
+impl StartScanner {
+    /// Scans `new`, the bytes that follow those scanned before; the offset
+    /// (from the input's start) of the first significant byte, once one
+    /// has arrived.
+    fn scan(&mut self, new: &[u8]) -> Option<usize> {
+        for &byte in new {
+            #[cfg(test)]
+            {
+                self.looked_at += 1;
+            }
+            if !self.past_bom {
+                if byte == BOM[self.scanned] {
+                    self.scanned += 1;
+                    self.past_bom = self.scanned == BOM.len();
+                    continue;
+                }
+                self.past_bom = true;
+                if self.scanned > 0 {
+                    return Some(0); // the start of a BOM, then something else
+                }
+            }
+            if !matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
+                return Some(self.scanned);
+            }
+            self.scanned += 1;
+        }
+        None
     }
-    let skip = if bytes.starts_with(BOM) { BOM.len() } else { 0 };
-    bytes[skip..]
-        .iter()
-        .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-        .map(|offset| skip + offset)
 }
 
 fn check_start(byte: u8, offset: usize, expected: Expected) -> io::Result<()> {
@@ -217,15 +248,26 @@ fn parse_size(text: &str) -> std::result::Result<u64, String> {
             ));
         }
     };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-        .filter(|&bytes| bytes > 0)
-        .ok_or_else(|| format!("expected a size of at least one byte; found {text:?}"))
+    if digits.is_empty() {
+        return Err(format!(
+            "expected bytes, or a number with KiB, MiB or GiB; found {text:?}"
+        ));
+    }
+    // `digits` are ASCII digits: parsing fails only past `u64::MAX`.
+    let most = u64::MAX / scale;
+    match digits.parse::<u64>() {
+        Ok(0) => Err(format!(
+            "expected a size of at least one byte; found {text:?}"
+        )),
+        Ok(n) if n <= most => Ok(n * scale),
+        _ => Err(format!(
+            "{text:?} is too large; at most {most} {}",
+            if scale == 1 { "bytes" } else { unit.trim() }
+        )),
+    }
 }
 
-/// `268435456` as `256 MiB`, for messages.
+/// `268435456` as `256 MiB`, `1` as `1 byte`, for messages.
 fn human_size(bytes: u64) -> String {
     let units = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
     match units
@@ -233,7 +275,16 @@ fn human_size(bytes: u64) -> String {
         .find(|(size, _)| bytes >= *size && bytes.is_multiple_of(*size))
     {
         Some((size, unit)) => format!("{} {unit}", bytes / size),
+        None if bytes == 1 => "1 byte".to_owned(),
         None => format!("{bytes} bytes"),
+    }
+}
+
+/// The size limit for messages: `256 MiB (268435456 bytes)`, `1000 bytes`.
+fn limit_text(limit: u64) -> String {
+    match human_size(limit) {
+        human if human.ends_with("byte") || human.ends_with("bytes") => human,
+        human => format!("{human} ({limit} bytes)"),
     }
 }
 
@@ -287,12 +338,39 @@ mod tests {
         let bom_then_bad = b"\xEF\xBB\xBF \n x";
         let error = refusal(&bom_then_bad[..], 100, Expected::Session);
         assert!(error.contains("'x' (byte 0x78) at offset 6"), "{error}");
-        assert_eq!(first_significant(b"\xEF\xBB"), None);
+        assert_eq!(StartScanner::default().scan(b"\xEF\xBB"), None);
         let ok = read_bounded(&b"\xEF\xBB\xBF{}"[..], 5, Expected::Session).unwrap();
         assert_eq!(ok, b"\xEF\xBB\xBF{}");
         // Exactly at the limit is allowed.
         assert!(read_bounded(&b"{}"[..], 2, Expected::Session).is_ok());
         assert!(read_bounded(&b"{} "[..], 2, Expected::Session).is_err());
+    }
+
+    /// The offset `scan` finds when `input` arrives in pieces of `piece`
+    /// bytes, and how many bytes it looked at.
+    fn scan_in_pieces(input: &[u8], piece: usize) -> (Option<usize>, usize) {
+        let mut scanner = StartScanner::default();
+        let found = input.chunks(piece).find_map(|new| scanner.scan(new));
+        (found, scanner.looked_at)
+    }
+
+    #[test]
+    fn the_start_is_found_looking_at_each_byte_once() {
+        // 8 MiB of whitespace in 8 KiB reads: rescanning the buffer after
+        // each read would look at some 4 GiB.
+        let mut input = b" \n\t\r".repeat(2 << 20);
+        assert_eq!(scan_in_pieces(&input, 8192), (None, input.len()));
+        input.push(b'{');
+        assert_eq!(
+            scan_in_pieces(&input, 8192),
+            (Some(input.len() - 1), input.len())
+        );
+        for piece in 1..=4 {
+            assert_eq!(scan_in_pieces(b"\xEF\xBB\xBF \n{", piece), (Some(5), 6));
+            assert_eq!(scan_in_pieces(b"\xEF\xBB x", piece), (Some(0), 3));
+            assert_eq!(scan_in_pieces(b" \xEF\xBB\xBF", piece), (Some(1), 2));
+            assert_eq!(scan_in_pieces(b"\xEF\xBB", piece), (None, 2));
+        }
     }
 
     #[test]
@@ -302,9 +380,26 @@ mod tests {
         assert_eq!(parse_size("2 GiB"), Ok(2 << 30));
         assert!(parse_size("0").is_err());
         assert!(parse_size("12MB").unwrap_err().contains("KiB, MiB or GiB"));
-        assert!(parse_size("99999999999999GiB").is_err());
+        assert_eq!(
+            parse_size("0").unwrap_err(),
+            "expected a size of at least one byte; found \"0\""
+        );
+        assert!(parse_size("MiB").unwrap_err().contains("expected bytes"));
+        assert_eq!(
+            parse_size("99999999999GiB").unwrap_err(),
+            "\"99999999999GiB\" is too large; at most 17179869183 GiB"
+        );
+        assert_eq!(
+            parse_size("99999999999999999999").unwrap_err(),
+            "\"99999999999999999999\" is too large; at most 18446744073709551615 bytes"
+        );
+        assert_eq!(parse_size("17179869183GiB"), Ok(17179869183 << 30));
         assert_eq!(human_size(256 << 20), "256 MiB");
         assert_eq!(human_size(1500), "1500 bytes");
+        assert_eq!(human_size(1), "1 byte");
+        assert_eq!(limit_text(1), "1 byte");
+        assert_eq!(limit_text(1000), "1000 bytes");
+        assert_eq!(limit_text(1 << 20), "1 MiB (1048576 bytes)");
     }
 
     #[test]

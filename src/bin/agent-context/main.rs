@@ -84,12 +84,13 @@ struct RenderArgs {
     /// Render any JSON value instead of a fragments document.
     #[arg(long)]
     data: bool,
-    /// TOON field delimiter: `,`, `tab` or `pipe`.
-    #[arg(long, default_value = ",", value_parser = parse_delimiter)]
-    delimiter: Delimiter,
-    /// Spaces per indentation level (XML and TOON).
-    #[arg(long, default_value_t = 2)]
-    indent: usize,
+    /// TOON only: the field delimiter, `,` (the default), `tab` or `pipe`.
+    #[arg(long, value_parser = parse_delimiter)]
+    delimiter: Option<Delimiter>,
+    /// XML and TOON only: spaces per indentation level (default 2; 0 to 16,
+    /// TOON at least 1).
+    #[arg(long, value_name = "N")]
+    indent: Option<usize>,
     #[command(flatten)]
     input: JsonInput,
 }
@@ -120,29 +121,43 @@ fn main() -> ExitCode {
         }
     };
     let outcome = match cli.command {
-        Command::Build(args) => build(args),
-        Command::Count(args) => count(args),
-        Command::Render(args) => render(args),
+        Command::Build(args) => build(args).map_err(Failure::from),
+        Command::Count(args) => count(args).map_err(Failure::from),
+        Command::Render(args) => render(args).map_err(Failure::from),
         Command::Replay(args) => replay::run(args),
     };
+    let outcome = outcome.and_then(|stdout| {
+        let mut out = std::io::stdout().lock();
+        out.write_all(stdout.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(Failure::Output)
+    });
     match outcome {
-        Ok(stdout) => {
-            let mut out = std::io::stdout().lock();
-            match out.write_all(stdout.as_bytes()).and_then(|()| out.flush()) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(error) => {
-                    eprintln!("error: writing output: {error}");
-                    ExitCode::from(1)
-                }
-            }
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Output(error)) => {
+            eprintln!("error: writing output: {error}");
+            ExitCode::from(1)
         }
-        Err(error) => {
+        Err(Failure::Command(error)) => {
             eprintln!("error: {error}");
             if let Some(hint) = input::flag_hint(error.kind()) {
                 eprintln!("hint: {hint}");
             }
             ExitCode::from(exit_code(error.kind()))
         }
+    }
+}
+
+/// Why a command failed: its input or options (or a budget too small), or
+/// standard output that cannot be written (a closed pipe), which exits 1.
+pub(crate) enum Failure {
+    Command(agent_context::Error),
+    Output(std::io::Error),
+}
+
+impl From<agent_context::Error> for Failure {
+    fn from(error: agent_context::Error) -> Self {
+        Failure::Command(error)
     }
 }
 
@@ -190,6 +205,13 @@ fn build(args: BuildArgs) -> agent_context::Result<String> {
 }
 
 fn count(args: CountArgs) -> agent_context::Result<String> {
+    if args.model.is_empty() {
+        return Err(ErrorKind::Option {
+            option: "model".into(),
+            message: format!("the model name is empty; name one, e.g. {DEFAULT_MODEL:?}"),
+        }
+        .into());
+    }
     let text = read_input(&args.file, &args.input, Expected::Text)?;
     let calibration = args
         .estimate_factor
@@ -227,9 +249,7 @@ fn render(args: RenderArgs) -> agent_context::Result<String> {
     };
     let text = read_input(&args.file, args.input.limit(), expected)?;
     let value = parse_json(&text, args.input.parse_options())?;
-    let options = FormatOptions::default()
-        .with_delimiter(args.delimiter)
-        .with_indent(args.indent);
+    let options = format_options(&args)?;
     let mut out = if args.data {
         render_value(&value, args.format, &options)?
     } else {
@@ -239,20 +259,56 @@ fn render(args: RenderArgs) -> agent_context::Result<String> {
             {
                 fragments_from_json(object.remove("fragments").unwrap_or_default())?
             }
-            _ => {
-                return Err(ErrorKind::Session {
-                    field: "(root)".into(),
-                    message:
-                        "expected {\"fragments\": [...]}; pass --data to render any JSON value"
-                            .into(),
-                }
-                .into());
-            }
+            other => return Err(not_a_fragments_document(&other).into()),
         };
         render_fragments(&fragments, args.format, &options)?
     };
     out.push('\n');
     Ok(out)
+}
+
+/// The options of `render --format`: a `--delimiter` or `--indent` the
+/// format does not use is refused rather than ignored.
+fn format_options(args: &RenderArgs) -> Result<FormatOptions, ErrorKind> {
+    let format = args.format;
+    let unused = |flag: &str, formats: &str| ErrorKind::Option {
+        option: flag.into(),
+        message: format!(
+            "--format {format} takes no {flag}; it applies to {formats} only, so drop it"
+        ),
+    };
+    let mut options = FormatOptions::default();
+    if let Some(delimiter) = args.delimiter {
+        if format != FragmentFormat::Toon {
+            return Err(unused("--delimiter", "toon"));
+        }
+        options = options.with_delimiter(delimiter);
+    }
+    if let Some(indent) = args.indent {
+        if !matches!(format, FragmentFormat::Xml | FragmentFormat::Toon) {
+            return Err(unused("--indent", "xml and toon"));
+        }
+        options = options.with_indent(indent);
+    }
+    Ok(options)
+}
+
+/// The error for a JSON value `render` was to read as `{"fragments": [...]}`.
+fn not_a_fragments_document(value: &serde_json::Value) -> ErrorKind {
+    let found = match value {
+        serde_json::Value::Object(object) => match object.keys().find(|k| *k != "fragments") {
+            Some(key) => format!("it has the key {key:?}"),
+            None => "it is empty".to_owned(),
+        },
+        _ => "it is not an object".to_owned(),
+    };
+    ErrorKind::Fragment {
+        path: "(root)".into(),
+        message: format!(
+            "a fragments document is an object with the one key \"fragments\" \
+             ({{\"fragments\": [...]}}), but {found}; pass --data to render any JSON value"
+        ),
+    }
 }
 
 fn pretty(value: &serde_json::Value) -> String {

@@ -7,6 +7,7 @@ use std::time::Instant;
 use agent_context::{BuildResult, ChunkKind, ContextSession, Role};
 use serde_json::json;
 
+use crate::Failure;
 use crate::input::{JsonInput, read_session};
 use crate::options::BuildOptions;
 
@@ -28,13 +29,23 @@ pub(crate) struct ReplayArgs {
 }
 
 /// One JSON line per turn, written as soon as the turn is built, then a
-/// summary line. Bad input is reported before the first line; an error in a
-/// later turn leaves the lines of the turns before it on stdout.
-pub(crate) fn run(args: ReplayArgs) -> agent_context::Result<String> {
+/// summary line. Bad input (exit 2), in any turn, is reported before the
+/// first line; a turn whose protected content does not fit the budget
+/// (exit 1) leaves the lines of the turns before it on stdout.
+pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
     let recorded = read_session(&args.file, &args.input)?;
     let mut opening = recorded.clone();
     opening.chunks.clear();
     let builder = args.options.builder()?;
+    // One cold build of the whole session finds the input a later turn would
+    // refuse (a cap too small for a late chunk, say), so it is reported
+    // before the first line. A budget a turn cannot meet is no input error:
+    // the replay runs up to that turn, showing the turns before it.
+    if let Err(error) = builder.build(&recorded)
+        && crate::exit_code(error.kind()) == 2
+    {
+        return Err(error.into());
+    }
     let mut session = ContextSession::new(builder, opening)?;
 
     let mut out = std::io::stdout().lock();
@@ -73,7 +84,7 @@ pub(crate) fn run(args: ReplayArgs) -> agent_context::Result<String> {
             "build_us": build_us,
             "new_tokens_counted": stats.tokens_counted,
         });
-        emit(&mut out, &line);
+        emit(&mut out, &line)?;
         previous = Some(result);
     }
     let mut sorted = times.clone();
@@ -88,16 +99,15 @@ pub(crate) fn run(args: ReplayArgs) -> agent_context::Result<String> {
         "prefix_changes": prefix_changes,
         "cache": !args.no_cache,
     }});
-    emit(&mut out, &summary);
+    emit(&mut out, &summary)?;
     Ok(String::new())
 }
 
 /// Writes `line` and flushes it, so a reader sees each turn as it is built.
-/// Output that cannot be written (a closed pipe) ends the run as `main`
-/// ends any command whose output fails: a message and exit code 1.
-fn emit(out: &mut impl Write, line: &serde_json::Value) {
-    if let Err(error) = writeln!(out, "{line}").and_then(|()| out.flush()) {
-        eprintln!("error: writing output: {error}");
-        std::process::exit(1);
-    }
+/// Output that cannot be written (a closed pipe) ends the run as it ends any
+/// command: `main` reports it and exits 1.
+fn emit(out: &mut impl Write, line: &serde_json::Value) -> Result<(), Failure> {
+    writeln!(out, "{line}")
+        .and_then(|()| out.flush())
+        .map_err(Failure::Output)
 }
