@@ -8,9 +8,11 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use super::{Fragment, FragmentData, collapse, error, is_fragment_object, too_deep};
+use super::{
+    Fragment, FragmentData, MAX_DEPTH, ROOT_KEY, collapse, error, is_fragment_object, push_key,
+    too_deep,
+};
 use crate::error::{Result, json_type_name};
-use crate::format::{MAX_DEPTH, ROOT_KEY, push_key};
 
 impl Fragment {
     /// Reads one fragment from JSON (the shape in [`Fragment`]'s docs).
