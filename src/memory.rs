@@ -12,7 +12,6 @@ use serde_json::{Map, Value};
 
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
-use crate::json_input::{Document, ParseOptions, value_from_deserializer};
 use crate::json_text::JsonText;
 
 /// What a chunk records; decides its default tag, role and budget treatment.
@@ -333,63 +332,6 @@ impl MemoryState {
         self
     }
 
-    /// Parses and validates a session from JSON text, strictly: see
-    /// [`from_json_str_with`](MemoryState::from_json_str_with).
-    ///
-    /// # Errors
-    ///
-    /// As [`from_json_str_with`](MemoryState::from_json_str_with).
-    pub fn from_json_str(json: &str) -> Result<MemoryState> {
-        MemoryState::from_json_str_with(json, ParseOptions::default())
-    }
-
-    /// Parses and validates a session from JSON text.
-    ///
-    /// A leading byte-order mark is skipped; a key given twice in one object
-    /// is an error (not the last value winning); arrays and objects may nest
-    /// [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH) levels deep. A lone UTF-16
-    /// surrogate escape is an error unless `options` asks for lossy Unicode:
-    ///
-    /// ```
-    /// use agent_context::{MemoryState, ParseOptions};
-    ///
-    /// let cut = r#"{"chunks": [{"id": "u1", "kind": "agent", "role": "user", "text": "ok \ud83e"}]}"#;
-    /// assert!(MemoryState::from_json_str(cut).is_err());
-    /// let lossy = ParseOptions::new().lossy_unicode(true);
-    /// let state = MemoryState::from_json_str_with(cut, lossy)?;
-    /// assert_eq!(state.chunks[0].text.as_deref(), Some("ok \u{fffd}"));
-    /// # Ok::<(), agent_context::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::Json`] with line and column for malformed JSON;
-    /// [`ErrorKind::JsonRejected`] with line, column, chunk and field for a
-    /// duplicate key, nesting too deep or a lone surrogate;
-    /// [`ErrorKind::Session`] or [`ErrorKind::Chunk`] (naming the chunk's
-    /// index, id and field) for a schema violation.
-    pub fn from_json_str_with(json: &str, options: ParseOptions) -> Result<MemoryState> {
-        if json.trim_start_matches('\u{feff}').trim().is_empty() {
-            return Err(ErrorKind::Json {
-                line: 1,
-                column: 1,
-                message: "the input is empty; expected a session object".into(),
-            }
-            .into());
-        }
-        let value = crate::json_input::read(json, options, Document::Session)?;
-        MemoryState::from_json_value(value)
-    }
-
-    /// Validates a session from an already parsed JSON value.
-    ///
-    /// # Errors
-    ///
-    /// As [`MemoryState::from_json_str`], minus syntax errors.
-    pub fn from_json_value(value: Value) -> Result<MemoryState> {
-        crate::memory_schema::session_from_value(value)
-    }
-
     /// Checks the invariants a hand-built session must also hold: ids present
     /// and unique, `role` given exactly on `agent` chunks, `text` and `data`
     /// not both set.
@@ -406,24 +348,6 @@ impl MemoryState {
             }
         }
         Ok(())
-    }
-}
-
-/// Reads like [`MemoryState::from_json_str`] (a key given twice is an error),
-/// with the deserializer's own errors and depth limit.
-impl<'de> Deserialize<'de> for MemoryState {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = value_from_deserializer(deserializer)?;
-        MemoryState::from_json_value(value).map_err(serde::de::Error::custom)
-    }
-}
-
-/// Reads like a chunk of [`MemoryState::from_json_str`] (a key given twice is
-/// an error).
-impl<'de> Deserialize<'de> for MemoryChunk {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = value_from_deserializer(deserializer)?;
-        crate::memory_schema::chunk_from_value(0, value).map_err(serde::de::Error::custom)
     }
 }
 
