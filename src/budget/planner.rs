@@ -7,13 +7,9 @@ use smallvec::SmallVec;
 use crate::budget::units::{Item, Step, Unit};
 use crate::memory::Role;
 use crate::message::Elision;
+use crate::render::ELIDED_TAG;
 use crate::tokens::parts::{CountedText, joined_tokens};
 use crate::tokens::{Framing, TokenCounter};
-
-/// Tag of the marker that stands for dropped history.
-pub(crate) const ELIDED_TAG: &str = "elided_history";
-/// Tag of the user message put first when history would start with the assistant.
-pub(crate) const HISTORY_START_TAG: &str = "history_start";
 
 /// Position of a role in per-role tables.
 pub(crate) fn role_index(role: Role) -> usize {

@@ -15,6 +15,7 @@ use std::sync::Arc;
 pub use chunks::{DefaultRenderer, default_tag};
 pub use escape::EscapeMode;
 
+pub(crate) use chunks::{ELIDED_TAG, HISTORY_START_TAG, SUMMARY_TAG, body_text};
 pub(crate) use escape::TagSet;
 
 use own_tag::OwnTagGuard;
