@@ -84,6 +84,7 @@ pub mod render;
 mod session;
 pub mod tokens;
 
+pub use budget::planner::Elision;
 pub use builder::{ContextBuilder, DEFAULT_MODEL};
 pub use chunk_cache::BuildStats;
 pub use chunk_id::ChunkId;
@@ -96,5 +97,5 @@ pub use fragment::{
 pub use json_input::{MAX_JSON_DEPTH, ParseOptions, parse_json};
 pub use json_text::JsonText;
 pub use memory::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
-pub use message::{BuildResult, ContextMessage, Elision, Resolved, Truncation};
+pub use message::{BuildResult, ContextMessage, Resolved, Truncation};
 pub use session::ContextSession;

@@ -26,7 +26,7 @@
 //!   first dropped chunk was.
 
 mod caps;
-mod planner;
+pub(crate) mod planner;
 mod policy;
 mod previous_cut;
 mod truncate;
@@ -35,7 +35,7 @@ mod units;
 use serde::Serialize;
 
 pub use caps::{CapTarget, Caps, DEFAULT_TOOL_RESULT_CAP};
-pub(crate) use planner::{Layout, Planner, Slot, all_start_clean, framing_table};
+pub(crate) use planner::{Elision, Layout, Planner, Slot, all_start_clean, framing_table};
 pub use policy::{Policy, PriorityTarget, Summarizer};
 pub(crate) use previous_cut::PreviousCut;
 pub(crate) use truncate::{MIN_BODY_CAP, cut_body, marker_only};
