@@ -18,9 +18,9 @@ use crate::chunk_id::ChunkId;
 use crate::error::{ErrorKind, Result};
 use crate::format::{FormatOptions, FragmentFormat, render_fragments};
 use crate::memory::{ChunkKind, MemoryState};
-use crate::message::{BuildResult, Resolved, Truncation};
+use crate::message::{BuildResult, MessageFingerprint, Resolved, Truncation};
 use crate::prepare::Preparer;
-use crate::previous::{MessageFingerprint, PreviousBuild};
+use crate::previous::PreviousBuild;
 use crate::render::{ChunkRenderer, DefaultRenderer, EscapeMode, RenderContext, RendererRegistry};
 use crate::tokens::parts::CountedText;
 use crate::tokens::{

@@ -1,14 +1,14 @@
 //! What a build returns: messages, exact counts, and one decision per chunk.
 
+use std::hash::Hasher;
+
 use serde::Serialize;
 use smallvec::SmallVec;
 
-use crate::assemble::Summary;
 use crate::budget::{ChunkDecision, Elision};
 use crate::chunk_id::ChunkId;
 use crate::error::Result;
 use crate::memory::Role;
-use crate::previous::MessageFingerprint;
 use crate::tokens::{Calibration, Encoding, EstimateFactor, TiktokenCounter, TokenCounter};
 
 /// One message of the prompt.
@@ -150,4 +150,48 @@ pub struct Resolved {
     pub system_prompt: Option<String>,
     /// The history messages, oldest first.
     pub messages: Vec<ContextMessage>,
+}
+
+/// The summary that stands for dropped history, kept so the next build can
+/// reuse it while its cut is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Summary {
+    /// The elision it summarizes: chunks and tokens.
+    pub(crate) chunks: usize,
+    pub(crate) tokens: usize,
+    /// The summary's text, before escaping.
+    pub(crate) body: String,
+}
+
+/// A message remembered by its length and a hash of its content rather
+/// than a copy: a session of a long prompt would otherwise hold it twice.
+/// Unrelated contents of one length share the 64-bit hash with odds of
+/// 2^-64; the hash is not built to resist content crafted to collide, which
+/// could only overstate the reported stable prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MessageFingerprint {
+    pub(crate) role: Role,
+    pub(crate) len: usize,
+    pub(crate) hash: u64,
+    /// The content tokens that stay if the message grows.
+    pub(crate) growable: usize,
+}
+
+impl MessageFingerprint {
+    /// `message`, whose first `growable` content tokens stay if it grows.
+    pub(crate) fn of(message: &ContextMessage, growable: usize) -> Self {
+        MessageFingerprint {
+            role: message.role,
+            len: message.content.len(),
+            hash: content_hash(&message.content),
+            growable,
+        }
+    }
+}
+
+/// The hash a [`MessageFingerprint`] keeps of a message's content.
+pub(crate) fn content_hash(content: &str) -> u64 {
+    let mut hasher = rustc_hash::FxHasher::default();
+    hasher.write(content.as_bytes());
+    hasher.finish()
 }
