@@ -5,9 +5,10 @@ use smallvec::SmallVec;
 
 use crate::budget::{Layout, MIN_BODY_CAP, Planner, SUMMARY_TAG, Slot, truncate_to_cap};
 use crate::chunk_id::ChunkId;
-use crate::memory::{MemoryChunk, MemoryState, Role};
+use crate::memory::{MemoryChunk, MemoryState};
 use crate::message::{ContextMessage, Summary};
 use crate::prepare::Preparer;
+use crate::roles::Role;
 use crate::tokens::parts::{CountedText, join};
 
 /// Replaces the elision marker by a summary when the policy has a

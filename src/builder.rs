@@ -17,11 +17,12 @@ use crate::chunk_cache::ChunkCache;
 use crate::chunk_id::ChunkId;
 use crate::error::{ErrorKind, Result};
 use crate::format::{FormatOptions, FragmentFormat, render_fragments};
-use crate::memory::{ChunkKind, MemoryState};
+use crate::memory::MemoryState;
 use crate::message::{BuildResult, MessageFingerprint, Resolved, Truncation};
 use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
 use crate::render::{ChunkRenderer, DefaultRenderer, EscapeMode, RenderContext, RendererRegistry};
+use crate::roles::ChunkKind;
 use crate::tokens::parts::CountedText;
 use crate::tokens::{
     Calibration, Framing, TokenCounter, counter_for_model_calibrated, estimate_warning, model_info,

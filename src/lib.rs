@@ -81,6 +81,7 @@ mod message;
 mod prepare;
 mod previous;
 pub mod render;
+mod roles;
 mod session;
 pub mod tokens;
 
@@ -96,6 +97,7 @@ pub use fragment::{
 };
 pub use json_input::{MAX_JSON_DEPTH, ParseOptions, parse_json};
 pub use json_text::JsonText;
-pub use memory::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
+pub use memory::{MemoryChunk, MemoryState};
 pub use message::{BuildResult, ContextMessage, Resolved, Truncation};
+pub use roles::{ChunkKind, Retention, Role};
 pub use session::ContextSession;

@@ -10,7 +10,8 @@ use serde_json::Value;
 use crate::error::{ChunkLocation, ErrorKind, Result, json_type_name};
 use crate::json_input::{self, Document, ParseOptions, value_from_deserializer};
 use crate::json_text::JsonText;
-use crate::memory::{ChunkKind, JsonObject, MemoryChunk, MemoryState, Retention, Role};
+use crate::memory::{JsonObject, MemoryChunk, MemoryState};
+use crate::roles::{ChunkKind, Retention, Role};
 
 const SESSION_FIELDS: &[&str] = &["id", "system_prompt", "fragments", "chunks"];
 

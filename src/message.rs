@@ -8,7 +8,7 @@ use smallvec::SmallVec;
 use crate::budget::{ChunkDecision, Elision};
 use crate::chunk_id::ChunkId;
 use crate::error::Result;
-use crate::memory::Role;
+use crate::roles::Role;
 use crate::tokens::{Calibration, Encoding, EstimateFactor, TiktokenCounter, TokenCounter};
 
 /// One message of the prompt.

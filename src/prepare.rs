@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use crate::budget::{Decision, MIN_CAP, Policy, cut_body, marker_only};
 use crate::error::{ChunkLocation, ErrorKind, Result};
-use crate::memory::{MemoryChunk, Retention, Role};
+use crate::memory::MemoryChunk;
 use crate::render::{ChunkRenderer, RenderContext, body_text, default_tag};
+use crate::roles::{Retention, Role};
 use crate::tokens::TokenCounter;
 use crate::tokens::parts::CountedText;
 

@@ -45,8 +45,8 @@ pub(crate) use units::{
 };
 
 use crate::chunk_id::ChunkId;
-use crate::memory::ChunkKind;
 pub(crate) use crate::render::{ELIDED_TAG, HISTORY_START_TAG, SUMMARY_TAG};
+use crate::roles::ChunkKind;
 
 /// Why a chunk was left out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -6,8 +6,8 @@ use serde::Serialize;
 use smallvec::SmallVec;
 
 use crate::budget::units::{Item, Step, Unit};
-use crate::memory::Role;
 use crate::render::ELIDED_TAG;
+use crate::roles::Role;
 use crate::tokens::parts::{CountedText, joined_tokens};
 use crate::tokens::{Framing, TokenCounter};
 

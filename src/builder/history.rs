@@ -15,9 +15,10 @@ use crate::budget::{
 use crate::chunk_cache::ChunkCache;
 use crate::chunk_id::ChunkId;
 use crate::error::{ChunkLocation, ErrorKind, Result};
-use crate::memory::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
+use crate::memory::{MemoryChunk, MemoryState};
 use crate::prepare::{PreparedChunk, Preparer};
 use crate::render::DefaultRenderer;
+use crate::roles::{ChunkKind, Retention, Role};
 use crate::tokens::parts::CountedText;
 
 /// The chunks of a build after rendering, before planning.

@@ -4,8 +4,10 @@ use std::borrow::Cow;
 
 use smallvec::SmallVec;
 
-use crate::memory::{ChunkKind, MemoryChunk, Role};
+use crate::memory::MemoryChunk;
+
 use crate::render::{ChunkRenderer, RenderContext};
+use crate::roles::{ChunkKind, Role};
 
 const ID: &[&str] = &["id"];
 const CALL: &[&str] = &["id", "tool", "call_id", "status"];

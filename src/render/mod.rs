@@ -20,7 +20,9 @@ pub(crate) use escape::TagSet;
 
 use own_tag::OwnTagGuard;
 
-use crate::memory::{MemoryChunk, Role};
+use crate::memory::MemoryChunk;
+
+use crate::roles::Role;
 
 /// Renders chunks it accepts into tagged text.
 ///
