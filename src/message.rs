@@ -1,4 +1,6 @@
-//! What a build returns: messages, exact counts, and one decision per chunk.
+//! What a build returns: messages, exact counts, and one decision per chunk;
+//! what it hands the next build (its summary, its messages' fingerprints);
+//! and how a provider's bill for it calibrates estimates.
 
 use std::hash::Hasher;
 
@@ -105,42 +107,6 @@ impl BuildResult {
     }
 }
 
-// Here rather than in `tokens::calibration`: it reads a build's result,
-// and the token counters sit below the build.
-impl Calibration {
-    /// Learns from a provider's figure for a prompt this crate built.
-    ///
-    /// `billed_tokens` is every input token billed for `result`'s messages:
-    /// for Anthropic, the sum of `usage.input_tokens`,
-    /// `usage.cache_creation_input_tokens` and `usage.cache_read_input_tokens`
-    /// (with prompt caching, `input_tokens` alone leaves out the cached
-    /// part). The base is the `o200k_base` count
-    /// of the messages' content, framing left out, so the provider's own
-    /// framing counts into the ratio and the factor errs high. A build that
-    /// was counted exactly teaches nothing: it is left alone, and the
-    /// current factor returned.
-    ///
-    /// Costs one `o200k_base` count of the prompt. Returns the factor now
-    /// in force for `result.model`.
-    ///
-    /// # Errors
-    ///
-    /// As [`observe_counts`](Calibration::observe_counts);
-    /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the `o200k_base` tables fail to load.
-    pub fn observe(&self, result: &BuildResult, billed_tokens: usize) -> Result<EstimateFactor> {
-        if result.token_count_exact {
-            return Ok(self.factor(&result.model));
-        }
-        let base = TiktokenCounter::new(Encoding::O200kBase)?;
-        let base_tokens = result
-            .messages
-            .iter()
-            .map(|message| base.count(&message.content))
-            .sum();
-        self.observe_counts(&result.model, base_tokens, billed_tokens)
-    }
-}
-
 /// A build split for callers that send the system prompt apart from the
 /// messages; see [`ContextBuilder::resolve`](crate::ContextBuilder::resolve).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -194,4 +160,41 @@ pub(crate) fn content_hash(content: &str) -> u64 {
     let mut hasher = rustc_hash::FxHasher::default();
     hasher.write(content.as_bytes());
     hasher.finish()
+}
+
+// Here rather than in `tokens::calibration`: it reads a build's result,
+// and the token counters sit below the build.
+impl Calibration {
+    /// Learns from a provider's figure for a prompt this crate built.
+    ///
+    /// `billed_tokens` is every input token billed for `result`'s messages:
+    /// for Anthropic, the sum of `usage.input_tokens`,
+    /// `usage.cache_creation_input_tokens` and `usage.cache_read_input_tokens`
+    /// (with prompt caching, `input_tokens` alone leaves out the cached
+    /// part). The base is the `o200k_base` count
+    /// of the messages' content, framing left out, so the provider's own
+    /// framing counts into the ratio and the factor errs high. A build that
+    /// was counted exactly teaches nothing: it is left alone, and the
+    /// current factor returned.
+    ///
+    /// Costs one `o200k_base` count of the prompt. Returns the factor now
+    /// in force for `result.model`.
+    ///
+    /// # Errors
+    ///
+    /// As [`observe_counts`](Calibration::observe_counts);
+    /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the
+    /// `o200k_base` tables fail to load.
+    pub fn observe(&self, result: &BuildResult, billed_tokens: usize) -> Result<EstimateFactor> {
+        if result.token_count_exact {
+            return Ok(self.factor(&result.model));
+        }
+        let base = TiktokenCounter::new(Encoding::O200kBase)?;
+        let base_tokens = result
+            .messages
+            .iter()
+            .map(|message| base.count(&message.content))
+            .sum();
+        self.observe_counts(&result.model, base_tokens, billed_tokens)
+    }
 }

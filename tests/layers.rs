@@ -242,7 +242,7 @@ fn strip(source: &str) -> String {
                 }
             }
             out.push(' ');
-        } else if c_is_raw_string(rest) {
+        } else if is_raw_string(rest) {
             let hashes = rest[1..].iter().take_while(|&&c| c == '#').count();
             i += 2 + hashes;
             let close: Vec<char> = std::iter::once('"')
@@ -275,7 +275,7 @@ fn strip(source: &str) -> String {
     out
 }
 
-fn c_is_raw_string(rest: &[char]) -> bool {
+fn is_raw_string(rest: &[char]) -> bool {
     let after_r = || {
         let hashes = rest[1..].iter().take_while(|&&c| c == '#').count();
         rest.get(1 + hashes) == Some(&'"')
