@@ -3,8 +3,8 @@
 use serde_json::{Value, json};
 
 use crate::error::{ErrorKind, Result};
-use crate::memory::Role;
 use crate::message::BuildResult;
+use crate::roles::Role;
 
 /// `{"messages": [{"role", "content"}]}`, the system message first.
 pub fn openai(result: &BuildResult) -> Value {

@@ -5,21 +5,11 @@ use smallvec::SmallVec;
 
 use crate::budget::{Layout, MIN_BODY_CAP, Planner, SUMMARY_TAG, Slot, truncate_to_cap};
 use crate::chunk_id::ChunkId;
-use crate::memory::{MemoryChunk, MemoryState, Role};
-use crate::message::ContextMessage;
+use crate::memory::{MemoryChunk, MemoryState};
+use crate::message::{ContextMessage, Summary};
 use crate::prepare::Preparer;
+use crate::roles::Role;
 use crate::tokens::parts::{CountedText, join};
-
-/// The summary that stands for dropped history, kept so the next build can
-/// reuse it while its cut is unchanged.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Summary {
-    /// The elision it summarizes: chunks and tokens.
-    pub(crate) chunks: usize,
-    pub(crate) tokens: usize,
-    /// The summary's text, before escaping.
-    pub(crate) body: String,
-}
 
 /// Replaces the elision marker by a summary when the policy has a
 /// summarizer and the summary fits where the marker was.

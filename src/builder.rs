@@ -13,15 +13,16 @@ use crate::budget::{
     CapTarget, Decision, DropReason, ELIDED_TAG, HISTORY_START_TAG, Item, Planner, Policy,
     SUMMARY_TAG, Step, Unit, all_start_clean, framing_table, group_units, plan_steps,
 };
+use crate::chunk_cache::ChunkCache;
 use crate::chunk_id::ChunkId;
 use crate::error::{ErrorKind, Result};
 use crate::format::{FormatOptions, FragmentFormat, render_fragments};
-use crate::memory::{ChunkKind, MemoryState};
-use crate::message::{BuildResult, Resolved, Truncation};
+use crate::memory::MemoryState;
+use crate::message::{BuildResult, MessageFingerprint, Resolved, Truncation};
 use crate::prepare::Preparer;
-use crate::previous::{MessageFingerprint, PreviousBuild};
+use crate::previous::PreviousBuild;
 use crate::render::{ChunkRenderer, DefaultRenderer, EscapeMode, RenderContext, RendererRegistry};
-use crate::session::ChunkCache;
+use crate::roles::ChunkKind;
 use crate::tokens::parts::CountedText;
 use crate::tokens::{
     Calibration, Framing, TokenCounter, counter_for_model_calibrated, estimate_warning, model_info,

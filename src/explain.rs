@@ -4,8 +4,8 @@ use std::borrow::Cow;
 use std::fmt::Write;
 
 use crate::budget::{ChunkDecision, Decision, DropReason};
-use crate::memory::ChunkKind;
 use crate::message::BuildResult;
+use crate::roles::ChunkKind;
 
 const BAR_WIDTH: usize = 60;
 
@@ -271,7 +271,8 @@ fn digits(n: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use crate::budget::{ChunkDecision, Decision};
-    use crate::memory::{ChunkKind, MemoryChunk, MemoryState, Role};
+    use crate::memory::{MemoryChunk, MemoryState};
+    use crate::roles::{ChunkKind, Role};
     use crate::{BuildResult, ContextBuilder};
 
     /// A run of tests whose ~23k-token log the default tool-result cap cuts,

@@ -6,11 +6,19 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::error::ErrorKind;
-use crate::format::{MAX_DEPTH, ROOT_KEY};
 
 mod json;
 
 pub use json::fragments_from_json;
+
+/// The deepest nesting of containers (objects, arrays, children lists) a
+/// rendered document may have.
+pub const MAX_DEPTH: usize = 64;
+
+/// The key a document that is not an object renders under, where the format
+/// needs one (XML, Markdown, TOML), and the key a bare primitive beside keyed
+/// children takes in [`Fragment::with`].
+pub const ROOT_KEY: &str = "value";
 
 /// A named piece of structured context: a role, a hint, a config table.
 ///
@@ -451,6 +459,25 @@ pub(crate) fn error(path: &str, message: String) -> crate::Error {
         message,
     }
     .into()
+}
+
+/// Appends `key` to a path: `a.b`, or `a["odd key"]` when it is not a plain
+/// identifier.
+pub(crate) fn push_key(path: &mut String, key: &str) {
+    let plain = key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if plain {
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(key);
+    } else {
+        path.push('[');
+        path.push_str(&Value::from(key).to_string());
+        path.push(']');
+    }
 }
 
 #[cfg(test)]

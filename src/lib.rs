@@ -59,6 +59,23 @@
 //! * [`adapter`]: OpenAI, Anthropic and plain-text output.
 //! * [`Fragment`] and [`format`](mod@format): structured system context (role, hints,
 //!   terms, guardrails, config) rendered as XML, Markdown, TOML or TOON.
+//!
+//! # Layers
+//!
+//! Each module imports only from the layers below it; `tests/layers.rs`
+//! fails if any module reaches back up. Bottom up:
+//!
+//! 1. leaves, importing nothing above them: ids (`chunk_id`), `roles`,
+//!    `error`, JSON input (`json_scan`, `json_input`, `json_text`) and the
+//!    fragment tree (`fragment`);
+//! 2. the model: `memory`, and `memory_schema`, which reads it from JSON;
+//! 3. [`tokens`], [`render`] (escaping included), [`format`](mod@format);
+//! 4. the plan: [`budget`] (policy, units, decisions);
+//! 5. the pipeline: `prepare` (render and count each chunk), `message`
+//!    (what a build returns), `assemble`, `previous` (what the next build
+//!    carries over) and `chunk_cache`;
+//! 6. [`ContextBuilder`] (`builder`) and [`ContextSession`] (`session`);
+//! 7. [`adapter`] and `explain`; the CLI (`src/bin`) sits on top.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -66,6 +83,7 @@ pub mod adapter;
 mod assemble;
 pub mod budget;
 mod builder;
+mod chunk_cache;
 mod chunk_id;
 mod error;
 mod explain;
@@ -80,10 +98,13 @@ mod message;
 mod prepare;
 mod previous;
 pub mod render;
+mod roles;
 mod session;
 pub mod tokens;
 
+pub use budget::planner::Elision;
 pub use builder::{ContextBuilder, DEFAULT_MODEL};
+pub use chunk_cache::BuildStats;
 pub use chunk_id::ChunkId;
 pub use error::{ChunkLocation, Error, ErrorKind, JsonPlace, JsonProblem, Result};
 pub use format::{FormatOptions, FragmentFormat};
@@ -93,6 +114,7 @@ pub use fragment::{
 };
 pub use json_input::{MAX_JSON_DEPTH, ParseOptions, parse_json};
 pub use json_text::JsonText;
-pub use memory::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
-pub use message::{BuildResult, ContextMessage, Elision, Resolved, Truncation};
-pub use session::{BuildStats, ContextSession};
+pub use memory::{MemoryChunk, MemoryState};
+pub use message::{BuildResult, ContextMessage, Resolved, Truncation};
+pub use roles::{ChunkKind, Retention, Role};
+pub use session::ContextSession;

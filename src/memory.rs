@@ -7,99 +7,13 @@
 
 use std::collections::HashSet;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
-use crate::json_input::{Document, ParseOptions, value_from_deserializer};
 use crate::json_text::JsonText;
-
-/// What a chunk records; decides its default tag, role and budget treatment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChunkKind {
-    /// Standing context about the task or environment (system message).
-    System,
-    /// A user or assistant turn.
-    Agent,
-    /// A tool or skill call made by the agent.
-    Workflow,
-    /// Work handed to, or returned by, a subagent.
-    Delegation,
-    /// What the environment returned: a tool result.
-    Environment,
-    /// The agent's reasoning.
-    Thinking,
-    /// The outcome of the task.
-    Output,
-}
-
-impl ChunkKind {
-    /// Every kind, in declaration order.
-    pub const ALL: [ChunkKind; 7] = [
-        ChunkKind::System,
-        ChunkKind::Agent,
-        ChunkKind::Workflow,
-        ChunkKind::Delegation,
-        ChunkKind::Environment,
-        ChunkKind::Thinking,
-        ChunkKind::Output,
-    ];
-
-    /// The kind's name as written in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChunkKind::System => "system",
-            ChunkKind::Agent => "agent",
-            ChunkKind::Workflow => "workflow",
-            ChunkKind::Delegation => "delegation",
-            ChunkKind::Environment => "environment",
-            ChunkKind::Thinking => "thinking",
-            ChunkKind::Output => "output",
-        }
-    }
-
-    /// Parses a kind name as written in JSON.
-    pub fn from_name(name: &str) -> Option<ChunkKind> {
-        ChunkKind::ALL.into_iter().find(|k| k.as_str() == name)
-    }
-}
-
-/// The speaker of a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// Instructions and standing context.
-    System,
-    /// The user, and what the environment returns to the agent.
-    User,
-    /// The agent.
-    Assistant,
-}
-
-impl Role {
-    /// The role's name as providers spell it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        }
-    }
-}
-
-/// How willingly a chunk gives way when the budget is tight.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Retention {
-    /// Never dropped, like a pinned chunk.
-    Critical,
-    /// May be shortened or dropped.
-    Compressible,
-    /// The first to go.
-    Disposable,
-}
+use crate::roles::{ChunkKind, Retention, Role};
 
 /// One entry of the agent's memory.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -333,63 +247,6 @@ impl MemoryState {
         self
     }
 
-    /// Parses and validates a session from JSON text, strictly: see
-    /// [`from_json_str_with`](MemoryState::from_json_str_with).
-    ///
-    /// # Errors
-    ///
-    /// As [`from_json_str_with`](MemoryState::from_json_str_with).
-    pub fn from_json_str(json: &str) -> Result<MemoryState> {
-        MemoryState::from_json_str_with(json, ParseOptions::default())
-    }
-
-    /// Parses and validates a session from JSON text.
-    ///
-    /// A leading byte-order mark is skipped; a key given twice in one object
-    /// is an error (not the last value winning); arrays and objects may nest
-    /// [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH) levels deep. A lone UTF-16
-    /// surrogate escape is an error unless `options` asks for lossy Unicode:
-    ///
-    /// ```
-    /// use agent_context::{MemoryState, ParseOptions};
-    ///
-    /// let cut = r#"{"chunks": [{"id": "u1", "kind": "agent", "role": "user", "text": "ok \ud83e"}]}"#;
-    /// assert!(MemoryState::from_json_str(cut).is_err());
-    /// let lossy = ParseOptions::new().lossy_unicode(true);
-    /// let state = MemoryState::from_json_str_with(cut, lossy)?;
-    /// assert_eq!(state.chunks[0].text.as_deref(), Some("ok \u{fffd}"));
-    /// # Ok::<(), agent_context::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::Json`] with line and column for malformed JSON;
-    /// [`ErrorKind::JsonRejected`] with line, column, chunk and field for a
-    /// duplicate key, nesting too deep or a lone surrogate;
-    /// [`ErrorKind::Session`] or [`ErrorKind::Chunk`] (naming the chunk's
-    /// index, id and field) for a schema violation.
-    pub fn from_json_str_with(json: &str, options: ParseOptions) -> Result<MemoryState> {
-        if json.trim_start_matches('\u{feff}').trim().is_empty() {
-            return Err(ErrorKind::Json {
-                line: 1,
-                column: 1,
-                message: "the input is empty; expected a session object".into(),
-            }
-            .into());
-        }
-        let value = crate::json_input::read(json, options, Document::Session)?;
-        MemoryState::from_json_value(value)
-    }
-
-    /// Validates a session from an already parsed JSON value.
-    ///
-    /// # Errors
-    ///
-    /// As [`MemoryState::from_json_str`], minus syntax errors.
-    pub fn from_json_value(value: Value) -> Result<MemoryState> {
-        crate::memory_schema::session_from_value(value)
-    }
-
     /// Checks the invariants a hand-built session must also hold: ids present
     /// and unique, `role` given exactly on `agent` chunks, `text` and `data`
     /// not both set.
@@ -406,24 +263,6 @@ impl MemoryState {
             }
         }
         Ok(())
-    }
-}
-
-/// Reads like [`MemoryState::from_json_str`] (a key given twice is an error),
-/// with the deserializer's own errors and depth limit.
-impl<'de> Deserialize<'de> for MemoryState {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = value_from_deserializer(deserializer)?;
-        MemoryState::from_json_value(value).map_err(serde::de::Error::custom)
-    }
-}
-
-/// Reads like a chunk of [`MemoryState::from_json_str`] (a key given twice is
-/// an error).
-impl<'de> Deserialize<'de> for MemoryChunk {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = value_from_deserializer(deserializer)?;
-        crate::memory_schema::chunk_from_value(0, value).map_err(serde::de::Error::custom)
     }
 }
 

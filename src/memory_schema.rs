@@ -4,11 +4,14 @@
 //! messages cannot say *which* chunk failed, and a caller with 10,000 chunks
 //! needs the index and id to fix their input.
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{ChunkLocation, ErrorKind, Result, json_type_name};
+use crate::json_input::{self, Document, ParseOptions, value_from_deserializer};
 use crate::json_text::JsonText;
-use crate::memory::{ChunkKind, JsonObject, MemoryChunk, MemoryState, Retention, Role};
+use crate::memory::{JsonObject, MemoryChunk, MemoryState};
+use crate::roles::{ChunkKind, Retention, Role};
 
 const SESSION_FIELDS: &[&str] = &["id", "system_prompt", "fragments", "chunks"];
 
@@ -34,6 +37,84 @@ const CHUNK_FIELDS: &[&str] = &[
     "created_at",
     "custom",
 ];
+
+/// Reading a session from JSON lives beside the schema it checks.
+impl MemoryState {
+    /// Parses and validates a session from JSON text, strictly: see
+    /// [`from_json_str_with`](MemoryState::from_json_str_with).
+    ///
+    /// # Errors
+    ///
+    /// As [`from_json_str_with`](MemoryState::from_json_str_with).
+    pub fn from_json_str(json: &str) -> Result<MemoryState> {
+        MemoryState::from_json_str_with(json, ParseOptions::default())
+    }
+
+    /// Parses and validates a session from JSON text.
+    ///
+    /// A leading byte-order mark is skipped; a key given twice in one object
+    /// is an error (not the last value winning); arrays and objects may nest
+    /// [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH) levels deep. A lone UTF-16
+    /// surrogate escape is an error unless `options` asks for lossy Unicode:
+    ///
+    /// ```
+    /// use agent_context::{MemoryState, ParseOptions};
+    ///
+    /// let cut = r#"{"chunks": [{"id": "u1", "kind": "agent", "role": "user", "text": "ok \ud83e"}]}"#;
+    /// assert!(MemoryState::from_json_str(cut).is_err());
+    /// let lossy = ParseOptions::new().lossy_unicode(true);
+    /// let state = MemoryState::from_json_str_with(cut, lossy)?;
+    /// assert_eq!(state.chunks[0].text.as_deref(), Some("ok \u{fffd}"));
+    /// # Ok::<(), agent_context::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Json`] with line and column for malformed JSON;
+    /// [`ErrorKind::JsonRejected`] with line, column, chunk and field for a
+    /// duplicate key, nesting too deep or a lone surrogate;
+    /// [`ErrorKind::Session`] or [`ErrorKind::Chunk`] (naming the chunk's
+    /// index, id and field) for a schema violation.
+    pub fn from_json_str_with(json: &str, options: ParseOptions) -> Result<MemoryState> {
+        if json.trim_start_matches('\u{feff}').trim().is_empty() {
+            return Err(ErrorKind::Json {
+                line: 1,
+                column: 1,
+                message: "the input is empty; expected a session object".into(),
+            }
+            .into());
+        }
+        let value = json_input::read(json, options, Document::Session)?;
+        MemoryState::from_json_value(value)
+    }
+
+    /// Validates a session from an already parsed JSON value.
+    ///
+    /// # Errors
+    ///
+    /// As [`MemoryState::from_json_str`], minus syntax errors.
+    pub fn from_json_value(value: Value) -> Result<MemoryState> {
+        session_from_value(value)
+    }
+}
+
+/// Reads like [`MemoryState::from_json_str`] (a key given twice is an error),
+/// with the deserializer's own errors and depth limit.
+impl<'de> Deserialize<'de> for MemoryState {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = value_from_deserializer(deserializer)?;
+        MemoryState::from_json_value(value).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Reads like a chunk of [`MemoryState::from_json_str`] (a key given twice is
+/// an error).
+impl<'de> Deserialize<'de> for MemoryChunk {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = value_from_deserializer(deserializer)?;
+        chunk_from_value(0, value).map_err(serde::de::Error::custom)
+    }
+}
 
 pub(crate) fn session_from_value(value: Value) -> Result<MemoryState> {
     let Value::Object(mut object) = value else {

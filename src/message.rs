@@ -1,13 +1,17 @@
-//! What a build returns: messages, exact counts, and one decision per chunk.
+//! What a build returns: messages, exact counts, and one decision per chunk;
+//! what it hands the next build (its summary, its messages' fingerprints);
+//! and how a provider's bill for it calibrates estimates.
+
+use std::hash::Hasher;
 
 use serde::Serialize;
 use smallvec::SmallVec;
 
-use crate::assemble::Summary;
-use crate::budget::ChunkDecision;
+use crate::budget::{ChunkDecision, Elision};
 use crate::chunk_id::ChunkId;
-use crate::memory::Role;
-use crate::previous::MessageFingerprint;
+use crate::error::Result;
+use crate::roles::Role;
+use crate::tokens::{Calibration, Encoding, EstimateFactor, TiktokenCounter, TokenCounter};
 
 /// One message of the prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -36,22 +40,6 @@ pub struct Truncation {
     pub tokens_after: usize,
     /// The cap on the whole rendered chunk, tag and marker included.
     pub cap: usize,
-}
-
-/// History the budget left out, summarized by the marker that replaces it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct Elision {
-    /// How many chunks were dropped for the budget.
-    pub chunks: usize,
-    /// Their tokens, as rendered.
-    pub tokens: usize,
-    /// Whether the marker made it into the prompt (it is left out when the
-    /// protected content fits but the marker would not, and when a summary
-    /// took its place).
-    pub marker: bool,
-    /// Whether a summarizer's `<progress_summary>` stands for the dropped history.
-    pub summary: bool,
 }
 
 /// The result of a build.
@@ -128,4 +116,85 @@ pub struct Resolved {
     pub system_prompt: Option<String>,
     /// The history messages, oldest first.
     pub messages: Vec<ContextMessage>,
+}
+
+/// The summary that stands for dropped history, kept so the next build can
+/// reuse it while its cut is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Summary {
+    /// The elision it summarizes: chunks and tokens.
+    pub(crate) chunks: usize,
+    pub(crate) tokens: usize,
+    /// The summary's text, before escaping.
+    pub(crate) body: String,
+}
+
+/// A message remembered by its length and a hash of its content rather
+/// than a copy: a session of a long prompt would otherwise hold it twice.
+/// Unrelated contents of one length share the 64-bit hash with odds of
+/// 2^-64; the hash is not built to resist content crafted to collide, which
+/// could only overstate the reported stable prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MessageFingerprint {
+    pub(crate) role: Role,
+    pub(crate) len: usize,
+    pub(crate) hash: u64,
+    /// The content tokens that stay if the message grows.
+    pub(crate) growable: usize,
+}
+
+impl MessageFingerprint {
+    /// `message`, whose first `growable` content tokens stay if it grows.
+    pub(crate) fn of(message: &ContextMessage, growable: usize) -> Self {
+        MessageFingerprint {
+            role: message.role,
+            len: message.content.len(),
+            hash: content_hash(&message.content),
+            growable,
+        }
+    }
+}
+
+/// The hash a [`MessageFingerprint`] keeps of a message's content.
+pub(crate) fn content_hash(content: &str) -> u64 {
+    let mut hasher = rustc_hash::FxHasher::default();
+    hasher.write(content.as_bytes());
+    hasher.finish()
+}
+
+// Here rather than in `tokens::calibration`: it reads a build's result,
+// and the token counters sit below the build.
+impl Calibration {
+    /// Learns from a provider's figure for a prompt this crate built.
+    ///
+    /// `billed_tokens` is every input token billed for `result`'s messages:
+    /// for Anthropic, the sum of `usage.input_tokens`,
+    /// `usage.cache_creation_input_tokens` and `usage.cache_read_input_tokens`
+    /// (with prompt caching, `input_tokens` alone leaves out the cached
+    /// part). The base is the `o200k_base` count
+    /// of the messages' content, framing left out, so the provider's own
+    /// framing counts into the ratio and the factor errs high. A build that
+    /// was counted exactly teaches nothing: it is left alone, and the
+    /// current factor returned.
+    ///
+    /// Costs one `o200k_base` count of the prompt. Returns the factor now
+    /// in force for `result.model`.
+    ///
+    /// # Errors
+    ///
+    /// As [`observe_counts`](Calibration::observe_counts);
+    /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the
+    /// `o200k_base` tables fail to load.
+    pub fn observe(&self, result: &BuildResult, billed_tokens: usize) -> Result<EstimateFactor> {
+        if result.token_count_exact {
+            return Ok(self.factor(&result.model));
+        }
+        let base = TiktokenCounter::new(Encoding::O200kBase)?;
+        let base_tokens = result
+            .messages
+            .iter()
+            .map(|message| base.count(&message.content))
+            .sum();
+        self.observe_counts(&result.model, base_tokens, billed_tokens)
+    }
 }

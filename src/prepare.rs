@@ -1,12 +1,12 @@
 //! Each chunk made ready for planning: rendered, capped, stubbed, counted.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::budget::{Decision, MIN_CAP, Policy, cut_body, marker_only};
 use crate::error::{ChunkLocation, ErrorKind, Result};
-use crate::memory::{MemoryChunk, Retention, Role};
-use crate::render::{ChunkRenderer, RenderContext, default_tag};
+use crate::memory::MemoryChunk;
+use crate::render::{ChunkRenderer, RenderContext, body_text, default_tag};
+use crate::roles::{Retention, Role};
 use crate::tokens::TokenCounter;
 use crate::tokens::parts::CountedText;
 
@@ -171,13 +171,4 @@ const RENDER_SLACK: usize = 160;
 /// The length of a chunk's text body (data bodies are sized by rendering).
 fn body_len(chunk: &MemoryChunk) -> usize {
     chunk.text.as_ref().map_or(0, String::len)
-}
-
-/// A chunk's body as the default renderers write it (before escaping).
-pub(crate) fn body_text(chunk: &MemoryChunk) -> Option<Cow<'_, str>> {
-    match (&chunk.text, &chunk.data) {
-        (Some(text), _) => Some(Cow::Borrowed(text)),
-        (None, Some(data)) => Some(Cow::Owned(data.to_pretty())),
-        (None, None) => None,
-    }
 }

@@ -1,12 +1,8 @@
 //! What a build carries over from the previous one: its cut, and its prompt
 //! for measuring how much of the new prompt is unchanged.
 
-use std::hash::Hasher;
-
-use crate::assemble::Summary;
 use crate::budget::PreviousCut;
-use crate::memory::Role;
-use crate::message::{BuildResult, ContextMessage};
+use crate::message::{BuildResult, ContextMessage, MessageFingerprint, Summary, content_hash};
 use crate::tokens::parts::SEPARATOR;
 
 /// The parts of a previous build that the next one uses.
@@ -67,36 +63,4 @@ impl PreviousBuild {
         }
         stable
     }
-}
-
-/// A message remembered by its length and a hash of its content rather
-/// than a copy: a session of a long prompt would otherwise hold it twice.
-/// Unrelated contents of one length share the 64-bit hash with odds of
-/// 2^-64; the hash is not built to resist content crafted to collide, which
-/// could only overstate the reported stable prefix.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MessageFingerprint {
-    role: Role,
-    len: usize,
-    hash: u64,
-    /// The content tokens that stay if the message grows.
-    growable: usize,
-}
-
-impl MessageFingerprint {
-    /// `message`, whose first `growable` content tokens stay if it grows.
-    pub(crate) fn of(message: &ContextMessage, growable: usize) -> Self {
-        MessageFingerprint {
-            role: message.role,
-            len: message.content.len(),
-            hash: content_hash(&message.content),
-            growable,
-        }
-    }
-}
-
-fn content_hash(content: &str) -> u64 {
-    let mut hasher = rustc_hash::FxHasher::default();
-    hasher.write(content.as_bytes());
-    hasher.finish()
 }

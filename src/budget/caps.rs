@@ -12,7 +12,8 @@ use rustc_hash::FxHashMap;
 
 use super::truncate::MIN_CAP;
 use crate::error::{ErrorKind, Result};
-use crate::memory::{ChunkKind, MemoryChunk};
+use crate::memory::MemoryChunk;
+use crate::roles::ChunkKind;
 
 /// The default cap on tool results (`environment` chunks), in tokens: the
 /// most one tool result costs in the prompt, tag and marker included.

@@ -26,7 +26,7 @@
 //!   first dropped chunk was.
 
 mod caps;
-mod planner;
+pub(crate) mod planner;
 mod policy;
 mod previous_cut;
 mod truncate;
@@ -35,9 +35,7 @@ mod units;
 use serde::Serialize;
 
 pub use caps::{CapTarget, Caps, DEFAULT_TOOL_RESULT_CAP};
-pub(crate) use planner::{
-    ELIDED_TAG, HISTORY_START_TAG, Layout, Planner, Slot, all_start_clean, framing_table,
-};
+pub(crate) use planner::{Elision, Layout, Planner, Slot, all_start_clean, framing_table};
 pub use policy::{Policy, PriorityTarget, Summarizer};
 pub(crate) use previous_cut::PreviousCut;
 pub(crate) use truncate::{MIN_BODY_CAP, cut_body, marker_only};
@@ -46,11 +44,9 @@ pub(crate) use units::{
     Calls, Item, NO_UNIT, Step, Unit, group_units, is_orphan_result, plan_steps, tool_call,
 };
 
-/// Tag of the summary that replaces dropped history when a summarizer is set.
-pub(crate) const SUMMARY_TAG: &str = "progress_summary";
-
 use crate::chunk_id::ChunkId;
-use crate::memory::ChunkKind;
+pub(crate) use crate::render::{ELIDED_TAG, HISTORY_START_TAG, SUMMARY_TAG};
+use crate::roles::ChunkKind;
 
 /// Why a chunk was left out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -32,7 +32,8 @@ use rustc_hash::FxHashMap;
 
 use super::caps::Caps;
 use crate::error::{ErrorKind, Result};
-use crate::memory::{ChunkKind, MemoryChunk, Retention, Role};
+use crate::memory::MemoryChunk;
+use crate::roles::{ChunkKind, Retention, Role};
 
 /// Replaces dropped history with a summary the runtime writes.
 ///

@@ -7,7 +7,8 @@ use smallvec::SmallVec;
 
 use crate::budget::PreviousCut;
 use crate::chunk_id::ChunkId;
-use crate::memory::{ChunkKind, MemoryChunk, Role};
+use crate::memory::MemoryChunk;
+use crate::roles::{ChunkKind, Role};
 use crate::tokens::parts::CountedText;
 
 /// A rendered history chunk as the planner sees it.

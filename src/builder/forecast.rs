@@ -7,7 +7,8 @@ use rustc_hash::FxHashMap;
 
 use crate::budget::{Policy, PreviousCut, tool_call};
 use crate::chunk_id::ChunkId;
-use crate::memory::{MemoryChunk, Retention};
+use crate::memory::MemoryChunk;
+use crate::roles::Retention;
 
 /// Fed chunks newest first. The ladder makes room by stubbing disposable
 /// bodies oldest first, then dropping units lowest priority first, then

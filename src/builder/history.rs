@@ -12,12 +12,13 @@ use crate::budget::{
     Calls, ChunkDecision, Decision, DropReason, Item, NO_UNIT, PreviousCut, is_orphan_result,
     tool_call,
 };
+use crate::chunk_cache::ChunkCache;
 use crate::chunk_id::ChunkId;
 use crate::error::{ChunkLocation, ErrorKind, Result};
-use crate::memory::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
+use crate::memory::{MemoryChunk, MemoryState};
 use crate::prepare::{PreparedChunk, Preparer};
 use crate::render::DefaultRenderer;
-use crate::session::ChunkCache;
+use crate::roles::{ChunkKind, Retention, Role};
 use crate::tokens::parts::CountedText;
 
 /// The chunks of a build after rendering, before planning.

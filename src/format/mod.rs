@@ -133,15 +133,8 @@ pub use tree::{Container, Label, Leaf, Slot, Tree, TreeWriter};
 
 use crate::error::{ErrorKind, Result};
 use crate::fragment::Fragment;
-
-/// The deepest nesting of containers (objects, arrays, children lists) a
-/// rendered document may have.
-pub const MAX_DEPTH: usize = 64;
-
-/// The key a document that is not an object renders under, where the format
-/// needs one (XML, Markdown, TOML), and the key a bare primitive beside keyed
-/// children takes in [`Fragment::with`].
-pub const ROOT_KEY: &str = "value";
+pub(crate) use crate::fragment::push_key;
+pub use crate::fragment::{MAX_DEPTH, ROOT_KEY};
 
 /// The widest indent accepted, in spaces per level.
 pub const MAX_INDENT: usize = 16;
@@ -404,25 +397,6 @@ impl Tree {
             out.pop();
         }
         Ok(())
-    }
-}
-
-/// Appends `key` to a path: `a.b`, or `a["odd key"]` when it is not a plain
-/// identifier.
-pub(crate) fn push_key(path: &mut String, key: &str) {
-    let plain = key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if plain {
-        if !path.is_empty() {
-            path.push('.');
-        }
-        path.push_str(key);
-    } else {
-        path.push('[');
-        path.push_str(&Value::from(key).to_string());
-        path.push(']');
     }
 }
 

@@ -9,10 +9,10 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use super::{
-    ChildShape, Fragment, FragmentData, child_shape, collapse, error, is_fragment_object, too_deep,
+    ChildShape, Fragment, FragmentData, MAX_DEPTH, ROOT_KEY, child_shape, collapse, error,
+    is_fragment_object, push_key, too_deep,
 };
 use crate::error::{Result, json_type_name};
-use crate::format::{MAX_DEPTH, ROOT_KEY, push_key};
 
 impl Fragment {
     /// Reads one fragment from JSON (the shape in [`Fragment`]'s docs).

@@ -1,9 +1,13 @@
 //! The default rendering of every chunk kind: the tag table of the README.
 
+use std::borrow::Cow;
+
 use smallvec::SmallVec;
 
-use crate::memory::{ChunkKind, MemoryChunk, Role};
+use crate::memory::MemoryChunk;
+
 use crate::render::{ChunkRenderer, RenderContext};
+use crate::roles::{ChunkKind, Role};
 
 const ID: &[&str] = &["id"];
 const CALL: &[&str] = &["id", "tool", "call_id", "status"];
@@ -75,6 +79,13 @@ pub fn default_tag(chunk: &MemoryChunk) -> &'static str {
     table_row(chunk).0
 }
 
+/// Tag of the marker that stands for dropped history.
+pub(crate) const ELIDED_TAG: &str = "elided_history";
+/// Tag of the user message put first when history would start with the assistant.
+pub(crate) const HISTORY_START_TAG: &str = "history_start";
+/// Tag of the summary that replaces dropped history when a summarizer is set.
+pub(crate) const SUMMARY_TAG: &str = "progress_summary";
+
 /// Every tag of the default table, plus the ones the builder itself emits.
 const DEFAULT_TAGS: &[&str] = &[
     "system_context",
@@ -91,10 +102,19 @@ const DEFAULT_TAGS: &[&str] = &[
     "task_completed",
     "task_abandoned",
     "task_terminated",
-    crate::budget::ELIDED_TAG,
-    crate::budget::HISTORY_START_TAG,
-    crate::budget::SUMMARY_TAG,
+    ELIDED_TAG,
+    HISTORY_START_TAG,
+    SUMMARY_TAG,
 ];
+
+/// A chunk's body as the default renderers write it (before escaping).
+pub(crate) fn body_text(chunk: &MemoryChunk) -> Option<Cow<'_, str>> {
+    match (&chunk.text, &chunk.data) {
+        (Some(text), _) => Some(Cow::Borrowed(text)),
+        (None, Some(data)) => Some(Cow::Owned(data.to_pretty())),
+        (None, None) => None,
+    }
+}
 
 /// Renders every chunk by the default table. Unknown actions fall back to the
 /// kind's default row (`tool_call`, `spawn_subagent`, `task_completed`), so a
@@ -114,7 +134,7 @@ impl ChunkRenderer for DefaultRenderer {
     fn render(&self, chunk: &MemoryChunk, ctx: &RenderContext<'_>, out: &mut String) {
         let tag = default_tag(chunk);
         let attributes = default_attributes(chunk);
-        let body = crate::prepare::body_text(chunk);
+        let body = body_text(chunk);
         ctx.write_element(out, tag, &attributes, body.as_deref());
     }
 

@@ -15,11 +15,14 @@ use std::sync::Arc;
 pub use chunks::{DefaultRenderer, default_tag};
 pub use escape::EscapeMode;
 
+pub(crate) use chunks::{ELIDED_TAG, HISTORY_START_TAG, SUMMARY_TAG, body_text};
 pub(crate) use escape::TagSet;
 
 use own_tag::OwnTagGuard;
 
-use crate::memory::{MemoryChunk, Role};
+use crate::memory::MemoryChunk;
+
+use crate::roles::Role;
 
 /// Renders chunks it accepts into tagged text.
 ///

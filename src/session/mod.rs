@@ -11,17 +11,13 @@
 //! A build is byte-identical to a cold [`ContextBuilder::build`] of the same
 //! state given the same previous build.
 
-mod cache;
-
 use std::collections::HashSet;
 
 use rustc_hash::FxHashMap;
 
-pub use cache::BuildStats;
-pub(crate) use cache::ChunkCache;
-
 use crate::budget::{Policy, PreviousCut};
 use crate::builder::{ContextBuilder, Pass};
+use crate::chunk_cache::{BuildStats, ChunkCache};
 use crate::chunk_id::fingerprint;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::memory::{DUPLICATE_ID, MemoryChunk, MemoryState, chunk_error};

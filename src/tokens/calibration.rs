@@ -5,8 +5,7 @@ use std::sync::{Arc, RwLock};
 use rustc_hash::FxHashMap;
 
 use crate::error::{ErrorKind, Result};
-use crate::message::BuildResult;
-use crate::tokens::{Encoding, EstimateFactor, TiktokenCounter, TokenCounter};
+use crate::tokens::EstimateFactor;
 
 /// The margin, in percent, put on the largest ratio observed: the next
 /// prompt's content may tokenize a little worse than the ones seen.
@@ -74,38 +73,6 @@ impl Calibration {
             .get(model)
             .copied();
         learned.map_or(self.shared.floor, |f| f.max(self.shared.floor))
-    }
-
-    /// Learns from a provider's figure for a prompt this crate built.
-    ///
-    /// `billed_tokens` is every input token billed for `result`'s messages:
-    /// for Anthropic, the sum of `usage.input_tokens`,
-    /// `usage.cache_creation_input_tokens` and `usage.cache_read_input_tokens`
-    /// (with prompt caching, `input_tokens` alone leaves out the cached
-    /// part). The base is the `o200k_base` count
-    /// of the messages' content, framing left out, so the provider's own
-    /// framing counts into the ratio and the factor errs high. A build that
-    /// was counted exactly teaches nothing: it is left alone, and the
-    /// current factor returned.
-    ///
-    /// Costs one `o200k_base` count of the prompt. Returns the factor now
-    /// in force for `result.model`.
-    ///
-    /// # Errors
-    ///
-    /// As [`observe_counts`](Calibration::observe_counts);
-    /// [`ErrorKind::Tokenizer`] if the `o200k_base` tables fail to load.
-    pub fn observe(&self, result: &BuildResult, billed_tokens: usize) -> Result<EstimateFactor> {
-        if result.token_count_exact {
-            return Ok(self.factor(&result.model));
-        }
-        let base = TiktokenCounter::new(Encoding::O200kBase)?;
-        let base_tokens = result
-            .messages
-            .iter()
-            .map(|message| base.count(&message.content))
-            .sum();
-        self.observe_counts(&result.model, base_tokens, billed_tokens)
     }
 
     /// Learns that a prompt of `base_tokens` (its `o200k_base` count) was

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use crate::budget::{Decision, Item};
 use crate::chunk_id::ChunkId;
 use crate::error::Result;
-use crate::memory::Role;
 use crate::prepare::PreparedChunk;
+use crate::roles::Role;
 use crate::tokens::parts::CountedText;
 
 /// Work done by one build, for replay reports and benchmarks.

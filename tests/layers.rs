@@ -1,0 +1,423 @@
+//! The library's modules form layers that only point down: no top-level
+//! module of `src/` reaches, through `crate::`/`super::` paths, a module that
+//! reaches back to it.
+//!
+//! The test reads the sources rather than trusting a convention. Comments
+//! (doc links may point anywhere), string literals and `#[cfg(test)]` items
+//! are left out; `crate::X` through a re-export in `lib.rs` counts as an
+//! import of the module `X` comes from. `src/bin` is a client, not a layer.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Top-level module -> the top-level modules its code imports.
+type Graph = BTreeMap<String, BTreeSet<String>>;
+
+#[test]
+fn top_level_modules_import_no_cycle() {
+    let graph = import_graph();
+    assert!(graph.len() > 10, "found too few modules: {graph:?}");
+    let cycles = cyclic_components(&graph);
+    assert!(
+        cycles.is_empty(),
+        "modules that import each other in a cycle:\n{}",
+        cycles
+            .iter()
+            .map(|component| format!("  {}", describe_cycle(&graph, component)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// The extractor must see the kinds of paths the crate writes, or the test
+/// above could pass by finding nothing.
+#[test]
+fn the_extractor_sees_grouped_super_and_reexported_paths() {
+    let reexports = BTreeMap::from([("Role".to_string(), "roles".to_string())]);
+    let source = r#"
+        //! See [`x`](crate::docs_only::X).
+        use crate::{tokens::Counter, render};
+        use super::super::Role;
+        use super::sibling;
+        fn f() { let _ = "crate::in_a_string"; crate::budget::plan(); }
+        #[cfg(test)]
+        mod tests { use crate::test_only::X; }
+    "#;
+    let found = imports_of(source, &["plan".into(), "inner".into()], &reexports);
+    let expected = ["budget", "plan", "render", "roles", "tokens"];
+    assert_eq!(found, expected.iter().map(|s| s.to_string()).collect());
+}
+
+fn import_graph() -> Graph {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib = fs::read_to_string(src.join("lib.rs")).expect("read src/lib.rs");
+    let reexports = reexports(&strip(&lib));
+    let mut graph = Graph::new();
+    for file in rust_files(&src) {
+        let relative = file.strip_prefix(&src).expect("under src");
+        let module = module_path(relative);
+        if module.is_empty() || module[0] == "bin" {
+            continue;
+        }
+        let text = fs::read_to_string(&file).expect("read a source file");
+        let top = module[0].clone();
+        let imports = imports_of(&text, &module, &reexports);
+        let entry = graph.entry(top.clone()).or_default();
+        entry.extend(imports.into_iter().filter(|target| *target != top));
+    }
+    graph
+}
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).expect("read a source dir") {
+        let path = entry.expect("a dir entry").path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
+/// `budget/mod.rs` -> `[budget]`, `budget/caps.rs` -> `[budget, caps]`,
+/// `lib.rs` -> `[]`.
+fn module_path(relative: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = relative
+        .iter()
+        .map(|part| part.to_string_lossy().into_owned())
+        .collect();
+    let file = parts.pop().expect("a file name");
+    let stem = file.trim_end_matches(".rs");
+    if stem != "mod" && stem != "lib" {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+/// Item name -> module, from `pub use module::{A, B};` lines in `lib.rs`.
+fn reexports(lib: &str) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    for statement in lib.split(';') {
+        let Some(rest) = statement.trim().strip_prefix("pub use ") else {
+            continue;
+        };
+        let Some((module, items)) = rest.split_once("::") else {
+            continue;
+        };
+        let items = items.trim().trim_start_matches('{').trim_end_matches('}');
+        for item in items.split(',') {
+            let name = item.split(" as ").last().unwrap_or("").trim();
+            if !name.is_empty() {
+                map.insert(name.to_string(), module.trim().to_string());
+            }
+        }
+    }
+    map
+}
+
+/// The top-level modules that the code of the file at `module` imports.
+fn imports_of(
+    source: &str,
+    module: &[String],
+    reexports: &BTreeMap<String, String>,
+) -> BTreeSet<String> {
+    let code = drop_test_items(&strip(source));
+    let tokens = tokenize(&code);
+    let mut found = BTreeSet::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let starts_path = (tokens[i] == "crate" || tokens[i] == "super")
+            && tokens.get(i + 1).is_some_and(|t| t == "::")
+            && (i == 0 || tokens[i - 1] != "::");
+        if !starts_path {
+            i += 1;
+            continue;
+        }
+        let mut base: Vec<String> = if tokens[i] == "crate" {
+            Vec::new()
+        } else {
+            module[..module.len() - 1].to_vec()
+        };
+        i += 2;
+        while tokens.get(i).is_some_and(|t| t == "super") {
+            base.pop();
+            i += 2;
+        }
+        let mut firsts = Vec::new();
+        if tokens.get(i).is_some_and(|t| t == "{") {
+            let mut depth = 0;
+            let mut expect_first = true;
+            while i < tokens.len() {
+                match tokens[i].as_str() {
+                    "{" => {
+                        depth += 1;
+                        expect_first = depth == 1;
+                    }
+                    "}" => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    "," if depth == 1 => expect_first = true,
+                    token if expect_first => {
+                        firsts.push(token.to_string());
+                        expect_first = false;
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        } else if let Some(token) = tokens.get(i) {
+            firsts.push(token.clone());
+        }
+        for first in firsts {
+            let top = match base.first() {
+                Some(top) => Some(top.clone()),
+                None if first == "self" || first == "*" => None,
+                None => Some(reexports.get(&first).cloned().unwrap_or(first)),
+            };
+            found.extend(top);
+        }
+        i += 1;
+    }
+    found
+}
+
+/// Identifiers, `::` and single punctuation characters.
+fn tokenize(code: &str) -> Vec<String> {
+    let chars: Vec<char> = code.chars().collect();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_alphanumeric() || c == '_' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            tokens.push(chars[start..i].iter().collect());
+        } else if c == ':' && chars.get(i + 1) == Some(&':') {
+            tokens.push("::".to_string());
+            i += 2;
+        } else {
+            if !c.is_whitespace() {
+                tokens.push(c.to_string());
+            }
+            i += 1;
+        }
+    }
+    tokens
+}
+
+/// Blanks out comments, string and character literals.
+fn strip(source: &str) -> String {
+    let chars: Vec<char> = source.chars().collect();
+    let mut out = String::with_capacity(source.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let rest = &chars[i..];
+        if rest.starts_with(&['/', '/']) {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if rest.starts_with(&['/', '*']) {
+            let mut depth = 0;
+            while i < chars.len() {
+                if chars[i..].starts_with(&['/', '*']) {
+                    depth += 1;
+                    i += 2;
+                } else if chars[i..].starts_with(&['*', '/']) {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            out.push(' ');
+        } else if is_raw_string(rest) {
+            let hashes = rest[1..].iter().take_while(|&&c| c == '#').count();
+            i += 2 + hashes;
+            let close: Vec<char> = std::iter::once('"')
+                .chain(std::iter::repeat_n('#', hashes))
+                .collect();
+            while i < chars.len() && !chars[i..].starts_with(&close) {
+                i += 1;
+            }
+            i += close.len();
+            out.push_str("\"\"");
+        } else if chars[i] == '"' {
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push_str("\"\"");
+        } else if chars[i] == '\'' && is_char_literal(rest) {
+            i += 1;
+            while i < chars.len() && chars[i] != '\'' {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push_str("' '");
+        } else {
+            out.push(chars[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn is_raw_string(rest: &[char]) -> bool {
+    let after_r = || {
+        let hashes = rest[1..].iter().take_while(|&&c| c == '#').count();
+        rest.get(1 + hashes) == Some(&'"')
+    };
+    rest.first() == Some(&'r') && after_r()
+}
+
+/// `'a'` and `'\n'` are characters; `'a` is a lifetime.
+fn is_char_literal(rest: &[char]) -> bool {
+    rest.get(1) == Some(&'\\') || rest.get(2) == Some(&'\'')
+}
+
+/// Blanks out the item after each `#[cfg(test)]`: up to its `;` or its
+/// closing brace, whichever ends it.
+fn drop_test_items(code: &str) -> String {
+    let mut out = code.to_string();
+    while let Some(start) = out.find("#[cfg(test)]") {
+        let bytes = out.as_bytes();
+        let mut end = start + "#[cfg(test)]".len();
+        let mut depth = 0;
+        while end < bytes.len() {
+            match bytes[end] {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end += 1;
+                        break;
+                    }
+                }
+                b';' if depth == 0 => {
+                    end += 1;
+                    break;
+                }
+                _ => {}
+            }
+            end += 1;
+        }
+        out.replace_range(start..end, " ");
+    }
+    out
+}
+
+/// The strongly connected components with more than one module (Tarjan).
+fn cyclic_components(graph: &Graph) -> Vec<Vec<String>> {
+    struct Tarjan<'a> {
+        graph: &'a Graph,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        components: Vec<Vec<String>>,
+    }
+    impl<'a> Tarjan<'a> {
+        fn visit(&mut self, node: &'a str) {
+            let n = self.index.len();
+            self.index.insert(node, n);
+            self.low.insert(node, n);
+            self.stack.push(node);
+            self.on_stack.insert(node);
+            for next in self.graph.get(node).into_iter().flatten() {
+                let next = next.as_str();
+                if !self.index.contains_key(next) {
+                    self.visit(next);
+                    let low = self.low[node].min(self.low[next]);
+                    self.low.insert(node, low);
+                } else if self.on_stack.contains(next) {
+                    let low = self.low[node].min(self.index[next]);
+                    self.low.insert(node, low);
+                }
+            }
+            if self.low[node] == self.index[node] {
+                let mut component = Vec::new();
+                while let Some(top) = self.stack.pop() {
+                    self.on_stack.remove(top);
+                    component.push(top.to_string());
+                    if top == node {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    component.sort();
+                    self.components.push(component);
+                }
+            }
+        }
+    }
+    let mut tarjan = Tarjan {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        components: Vec::new(),
+    };
+    for node in graph.keys() {
+        if !tarjan.index.contains_key(node.as_str()) {
+            tarjan.visit(node);
+        }
+    }
+    tarjan.components.sort();
+    tarjan.components
+}
+
+/// One concrete cycle through the component, e.g. `a -> b -> a`, and its
+/// members' edges inside it.
+fn describe_cycle(graph: &Graph, component: &[String]) -> String {
+    let inside: BTreeSet<&str> = component.iter().map(String::as_str).collect();
+    let start = component[0].as_str();
+    // Breadth-first from `start` back to `start`, inside the component.
+    let mut came_from: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut queue = std::collections::VecDeque::from([start]);
+    let mut path = vec![start.to_string()];
+    'search: while let Some(node) = queue.pop_front() {
+        for next in &graph[node] {
+            let next = next.as_str();
+            if next == start {
+                let mut back = vec![node];
+                while let Some(&prev) = came_from.get(back[back.len() - 1]) {
+                    back.push(prev);
+                }
+                back.pop();
+                path.extend(back.iter().rev().map(|s| s.to_string()));
+                path.push(start.to_string());
+                break 'search;
+            }
+            if inside.contains(next) && next != start && !came_from.contains_key(next) {
+                came_from.insert(next, node);
+                queue.push_back(next);
+            }
+        }
+    }
+    let edges: Vec<String> = component
+        .iter()
+        .map(|member| {
+            let targets: Vec<&str> = graph[member]
+                .iter()
+                .map(String::as_str)
+                .filter(|t| inside.contains(t))
+                .collect();
+            format!("{member} -> {}", targets.join(", "))
+        })
+        .collect();
+    format!("{}   [{}]", path.join(" -> "), edges.join("; "))
+}
