@@ -706,6 +706,15 @@ fn estimate_factor_below_one_is_rejected() {
 }
 
 #[test]
+fn estimate_factor_above_the_maximum_says_so() {
+    for value in ["16.0001", "1e10"] {
+        let out = run(&["count", "--estimate-factor", value], "hello world");
+        assert_failed(&out, 2, "at most 16 is accepted");
+        assert!(!out.stderr.contains("below 1.0"), "{}", out.stderr);
+    }
+}
+
+#[test]
 fn build_estimates_with_the_given_factor() {
     let report = |extra: &[&str]| {
         let mut args = vec!["--model", "claude-sonnet-4"];

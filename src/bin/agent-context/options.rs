@@ -41,7 +41,7 @@ pub(crate) struct BuildOptions {
     /// Leave out chunks of this kind (repeatable).
     #[arg(long = "exclude-kind", value_name = "KIND", value_parser = parse_kind)]
     exclude_kinds: Vec<ChunkKind>,
-    /// Estimates count F × o200k_base (default 1.6; at least 1.0). Models
+    /// Estimates count F × o200k_base (default 1.6; from 1.0 to 16). Models
     /// counted exactly ignore it.
     #[arg(long, value_name = "F", value_parser = parse_estimate_factor)]
     pub(crate) estimate_factor: Option<EstimateFactor>,
