@@ -239,7 +239,9 @@ impl ContextBuilder {
     }
 
     /// The cap target `name` stands for with this builder's renderers: a
-    /// kind, else a tag of the default table or of a custom renderer.
+    /// kind, else a tag of the default table or of a custom renderer;
+    /// `tool:NAME` and `id:CHUNK` name a tool and a chunk (see
+    /// [`CapTarget::from_name`]).
     ///
     /// # Errors
     ///
@@ -344,7 +346,8 @@ impl ContextBuilder {
         let mut warnings = Vec::new();
         let (max_tokens, available) = self.budget(&mut warnings)?;
         let has_chunk = |id: &str| state.chunks.iter().any(|c| c.id == id);
-        warnings.extend(policy.caps.check(&self.cap_tags(), has_chunk)?);
+        let has_tool = |tool: &str| state.chunks.iter().any(|c| c.tool.as_deref() == Some(tool));
+        warnings.extend(policy.caps.check(&self.cap_tags(), has_chunk, has_tool)?);
         if self.counter.is_none() {
             warnings.extend(estimate_warning(&self.model, counter));
         }

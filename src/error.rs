@@ -173,9 +173,11 @@ pub enum ErrorKind {
         /// The smallest cap the chunk can be cut to.
         minimum: usize,
     },
-    /// A cap names a kind or tag that no chunk can have.
+    /// A cap names a kind or tag that no chunk can have (or is not a name
+    /// [`CapTarget::from_name`](crate::budget::CapTarget::from_name) reads).
     #[error(
-        "unknown cap target {name:?}: expected a kind ({}) or a tag ({})",
+        "unknown cap target {name:?}: expected a kind ({}) or a tag ({}), or tool:NAME for \
+         the chunks of a tool, id:CHUNK for one chunk",
         kinds.join(", "),
         tags.join(", ")
     )]

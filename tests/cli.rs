@@ -843,6 +843,22 @@ fn caps_from_the_command_line() {
     let bad = build_file(&long, &["--cap", "tool_result"]);
     assert_failed(&bad, 2, "expected NAME=N");
     insta::assert_snapshot!("bad_cap", bad.stderr);
+    let tooled = long.replace(r#""id": "r1","#, r#""id": "r1", "tool": "bash","#);
+    let by_tool = json_output(&build_file(&tooled, &["--cap", "tool:bash=100"]));
+    assert_eq!(by_tool["truncated"][0]["id"], "r1");
+    assert_eq!(by_tool["truncated"][0]["cap"], 100);
+    let by_id = build_file(&tooled, &["--cap", "id:r1=120", "--cap", "tool:bash=100"]);
+    assert_eq!(json_output(&by_id)["truncated"][0]["cap"], 120);
+    let no_such_tool = build_file(&tooled, &["--cap", "tool:bsah=100"]);
+    assert_eq!(no_such_tool.code, 0, "{}", no_such_tool.stderr);
+    assert_eq!(
+        no_such_tool.stderr,
+        "warning: cap on tool \"bsah\": no chunk has this tool, so it caps nothing\n"
+    );
+    let report: Value = serde_json::from_str(&no_such_tool.stdout).unwrap();
+    assert_eq!(report["truncated"], serde_json::json!([]));
+    let bare_tool = build_file(&long, &["--cap", "bash=100"]);
+    assert_failed(&bare_tool, 2, "or tool:NAME for the chunks of a tool");
     let typo = build_file(&long, &["--cap", "tool_results=100"]);
     assert_failed(&typo, 2, "unknown cap target \"tool_results\"");
     insta::assert_snapshot!("unknown_cap_target", typo.stderr);

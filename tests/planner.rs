@@ -278,6 +278,54 @@ fn a_cap_below_what_the_tag_and_marker_cost_names_the_chunk_and_the_smallest_cap
     assert!(builder.build(&state).is_err());
 }
 
+#[test]
+fn a_tool_cap_bounds_that_tool_only_and_yields_to_a_chunk_cap() {
+    let mut state = big_tool_session(&"line of output\n".repeat(400));
+    state.chunks.push(
+        MemoryChunk::new("r2", ChunkKind::Environment)
+            .with_tool("grep")
+            .with_text("match\n".repeat(400)),
+    );
+    let mut builder = ContextBuilder::new();
+    builder.policy_mut().caps.set_tool("bash", Some(100));
+    let result = builder.build(&state).unwrap();
+    let [cut] = result.truncated.as_slice() else {
+        panic!("{:?}", result.truncated)
+    };
+    assert_eq!((cut.id.as_str(), cut.cap), ("r1", 100));
+    assert!(result.warnings.is_empty(), "{:?}", result.warnings);
+    assert_caps_bound_chunks(&state, &result, Encoding::O200kBase);
+    // The tool's cap wins over its tag's and kind's; a chunk's over its tool's.
+    builder
+        .policy_mut()
+        .caps
+        .set_tag("tool_result", Some(200))
+        .set_kind(ChunkKind::Environment, Some(300))
+        .set_chunk("r1", Some(150));
+    let result = builder.build(&state).unwrap();
+    let caps: Vec<_> = result
+        .truncated
+        .iter()
+        .map(|t| (t.id.as_str(), t.cap))
+        .collect();
+    assert_eq!(caps, [("r1", 150), ("r2", 200)]);
+    // Read as a command line would; a tool no chunk has caps nothing, with a warning.
+    let target = builder.cap_target("tool:bsah").unwrap();
+    assert_eq!(target, CapTarget::Tool("bsah".into()));
+    let mut builder = ContextBuilder::new();
+    builder.policy_mut().caps.set(target, Some(100));
+    let result = builder.build(&state).unwrap();
+    assert!(result.truncated.is_empty());
+    assert_eq!(
+        result.warnings,
+        ["cap on tool \"bsah\": no chunk has this tool, so it caps nothing"]
+    );
+    assert!(
+        builder.cap_target("bash").is_err(),
+        "a bare name is not a tool"
+    );
+}
+
 proptest! {
     #![proptest_config(proptest_config())]
 

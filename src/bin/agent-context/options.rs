@@ -30,9 +30,11 @@ pub(crate) struct BuildOptions {
     #[arg(long, value_name = "FORMAT", default_value = "xml", value_parser = parse_format)]
     fragments_format: FragmentFormat,
     /// Cap what each chunk of a kind or tag costs at N tokens, tag and cut
-    /// marker included, e.g. `tool_result=2000`, or lift a cap with
-    /// `NAME=none` (repeatable; tool results default to 8192; caps below 64
-    /// are raised to 64).
+    /// marker included, e.g. `tool_result=2000`; `tool:NAME=N` caps the
+    /// chunks of one tool (`tool:bash=500`), `id:CHUNK=N` one chunk; lift a
+    /// cap with `NAME=none` (repeatable; the most specific cap wins: id,
+    /// tool, tag, kind; tool results default to 8192; caps below 64 are
+    /// raised to 64).
     #[arg(long = "cap", value_name = "NAME=N")]
     caps: Vec<String>,
     /// When trimming, trim down to this fraction of the budget (1.0: exactly to it).
