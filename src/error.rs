@@ -161,13 +161,16 @@ pub enum ErrorKind {
     /// A cap on a chunk is below what the chunk costs with its body cut to
     /// nothing: its tag, attributes and the cut marker.
     #[error(
-        "cap of {cap} tokens on {location} leaves no room for its body: its tag, \
+        "cap of {} on {location} leaves no room for its body: its tag, \
          attributes and cut marker alone cost {minimum} tokens; raise the cap on this chunk \
-         (or its tag or kind) to at least {minimum}"
+         (or its tool, tag or kind) to at least {minimum}",
+        cap_asked(*asked, *cap)
     )]
     CapTooSmall {
         /// Which chunk.
         location: ChunkLocation,
+        /// The cap set on it, which may be below the floor.
+        asked: usize,
         /// The cap that applied to it (after raising to the floor).
         cap: usize,
         /// The smallest cap the chunk can be cut to.
@@ -249,6 +252,16 @@ pub enum ErrorKind {
 }
 
 /// How an error message names the type of a JSON value ("an array", …).
+/// `64 tokens`, or `0 tokens (raised to the floor of 64)` when the cap
+/// asked for was below the floor: the caller sees the number they set.
+fn cap_asked(asked: usize, cap: usize) -> String {
+    if asked < cap {
+        format!("{asked} tokens (raised to the floor of {cap})")
+    } else {
+        format!("{cap} tokens")
+    }
+}
+
 pub(crate) fn json_type_name(value: &serde_json::Value) -> &'static str {
     use serde_json::Value;
     match value {

@@ -881,6 +881,15 @@ fn caps_from_the_command_line() {
     let too_small = build_file(&long_tool, &["--cap", "tool_result=64"]);
     assert_failed(&too_small, 2, "chunks[2] (id \"r1\")");
     insta::assert_snapshot!("cap_too_small", too_small.stderr);
+    // A cap below the floor that then fails says what was asked, since the
+    // floor's warning is not printed when the build fails.
+    let too_small = build_file(&long_tool, &["--cap", "tool_result=0"]);
+    assert_failed(
+        &too_small,
+        2,
+        "cap of 0 tokens (raised to the floor of 64) on chunks[2]",
+    );
+    insta::assert_snapshot!("cap_too_small_below_floor", too_small.stderr);
     let bad_low_water = build_file(&long, &["--low-water", "1.5"]);
     assert_failed(&bad_low_water, 2, "low_water");
 }

@@ -248,6 +248,7 @@ fn a_cap_below_what_the_tag_and_marker_cost_names_the_chunk_and_the_smallest_cap
     let error = builder.build(&state).unwrap_err();
     let ErrorKind::CapTooSmall {
         location,
+        asked,
         cap,
         minimum,
     } = error.kind()
@@ -255,11 +256,38 @@ fn a_cap_below_what_the_tag_and_marker_cost_names_the_chunk_and_the_smallest_cap
         panic!("{error}")
     };
     assert_eq!((location.index, location.id.as_deref()), (2, Some("r1")));
-    assert_eq!(*cap, MIN_CAP);
+    assert_eq!((*asked, *cap), (MIN_CAP, MIN_CAP));
     assert!(*minimum > MIN_CAP, "{minimum}");
     assert!(
         error.to_string().contains(&format!(
-            "raise the cap on this chunk (or its tag or kind) to at least {minimum}"
+            "cap of {MIN_CAP} tokens on chunks[2] (id \"r1\") leaves no room"
+        )),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains(&format!(
+            "raise the cap on this chunk (or its tool, tag or kind) to at least {minimum}"
+        )),
+        "{error}"
+    );
+    // A cap below the floor is raised, and the error says what was asked.
+    let mut below = ContextBuilder::new();
+    below.policy_mut().caps.set_tag("tool_result", Some(0));
+    let error = below.build(&state).unwrap_err();
+    assert!(
+        matches!(
+            error.kind(),
+            ErrorKind::CapTooSmall {
+                asked: 0,
+                cap: MIN_CAP,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(
+        error.to_string().starts_with(&format!(
+            "cap of 0 tokens (raised to the floor of {MIN_CAP}) on chunks[2] (id \"r1\")"
         )),
         "{error}"
     );
@@ -358,8 +386,8 @@ proptest! {
             match builder.build(&state) {
                 Ok(result) => break result,
                 Err(error) => match error.kind() {
-                    ErrorKind::CapTooSmall { location, cap: applied, minimum } => {
-                        prop_assert_eq!(*applied, cap.max(MIN_CAP));
+                    ErrorKind::CapTooSmall { location, asked, cap: applied, minimum } => {
+                        prop_assert_eq!((*asked, *applied), (cap, cap.max(MIN_CAP)));
                         prop_assert!(minimum > applied);
                         let id = location.id.clone().unwrap();
                         builder.policy_mut().caps.set_chunk(&id, Some(*minimum));
