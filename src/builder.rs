@@ -589,8 +589,7 @@ impl ContextBuilder {
                 return Err(ErrorKind::Option {
                     option: "max_tokens".into(),
                     message: format!(
-                        "the context window of model {:?} is unknown; set max_tokens \
-                         (--max-tokens)",
+                        "the context window of model {:?} is unknown; set max_tokens",
                         self.model
                     ),
                 }
@@ -600,7 +599,7 @@ impl ContextBuilder {
         if max_tokens == 0 {
             return Err(ErrorKind::Option {
                 option: "max_tokens".into(),
-                message: "max_tokens (--max-tokens) must be at least 1".into(),
+                message: "max_tokens must be at least 1".into(),
             }
             .into());
         }
@@ -608,8 +607,8 @@ impl ContextBuilder {
             return Err(ErrorKind::Option {
                 option: "reserve_output".into(),
                 message: format!(
-                    "reserve_output {} (--reserve) leaves no room in max_tokens {max_tokens} \
-                     (--max-tokens)",
+                    "reserve_output {} leaves no room in max_tokens {max_tokens}: lower \
+                     reserve_output or raise max_tokens",
                     self.reserve_output
                 ),
             }

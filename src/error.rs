@@ -196,8 +196,8 @@ pub enum ErrorKind {
     /// The protected content alone does not fit the budget.
     #[error(
         "budget exceeded: protected content needs {required} tokens but only {available} are \
-         available (max_tokens {max_tokens} - reserve_output {reserve_output}); raise max_tokens \
-         (--max-tokens), lower reserve_output (--reserve), or shorten the protected content \
+         available (max_tokens {max_tokens} - reserve_output {reserve_output}); raise max_tokens, \
+         lower reserve_output, or shorten the protected content \
          (system prompt, system, pinned and critical chunks, the latest user turn and what \
          follows it)"
     )]

@@ -843,6 +843,14 @@ fn caps_from_the_command_line() {
     let bad = build_file(&long, &["--cap", "tool_result"]);
     assert_failed(&bad, 2, "expected NAME=N");
     insta::assert_snapshot!("bad_cap", bad.stderr);
+    let no_name = build_file(&long, &["--cap", "=100"]);
+    assert_failed(&no_name, 2, "the name before `=` is missing");
+    let no_count = build_file(&long, &["--cap", "tool_result=lots"]);
+    assert_failed(&no_count, 2, "\"lots\" is not a token count");
+    // The count follows the last `=`: an id may hold one.
+    let odd_id = long.replace(r#""id": "r1","#, r#""id": "r=1","#);
+    let by_odd_id = json_output(&build_file(&odd_id, &["--cap", "id:r=1=100"]));
+    assert_eq!(by_odd_id["truncated"][0]["id"], "r=1");
     let tooled = long.replace(r#""id": "r1","#, r#""id": "r1", "tool": "bash","#);
     let by_tool = json_output(&build_file(&tooled, &["--cap", "tool:bash=100"]));
     assert_eq!(by_tool["truncated"][0]["id"], "r1");
@@ -963,5 +971,11 @@ fn explain_survives_the_largest_budget() {
 #[test]
 fn a_zero_budget_names_max_tokens() {
     let out = build_file(SMALL, &["--max-tokens", "0"]);
-    assert_failed(&out, 2, "max_tokens (--max-tokens) must be at least 1");
+    assert_failed(&out, 2, "max_tokens must be at least 1");
+    assert!(
+        out.stderr
+            .ends_with("\nhint: set the prompt budget with --max-tokens N\n"),
+        "{}",
+        out.stderr
+    );
 }

@@ -295,41 +295,6 @@ impl Caps {
             .map(|(k, t)| (CapTarget::Chunk(k.clone()), *t));
         kinds.chain(tags).chain(tools).chain(chunks)
     }
-
-    /// Parses a command-line cap, `NAME=N` or `NAME=none`, into the name
-    /// (a kind or a tag: see [`CapTarget::from_name`]) and the cap.
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::Option`] when the text is not of that form.
-    pub fn parse_setting(text: &str) -> Result<(String, Option<usize>)> {
-        let fail = |message: String| {
-            ErrorKind::Option {
-                option: "cap".into(),
-                message,
-            }
-            .into()
-        };
-        let Some((name, value)) = text.split_once('=') else {
-            return Err(fail(format!(
-                "{text:?}: expected NAME=N, e.g. tool_result=2000"
-            )));
-        };
-        if name.is_empty() {
-            return Err(fail(format!(
-                "{text:?}: the name (a kind or a tag) is missing"
-            )));
-        }
-        let tokens = match value {
-            "none" | "off" => None,
-            n => Some(n.parse::<usize>().map_err(|_| {
-                fail(format!(
-                    "{text:?}: {n:?} is not a token count (or \"none\")"
-                ))
-            })?),
-        };
-        Ok((name.to_owned(), tokens))
-    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
 //! The flags `build` and `replay` share, turned into a builder.
 
-use agent_context::budget::Caps;
 use agent_context::format::FragmentFormat;
 use agent_context::render::EscapeMode;
 use agent_context::tokens::{Calibration, EstimateFactor, Framing};
@@ -35,8 +34,8 @@ pub(crate) struct BuildOptions {
     /// cap with `NAME=none` (repeatable; the most specific cap wins: id,
     /// tool, tag, kind; tool results default to 8192; caps below 64 are
     /// raised to 64).
-    #[arg(long = "cap", value_name = "NAME=N")]
-    caps: Vec<String>,
+    #[arg(long = "cap", value_name = "NAME=N", value_parser = parse_cap)]
+    caps: Vec<CapSetting>,
     /// When trimming, trim down to this fraction of the budget (1.0: exactly to it).
     #[arg(long, value_name = "FRACTION", default_value_t = 0.8)]
     low_water: f64,
@@ -65,6 +64,40 @@ pub(crate) fn unused_factor_warning(
 ) -> Option<String> {
     factor.filter(|_| exact).map(|factor| {
         format!("--estimate-factor {factor} has no effect: model {model:?} is counted exactly")
+    })
+}
+
+/// One `--cap NAME=N`: the name, read against the builder's renderers once
+/// they are known, and the cap (`None` lifts it).
+#[derive(Clone)]
+struct CapSetting {
+    name: String,
+    tokens: Option<usize>,
+}
+
+/// `NAME=N` or `NAME=none`; the value is split at the last `=`, so a chunk
+/// id may hold one (`id:a=b=500`).
+fn parse_cap(text: &str) -> Result<CapSetting, String> {
+    let Some((name, value)) = text.rsplit_once('=') else {
+        return Err(
+            "expected NAME=N, e.g. tool_result=2000, tool:bash=500 or id:r7=none".to_owned(),
+        );
+    };
+    if name.is_empty() {
+        return Err(
+            "the name before `=` is missing: a kind, a tag, tool:NAME or id:CHUNK".to_owned(),
+        );
+    }
+    let tokens = match value {
+        "none" | "off" => None,
+        n => Some(
+            n.parse::<usize>()
+                .map_err(|_| format!("{n:?} is not a token count (or \"none\")"))?,
+        ),
+    };
+    Ok(CapSetting {
+        name: name.to_owned(),
+        tokens,
     })
 }
 
@@ -117,9 +150,8 @@ impl BuildOptions {
         }
         builder.policy_mut().low_water = self.low_water;
         for setting in &self.caps {
-            let (name, tokens) = Caps::parse_setting(setting)?;
-            let target = builder.cap_target(&name)?;
-            builder.policy_mut().caps.set(target, tokens);
+            let target = builder.cap_target(&setting.name)?;
+            builder.policy_mut().caps.set(target, setting.tokens);
         }
         Ok(builder)
     }
