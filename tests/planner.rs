@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use agent_context::budget::{CapTarget, Decision, DropReason, MIN_CAP, Summarizer};
 use agent_context::render::EscapeMode;
-use agent_context::tokens::{Encoding, Framing, TokenCounter};
+use agent_context::tokens::{
+    Calibration, Encoding, EstimateFactor, Framing, TiktokenCounter, TokenCounter,
+};
 use agent_context::{ChunkKind, ContextBuilder, ErrorKind, MemoryChunk, MemoryState, Role};
 use common::*;
 use proptest::prelude::*;
@@ -357,9 +359,10 @@ fn a_tool_cap_bounds_that_tool_only_and_yields_to_a_chunk_cap() {
 proptest! {
     #![proptest_config(proptest_config())]
 
-    /// Whatever the session, caps and escaping: every cut chunk costs at
-    /// most its cap, as reported and recounted; a cap too small for a
-    /// chunk's tag and marker names the smallest cap that works for it.
+    /// Whatever the session, caps, escaping and counting (exact, the
+    /// default estimate, a calibrated one): every cut chunk costs at most
+    /// its cap, as reported and recounted; a cap too small for a chunk's
+    /// tag and marker names the smallest cap that works for it.
     #[test]
     fn caps_bound_what_every_chunk_costs(
         state in session(16),
@@ -367,6 +370,8 @@ proptest! {
         cap in 0usize..400,
         target in 0usize..4,
         xml in any::<bool>(),
+        counting in 0usize..3,
+        per_mille in 1_000u32..=16_000,
     ) {
         let mut state = state;
         for chunk in &mut state.chunks {
@@ -374,6 +379,20 @@ proptest! {
         }
         let mut builder = ContextBuilder::new();
         builder.escape(if xml { EscapeMode::Xml } else { EscapeMode::Structural });
+        let counter: Box<dyn TokenCounter> = match counting {
+            0 => Box::new(TiktokenCounter::new(Encoding::O200kBase).unwrap()),
+            1 => {
+                builder.model("claude-sonnet-4");
+                Box::new(Estimated::new(EstimateFactor::DEFAULT))
+            }
+            _ => {
+                let factor = EstimateFactor::new(f64::from(per_mille) / 1000.0).unwrap();
+                builder
+                    .model("claude-sonnet-4")
+                    .calibration(Calibration::with_floor(factor));
+                Box::new(Estimated::new(factor))
+            }
+        };
         let target = match target {
             0 => CapTarget::Kind(ChunkKind::Environment),
             1 => CapTarget::Tag("thinking".into()),
@@ -398,9 +417,10 @@ proptest! {
                 },
             }
         };
+        prop_assert_eq!(result.token_count_exact, counting == 0);
         assert_within_budget(&result);
-        assert_recount(&result, Encoding::O200kBase);
-        assert_caps_bound_chunks(&state, &result, Encoding::O200kBase);
+        assert_recount_with(&result, counter.as_ref());
+        assert_caps_bound_chunks_with(&state, &result, counter.as_ref());
     }
 }
 
