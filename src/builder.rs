@@ -240,7 +240,9 @@ impl ContextBuilder {
     }
 
     /// The cap target `name` stands for with this builder's renderers: a
-    /// kind, else a tag of the default table or of a custom renderer.
+    /// kind, else a tag of the default table or of a custom renderer;
+    /// `tool:NAME` and `id:CHUNK` name a tool and a chunk (see
+    /// [`CapTarget::from_name`]).
     ///
     /// # Errors
     ///
@@ -352,7 +354,8 @@ impl ContextBuilder {
         let mut warnings = Vec::new();
         let (max_tokens, available) = self.budget(&mut warnings)?;
         let has_chunk = |id: &str| state.chunks.iter().any(|c| c.id == id);
-        warnings.extend(policy.caps.check(&self.cap_tags(), has_chunk)?);
+        let has_tool = |tool: &str| state.chunks.iter().any(|c| c.tool.as_deref() == Some(tool));
+        warnings.extend(policy.caps.check(&self.cap_tags(), has_chunk, has_tool)?);
         if self.counter.is_none() {
             warnings.extend(estimate_warning(&self.model, counter));
         }
@@ -594,8 +597,7 @@ impl ContextBuilder {
                 return Err(ErrorKind::Option {
                     option: "max_tokens".into(),
                     message: format!(
-                        "the context window of model {:?} is unknown; set max_tokens \
-                         (--max-tokens)",
+                        "the context window of model {:?} is unknown; set max_tokens",
                         self.model
                     ),
                 }
@@ -605,7 +607,7 @@ impl ContextBuilder {
         if max_tokens == 0 {
             return Err(ErrorKind::Option {
                 option: "max_tokens".into(),
-                message: "max_tokens (--max-tokens) must be at least 1".into(),
+                message: "max_tokens must be at least 1".into(),
             }
             .into());
         }
@@ -613,8 +615,8 @@ impl ContextBuilder {
             return Err(ErrorKind::Option {
                 option: "reserve_output".into(),
                 message: format!(
-                    "reserve_output {} (--reserve) leaves no room in max_tokens {max_tokens} \
-                     (--max-tokens)",
+                    "reserve_output {} leaves no room in max_tokens {max_tokens}: lower \
+                     reserve_output or raise max_tokens",
                     self.reserve_output
                 ),
             }

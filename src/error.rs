@@ -161,21 +161,26 @@ pub enum ErrorKind {
     /// A cap on a chunk is below what the chunk costs with its body cut to
     /// nothing: its tag, attributes and the cut marker.
     #[error(
-        "cap of {cap} tokens on {location} leaves no room for its body: its tag, \
+        "cap of {} on {location} leaves no room for its body: its tag, \
          attributes and cut marker alone cost {minimum} tokens; raise the cap on this chunk \
-         (or its tag or kind) to at least {minimum}"
+         (or its tool, tag or kind) to at least {minimum}",
+        cap_asked(*asked, *cap)
     )]
     CapTooSmall {
         /// Which chunk.
         location: ChunkLocation,
+        /// The cap set on it, which may be below the floor.
+        asked: usize,
         /// The cap that applied to it (after raising to the floor).
         cap: usize,
         /// The smallest cap the chunk can be cut to.
         minimum: usize,
     },
-    /// A cap names a kind or tag that no chunk can have.
+    /// A cap names a kind or tag that no chunk can have (or is not a name
+    /// [`CapTarget::from_name`](crate::budget::CapTarget::from_name) reads).
     #[error(
-        "unknown cap target {name:?}: expected a kind ({}) or a tag ({})",
+        "unknown cap target {name:?}: expected a kind ({}) or a tag ({}), or tool:NAME for \
+         the chunks of a tool, id:CHUNK for one chunk",
         kinds.join(", "),
         tags.join(", ")
     )]
@@ -191,8 +196,8 @@ pub enum ErrorKind {
     /// The protected content alone does not fit the budget.
     #[error(
         "budget exceeded: protected content needs {required} tokens but only {available} are \
-         available (max_tokens {max_tokens} - reserve_output {reserve_output}); raise max_tokens \
-         (--max-tokens), lower reserve_output (--reserve), or shorten the protected content \
+         available (max_tokens {max_tokens} - reserve_output {reserve_output}); raise max_tokens, \
+         lower reserve_output, or shorten the protected content \
          (system prompt, system, pinned and critical chunks, the latest user turn and what \
          follows it)"
     )]
@@ -247,6 +252,16 @@ pub enum ErrorKind {
 }
 
 /// How an error message names the type of a JSON value ("an array", …).
+/// `64 tokens`, or `0 tokens (raised to the floor of 64)` when the cap
+/// asked for was below the floor: the caller sees the number they set.
+fn cap_asked(asked: usize, cap: usize) -> String {
+    if asked < cap {
+        format!("{asked} tokens (raised to the floor of {cap})")
+    } else {
+        format!("{cap} tokens")
+    }
+}
+
 pub(crate) fn json_type_name(value: &serde_json::Value) -> &'static str {
     use serde_json::Value;
     match value {

@@ -27,8 +27,9 @@ pub(crate) struct Preparer<'a> {
 }
 
 impl Preparer<'_> {
-    /// The cap on `chunk` rendered by `renderer`, raised to [`MIN_CAP`].
-    /// Pinned and critical chunks are exempt: the caller asked to keep them
+    /// The cap on `chunk` rendered by `renderer`, as set: [`prepare`](Preparer::prepare)
+    /// raises it to [`MIN_CAP`], and a cap too small for the chunk is
+    /// reported as it was asked for. Pinned and critical chunks are exempt: the caller asked to keep them
     /// whole. A custom renderer draws what it likes from the chunk and owns
     /// its size: only a cap on the chunk or on a tag it declares applies.
     pub(crate) fn cap_for(
@@ -39,23 +40,23 @@ impl Preparer<'_> {
     ) -> Option<usize> {
         let exempt = chunk.pinned || chunk.retention == Some(Retention::Critical);
         let caps = &self.policy.caps;
-        let cap = if exempt {
+        if exempt {
             None
         } else if by_default {
             caps.cap_for(chunk, default_tag(chunk))
         } else {
             caps.explicit_cap_for(chunk, || renderer.tags())
-        };
-        cap.map(|cap| cap.max(MIN_CAP))
+        }
     }
 
     /// Renders `chunk` (the `index`-th of the session), cutting its body
-    /// when the rendered chunk costs more than `cap`.
+    /// when the rendered chunk costs more than `cap` (as set: raised here
+    /// to [`MIN_CAP`]).
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::CapTooSmall`] when the chunk costs more than `cap` even
-    /// with its body cut to nothing.
+    /// [`ErrorKind::CapTooSmall`] when the chunk costs more than the raised
+    /// cap even with its body cut to nothing.
     pub(crate) fn prepare(
         &self,
         index: usize,
@@ -65,14 +66,15 @@ impl Preparer<'_> {
     ) -> Result<PreparedChunk> {
         let role = renderer.role(chunk);
         let part = self.render(chunk, renderer);
-        let (part, decision) = match cap {
-            Some(cap) if part.alone() > cap => {
+        let (part, decision) = match cap.map(|asked| (asked, asked.max(MIN_CAP))) {
+            Some((asked, cap)) if part.alone() > cap => {
                 let cut = self.cut_to_cap(chunk, renderer, part.alone(), cap);
                 let cut = cut.map_err(|minimum| ErrorKind::CapTooSmall {
                     location: ChunkLocation {
                         index,
                         id: Some(chunk.id.clone()),
                     },
+                    asked,
                     cap,
                     minimum,
                 })?;

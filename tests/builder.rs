@@ -290,6 +290,29 @@ fn protected_content_too_large_fails_with_the_numbers() {
     }
 }
 
+/// The library names its settings; the CLI adds its flags in a hint.
+#[test]
+fn budget_errors_name_settings_not_command_line_flags() {
+    let state = MemoryState::new().with_chunk(user("u1", &"word ".repeat(500)));
+    let message = |builder: &mut ContextBuilder| builder.build(&state).unwrap_err().to_string();
+    let messages = [
+        message(ContextBuilder::new().max_tokens(300)),
+        message(ContextBuilder::new().max_tokens(0)),
+        message(ContextBuilder::new().max_tokens(50).reserve_output(50)),
+        message(ContextBuilder::new().model("llama-3")),
+    ];
+    let settings = [
+        "raise max_tokens",
+        "max_tokens must",
+        "lower reserve_output",
+        "set max_tokens",
+    ];
+    for (message, setting) in messages.iter().zip(settings) {
+        assert!(message.contains(setting), "{setting:?} not in {message}");
+        assert!(!message.contains("--"), "a flag in {message}");
+    }
+}
+
 #[test]
 fn unknown_models_are_estimates() {
     let state = MemoryState::new().with_chunk(user("u1", "hello"));

@@ -132,6 +132,22 @@ fn bad_figures_are_rejected_and_teach_nothing() {
 }
 
 #[test]
+fn the_margin_never_carries_a_factor_past_max() {
+    let calibration = Calibration::new();
+    // 16x plus the 10% margin would be 17.6: it stops at MAX.
+    let learned = calibration.observe_counts(MODEL, 100, 1_600).unwrap();
+    assert_eq!(learned, EstimateFactor::MAX);
+    assert_eq!(calibration.factor(MODEL), EstimateFactor::MAX);
+    // Just under MAX, the margin is clamped too.
+    let calibration = Calibration::new();
+    let learned = calibration.observe_counts(MODEL, 1_000, 15_000).unwrap();
+    assert_eq!(learned, EstimateFactor::MAX);
+    // Below, the margin applies in full.
+    let learned = calibration.observe_counts("other", 1_000, 10_000).unwrap();
+    assert_eq!(learned, factor(11.0));
+}
+
+#[test]
 fn exact_builds_teach_nothing() {
     let calibration = Calibration::new();
     let exact = ContextBuilder::new()

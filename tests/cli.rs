@@ -735,6 +735,15 @@ fn estimate_factor_below_one_is_rejected() {
 }
 
 #[test]
+fn estimate_factor_above_the_maximum_says_so() {
+    for value in ["16.0001", "1e10"] {
+        let out = run(&["count", "--estimate-factor", value], "hello world");
+        assert_failed(&out, 2, "at most 16 is accepted");
+        assert!(!out.stderr.contains("below 1.0"), "{}", out.stderr);
+    }
+}
+
+#[test]
 fn build_estimates_with_the_given_factor() {
     let report = |extra: &[&str]| {
         let mut args = vec!["--model", "claude-sonnet-4"];
@@ -908,6 +917,30 @@ fn caps_from_the_command_line() {
     let bad = build_file(&long, &["--cap", "tool_result"]);
     assert_failed(&bad, 2, "expected NAME=N");
     insta::assert_snapshot!("bad_cap", bad.stderr);
+    let no_name = build_file(&long, &["--cap", "=100"]);
+    assert_failed(&no_name, 2, "the name before `=` is missing");
+    let no_count = build_file(&long, &["--cap", "tool_result=lots"]);
+    assert_failed(&no_count, 2, "\"lots\" is not a token count");
+    // The count follows the last `=`: an id may hold one.
+    let odd_id = long.replace(r#""id": "r1","#, r#""id": "r=1","#);
+    let by_odd_id = json_output(&build_file(&odd_id, &["--cap", "id:r=1=100"]));
+    assert_eq!(by_odd_id["truncated"][0]["id"], "r=1");
+    let tooled = long.replace(r#""id": "r1","#, r#""id": "r1", "tool": "bash","#);
+    let by_tool = json_output(&build_file(&tooled, &["--cap", "tool:bash=100"]));
+    assert_eq!(by_tool["truncated"][0]["id"], "r1");
+    assert_eq!(by_tool["truncated"][0]["cap"], 100);
+    let by_id = build_file(&tooled, &["--cap", "id:r1=120", "--cap", "tool:bash=100"]);
+    assert_eq!(json_output(&by_id)["truncated"][0]["cap"], 120);
+    let no_such_tool = build_file(&tooled, &["--cap", "tool:bsah=100"]);
+    assert_eq!(no_such_tool.code, 0, "{}", no_such_tool.stderr);
+    assert_eq!(
+        no_such_tool.stderr,
+        "warning: cap on tool \"bsah\": no chunk has this tool, so it caps nothing\n"
+    );
+    let report: Value = serde_json::from_str(&no_such_tool.stdout).unwrap();
+    assert_eq!(report["truncated"], serde_json::json!([]));
+    let bare_tool = build_file(&long, &["--cap", "bash=100"]);
+    assert_failed(&bare_tool, 2, "or tool:NAME for the chunks of a tool");
     let typo = build_file(&long, &["--cap", "tool_results=100"]);
     assert_failed(&typo, 2, "unknown cap target \"tool_results\"");
     insta::assert_snapshot!("unknown_cap_target", typo.stderr);
@@ -930,6 +963,15 @@ fn caps_from_the_command_line() {
     let too_small = build_file(&long_tool, &["--cap", "tool_result=64"]);
     assert_failed(&too_small, 2, "chunks[2] (id \"r1\")");
     insta::assert_snapshot!("cap_too_small", too_small.stderr);
+    // A cap below the floor that then fails says what was asked, since the
+    // floor's warning is not printed when the build fails.
+    let too_small = build_file(&long_tool, &["--cap", "tool_result=0"]);
+    assert_failed(
+        &too_small,
+        2,
+        "cap of 0 tokens (raised to the floor of 64) on chunks[2]",
+    );
+    insta::assert_snapshot!("cap_too_small_below_floor", too_small.stderr);
     let bad_low_water = build_file(&long, &["--low-water", "1.5"]);
     assert_failed(&bad_low_water, 2, "low_water");
 }
@@ -1024,7 +1066,13 @@ fn explain_survives_the_largest_budget() {
 #[test]
 fn a_zero_budget_names_max_tokens() {
     let out = build_file(SMALL, &["--max-tokens", "0"]);
-    assert_failed(&out, 2, "max_tokens (--max-tokens) must be at least 1");
+    assert_failed(&out, 2, "max_tokens must be at least 1");
+    assert!(
+        out.stderr
+            .ends_with("\nhint: set the prompt budget with --max-tokens N\n"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use agent_context::budget::{CapTarget, Decision, DropReason, MIN_CAP, Summarizer};
 use agent_context::render::EscapeMode;
-use agent_context::tokens::{Encoding, Framing, TokenCounter};
+use agent_context::tokens::{
+    Calibration, Encoding, EstimateFactor, Framing, TiktokenCounter, TokenCounter,
+};
 use agent_context::{ChunkKind, ContextBuilder, ErrorKind, MemoryChunk, MemoryState, Role};
 use common::*;
 use proptest::prelude::*;
@@ -248,6 +250,7 @@ fn a_cap_below_what_the_tag_and_marker_cost_names_the_chunk_and_the_smallest_cap
     let error = builder.build(&state).unwrap_err();
     let ErrorKind::CapTooSmall {
         location,
+        asked,
         cap,
         minimum,
     } = error.kind()
@@ -255,11 +258,38 @@ fn a_cap_below_what_the_tag_and_marker_cost_names_the_chunk_and_the_smallest_cap
         panic!("{error}")
     };
     assert_eq!((location.index, location.id.as_deref()), (2, Some("r1")));
-    assert_eq!(*cap, MIN_CAP);
+    assert_eq!((*asked, *cap), (MIN_CAP, MIN_CAP));
     assert!(*minimum > MIN_CAP, "{minimum}");
     assert!(
         error.to_string().contains(&format!(
-            "raise the cap on this chunk (or its tag or kind) to at least {minimum}"
+            "cap of {MIN_CAP} tokens on chunks[2] (id \"r1\") leaves no room"
+        )),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains(&format!(
+            "raise the cap on this chunk (or its tool, tag or kind) to at least {minimum}"
+        )),
+        "{error}"
+    );
+    // A cap below the floor is raised, and the error says what was asked.
+    let mut below = ContextBuilder::new();
+    below.policy_mut().caps.set_tag("tool_result", Some(0));
+    let error = below.build(&state).unwrap_err();
+    assert!(
+        matches!(
+            error.kind(),
+            ErrorKind::CapTooSmall {
+                asked: 0,
+                cap: MIN_CAP,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(
+        error.to_string().starts_with(&format!(
+            "cap of 0 tokens (raised to the floor of {MIN_CAP}) on chunks[2] (id \"r1\")"
         )),
         "{error}"
     );
@@ -278,12 +308,61 @@ fn a_cap_below_what_the_tag_and_marker_cost_names_the_chunk_and_the_smallest_cap
     assert!(builder.build(&state).is_err());
 }
 
+#[test]
+fn a_tool_cap_bounds_that_tool_only_and_yields_to_a_chunk_cap() {
+    let mut state = big_tool_session(&"line of output\n".repeat(400));
+    state.chunks.push(
+        MemoryChunk::new("r2", ChunkKind::Environment)
+            .with_tool("grep")
+            .with_text("match\n".repeat(400)),
+    );
+    let mut builder = ContextBuilder::new();
+    builder.policy_mut().caps.set_tool("bash", Some(100));
+    let result = builder.build(&state).unwrap();
+    let [cut] = result.truncated.as_slice() else {
+        panic!("{:?}", result.truncated)
+    };
+    assert_eq!((cut.id.as_str(), cut.cap), ("r1", 100));
+    assert!(result.warnings.is_empty(), "{:?}", result.warnings);
+    assert_caps_bound_chunks(&state, &result, Encoding::O200kBase);
+    // The tool's cap wins over its tag's and kind's; a chunk's over its tool's.
+    builder
+        .policy_mut()
+        .caps
+        .set_tag("tool_result", Some(200))
+        .set_kind(ChunkKind::Environment, Some(300))
+        .set_chunk("r1", Some(150));
+    let result = builder.build(&state).unwrap();
+    let caps: Vec<_> = result
+        .truncated
+        .iter()
+        .map(|t| (t.id.as_str(), t.cap))
+        .collect();
+    assert_eq!(caps, [("r1", 150), ("r2", 200)]);
+    // Read as a command line would; a tool no chunk has caps nothing, with a warning.
+    let target = builder.cap_target("tool:bsah").unwrap();
+    assert_eq!(target, CapTarget::Tool("bsah".into()));
+    let mut builder = ContextBuilder::new();
+    builder.policy_mut().caps.set(target, Some(100));
+    let result = builder.build(&state).unwrap();
+    assert!(result.truncated.is_empty());
+    assert_eq!(
+        result.warnings,
+        ["cap on tool \"bsah\": no chunk has this tool, so it caps nothing"]
+    );
+    assert!(
+        builder.cap_target("bash").is_err(),
+        "a bare name is not a tool"
+    );
+}
+
 proptest! {
     #![proptest_config(proptest_config())]
 
-    /// Whatever the session, caps and escaping: every cut chunk costs at
-    /// most its cap, as reported and recounted; a cap too small for a
-    /// chunk's tag and marker names the smallest cap that works for it.
+    /// Whatever the session, caps, escaping and counting (exact, the
+    /// default estimate, a calibrated one): every cut chunk costs at most
+    /// its cap, as reported and recounted; a cap too small for a chunk's
+    /// tag and marker names the smallest cap that works for it.
     #[test]
     fn caps_bound_what_every_chunk_costs(
         state in session(16),
@@ -291,6 +370,8 @@ proptest! {
         cap in 0usize..400,
         target in 0usize..4,
         xml in any::<bool>(),
+        counting in 0usize..3,
+        per_mille in 1_000u32..=16_000,
     ) {
         let mut state = state;
         for chunk in &mut state.chunks {
@@ -298,6 +379,20 @@ proptest! {
         }
         let mut builder = ContextBuilder::new();
         builder.escape(if xml { EscapeMode::Xml } else { EscapeMode::Structural });
+        let counter: Box<dyn TokenCounter> = match counting {
+            0 => Box::new(TiktokenCounter::new(Encoding::O200kBase).unwrap()),
+            1 => {
+                builder.model("claude-sonnet-4");
+                Box::new(Estimated::new(EstimateFactor::DEFAULT))
+            }
+            _ => {
+                let factor = EstimateFactor::new(f64::from(per_mille) / 1000.0).unwrap();
+                builder
+                    .model("claude-sonnet-4")
+                    .calibration(Calibration::with_floor(factor));
+                Box::new(Estimated::new(factor))
+            }
+        };
         let target = match target {
             0 => CapTarget::Kind(ChunkKind::Environment),
             1 => CapTarget::Tag("thinking".into()),
@@ -310,8 +405,8 @@ proptest! {
             match builder.build(&state) {
                 Ok(result) => break result,
                 Err(error) => match error.kind() {
-                    ErrorKind::CapTooSmall { location, cap: applied, minimum } => {
-                        prop_assert_eq!(*applied, cap.max(MIN_CAP));
+                    ErrorKind::CapTooSmall { location, asked, cap: applied, minimum } => {
+                        prop_assert_eq!((*asked, *applied), (cap, cap.max(MIN_CAP)));
                         prop_assert!(minimum > applied);
                         let id = location.id.clone().unwrap();
                         builder.policy_mut().caps.set_chunk(&id, Some(*minimum));
@@ -322,9 +417,10 @@ proptest! {
                 },
             }
         };
+        prop_assert_eq!(result.token_count_exact, counting == 0);
         assert_within_budget(&result);
-        assert_recount(&result, Encoding::O200kBase);
-        assert_caps_bound_chunks(&state, &result, Encoding::O200kBase);
+        assert_recount_with(&result, counter.as_ref());
+        assert_caps_bound_chunks_with(&state, &result, counter.as_ref());
     }
 }
 

@@ -1,9 +1,10 @@
-//! Caps: the most a chunk may cost in the prompt, set by kind, tag or chunk.
+//! Caps: the most a chunk may cost in the prompt, set by kind, tag, tool or
+//! chunk.
 //!
 //! A cap bounds what the whole rendered chunk costs, tag, attributes and
 //! cut marker included: a chunk over its cap has its body cut until it fits
 //! (see [`budget`](crate::budget)). Targets are typed ([`CapTarget`]), so a
-//! misspelt kind does not compile; a tag or chunk id is checked when a
+//! misspelt kind does not compile; a tag, tool or chunk id is checked when a
 //! build runs, against what can actually be capped.
 
 use std::fmt;
@@ -19,7 +20,8 @@ use crate::roles::ChunkKind;
 /// most one tool result costs in the prompt, tag and marker included.
 pub const DEFAULT_TOOL_RESULT_CAP: usize = 8_192;
 
-/// What a cap applies to.
+/// What a cap applies to. When several caps match a chunk, the most
+/// specific wins: chunk id, then tool, then tag, then kind.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CapTarget {
@@ -30,28 +32,49 @@ pub enum CapTarget {
     /// one a registered custom renderer declares. A build fails on a tag
     /// that no renderer emits.
     Tag(String),
+    /// Every chunk whose `tool` attribute is this name (`bash`): the calls
+    /// to the tool and their results. A build warns when no chunk has it,
+    /// as for a chunk id.
+    Tool(String),
     /// The chunk with this id. A build warns when no chunk has it (a
     /// session's policy outlives chunks, and may be set before they come).
     Chunk(String),
 }
 
 impl CapTarget {
-    /// The kind, or the tag, that `name` names among `tags` (see
+    /// The target `name` names, `tags` being the tags a cap may name (see
     /// [`ContextBuilder::cap_target`](crate::ContextBuilder::cap_target),
-    /// which knows the tags of its renderers).
+    /// which knows the tags of its renderers):
+    ///
+    /// * a bare name is a kind (`environment`), else one of `tags`
+    ///   (`tool_result`); a name that is both (`thinking`) is the kind;
+    /// * `tool:NAME` is [`CapTarget::Tool`] and `id:CHUNK` is
+    ///   [`CapTarget::Chunk`], which no list can check before a build;
+    /// * `kind:NAME` and `tag:NAME` name only a kind or only a tag.
+    ///
+    /// A bare name is never taken for a tool or a chunk id, so that a typo
+    /// is an error rather than a cap on nothing.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::UnknownCapTarget`], listing the kinds and `tags`, when
-    /// `name` is neither.
+    /// `name` is none of these (or a prefix with nothing after it).
     pub fn from_name(name: &str, tags: &[String]) -> Result<CapTarget> {
+        let known_tag = |tag: &str| tags.iter().any(|t| t == tag);
         if let Some(kind) = ChunkKind::from_name(name) {
             return Ok(CapTarget::Kind(kind));
         }
-        if tags.iter().any(|tag| tag == name) {
+        if known_tag(name) {
             return Ok(CapTarget::Tag(name.to_owned()));
         }
-        Err(unknown(name, tags))
+        let target = match name.split_once(':') {
+            Some(("tool", tool)) if !tool.is_empty() => Some(CapTarget::Tool(tool.to_owned())),
+            Some(("id", id)) if !id.is_empty() => Some(CapTarget::Chunk(id.to_owned())),
+            Some(("kind", kind)) => ChunkKind::from_name(kind).map(CapTarget::Kind),
+            Some(("tag", tag)) if known_tag(tag) => Some(CapTarget::Tag(tag.to_owned())),
+            _ => None,
+        };
+        target.ok_or_else(|| unknown(name, tags))
     }
 }
 
@@ -66,6 +89,7 @@ impl fmt::Display for CapTarget {
         match self {
             CapTarget::Kind(kind) => write!(f, "kind {}", kind.as_str()),
             CapTarget::Tag(tag) => write!(f, "tag {tag}"),
+            CapTarget::Tool(tool) => write!(f, "tool {tool:?}"),
             CapTarget::Chunk(id) => write!(f, "chunk {id:?}"),
         }
     }
@@ -83,8 +107,8 @@ fn unknown(name: &str, tags: &[String]) -> crate::Error {
     .into()
 }
 
-/// Token caps on chunks: by chunk id, by tag, by kind (the most specific
-/// wins). `None` lifts a cap, a default one too.
+/// Token caps on chunks: by chunk id, by tool, by tag, by kind (the most
+/// specific wins, in that order). `None` lifts a cap, a default one too.
 ///
 /// ```
 /// use agent_context::ChunkKind;
@@ -93,12 +117,14 @@ fn unknown(name: &str, tags: &[String]) -> crate::Error {
 /// let mut caps = Caps::default();
 /// caps.set(ChunkKind::Thinking, Some(500))
 ///     .set_tag("tool_result", Some(2_000))
+///     .set_tool("bash", Some(500))
 ///     .set(CapTarget::Chunk("r7".into()), None);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caps {
     by_kind: FxHashMap<ChunkKind, Option<usize>>,
     by_tag: FxHashMap<String, Option<usize>>,
+    by_tool: FxHashMap<String, Option<usize>>,
     by_chunk: FxHashMap<String, Option<usize>>,
 }
 
@@ -116,6 +142,7 @@ impl Caps {
         Caps {
             by_kind: FxHashMap::default(),
             by_tag: FxHashMap::default(),
+            by_tool: FxHashMap::default(),
             by_chunk: FxHashMap::default(),
         }
     }
@@ -126,6 +153,7 @@ impl Caps {
         match target.into() {
             CapTarget::Kind(kind) => self.by_kind.insert(kind, tokens),
             CapTarget::Tag(tag) => self.by_tag.insert(tag, tokens),
+            CapTarget::Tool(tool) => self.by_tool.insert(tool, tokens),
             CapTarget::Chunk(id) => self.by_chunk.insert(id, tokens),
         };
         self
@@ -142,6 +170,13 @@ impl Caps {
         self.set(CapTarget::Tag(tag.to_owned()), tokens)
     }
 
+    /// Caps the chunks whose `tool` attribute is `tool` (the calls and
+    /// their results), as [`set`](Caps::set); a build warns when no chunk
+    /// has that tool.
+    pub fn set_tool(&mut self, tool: &str, tokens: Option<usize>) -> &mut Self {
+        self.set(CapTarget::Tool(tool.to_owned()), tokens)
+    }
+
     /// Caps one chunk, as [`set`](Caps::set); a build warns when no chunk
     /// has that id.
     pub fn set_chunk(&mut self, id: &str, tokens: Option<usize>) -> &mut Self {
@@ -151,26 +186,38 @@ impl Caps {
     /// The cap set for `chunk`, rendered by the default table with `tag`,
     /// as set (before raising to [`MIN_CAP`]).
     pub fn cap_for(&self, chunk: &MemoryChunk, tag: &str) -> Option<usize> {
-        // Most policies set no cap by chunk or tag: skip hashing for them.
+        // Most policies set no cap by chunk, tool or tag: skip hashing for them.
         let by_chunk = || (!self.by_chunk.is_empty()).then(|| self.by_chunk.get(&chunk.id));
         let by_tag = || (!self.by_tag.is_empty()).then(|| self.by_tag.get(tag));
         by_chunk()
             .flatten()
+            .or_else(|| self.tool_cap(chunk))
             .or_else(|| by_tag().flatten())
             .or_else(|| self.by_kind.get(&chunk.kind))
             .copied()
             .flatten()
     }
 
-    /// The cap set on `chunk` itself, else the smallest set on one of the
-    /// tags a custom renderer declares (`tags`, asked only when a tag is
-    /// capped): kind caps aside.
+    /// The cap set on `chunk`'s tool, if it has one and one is set.
+    fn tool_cap(&self, chunk: &MemoryChunk) -> Option<&Option<usize>> {
+        if self.by_tool.is_empty() {
+            return None;
+        }
+        self.by_tool.get(chunk.tool.as_deref()?)
+    }
+
+    /// The cap set on `chunk` itself (its id, then its tool), else the
+    /// smallest set on one of the tags a custom renderer declares (`tags`,
+    /// asked only when a tag is capped): kind caps aside.
     pub(crate) fn explicit_cap_for(
         &self,
         chunk: &MemoryChunk,
         tags: impl FnOnce() -> Vec<String>,
     ) -> Option<usize> {
         if let Some(cap) = self.by_chunk.get(&chunk.id) {
+            return *cap;
+        }
+        if let Some(cap) = self.tool_cap(chunk) {
             return *cap;
         }
         if self.by_tag.is_empty() {
@@ -184,11 +231,13 @@ impl Caps {
 
     /// Checks the caps against what a build can cap: an error for a tag not
     /// among `tags`, and a warning (returned) for each cap below
-    /// [`MIN_CAP`] and each chunk id that `has_chunk` does not know.
+    /// [`MIN_CAP`], each chunk id that `has_chunk` does not know and each
+    /// tool that `has_tool` does not know.
     pub(crate) fn check(
         &self,
         tags: &[String],
         has_chunk: impl Fn(&str) -> bool,
+        has_tool: impl Fn(&str) -> bool,
     ) -> Result<Vec<String>> {
         let mut unknown_tags: Vec<&String> = self
             .by_tag
@@ -220,6 +269,13 @@ impl Caps {
                 "cap on chunk {id:?}: no chunk has this id, so it caps nothing"
             ));
         }
+        let mut missing: Vec<&String> = self.by_tool.keys().filter(|t| !has_tool(t)).collect();
+        missing.sort();
+        for tool in missing {
+            warnings.push(format!(
+                "cap on tool {tool:?}: no chunk has this tool, so it caps nothing"
+            ));
+        }
         Ok(warnings)
     }
 
@@ -230,46 +286,15 @@ impl Caps {
             .by_tag
             .iter()
             .map(|(k, t)| (CapTarget::Tag(k.clone()), *t));
+        let tools = self
+            .by_tool
+            .iter()
+            .map(|(k, t)| (CapTarget::Tool(k.clone()), *t));
         let chunks = self
             .by_chunk
             .iter()
             .map(|(k, t)| (CapTarget::Chunk(k.clone()), *t));
-        kinds.chain(tags).chain(chunks)
-    }
-
-    /// Parses a command-line cap, `NAME=N` or `NAME=none`, into the name
-    /// (a kind or a tag: see [`CapTarget::from_name`]) and the cap.
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::Option`] when the text is not of that form.
-    pub fn parse_setting(text: &str) -> Result<(String, Option<usize>)> {
-        let fail = |message: String| {
-            ErrorKind::Option {
-                option: "cap".into(),
-                message,
-            }
-            .into()
-        };
-        let Some((name, value)) = text.split_once('=') else {
-            return Err(fail(format!(
-                "{text:?}: expected NAME=N, e.g. tool_result=2000"
-            )));
-        };
-        if name.is_empty() {
-            return Err(fail(format!(
-                "{text:?}: the name (a kind or a tag) is missing"
-            )));
-        }
-        let tokens = match value {
-            "none" | "off" => None,
-            n => Some(n.parse::<usize>().map_err(|_| {
-                fail(format!(
-                    "{text:?}: {n:?} is not a token count (or \"none\")"
-                ))
-            })?),
-        };
-        Ok((name.to_owned(), tokens))
+        kinds.chain(tags).chain(tools).chain(chunks)
     }
 }
 
@@ -295,8 +320,75 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "unknown cap target \"tool_results\": expected a kind (system, agent, workflow, \
-             delegation, environment, thinking, output) or a tag (tool_result, thinking)"
+             delegation, environment, thinking, output) or a tag (tool_result, thinking), or \
+             tool:NAME for the chunks of a tool, id:CHUNK for one chunk"
         );
+    }
+
+    #[test]
+    fn a_prefix_names_a_tool_a_chunk_or_only_a_kind_or_a_tag() {
+        let target = |name| CapTarget::from_name(name, &tags());
+        assert_eq!(target("tool:bash").unwrap(), CapTarget::Tool("bash".into()));
+        assert_eq!(target("id:r7").unwrap(), CapTarget::Chunk("r7".into()));
+        assert_eq!(target("id:a:b").unwrap(), CapTarget::Chunk("a:b".into()));
+        assert_eq!(
+            target("thinking").unwrap(),
+            CapTarget::Kind(ChunkKind::Thinking)
+        );
+        assert_eq!(
+            target("tag:thinking").unwrap(),
+            CapTarget::Tag("thinking".into())
+        );
+        assert_eq!(
+            target("kind:environment").unwrap(),
+            CapTarget::Kind(ChunkKind::Environment)
+        );
+        // A bare name is never a tool, and a prefix needs a name after it.
+        for bad in [
+            "bash",
+            "tool:",
+            "id:",
+            "kind:tool_result",
+            "tag:environment",
+            "tools:bash",
+        ] {
+            let error = target(bad).unwrap_err();
+            assert!(
+                matches!(error.kind(), ErrorKind::UnknownCapTarget { name, .. } if name == bad),
+                "{bad}: {error}"
+            );
+        }
+    }
+
+    fn chunk(id: &str, kind: ChunkKind, tool: Option<&str>) -> MemoryChunk {
+        let chunk = MemoryChunk::new(id, kind).with_text("body");
+        match tool {
+            Some(tool) => chunk.with_tool(tool),
+            None => chunk,
+        }
+    }
+
+    #[test]
+    fn the_most_specific_cap_wins_id_then_tool_then_tag_then_kind() {
+        let bash = chunk("r1", ChunkKind::Environment, Some("bash"));
+        let grep = chunk("r2", ChunkKind::Environment, Some("grep"));
+        let mut caps = Caps::none();
+        caps.set_kind(ChunkKind::Environment, Some(4_000));
+        assert_eq!(caps.cap_for(&bash, "tool_result"), Some(4_000));
+        caps.set_tag("tool_result", Some(3_000));
+        assert_eq!(caps.cap_for(&bash, "tool_result"), Some(3_000));
+        caps.set_tool("bash", Some(2_000));
+        assert_eq!(caps.cap_for(&bash, "tool_result"), Some(2_000));
+        assert_eq!(caps.cap_for(&grep, "tool_result"), Some(3_000));
+        caps.set_chunk("r1", Some(1_000));
+        assert_eq!(caps.cap_for(&bash, "tool_result"), Some(1_000));
+        // `None` on a tool lifts the caps below it for that tool only.
+        caps.set_tool("grep", None);
+        assert_eq!(caps.cap_for(&grep, "tool_result"), None);
+        // A custom renderer's chunk: its id, then its tool, then its tags.
+        assert_eq!(caps.explicit_cap_for(&grep, tags), None);
+        let other = chunk("r3", ChunkKind::Environment, Some("bash"));
+        assert_eq!(caps.explicit_cap_for(&other, tags), Some(2_000));
     }
 
     #[test]
@@ -304,14 +396,18 @@ mod tests {
         let mut caps = Caps::default();
         caps.set_tag("tool_reslut", Some(100));
         assert!(matches!(
-            caps.check(&tags(), |_| true).unwrap_err().kind(),
+            caps.check(&tags(), |_| true, |_| true).unwrap_err().kind(),
             ErrorKind::UnknownCapTarget { name, .. } if name == "tool_reslut"
         ));
         let mut caps = Caps::default();
         caps.set_tag("thinking", Some(0))
             .set_kind(ChunkKind::Agent, Some(MIN_CAP))
-            .set_chunk("gone", Some(500));
-        let warnings = caps.check(&tags(), |id| id != "gone").unwrap();
+            .set_chunk("gone", Some(500))
+            .set_tool("bash", Some(500))
+            .set_tool("bsah", Some(500));
+        let warnings = caps
+            .check(&tags(), |id| id != "gone", |tool| tool == "bash")
+            .unwrap();
         assert_eq!(
             warnings,
             [
@@ -320,11 +416,12 @@ mod tests {
                      attributes and the cut marker need room): {MIN_CAP} applies"
                 ),
                 "cap on chunk \"gone\": no chunk has this id, so it caps nothing".to_owned(),
+                "cap on tool \"bsah\": no chunk has this tool, so it caps nothing".to_owned(),
             ]
         );
         assert!(
             Caps::default()
-                .check(&tags(), |_| false)
+                .check(&tags(), |_| false, |_| false)
                 .unwrap()
                 .is_empty()
         );

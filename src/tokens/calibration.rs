@@ -77,8 +77,8 @@ impl Calibration {
 
     /// Learns that a prompt of `base_tokens` (its `o200k_base` count) was
     /// billed `billed_tokens` by `model`: the factor for `model` becomes at
-    /// least the ratio plus [`CALIBRATION_MARGIN_PERCENT`], and never
-    /// drops. Returns the factor now in force for `model`.
+    /// least the ratio plus [`CALIBRATION_MARGIN_PERCENT`] (at most
+    /// [`EstimateFactor::MAX`]), and never drops. Returns the factor now in force for `model`.
     ///
     /// # Errors
     ///
@@ -112,7 +112,12 @@ impl Calibration {
             ))
             .into());
         }
-        let candidate = ratio.raised_by_percent(CALIBRATION_MARGIN_PERCENT);
+        // The margin must not carry a factor past MAX, which the README
+        // and `EstimateFactor` promise no factor exceeds; MAX still bounds
+        // the ratio just observed.
+        let candidate = ratio
+            .raised_by_percent(CALIBRATION_MARGIN_PERCENT)
+            .min(EstimateFactor::MAX);
         let mut learned = self
             .shared
             .learned

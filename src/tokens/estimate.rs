@@ -39,11 +39,20 @@ impl EstimateFactor {
     pub fn new(factor: f64) -> Result<EstimateFactor> {
         let max = f64::from(Self::MAX.per_mille) / 1000.0;
         if !(1.0..=max).contains(&factor) {
+            let why = if factor < 1.0 {
+                "; it multiplies the o200k_base count, and below 1.0 it would undercount".to_owned()
+            } else if factor > max {
+                format!(
+                    "; it multiplies the o200k_base count, and at most {max} is accepted (no \
+                     tokenizer measured needs more than 5.8)"
+                )
+            } else {
+                String::new()
+            };
             return Err(ErrorKind::Option {
                 option: "estimate_factor".into(),
                 message: format!(
-                    "the estimate factor must be a number from 1.0 to {max}, got {factor}; it \
-                     multiplies the o200k_base count, and below 1.0 it would undercount"
+                    "the estimate factor must be a number from 1.0 to {max}, got {factor}{why}"
                 ),
             }
             .into());
@@ -194,6 +203,22 @@ mod tests {
         for bad in [0.99, 0.0, -1.0, 16.5, f64::NAN, f64::INFINITY] {
             assert_eq!(factor(bad), None, "{bad}");
         }
+        assert_eq!(factor(16.0).as_deref(), Some("16.0"));
+    }
+
+    #[test]
+    fn a_refused_factor_is_told_which_end_it_passed() {
+        let message = |f| EstimateFactor::new(f).unwrap_err().to_string();
+        let low = message(0.9);
+        assert!(low.contains("got 0.9;"), "{low}");
+        assert!(low.contains("below 1.0 it would undercount"), "{low}");
+        for high in [16.0001, 1e10, f64::INFINITY] {
+            let high = message(high);
+            assert!(high.contains("at most 16 is accepted"), "{high}");
+            assert!(!high.contains("below 1.0"), "{high}");
+        }
+        let nan = message(f64::NAN);
+        assert!(nan.ends_with("got NaN"), "{nan}");
     }
 
     #[test]

@@ -288,13 +288,21 @@ fn limit_text(limit: u64) -> String {
     }
 }
 
-/// A line of advice for errors whose fix is a flag of this command.
+/// A line of advice for errors whose fix is a flag of this command (the
+/// library's errors name its settings, `max_tokens`, not our flags).
 pub(crate) fn flag_hint(kind: &ErrorKind) -> Option<&'static str> {
     match kind {
         ErrorKind::JsonRejected {
             problem: JsonProblem::LoneSurrogate { .. },
             ..
         } => Some("pass --lossy-unicode to read a lone surrogate as U+FFFD"),
+        ErrorKind::Option { option, .. } if option == "max_tokens" => {
+            Some("set the prompt budget with --max-tokens N")
+        }
+        ErrorKind::Option { option, .. } if option == "reserve_output" => {
+            Some("lower --reserve, or raise --max-tokens")
+        }
+        ErrorKind::BudgetExceeded { .. } => Some("raise --max-tokens, or lower --reserve"),
         _ => None,
     }
 }

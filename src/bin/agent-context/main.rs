@@ -66,7 +66,7 @@ struct CountArgs {
     /// Print a JSON object instead of the bare number.
     #[arg(long)]
     json: bool,
-    /// Estimates count F × o200k_base (default 1.6; at least 1.0).
+    /// Estimates count F × o200k_base (default 1.6; from 1.0 to 16).
     #[arg(long, value_name = "F", value_parser = parse_estimate_factor)]
     estimate_factor: Option<EstimateFactor>,
     #[command(flatten)]

@@ -1,6 +1,5 @@
 //! The flags `build` and `replay` share, turned into a builder.
 
-use agent_context::budget::Caps;
 use agent_context::format::FragmentFormat;
 use agent_context::render::EscapeMode;
 use agent_context::tokens::{Calibration, EstimateFactor, Framing};
@@ -30,18 +29,20 @@ pub(crate) struct BuildOptions {
     #[arg(long, value_name = "FORMAT", default_value = "xml", value_parser = parse_format)]
     fragments_format: FragmentFormat,
     /// Cap what each chunk of a kind or tag costs at N tokens, tag and cut
-    /// marker included, e.g. `tool_result=2000`, or lift a cap with
-    /// `NAME=none` (repeatable; tool results default to 8192; caps below 64
-    /// are raised to 64).
-    #[arg(long = "cap", value_name = "NAME=N")]
-    caps: Vec<String>,
+    /// marker included, e.g. `tool_result=2000`; `tool:NAME=N` caps the
+    /// chunks of one tool (`tool:bash=500`), `id:CHUNK=N` one chunk; lift a
+    /// cap with `NAME=none` (repeatable; the most specific cap wins: id,
+    /// tool, tag, kind; tool results default to 8192; caps below 64 are
+    /// raised to 64).
+    #[arg(long = "cap", value_name = "NAME=N", value_parser = parse_cap)]
+    caps: Vec<CapSetting>,
     /// When trimming, trim down to this fraction of the budget (1.0: exactly to it).
     #[arg(long, value_name = "FRACTION", default_value_t = 0.8)]
     low_water: f64,
     /// Leave out chunks of this kind (repeatable).
     #[arg(long = "exclude-kind", value_name = "KIND", value_parser = parse_kind)]
     exclude_kinds: Vec<ChunkKind>,
-    /// Estimates count F × o200k_base (default 1.6; at least 1.0). Models
+    /// Estimates count F × o200k_base (default 1.6; from 1.0 to 16). Models
     /// counted exactly ignore it.
     #[arg(long, value_name = "F", value_parser = parse_estimate_factor)]
     pub(crate) estimate_factor: Option<EstimateFactor>,
@@ -63,6 +64,40 @@ pub(crate) fn unused_factor_warning(
 ) -> Option<String> {
     factor.filter(|_| exact).map(|factor| {
         format!("--estimate-factor {factor} has no effect: model {model:?} is counted exactly")
+    })
+}
+
+/// One `--cap NAME=N`: the name, read against the builder's renderers once
+/// they are known, and the cap (`None` lifts it).
+#[derive(Clone)]
+struct CapSetting {
+    name: String,
+    tokens: Option<usize>,
+}
+
+/// `NAME=N` or `NAME=none`; the value is split at the last `=`, so a chunk
+/// id may hold one (`id:a=b=500`).
+fn parse_cap(text: &str) -> Result<CapSetting, String> {
+    let Some((name, value)) = text.rsplit_once('=') else {
+        return Err(
+            "expected NAME=N, e.g. tool_result=2000, tool:bash=500 or id:r7=none".to_owned(),
+        );
+    };
+    if name.is_empty() {
+        return Err(
+            "the name before `=` is missing: a kind, a tag, tool:NAME or id:CHUNK".to_owned(),
+        );
+    }
+    let tokens = match value {
+        "none" | "off" => None,
+        n => Some(
+            n.parse::<usize>()
+                .map_err(|_| format!("{n:?} is not a token count (or \"none\")"))?,
+        ),
+    };
+    Ok(CapSetting {
+        name: name.to_owned(),
+        tokens,
     })
 }
 
@@ -115,9 +150,8 @@ impl BuildOptions {
         }
         builder.policy_mut().low_water = self.low_water;
         for setting in &self.caps {
-            let (name, tokens) = Caps::parse_setting(setting)?;
-            let target = builder.cap_target(&name)?;
-            builder.policy_mut().caps.set(target, tokens);
+            let target = builder.cap_target(&setting.name)?;
+            builder.policy_mut().caps.set(target, setting.tokens);
         }
         Ok(builder)
     }
