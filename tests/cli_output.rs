@@ -1,8 +1,11 @@
 //! What the binary prints and when: the README's `--explain` sample is the
 //! main job's output, and `replay` writes each turn as it is built.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
+
+mod common;
+
+use common::cli::{Run, run};
 
 const README: &str = include_str!("../README.md");
 
@@ -61,25 +64,17 @@ fn replay_writes_each_turn_as_it_is_built() {
         chunk("a3", "assistant", "You are welcome."),
     ]})
     .to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-context"))
-        .args(["replay", "-", "--max-tokens", "300"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn agent-context");
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(session.as_bytes()).expect("write session");
-    drop(stdin);
-    let output = child.wait_with_output().expect("wait for agent-context");
-    let stderr = String::from_utf8(output.stderr).expect("UTF-8");
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = run(&["replay", "-", "--max-tokens", "300"], &session);
+    assert_eq!(code, 1, "{stderr}");
     assert!(stderr.starts_with("error: "), "{stderr}");
     assert!(
         stderr.contains("budget exceeded: protected content needs"),
         "{stderr}"
     );
-    let stdout = String::from_utf8(output.stdout).expect("UTF-8");
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 1, "turn 1 only: {stdout}");
     assert!(
