@@ -183,80 +183,10 @@ pub(crate) fn chunk_from_value(index: usize, value: Value) -> Result<MemoryChunk
         location: ChunkLocation { index, id },
     };
     fields.reject_unknown()?;
-
-    let id = fields.required_string("id")?;
-    if id.is_empty() {
-        return Err(fields.error("id", "must be a non-empty string".into()));
-    }
-    let kind_name = fields.required_string("kind")?;
-    let kind = ChunkKind::from_name(&kind_name).ok_or_else(|| {
-        let names: Vec<_> = ChunkKind::ALL.iter().map(|k| k.as_str()).collect();
-        fields.error(
-            "kind",
-            format!(
-                "unknown kind {kind_name:?}; expected one of: {}",
-                names.join(", ")
-            ),
-        )
-    })?;
-    let mut chunk = MemoryChunk::new(id, kind);
-    chunk.role = match fields.optional_string("role")?.as_deref() {
-        None => None,
-        Some("user") => Some(Role::User),
-        Some("assistant") => Some(Role::Assistant),
-        // Parsed so that validation can say what to use instead.
-        Some("system") => Some(Role::System),
-        Some(other) => {
-            return Err(fields.error(
-                "role",
-                format!("unknown role {other:?}; expected \"user\" or \"assistant\""),
-            ));
-        }
-    };
-    chunk.action = fields.optional_str("action")?;
-    chunk.text = fields.optional_string("text")?;
-    chunk.data = fields.optional_json("data");
-    chunk.tool = fields.optional_str("tool")?;
-    chunk.call_id = fields.optional_str("call_id")?;
-    chunk.success = match fields.take("success") {
-        None | Some(Value::Null) => None,
-        Some(Value::Bool(b)) => Some(b),
-        Some(other) => return Err(fields.wrong_type("success", "a boolean", &other)),
-    };
-    chunk.agent_type = fields.optional_str("agent_type")?;
-    chunk.subagent_id = fields.optional_str("subagent_id")?;
-    chunk.source = fields.optional_str("source")?;
-    chunk.status = fields.optional_str("status")?;
-    chunk.reason = fields.optional_str("reason")?;
-    chunk.error = fields.optional_str("error")?;
-    chunk.priority = match fields.take("priority") {
-        None | Some(Value::Null) => None,
-        Some(Value::Number(n)) if n.as_i64().is_some() => n.as_i64(),
-        Some(other) => return Err(fields.wrong_type("priority", "an integer", &other)),
-    };
-    chunk.pinned = match fields.take("pinned") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => b,
-        Some(other) => return Err(fields.wrong_type("pinned", "a boolean", &other)),
-    };
-    chunk.retention = match fields.optional_string("retention")?.as_deref() {
-        None => None,
-        Some("critical") => Some(Retention::Critical),
-        Some("compressible") => Some(Retention::Compressible),
-        Some("disposable") => Some(Retention::Disposable),
-        Some(other) => {
-            return Err(fields.error(
-                "retention",
-                format!("unknown retention {other:?}; expected \"critical\", \"compressible\" or \"disposable\""),
-            ));
-        }
-    };
-    chunk.created_at = match fields.take("created_at") {
-        None | Some(Value::Null) => None,
-        Some(v @ (Value::String(_) | Value::Number(_))) => Some(JsonText::from(v)),
-        Some(other) => return Err(fields.wrong_type("created_at", "a string or a number", &other)),
-    };
-    chunk.custom = fields.optional_json("custom");
+    let mut chunk = fields.id_and_kind()?;
+    chunk.role = fields.role()?;
+    fields.take_strings(&mut chunk)?;
+    fields.take_flags(&mut chunk)?;
     Ok(chunk)
 }
 
@@ -280,6 +210,101 @@ impl ChunkFields<'_> {
                 ),
             )),
             None => Ok(()),
+        }
+    }
+
+    /// The chunk its required `id` and `kind` make, every other field unset.
+    fn id_and_kind(&mut self) -> Result<MemoryChunk> {
+        let id = self.required_string("id")?;
+        if id.is_empty() {
+            return Err(self.error("id", "must be a non-empty string".into()));
+        }
+        let kind_name = self.required_string("kind")?;
+        let kind = ChunkKind::from_name(&kind_name).ok_or_else(|| {
+            let names: Vec<_> = ChunkKind::ALL.iter().map(|k| k.as_str()).collect();
+            self.error(
+                "kind",
+                format!(
+                    "unknown kind {kind_name:?}; expected one of: {}",
+                    names.join(", ")
+                ),
+            )
+        })?;
+        Ok(MemoryChunk::new(id, kind))
+    }
+
+    fn role(&mut self) -> Result<Option<Role>> {
+        match self.optional_string("role")?.as_deref() {
+            None => Ok(None),
+            Some("user") => Ok(Some(Role::User)),
+            Some("assistant") => Ok(Some(Role::Assistant)),
+            // Parsed so that validation can say what to use instead.
+            Some("system") => Ok(Some(Role::System)),
+            Some(other) => Err(self.error(
+                "role",
+                format!("unknown role {other:?}; expected \"user\" or \"assistant\""),
+            )),
+        }
+    }
+
+    /// The text fields after `role`, up to `success`, and the ones from
+    /// `agent_type` to `error`, in the order they are checked.
+    fn take_strings(&mut self, chunk: &mut MemoryChunk) -> Result<()> {
+        chunk.action = self.optional_str("action")?;
+        chunk.text = self.optional_string("text")?;
+        chunk.data = self.optional_json("data");
+        chunk.tool = self.optional_str("tool")?;
+        chunk.call_id = self.optional_str("call_id")?;
+        chunk.success = match self.take("success") {
+            None | Some(Value::Null) => None,
+            Some(Value::Bool(b)) => Some(b),
+            Some(other) => return Err(self.wrong_type("success", "a boolean", &other)),
+        };
+        chunk.agent_type = self.optional_str("agent_type")?;
+        chunk.subagent_id = self.optional_str("subagent_id")?;
+        chunk.source = self.optional_str("source")?;
+        chunk.status = self.optional_str("status")?;
+        chunk.reason = self.optional_str("reason")?;
+        chunk.error = self.optional_str("error")?;
+        Ok(())
+    }
+
+    /// The fields that steer the budget, then `created_at` and `custom`.
+    fn take_flags(&mut self, chunk: &mut MemoryChunk) -> Result<()> {
+        chunk.priority = match self.take("priority") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) if n.as_i64().is_some() => n.as_i64(),
+            Some(other) => return Err(self.wrong_type("priority", "an integer", &other)),
+        };
+        chunk.pinned = match self.take("pinned") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => b,
+            Some(other) => return Err(self.wrong_type("pinned", "a boolean", &other)),
+        };
+        chunk.retention = self.retention()?;
+        chunk.created_at = match self.take("created_at") {
+            None | Some(Value::Null) => None,
+            Some(v @ (Value::String(_) | Value::Number(_))) => Some(JsonText::from(v)),
+            Some(other) => {
+                return Err(self.wrong_type("created_at", "a string or a number", &other));
+            }
+        };
+        chunk.custom = self.optional_json("custom");
+        Ok(())
+    }
+
+    fn retention(&mut self) -> Result<Option<Retention>> {
+        match self.optional_string("retention")?.as_deref() {
+            None => Ok(None),
+            Some("critical") => Ok(Some(Retention::Critical)),
+            Some("compressible") => Ok(Some(Retention::Compressible)),
+            Some("disposable") => Ok(Some(Retention::Disposable)),
+            Some(other) => Err(self.error(
+                "retention",
+                format!(
+                    "unknown retention {other:?}; expected \"critical\", \"compressible\" or \"disposable\""
+                ),
+            )),
         }
     }
 
