@@ -4,21 +4,24 @@ mod forecast;
 mod frozen;
 mod history;
 
-use history::Shown;
+use history::{History, Shown};
 
 use std::sync::Arc;
 
 use crate::assemble::{assemble, summarize};
 use crate::budget::{
-    CapTarget, Decision, DropReason, ELIDED_TAG, HISTORY_START_TAG, Item, Planner, Policy,
-    SUMMARY_TAG, Step, Unit, all_start_clean, framing_table, group_units, plan_steps,
+    CapTarget, ChunkDecision, Decision, DropReason, ELIDED_TAG, Elision, HISTORY_START_TAG, Item,
+    Layout, Planner, Policy, SUMMARY_TAG, Step, Unit, all_start_clean, framing_table, group_units,
+    plan_steps,
 };
 use crate::chunk_cache::ChunkCache;
 use crate::chunk_id::ChunkId;
 use crate::error::{ErrorKind, Result};
 use crate::format::{FormatOptions, FragmentFormat, render_fragments};
 use crate::memory::MemoryState;
-use crate::message::{BuildResult, MessageFingerprint, Resolved, Truncation};
+use crate::message::{
+    BuildResult, ContextMessage, MessageFingerprint, Resolved, Summary, Truncation,
+};
 use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
 use crate::render::{ChunkRenderer, DefaultRenderer, EscapeMode, RenderContext, RendererRegistry};
@@ -52,6 +55,74 @@ fn cut_by(steps: &[Step], units: &[Unit], items: usize) -> (Vec<bool>, Vec<bool>
         }
     }
     (dropped, stubbed)
+}
+
+/// Records in each chunk's decision what the plan made of its item: kept
+/// (whole or truncated), stubbed or dropped, with its protection and
+/// priority.
+fn record_fates(decisions: &mut [ChunkDecision], items: &[Item], layout: &Layout) {
+    for (i, item) in items.iter().enumerate() {
+        let decision = &mut decisions[item.chunk];
+        decision.protected = item.protected;
+        decision.priority = item.priority;
+        if let Decision::Truncated { tokens_before, .. } = decision.decision {
+            decision.truncated_from = Some(tokens_before);
+        }
+        if layout.dropped[i] {
+            decision.decision = Decision::Dropped {
+                reason: DropReason::Budget,
+            };
+        } else if let (true, Some(stub)) = (layout.stubbed[i], &item.stub) {
+            decision.decision = Decision::Stubbed {
+                tokens_before: item.part.alone(),
+                tokens_after: stub.alone(),
+            };
+            decision.tokens = stub.alone();
+        } else {
+            decision.truncated_from = None;
+        }
+    }
+}
+
+/// What the budget step settles: the counter, the budget and the warnings
+/// so far.
+struct Budget {
+    counter: Arc<dyn TokenCounter>,
+    max_tokens: usize,
+    available: usize,
+    warnings: Vec<String>,
+}
+
+/// The cuts the planner may make, in order: whole units dropped, items
+/// stubbed.
+struct Ladder {
+    units: Vec<Unit>,
+    steps: Vec<Step>,
+    /// How many leading steps repeat the previous build's cut.
+    sticky: usize,
+}
+
+/// The prepare step's output: the history, its ladder, and the system
+/// message's parts.
+struct Prepared<'s> {
+    history: History<'s>,
+    ladder: Ladder,
+    /// The system prompt and fragments, then the system-role chunks.
+    system: Vec<Arc<CountedText>>,
+    /// How many of `system` are the prompt and fragments, which are the
+    /// build's own (the rest the cache lent).
+    system_len: usize,
+}
+
+/// What planning and assembly leave for the report.
+struct Assembled {
+    messages: Vec<ContextMessage>,
+    growable_prefix_tokens: Vec<usize>,
+    decisions: Vec<ChunkDecision>,
+    total: usize,
+    elision: Option<Elision>,
+    trim_target: Option<usize>,
+    summary: Option<Summary>,
 }
 
 /// The model counted for when none is given.
@@ -328,12 +399,29 @@ impl ContextBuilder {
         self.build_with(state, pass)
     }
 
-    /// Builds a validated `state` with a pass's policy, previous build and cache.
+    /// Builds a validated `state` with a pass's policy, previous build and
+    /// cache, in steps: budget, prepare, plan and assemble, report.
     pub(crate) fn build_with(
         &self,
         state: &MemoryState,
         mut pass: Pass<'_>,
     ) -> Result<BuildResult> {
+        let budget = self.budget_for(state, &mut pass)?;
+        let counter = budget.counter.as_ref();
+        let preparer = Preparer {
+            counter,
+            ctx: RenderContext::new(self.escape, self.renderers.tag_set()),
+            policy: pass.policy,
+        };
+        let system = self.system_parts(state, &preparer.ctx, counter)?;
+        let prepared = self.prepare(state, &preparer, budget.available, system, &mut pass)?;
+        let assembled = self.plan_and_assemble(state, &preparer, &budget, prepared, &mut pass)?;
+        Ok(self.report(budget, assembled, pass.previous))
+    }
+
+    /// Checks the options against `state`, and settles the counter (which
+    /// a session's cache counts with), the budget and the first warnings.
+    fn budget_for(&self, state: &MemoryState, pass: &mut Pass<'_>) -> Result<Budget> {
         let policy = pass.policy;
         policy.validate()?;
         if self.model.is_empty() {
@@ -347,7 +435,6 @@ impl ContextBuilder {
             Some(counter) => Arc::clone(counter),
             None => counter_for_model_calibrated(&self.model, &self.calibration)?,
         };
-        let counter = counter.as_ref();
         if let Some(cache) = pass.cache.as_deref_mut() {
             cache.count_with(counter.encoding_name());
         }
@@ -357,21 +444,32 @@ impl ContextBuilder {
         let has_tool = |tool: &str| state.chunks.iter().any(|c| c.tool.as_deref() == Some(tool));
         warnings.extend(policy.caps.check(&self.cap_tags(), has_chunk, has_tool)?);
         if self.counter.is_none() {
-            warnings.extend(estimate_warning(&self.model, counter));
+            warnings.extend(estimate_warning(&self.model, counter.as_ref()));
         }
         self.check_included_ids(state)?;
-
-        let ctx = RenderContext::new(self.escape, self.renderers.tag_set());
-        let system = self.system_parts(state, &ctx, counter)?;
-        let preparer = Preparer {
+        Ok(Budget {
             counter,
-            ctx,
-            policy,
-        };
+            max_tokens,
+            available,
+            warnings,
+        })
+    }
+
+    /// Renders and counts the history, groups it into units and lays out
+    /// the ladder of cuts; `system` is the system prompt and fragments,
+    /// which the system-role chunks join.
+    fn prepare<'s>(
+        &self,
+        state: &'s MemoryState,
+        preparer: &Preparer<'_>,
+        available: usize,
+        mut system: Vec<Arc<CountedText>>,
+        pass: &mut Pass<'_>,
+    ) -> Result<Prepared<'s>> {
         let previous_cut = pass.previous.map(|p| &p.cut);
         let mut history = self.prepare_history(
             state,
-            &preparer,
+            preparer,
             available,
             previous_cut,
             pass.cache.as_deref_mut(),
@@ -391,41 +489,50 @@ impl ContextBuilder {
                     (false, true) => Shown::Stub,
                     (false, false) => Shown::BodyOrStub,
                 },
-                &preparer,
+                preparer,
                 pass.cache.as_deref_mut(),
             )?;
         }
         let system_len = system.len();
-        let mut planner_system = system;
-        planner_system.extend(history.system_parts);
-        let base = Planner {
-            counter,
-            framing: framing_table(self.framing, counter),
-            priming: self.framing.priming(),
-            system: &planner_system,
-            items: &[],
-            units: &units,
-            steps: &steps,
-            sticky,
-            user_first: self.user_first,
-            available,
-            low_water: policy.low_water,
-            frozen: history.frozen,
-            history_start: CountedText::new(format!("<{HISTORY_START_TAG}/>"), counter),
-        };
+        system.extend(std::mem::take(&mut history.system_parts));
+        Ok(Prepared {
+            history,
+            ladder: Ladder {
+                units,
+                steps,
+                sticky,
+            },
+            system,
+            system_len,
+        })
+    }
+
+    /// Plans the cut (and summarizes what it elides), settles the texts the
+    /// prompt shows, records each chunk's fate and assembles the messages;
+    /// the cache gets back what the build borrowed, on error too.
+    fn plan_and_assemble(
+        &self,
+        state: &MemoryState,
+        preparer: &Preparer<'_>,
+        budget: &Budget,
+        prepared: Prepared<'_>,
+        pass: &mut Pass<'_>,
+    ) -> Result<Assembled> {
+        let Prepared {
+            mut history,
+            ladder,
+            mut system,
+            system_len,
+        } = prepared;
+        let base = self.planner(budget, preparer, &system, &ladder, history.frozen);
         let planned = {
             let planner = Planner {
                 items: &history.items,
                 ..base.clone()
             };
             planner.plan().map(|mut layout| {
-                let summary = summarize(
-                    &planner,
-                    &mut layout,
-                    state,
-                    &preparer,
-                    pass.previous.and_then(|p| p.summary.as_ref()),
-                );
+                let previous = pass.previous.and_then(|p| p.summary.as_ref());
+                let summary = summarize(&planner, &mut layout, state, preparer, previous);
                 (layout, summary)
             })
         };
@@ -433,12 +540,12 @@ impl ContextBuilder {
             Ok(planned) => planned,
             Err(required) => {
                 // Nothing was planned: the cache gets everything back.
-                let borrowed = (history.items, planner_system.split_off(system_len));
-                give_back(pass.cache, borrowed, &history.system_chunks);
+                let borrowed = (history.items, system.split_off(system_len));
+                give_back(pass.cache.as_deref_mut(), borrowed, &history.system_chunks);
                 return Err(ErrorKind::BudgetExceeded {
                     required,
-                    available,
-                    max_tokens,
+                    available: budget.available,
+                    max_tokens: budget.max_tokens,
                     reserve_output: self.reserve_output,
                 }
                 .into());
@@ -453,31 +560,11 @@ impl ContextBuilder {
                 (false, true) => Shown::Stub,
                 (false, false) => Shown::Body,
             },
-            &preparer,
+            preparer,
             pass.cache.as_deref_mut(),
         )?;
         let mut decisions = history.decisions;
-        for (i, item) in history.items.iter().enumerate() {
-            let decision = &mut decisions[item.chunk];
-            decision.protected = item.protected;
-            decision.priority = item.priority;
-            if let Decision::Truncated { tokens_before, .. } = decision.decision {
-                decision.truncated_from = Some(tokens_before);
-            }
-            if layout.dropped[i] {
-                decision.decision = Decision::Dropped {
-                    reason: DropReason::Budget,
-                };
-            } else if let (true, Some(stub)) = (layout.stubbed[i], &item.stub) {
-                decision.decision = Decision::Stubbed {
-                    tokens_before: item.part.alone(),
-                    tokens_after: stub.alone(),
-                };
-                decision.tokens = stub.alone();
-            } else {
-                decision.truncated_from = None;
-            }
-        }
+        record_fates(&mut decisions, &history.items, &layout);
         let planner = Planner {
             items: &history.items,
             ..base
@@ -490,17 +577,72 @@ impl ContextBuilder {
         // let it go before the report is made.
         let (total, elision, trim_target) = (layout.total, layout.elision, layout.trim_target);
         drop(planner);
-        drop((layout, units, steps));
-        let borrowed = (history.items, planner_system.split_off(system_len));
+        drop((layout, ladder));
+        let borrowed = (history.items, system.split_off(system_len));
         give_back(pass.cache.as_deref_mut(), borrowed, &history.system_chunks);
+        Ok(Assembled {
+            messages,
+            growable_prefix_tokens,
+            decisions,
+            total,
+            elision,
+            trim_target,
+            summary,
+        })
+    }
+
+    /// The planner of this build, before it is given the items.
+    fn planner<'p>(
+        &self,
+        budget: &Budget,
+        preparer: &Preparer<'p>,
+        system: &'p [Arc<CountedText>],
+        ladder: &'p Ladder,
+        frozen: (usize, usize),
+    ) -> Planner<'p> {
+        let counter = preparer.counter;
+        Planner {
+            counter,
+            framing: framing_table(self.framing, counter),
+            priming: self.framing.priming(),
+            system,
+            items: &[],
+            units: &ladder.units,
+            steps: &ladder.steps,
+            sticky: ladder.sticky,
+            user_first: self.user_first,
+            available: budget.available,
+            low_water: preparer.policy.low_water,
+            frozen,
+            history_start: CountedText::new(format!("<{HISTORY_START_TAG}/>"), counter),
+        }
+    }
+
+    /// The build's result: the assembled messages with their fingerprints
+    /// and what they share with the previous build, and what became of
+    /// each chunk.
+    fn report(
+        &self,
+        budget: Budget,
+        assembled: Assembled,
+        previous: Option<&PreviousBuild>,
+    ) -> BuildResult {
+        let Assembled {
+            messages,
+            growable_prefix_tokens,
+            decisions,
+            total,
+            elision,
+            trim_target,
+            summary,
+        } = assembled;
         let fingerprints: Vec<MessageFingerprint> = messages
             .iter()
             .zip(&growable_prefix_tokens)
             .map(|(message, &growable)| MessageFingerprint::of(message, growable))
             .collect();
-        let stable_prefix_tokens = pass
-            .previous
-            .map(|p| p.stable_prefix_tokens(&messages, &fingerprints));
+        let stable_prefix_tokens =
+            previous.map(|p| p.stable_prefix_tokens(&messages, &fingerprints));
         let included: Vec<ChunkId> = messages
             .iter()
             .flat_map(|m| m.chunk_ids.iter().cloned())
@@ -526,14 +668,14 @@ impl ContextBuilder {
                 _ => None,
             })
             .collect();
-        Ok(BuildResult {
+        BuildResult {
             model: self.model.clone(),
-            encoding: counter.encoding_name().to_owned(),
-            budget: available,
-            max_tokens,
+            encoding: budget.counter.encoding_name().to_owned(),
+            budget: budget.available,
+            max_tokens: budget.max_tokens,
             reserve_output: self.reserve_output,
             token_count: total,
-            token_count_exact: counter.is_exact(),
+            token_count_exact: budget.counter.is_exact(),
             messages,
             included,
             excluded,
@@ -544,8 +686,8 @@ impl ContextBuilder {
             fingerprints,
             summary,
             decisions,
-            warnings,
-        })
+            warnings: budget.warnings,
+        }
     }
 
     /// The system prompt and fragments, in the order they open the system message.
