@@ -36,6 +36,30 @@ pub(super) struct History<'s> {
     pub(super) system_chunks: Vec<usize>,
 }
 
+/// Which chunks a build selects, with their tool calls and turns.
+struct Selection<'s> {
+    selected: Vec<bool>,
+    /// The call ids of the selected tool calls.
+    calls: Calls<'s>,
+    /// How many user turns start after each chunk (a turn starts at a user
+    /// message).
+    turns_after: Vec<usize>,
+    latest_user: Option<usize>,
+}
+
+/// What the newest-first walk over the chunks carries from one to the next.
+struct Walk<'w, 's> {
+    preparer: &'w Preparer<'w>,
+    selection: &'w Selection<'s>,
+    forecast: CutForecast<'w>,
+    /// The first chunk the forecast looks at: a session renders only its
+    /// newest chunks, and older ones need no forecast.
+    forecast_from: usize,
+    history: History<'s>,
+    /// The first tool call or result a renderer put in the system role.
+    misplaced: Option<ErrorKind>,
+}
+
 impl ContextBuilder {
     /// Renders, caps and counts every selected chunk; system-role chunks go
     /// to the system message, the rest become planner items with their
@@ -48,7 +72,66 @@ impl ContextBuilder {
         previous: Option<&PreviousCut>,
         mut cache: Option<&mut ChunkCache>,
     ) -> Result<History<'s>> {
-        let policy = preparer.policy;
+        let selection = self.select(state);
+        let chunks = state.chunks.len();
+        // Newest first, so that a chunk the plan will surely cut can let its
+        // text go as soon as it is counted (it is rendered again in the rare
+        // case it is kept after all): a cold build of a long session never
+        // holds all of it rendered at once.
+        let forecast = CutForecast::new(
+            &state.chunks,
+            &selection.selected,
+            &selection.turns_after,
+            selection.latest_user,
+            preparer.policy,
+            available,
+            previous,
+        );
+        let frozen = self.frozen(state, &selection, preparer, previous, cache.as_deref());
+        let mut walk = Walk {
+            preparer,
+            selection: &selection,
+            forecast,
+            forecast_from: cache.as_deref().map_or(0, ChunkCache::oldest_missing),
+            history: History {
+                items: Vec::with_capacity(chunks),
+                decisions: Vec::with_capacity(chunks),
+                ..History::default()
+            },
+            misplaced: None,
+        };
+        for (index, chunk) in state.chunks.iter().enumerate().rev() {
+            self.walk_chunk(index, chunk, &frozen, &mut walk, cache.as_deref_mut())?;
+        }
+        let Walk {
+            mut history,
+            misplaced,
+            ..
+        } = walk;
+        if let Some(error) = misplaced {
+            return Err(error.into());
+        }
+        history.calls = selection.calls;
+        history.items.reverse();
+        history.decisions.reverse();
+        history.system_parts.reverse();
+        history.system_chunks.reverse();
+        // Counted among items: a custom renderer may have put a user turn in
+        // the system role.
+        let latest_user_item = history
+            .items
+            .iter()
+            .rposition(|i| state.chunks[i.chunk].is_user_turn());
+        if let Some(latest) = latest_user_item {
+            history.items[latest..]
+                .iter_mut()
+                .for_each(|i| i.protected = true);
+        }
+        Ok(history)
+    }
+
+    /// The chunks the builder's filters select, their tool calls and turns.
+    fn select<'s>(&self, state: &'s MemoryState) -> Selection<'s> {
         let only_ids: Option<FxHashSet<&str>> = self
             .include_ids
             .as_ref()
@@ -75,7 +158,6 @@ impl ContextBuilder {
                 .filter(|(c, keep)| **keep && c.kind == ChunkKind::Workflow)
                 .filter_map(|(c, _)| Some((c.call_id.as_deref()?, NO_UNIT))),
         );
-        // A turn starts at a user message; count how many start after each chunk.
         let mut turns_after = vec![0; state.chunks.len()];
         let mut later_users = 0;
         let mut latest_user = None;
@@ -86,29 +168,26 @@ impl ContextBuilder {
                 latest_user = latest_user.or(Some(index));
             }
         }
-
-        let chunks = state.chunks.len();
-        let mut history = History {
-            items: Vec::with_capacity(chunks),
-            decisions: Vec::with_capacity(chunks),
-            ..History::default()
-        };
-        // Newest first, so that a chunk the plan will surely cut can let its
-        // text go as soon as it is counted (it is rendered again in the rare
-        // case it is kept after all): a cold build of a long session never
-        // holds all of it rendered at once.
-        let mut forecast = CutForecast::new(
-            &state.chunks,
-            &selected,
-            &turns_after,
+        Selection {
+            selected,
+            calls,
+            turns_after,
             latest_user,
-            policy,
-            available,
-            previous,
-        );
-        // A session renders only its newest chunks; older ones need no forecast.
-        let forecast_from = cache.as_deref().map_or(0, ChunkCache::oldest_missing);
-        let frozen = match (previous, cache.as_deref()) {
+        }
+    }
+
+    /// The chunks a session drops again without rendering or planning
+    /// them (see [`Frozen`]); none without a previous build and a cache.
+    fn frozen(
+        &self,
+        state: &MemoryState,
+        selection: &Selection<'_>,
+        preparer: &Preparer<'_>,
+        previous: Option<&PreviousCut>,
+        cache: Option<&ChunkCache>,
+    ) -> Frozen {
+        let policy = preparer.policy;
+        match (previous, cache) {
             (Some(previous), Some(cache))
                 if self.renderers.only_default() && policy.summarizer().is_none() =>
             {
@@ -116,128 +195,126 @@ impl ContextBuilder {
                     let chunk = &state.chunks[index];
                     let cap = preparer.cap_for(chunk, &DefaultRenderer, true);
                     let (tokens, role) = cache.peek(index, cap)?;
-                    (role != Role::System && !is_orphan_result(chunk, &calls)).then_some(tokens)
+                    let kept = role != Role::System && !is_orphan_result(chunk, &selection.calls);
+                    kept.then_some(tokens)
                 };
-                let (turns, latest) = (&turns_after, latest_user);
-                Frozen::find(state, &selected, turns, latest, policy, previous, cached)
+                let (selected, turns) = (&selection.selected, &selection.turns_after);
+                let latest = selection.latest_user;
+                Frozen::find(state, selected, turns, latest, policy, previous, cached)
             }
             _ => Frozen::none(),
+        }
+    }
+
+    /// One step of the newest-first walk: the decision on `chunk`, frozen
+    /// (dropped as before), filtered out, or admitted to the history.
+    fn walk_chunk(
+        &self,
+        index: usize,
+        chunk: &MemoryChunk,
+        frozen: &Frozen,
+        walk: &mut Walk<'_, '_>,
+        mut cache: Option<&mut ChunkCache>,
+    ) -> Result<()> {
+        let id = match cache.as_deref_mut() {
+            Some(cache) => cache.id(index, &chunk.id),
+            None => ChunkId::from(chunk.id.as_str()),
         };
-        let mut misplaced = None;
-        for (index, chunk) in state.chunks.iter().enumerate().rev() {
-            let id = match cache.as_deref_mut() {
-                Some(cache) => cache.id(index, &chunk.id),
-                None => ChunkId::from(chunk.id.as_str()),
+        let mut decision = ChunkDecision {
+            id,
+            kind: chunk.kind,
+            tokens: 0,
+            priority: walk.preparer.policy.priority_of(chunk),
+            protected: false,
+            decision: Decision::Dropped {
+                reason: DropReason::Filtered,
+            },
+            truncated_from: None,
+        };
+        let frozen_as = frozen.get(index).zip(cache.as_deref_mut());
+        if let Some(((priority, tokens), cache)) = frozen_as {
+            cache.count_cached();
+            decision.truncated_from = cache.truncated_from(index);
+            decision.tokens = tokens;
+            decision.priority = priority;
+            decision.decision = Decision::Dropped {
+                reason: DropReason::Budget,
             };
-            let mut decision = ChunkDecision {
-                id,
-                kind: chunk.kind,
-                tokens: 0,
-                priority: policy.priority_of(chunk),
-                protected: false,
-                decision: Decision::Dropped {
-                    reason: DropReason::Filtered,
-                },
-                truncated_from: None,
+            walk.history.frozen.0 += 1;
+            walk.history.frozen.1 += tokens;
+        } else if walk.selection.selected[index] {
+            self.admit(index, chunk, &mut decision, walk, cache)?;
+        }
+        walk.history.decisions.push(decision);
+        Ok(())
+    }
+
+    /// Renders and counts a selected `chunk`, then drops it as an orphan,
+    /// puts it in the system message, or makes it a planner item (letting
+    /// its body go at once when the forecast says the plan will cut it).
+    fn admit(
+        &self,
+        index: usize,
+        chunk: &MemoryChunk,
+        decision: &mut ChunkDecision,
+        walk: &mut Walk<'_, '_>,
+        mut cache: Option<&mut ChunkCache>,
+    ) -> Result<()> {
+        let (preparer, selection) = (walk.preparer, walk.selection);
+        let prepared = self.prepared(index, chunk, preparer, cache.as_deref_mut())?;
+        decision.tokens = prepared.part.alone();
+        decision.decision = prepared.decision;
+        let retention = preparer
+            .policy
+            .retention_of(chunk, selection.turns_after[index]);
+        if is_orphan_result(chunk, &selection.calls) {
+            decision.decision = Decision::Dropped {
+                reason: DropReason::Orphan,
             };
-            let frozen_as = frozen.get(index).zip(cache.as_deref_mut());
-            if let Some(((priority, tokens), cache)) = frozen_as {
-                cache.count_cached();
-                decision.truncated_from = cache.truncated_from(index);
-                decision.tokens = tokens;
-                decision.priority = priority;
-                decision.decision = Decision::Dropped {
-                    reason: DropReason::Budget,
-                };
-                history.frozen.0 += 1;
-                history.frozen.1 += tokens;
-            } else if selected[index] {
-                let prepared = self.prepared(index, chunk, preparer, cache.as_deref_mut())?;
-                decision.tokens = prepared.part.alone();
-                decision.decision = prepared.decision;
-                let retention = policy.retention_of(chunk, turns_after[index]);
-                if is_orphan_result(chunk, &calls) {
-                    decision.decision = Decision::Dropped {
-                        reason: DropReason::Orphan,
-                    };
-                    if let Some(cache) = cache.as_deref_mut() {
-                        cache.give_back(index, prepared.part, None);
-                    }
-                } else if prepared.role == Role::System {
-                    // The system message is never trimmed, so a tool call or
-                    // result there would escape its unit and could outlive
-                    // its other half.
-                    if tool_call(chunk).is_some() {
-                        // Walking newest first: the last one found is the
-                        // first in the session, the one to name.
-                        misplaced = Some(ErrorKind::Chunk {
-                            location: ChunkLocation {
-                                index,
-                                id: Some(chunk.id.clone()),
-                            },
-                            field: "call_id".into(),
-                            message: "a custom renderer put this tool call or result in the \
-                                      system role; tool calls and results must render into \
-                                      the user or assistant role"
-                                .into(),
-                        });
-                    }
-                    decision.protected = true;
-                    history.system_parts.push(prepared.part);
-                    history.system_chunks.push(index);
-                } else {
-                    let stub = match retention {
-                        Retention::Disposable => {
-                            self.stub(index, chunk, &prepared.part, preparer, cache.as_deref_mut())
-                        }
-                        _ => None,
-                    };
-                    let cut = index >= forecast_from
-                        && forecast.body_surely_cut(
-                            index,
-                            chunk,
-                            &decision.id,
-                            retention,
-                            prepared.part.alone(),
-                            stub.as_ref().map(|s| s.alone()),
-                        );
-                    let mut item = Item {
-                        chunk: index,
-                        role: prepared.role,
-                        part: prepared.part,
-                        stub,
-                        disposable: retention == Retention::Disposable,
-                        protected: protects(chunk, retention),
-                        priority: decision.priority,
-                    };
-                    if cut {
-                        release(&mut item, Shown::Stub);
-                    }
-                    history.items.push(item);
-                }
+            if let Some(cache) = cache.as_deref_mut() {
+                cache.give_back(index, prepared.part, None);
             }
-            history.decisions.push(decision);
+        } else if prepared.role == Role::System {
+            // The system message is never trimmed, so a tool call or
+            // result there would escape its unit and could outlive its
+            // other half.
+            if tool_call(chunk).is_some() {
+                // Walking newest first: the last one found is the first in
+                // the session, the one to name.
+                walk.misplaced = Some(misplaced_call(index, chunk));
+            }
+            decision.protected = true;
+            walk.history.system_parts.push(prepared.part);
+            walk.history.system_chunks.push(index);
+        } else {
+            let stub = match retention {
+                Retention::Disposable => self.stub(index, chunk, &prepared.part, preparer, cache),
+                _ => None,
+            };
+            let cut = index >= walk.forecast_from
+                && walk.forecast.body_surely_cut(
+                    index,
+                    chunk,
+                    &decision.id,
+                    retention,
+                    prepared.part.alone(),
+                    stub.as_ref().map(|s| s.alone()),
+                );
+            let mut item = Item {
+                chunk: index,
+                role: prepared.role,
+                part: prepared.part,
+                stub,
+                disposable: retention == Retention::Disposable,
+                protected: protects(chunk, retention),
+                priority: decision.priority,
+            };
+            if cut {
+                release(&mut item, Shown::Stub);
+            }
+            walk.history.items.push(item);
         }
-        if let Some(error) = misplaced {
-            return Err(error.into());
-        }
-        history.calls = calls;
-        history.items.reverse();
-        history.decisions.reverse();
-        history.system_parts.reverse();
-        history.system_chunks.reverse();
-        // Counted among items: a custom renderer may have put a user turn in
-        // the system role.
-        let latest_user_item = history
-            .items
-            .iter()
-            .rposition(|i| state.chunks[i.chunk].is_user_turn());
-        if let Some(latest) = latest_user_item {
-            history.items[latest..]
-                .iter_mut()
-                .for_each(|i| i.protected = true);
-        }
-        Ok(history)
+        Ok(())
     }
 
     /// `chunk` rendered, capped and counted, from the cache when it has it.
@@ -320,6 +397,21 @@ impl ContextBuilder {
             release(item, shown);
         }
         Ok(())
+    }
+}
+
+/// The error for a tool call or result (chunk `index`) that a custom
+/// renderer put in the system role.
+fn misplaced_call(index: usize, chunk: &MemoryChunk) -> ErrorKind {
+    ErrorKind::Chunk {
+        location: ChunkLocation {
+            index,
+            id: Some(chunk.id.clone()),
+        },
+        field: "call_id".into(),
+        message: "a custom renderer put this tool call or result in the system role; tool \
+                  calls and results must render into the user or assistant role"
+            .into(),
     }
 }
 
