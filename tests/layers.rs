@@ -6,6 +6,9 @@
 //! (doc links may point anywhere), string literals and `#[cfg(test)]` items
 //! are left out; `crate::X` through a re-export in `lib.rs` counts as an
 //! import of the module `X` comes from. `src/bin` is a client, not a layer.
+//!
+//! The same reading keeps the build pipeline in named steps: no function of
+//! its files spans more than 80 lines.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -47,6 +50,126 @@ fn the_extractor_sees_grouped_super_and_reexported_paths() {
     let found = imports_of(source, &["plan".into(), "inner".into()], &reexports);
     let expected = ["budget", "plan", "render", "roles", "tokens"];
     assert_eq!(found, expected.iter().map(|s| s.to_string()).collect());
+}
+
+/// The files of the build pipeline, under `src/`: a file, or a folder
+/// for every file in it.
+const PIPELINE: [&str; 7] = [
+    "builder.rs",
+    "builder",
+    "prepare.rs",
+    "assemble.rs",
+    "budget/planner.rs",
+    "session",
+    "memory_schema.rs",
+];
+
+/// The most lines a function of the pipeline may span, from its `fn` to its
+/// closing brace: a longer one is several steps that want names.
+const MAX_FN_LINES: usize = 80;
+
+#[test]
+fn pipeline_functions_are_at_most_80_lines() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut checked = 0;
+    let mut long = Vec::new();
+    for entry in PIPELINE {
+        let path = src.join(entry);
+        let files = if path.is_dir() {
+            rust_files(&path)
+        } else if path.exists() {
+            vec![path]
+        } else {
+            continue;
+        };
+        for file in files {
+            let text = fs::read_to_string(&file).expect("read a source file");
+            for (name, lines) in function_lengths(&text) {
+                checked += 1;
+                if lines > MAX_FN_LINES {
+                    let relative = file.strip_prefix(&src).expect("under src");
+                    long.push(format!(
+                        "  {}: fn {name}: {lines} lines",
+                        relative.display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(checked > 50, "found too few functions: {checked}");
+    assert!(
+        long.is_empty(),
+        "pipeline functions over {MAX_FN_LINES} lines:\n{}",
+        long.join("\n")
+    );
+}
+
+/// The measure must see functions with generics, `where` clauses and
+/// braces in strings and comments, and skip bodiless ones and tests.
+#[test]
+fn function_lengths_counts_from_fn_to_closing_brace() {
+    let source = r#"
+        /// Doc { not a brace.
+        pub(crate) fn f<'a, T: Fn() -> usize>(x: &'a T)
+        where
+            T: Clone,
+        {
+            let s = "}";
+            /* } */
+        }
+        trait T { fn bodiless(&self); }
+        #[cfg(test)]
+        mod tests { fn hidden() {} }
+        fn g() { let _ = '}'; }
+    "#;
+    let found = function_lengths(source);
+    assert_eq!(found, [("f".to_string(), 7), ("g".to_string(), 1)]);
+}
+
+/// Each function outside `#[cfg(test)]` items, with the lines it spans.
+fn function_lengths(source: &str) -> Vec<(String, usize)> {
+    let code = drop_test_items(&strip(source));
+    let bytes = code.as_bytes();
+    let line_at = |at: usize| code[..at].matches('\n').count();
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut found = Vec::new();
+    let mut at = 0;
+    while let Some(offset) = code[at..].find("fn ") {
+        let start = at + offset;
+        at = start + 3;
+        if start > 0 && is_ident(bytes[start - 1]) {
+            continue;
+        }
+        let name: String = code[at..]
+            .trim_start()
+            .chars()
+            .take_while(|&c| c.is_alphanumeric() || c == '_')
+            .collect();
+        if name.is_empty() {
+            continue;
+        }
+        let Some(open) = code[at..].find(['{', ';']).map(|i| at + i) else {
+            break;
+        };
+        if bytes[open] == b';' {
+            continue;
+        }
+        let mut depth = 0;
+        let mut end = open;
+        for (i, &b) in bytes.iter().enumerate().skip(open) {
+            match b {
+                b'{' => depth += 1,
+                b'}' => depth -= 1,
+                _ => continue,
+            }
+            if depth == 0 {
+                end = i;
+                break;
+            }
+        }
+        found.push((name, line_at(end) - line_at(start) + 1));
+    }
+    found
 }
 
 fn import_graph() -> Graph {
@@ -226,6 +349,7 @@ fn strip(source: &str) -> String {
                 i += 1;
             }
         } else if rest.starts_with(&['/', '*']) {
+            let start = i;
             let mut depth = 0;
             while i < chars.len() {
                 if chars[i..].starts_with(&['/', '*']) {
@@ -242,7 +366,9 @@ fn strip(source: &str) -> String {
                 }
             }
             out.push(' ');
+            out.extend(newlines(&chars[start..i.min(chars.len())]));
         } else if is_raw_string(rest) {
+            let start = i;
             let hashes = rest[1..].iter().take_while(|&&c| c == '#').count();
             i += 2 + hashes;
             let close: Vec<char> = std::iter::once('"')
@@ -253,13 +379,16 @@ fn strip(source: &str) -> String {
             }
             i += close.len();
             out.push_str("\"\"");
+            out.extend(newlines(&chars[start..i.min(chars.len())]));
         } else if chars[i] == '"' {
+            let start = i;
             i += 1;
             while i < chars.len() && chars[i] != '"' {
                 i += if chars[i] == '\\' { 2 } else { 1 };
             }
             i += 1;
             out.push_str("\"\"");
+            out.extend(newlines(&chars[start..i.min(chars.len())]));
         } else if chars[i] == '\'' && is_char_literal(rest) {
             i += 1;
             while i < chars.len() && chars[i] != '\'' {
@@ -273,6 +402,11 @@ fn strip(source: &str) -> String {
         }
     }
     out
+}
+
+/// The line breaks in `blanked`, so that stripped code keeps its lines.
+fn newlines(blanked: &[char]) -> impl Iterator<Item = char> + '_ {
+    blanked.iter().copied().filter(|&c| c == '\n')
 }
 
 fn is_raw_string(rest: &[char]) -> bool {
@@ -314,7 +448,8 @@ fn drop_test_items(code: &str) -> String {
             }
             end += 1;
         }
-        out.replace_range(start..end, " ");
+        let blank = " ".to_string() + &"\n".repeat(out[start..end].matches('\n').count());
+        out.replace_range(start..end, &blank);
     }
     out
 }
