@@ -542,13 +542,7 @@ impl ContextBuilder {
                 // Nothing was planned: the cache gets everything back.
                 let borrowed = (history.items, system.split_off(system_len));
                 give_back(pass.cache.as_deref_mut(), borrowed, &history.system_chunks);
-                return Err(ErrorKind::BudgetExceeded {
-                    required,
-                    available: budget.available,
-                    max_tokens: budget.max_tokens,
-                    reserve_output: self.reserve_output,
-                }
-                .into());
+                return Err(self.over_budget(required, budget));
             }
         };
         // The prompt holds the text of what was kept or stubbed, and only that.
@@ -589,6 +583,17 @@ impl ContextBuilder {
             trim_target,
             summary,
         })
+    }
+
+    /// The error of a build whose protected content needs `required` tokens.
+    fn over_budget(&self, required: usize, budget: &Budget) -> crate::Error {
+        ErrorKind::BudgetExceeded {
+            required,
+            available: budget.available,
+            max_tokens: budget.max_tokens,
+            reserve_output: self.reserve_output,
+        }
+        .into()
     }
 
     /// The planner of this build, before it is given the items.
