@@ -442,7 +442,7 @@ impl ContextBuilder {
         let (max_tokens, available) = self.budget(&mut warnings)?;
         let has_chunk = |id: &str| state.chunks.iter().any(|c| c.id == id);
         let has_tool = |tool: &str| state.chunks.iter().any(|c| c.tool.as_deref() == Some(tool));
-        warnings.extend(policy.caps.check(&self.cap_tags(), has_chunk, has_tool)?);
+        warnings.extend(policy.caps.check(|| self.cap_tags(), has_chunk, has_tool)?);
         if self.counter.is_none() {
             warnings.extend(estimate_warning(&self.model, counter.as_ref()));
         }
