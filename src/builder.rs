@@ -26,6 +26,7 @@ use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
 use crate::render::{ChunkRenderer, DefaultRenderer, EscapeMode, RenderContext, RendererRegistry};
 use crate::roles::ChunkKind;
+use crate::rows::Rows;
 use crate::tokens::parts::CountedText;
 use crate::tokens::{
     Calibration, Framing, TokenCounter, counter_for_model_calibrated, estimate_warning, model_info,
@@ -648,7 +649,7 @@ impl ContextBuilder {
             .collect();
         let stable_prefix_tokens =
             previous.map(|p| p.stable_prefix_tokens(&messages, &fingerprints));
-        let included: Vec<ChunkId> = messages
+        let included: Rows<ChunkId> = messages
             .iter()
             .flat_map(|m| m.chunk_ids.iter().cloned())
             .collect();
@@ -690,7 +691,7 @@ impl ContextBuilder {
             stable_prefix_tokens,
             fingerprints,
             summary,
-            decisions,
+            decisions: decisions.into(),
             warnings: budget.warnings,
         }
     }

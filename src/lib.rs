@@ -99,6 +99,7 @@ mod prepare;
 mod previous;
 pub mod render;
 mod roles;
+mod rows;
 mod session;
 pub mod tokens;
 
@@ -117,4 +118,5 @@ pub use json_text::JsonText;
 pub use memory::{MemoryChunk, MemoryState};
 pub use message::{BuildResult, ContextMessage, Resolved, Truncation};
 pub use roles::{ChunkKind, Retention, Role};
+pub use rows::Rows;
 pub use session::ContextSession;

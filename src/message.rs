@@ -11,6 +11,7 @@ use crate::budget::{ChunkDecision, Elision};
 use crate::chunk_id::ChunkId;
 use crate::error::Result;
 use crate::roles::Role;
+use crate::rows::Rows;
 use crate::tokens::{Calibration, Encoding, EstimateFactor, TiktokenCounter, TokenCounter};
 
 /// One message of the prompt.
@@ -63,11 +64,11 @@ pub struct BuildResult {
     /// The messages, system first.
     pub messages: Vec<ContextMessage>,
     /// Ids of the chunks in the prompt, in order.
-    pub included: Vec<ChunkId>,
+    pub included: Rows<ChunkId>,
     /// Ids of the chunks left out, in input order.
-    pub excluded: Vec<ChunkId>,
+    pub excluded: Rows<ChunkId>,
     /// Chunks whose bodies were shortened.
-    pub truncated: Vec<Truncation>,
+    pub truncated: Rows<Truncation>,
     /// What the budget elided, if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elided: Option<Elision>,
@@ -89,7 +90,7 @@ pub struct BuildResult {
     #[serde(skip)]
     pub(crate) fingerprints: Vec<MessageFingerprint>,
     /// One decision per input chunk, in input order.
-    pub decisions: Vec<ChunkDecision>,
+    pub decisions: Rows<ChunkDecision>,
     /// Things the caller should know (e.g. a budget above the model's window).
     pub warnings: Vec<String>,
 }

@@ -191,7 +191,8 @@ fn a_two_megabyte_tool_output_is_cut_to_its_cap_and_nothing_else_is_lost() {
     assert_eq!(result.included, ["u1", "w1", "r1", "a1"]);
     assert_within_budget(&result);
     assert_recount(&result, Encoding::O200kBase);
-    let [cut] = result.truncated.as_slice() else {
+    let truncated = result.truncated.to_vec();
+    let [cut] = truncated.as_slice() else {
         panic!("{:?}", result.truncated)
     };
     assert_eq!(cut.id, "r1");
@@ -223,7 +224,8 @@ fn a_cap_bounds_the_rendered_chunk_tag_and_marker_included() {
             builder.escape(escape);
             builder.policy_mut().caps.set_tag("tool_result", Some(cap));
             let result = builder.build(&state).unwrap();
-            let [cut] = result.truncated.as_slice() else {
+            let truncated = result.truncated.to_vec();
+            let [cut] = truncated.as_slice() else {
                 panic!("{:?}", result.truncated)
             };
             assert_eq!((cut.id.as_str(), cut.cap), ("r1", cap));
@@ -319,7 +321,8 @@ fn a_tool_cap_bounds_that_tool_only_and_yields_to_a_chunk_cap() {
     let mut builder = ContextBuilder::new();
     builder.policy_mut().caps.set_tool("bash", Some(100));
     let result = builder.build(&state).unwrap();
-    let [cut] = result.truncated.as_slice() else {
+    let truncated = result.truncated.to_vec();
+    let [cut] = truncated.as_slice() else {
         panic!("{:?}", result.truncated)
     };
     assert_eq!((cut.id.as_str(), cut.cap), ("r1", 100));

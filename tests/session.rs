@@ -362,7 +362,7 @@ fn chunks_behind_the_cut_that_come_back_are_rendered_again() {
     let came_back = first
         .excluded
         .iter()
-        .filter(|id| again.included.contains(id))
+        .filter(|id| again.included.contains(*id))
         .count();
     assert!(came_back > 0, "no chunk came back");
     assert_eq!(session.stats().chunks_rendered, came_back);

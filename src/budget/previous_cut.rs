@@ -5,6 +5,7 @@ use rustc_hash::FxHashMap;
 
 use crate::budget::{ChunkDecision, Decision, DropReason};
 use crate::chunk_id::ChunkId;
+use crate::rows::Rows;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum PreviousCut {
@@ -35,7 +36,7 @@ pub(crate) enum Mark {
 
 impl PreviousCut {
     /// The cut of a build's `decisions`, by id.
-    pub(crate) fn by_id(decisions: &[ChunkDecision]) -> Self {
+    pub(crate) fn by_id(decisions: &Rows<ChunkDecision>) -> Self {
         let (mut stubbed, mut dropped) = (FxHashMap::default(), FxHashMap::default());
         for decision in decisions {
             let map = match mark(decision) {
@@ -49,7 +50,7 @@ impl PreviousCut {
     }
 
     /// The cut of a build's `decisions` (one per chunk, in order), by position.
-    pub(crate) fn by_position(decisions: &[ChunkDecision]) -> Self {
+    pub(crate) fn by_position(decisions: &Rows<ChunkDecision>) -> Self {
         PreviousCut::ByPosition {
             marks: decisions.iter().map(mark).collect(),
             removed: FxHashMap::default(),

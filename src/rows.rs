@@ -1,0 +1,172 @@
+//! [`Rows`]: a report list that one build shares with the next.
+
+use std::fmt;
+use std::ops::Index;
+
+use serde::{Serialize, Serializer};
+
+/// A list in a [`BuildResult`](crate::BuildResult) (one decision per chunk,
+/// the ids left out, the truncations) that a session carries over from one
+/// turn to the next instead of rebuilding it.
+///
+/// A turn of a long session changes a few rows of a report that names
+/// every chunk: the list is a persistent vector (`imbl`'s RRB tree), so a
+/// copy costs O(1), and appending or replacing a row O(log n) whatever the
+/// session's length; a session's report and the caller's share their rows.
+/// It reads like a slice: [`iter`](Rows::iter), [`len`](Rows::len),
+/// indexing, [`to_vec`](Rows::to_vec); it serializes as a JSON array.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Rows<T: Clone>(imbl::Vector<T>);
+
+impl<T: Clone> Rows<T> {
+    /// An empty list.
+    pub fn new() -> Self {
+        Rows(imbl::Vector::new())
+    }
+
+    /// The number of rows.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The row at `index`, if there is one.
+    pub fn get(&self, index: usize) -> Option<&T> {
+        self.0.get(index)
+    }
+
+    /// The first row.
+    pub fn first(&self) -> Option<&T> {
+        self.0.front()
+    }
+
+    /// The last row.
+    pub fn last(&self) -> Option<&T> {
+        self.0.back()
+    }
+
+    /// The rows in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator + '_ {
+        self.0.iter()
+    }
+
+    /// The rows copied into a `Vec`.
+    pub fn to_vec(&self) -> Vec<T> {
+        self.0.iter().cloned().collect()
+    }
+
+    /// Whether some row equals `value`.
+    pub fn contains<U>(&self, value: &U) -> bool
+    where
+        T: PartialEq<U>,
+        U: ?Sized,
+    {
+        self.0.iter().any(|row| row == value)
+    }
+
+    /// Appends a row.
+    pub(crate) fn push(&mut self, row: T) {
+        self.0.push_back(row);
+    }
+
+    /// Replaces the row at `index` (which must exist).
+    pub(crate) fn set(&mut self, index: usize, row: T) {
+        self.0.set(index, row);
+    }
+}
+
+impl<T: Clone> Default for Rows<T> {
+    fn default() -> Self {
+        Rows::new()
+    }
+}
+
+impl<T: Clone> Index<usize> for Rows<T> {
+    type Output = T;
+
+    /// # Panics
+    ///
+    /// When `index` is out of bounds, as a slice does.
+    fn index(&self, index: usize) -> &T {
+        &self.0[index]
+    }
+}
+
+impl<T: Clone> FromIterator<T> for Rows<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(rows: I) -> Self {
+        Rows(rows.into_iter().collect())
+    }
+}
+
+impl<T: Clone> From<Vec<T>> for Rows<T> {
+    fn from(rows: Vec<T>) -> Self {
+        rows.into_iter().collect()
+    }
+}
+
+impl<'a, T: Clone> IntoIterator for &'a Rows<T> {
+    type Item = &'a T;
+    type IntoIter = imbl::vector::Iter<'a, T, imbl::shared_ptr::DefaultSharedPtr>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl<T: Clone + PartialEq<U>, U> PartialEq<[U]> for Rows<T> {
+    fn eq(&self, other: &[U]) -> bool {
+        self.len() == other.len() && self.iter().zip(other).all(|(a, b)| a == b)
+    }
+}
+
+impl<T: Clone + PartialEq<U>, U> PartialEq<Vec<U>> for Rows<T> {
+    fn eq(&self, other: &Vec<U>) -> bool {
+        *self == **other
+    }
+}
+
+impl<T: Clone + PartialEq<U>, U, const N: usize> PartialEq<[U; N]> for Rows<T> {
+    fn eq(&self, other: &[U; N]) -> bool {
+        *self == other[..]
+    }
+}
+
+impl<T: Clone + fmt::Debug> fmt::Debug for Rows<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<T: Clone + Serialize> Serialize for Rows<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_copy_keeps_its_rows_when_the_original_changes() {
+        let mut rows: Rows<u32> = (0..1000).collect();
+        let copy = rows.clone();
+        rows.set(500, 7);
+        rows.push(1000);
+        assert_eq!(copy.len(), 1000);
+        assert_eq!(copy[500], 500);
+        assert_eq!((rows.len(), rows[500], rows[1000]), (1001, 7, 1000));
+        assert_eq!(
+            serde_json::to_string(&copy.iter().take(3).collect::<Vec<_>>()).unwrap(),
+            "[0,1,2]"
+        );
+        assert_eq!(
+            serde_json::to_string(&Rows::from(vec![1, 2])).unwrap(),
+            "[1,2]"
+        );
+    }
+}
