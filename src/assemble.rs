@@ -97,19 +97,30 @@ pub(crate) fn summarize(
     None
 }
 
-/// Turns a layout into messages, the system message first, each with the
-/// content tokens that stay put if a later build appends to it (see
-/// [`PreviousBuild::stable_prefix_tokens`]).
+/// The messages of a build, system message first.
+pub(crate) struct Assembly {
+    pub(crate) messages: Vec<ContextMessage>,
+    /// Per message, the content tokens that stay put if a later build
+    /// appends to it (see [`PreviousBuild::stable_prefix_tokens`]).
+    pub(crate) growable: Vec<usize>,
+    /// The counts of the last message's last part, without its text: a
+    /// session extends that message by them.
+    pub(crate) last_part: Option<CountedText>,
+}
+
+/// Turns a layout into messages.
 pub(crate) fn assemble(
     planner: &Planner<'_>,
     layout: &Layout,
     system_chunks: &[usize],
     id_of: impl Fn(usize) -> ChunkId,
-) -> (Vec<ContextMessage>, Vec<usize>) {
+) -> Assembly {
     let mut messages = Vec::with_capacity(layout.messages.len() + 1);
     let mut growable = Vec::with_capacity(layout.messages.len() + 1);
+    let mut last_part = None;
     let mut push = |role: Role, parts: &[&CountedText], chunk_ids: SmallVec<[ChunkId; 4]>| {
         growable.push(growable_prefix(parts));
+        last_part = parts.last().map(|part| part.released());
         messages.push(ContextMessage {
             role,
             content: join(parts),
@@ -137,7 +148,11 @@ pub(crate) fn assemble(
             .collect();
         push(*role, &parts, chunk_ids);
     }
-    (messages, growable)
+    Assembly {
+        messages,
+        growable,
+        last_part,
+    }
 }
 
 /// Content tokens of a message that a later build leaves in place when it

@@ -1,14 +1,16 @@
 //! [`ContextBuilder`]: one session in, budgeted messages out.
 
+mod extend;
 mod forecast;
 mod frozen;
 mod history;
 
+pub(crate) use extend::Carry;
 use history::{History, Shown};
 
 use std::sync::Arc;
 
-use crate::assemble::{assemble, summarize};
+use crate::assemble::{Assembly, assemble, summarize};
 use crate::budget::{
     CapTarget, ChunkDecision, Decision, DropReason, ELIDED_TAG, Elision, HISTORY_START_TAG, Item,
     Layout, Planner, Policy, SUMMARY_TAG, Step, Unit, all_start_clean, framing_table, group_units,
@@ -20,7 +22,7 @@ use crate::error::{ErrorKind, Result};
 use crate::format::{FormatOptions, FragmentFormat, render_fragments};
 use crate::memory::MemoryState;
 use crate::message::{
-    BuildResult, ContextMessage, MessageFingerprint, Resolved, Summary, Truncation,
+    BuildResult, MessageFingerprint, Resolved, Summary, Truncation,
 };
 use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
@@ -117,8 +119,7 @@ struct Prepared<'s> {
 
 /// What planning and assembly leave for the report.
 struct Assembled {
-    messages: Vec<ContextMessage>,
-    growable_prefix_tokens: Vec<usize>,
+    assembly: Assembly,
     decisions: Vec<ChunkDecision>,
     total: usize,
     elision: Option<Elision>,
@@ -432,10 +433,7 @@ impl ContextBuilder {
             }
             .into());
         }
-        let counter = match &self.counter {
-            Some(counter) => Arc::clone(counter),
-            None => counter_for_model_calibrated(&self.model, &self.calibration)?,
-        };
+        let counter = self.counter_in_use()?;
         if let Some(cache) = pass.cache.as_deref_mut() {
             cache.count_with(counter.encoding_name());
         }
@@ -564,10 +562,9 @@ impl ContextBuilder {
             items: &history.items,
             ..base
         };
-        let (messages, growable_prefix_tokens) =
-            assemble(&planner, &layout, &history.system_chunks, |chunk| {
-                decisions[chunk].id.clone()
-            });
+        let assembly = assemble(&planner, &layout, &history.system_chunks, |chunk| {
+            decisions[chunk].id.clone()
+        });
         // The planning state of a long session is as large as the report:
         // let it go before the report is made.
         let (total, elision, trim_target) = (layout.total, layout.elision, layout.trim_target);
@@ -576,8 +573,7 @@ impl ContextBuilder {
         let borrowed = (history.items, system.split_off(system_len));
         give_back(pass.cache.as_deref_mut(), borrowed, &history.system_chunks);
         Ok(Assembled {
-            messages,
-            growable_prefix_tokens,
+            assembly,
             decisions,
             total,
             elision,
@@ -595,6 +591,16 @@ impl ContextBuilder {
             reserve_output: self.reserve_output,
         }
         .into()
+    }
+
+    /// The counter this build counts with: the caller's, else the model's
+    /// (an estimate at its calibrated factor when the model has no public
+    /// tokenizer).
+    pub(super) fn counter_in_use(&self) -> Result<Arc<dyn TokenCounter>> {
+        match &self.counter {
+            Some(counter) => Ok(Arc::clone(counter)),
+            None => counter_for_model_calibrated(&self.model, &self.calibration),
+        }
     }
 
     /// The planner of this build, before it is given the items.
@@ -634,8 +640,12 @@ impl ContextBuilder {
         previous: Option<&PreviousBuild>,
     ) -> BuildResult {
         let Assembled {
-            messages,
-            growable_prefix_tokens,
+            assembly:
+                Assembly {
+                    messages,
+                    growable: growable_prefix_tokens,
+                    last_part,
+                },
             decisions,
             total,
             elision,
@@ -691,6 +701,7 @@ impl ContextBuilder {
             stable_prefix_tokens,
             fingerprints,
             summary,
+            last_part,
             decisions: decisions.into(),
             warnings: budget.warnings,
         }

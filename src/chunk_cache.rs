@@ -22,6 +22,10 @@ pub struct BuildStats {
     /// Of the chunks rendered, those rendered again because the build kept
     /// one whose text had been let go (see the README's Sessions section).
     pub chunks_restored: usize,
+    /// Whether the build extended the last one instead of planning every
+    /// chunk again: the turn only appended chunks and the last cut, with
+    /// them, still fits (see the README's Sessions section).
+    pub extended: bool,
 }
 
 /// Rendered chunks, one slot per session chunk in the same order, each with

@@ -12,6 +12,7 @@ use crate::chunk_id::ChunkId;
 use crate::error::Result;
 use crate::roles::Role;
 use crate::rows::Rows;
+use crate::tokens::parts::CountedText;
 use crate::tokens::{Calibration, Encoding, EstimateFactor, TiktokenCounter, TokenCounter};
 
 /// One message of the prompt.
@@ -89,6 +90,10 @@ pub struct BuildResult {
     /// `stable_prefix_tokens`).
     #[serde(skip)]
     pub(crate) fingerprints: Vec<MessageFingerprint>,
+    /// The counts of the last message's last part, for a session to
+    /// extend that message (see `ContextBuilder::extend`).
+    #[serde(skip)]
+    pub(crate) last_part: Option<CountedText>,
     /// One decision per input chunk, in input order.
     pub decisions: Rows<ChunkDecision>,
     /// Things the caller should know (e.g. a budget above the model's window).

@@ -62,6 +62,9 @@ proptest! {
             match (session.build(), expected) {
                 (Ok(result), Ok(expected)) => {
                     prop_assert_eq!(serde_json::to_string(&result).unwrap(), serde_json::to_string(&expected).unwrap());
+                    // What the JSON leaves out too: the fingerprints and
+                    // counts the next build starts from.
+                    prop_assert_eq!(&result, &expected);
                     assert_within_budget(&result);
                     // New, edited and re-added chunks, and those whose
                     // text a build let go wrongly foreseeing their cut.
@@ -426,4 +429,95 @@ fn a_build_over_budget_keeps_the_cache() {
     session.build().unwrap();
     assert_eq!(session.stats().chunks_rendered, 0);
     assert_eq!(session.stats().chunks_cached, 5);
+}
+
+/// Pushes each turn of `turns` (chunks as JSON) to a session built with
+/// `builder`, checks every build against the cold build with the same
+/// previous build, and returns which builds extended the last one.
+fn extended_turns(builder: &ContextBuilder, turns: &[serde_json::Value]) -> Vec<bool> {
+    let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
+    let mut previous: Option<BuildResult> = None;
+    let mut extended = Vec::new();
+    for turn in turns {
+        let chunks = MemoryState::from_json_value(serde_json::json!({ "chunks": turn })).unwrap();
+        session.extend(chunks.chunks).unwrap();
+        let result = session.build().unwrap();
+        let expected = cold(builder, session.state(), previous.as_ref()).unwrap();
+        assert_eq!(result, expected, "turn {}", extended.len());
+        assert_within_budget(&result);
+        extended.push(session.stats().extended);
+        previous = Some(result);
+    }
+    extended
+}
+
+fn user(id: &str, words: usize) -> serde_json::Value {
+    serde_json::json!({"id": id, "kind": "agent", "role": "user", "text": "ask ".repeat(words)})
+}
+
+fn call(id: &str, call_id: &str) -> serde_json::Value {
+    serde_json::json!({"id": id, "kind": "workflow", "action": "tool_call", "tool": "bash",
+        "call_id": call_id, "data": {"cmd": "ls"}})
+}
+
+fn result(id: &str, call_id: &str, words: usize) -> serde_json::Value {
+    serde_json::json!({"id": id, "kind": "environment", "tool": "bash", "call_id": call_id,
+        "text": "out ".repeat(words)})
+}
+
+#[test]
+fn a_turn_that_only_appends_extends_the_last_build_until_the_cut_must_move() {
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(3_000);
+    let turns: Vec<serde_json::Value> = (0..40)
+        .map(|t| {
+            serde_json::json!([
+                user(&format!("u{t}"), 40),
+                call(&format!("w{t}"), &format!("k{t}")),
+                result(&format!("r{t}"), &format!("k{t}"), 60),
+                {"id": format!("a{t}"), "kind": "agent", "role": "assistant", "text": "done"},
+            ])
+        })
+        .collect();
+    let extended = extended_turns(&builder, &turns);
+    let (first, rest) = extended.split_first().unwrap();
+    assert!(!first, "the first build has nothing to extend");
+    let full = rest.iter().filter(|e| !**e).count();
+    // Each turn adds ~150 tokens; a trim makes 20% of 3,000 tokens of
+    // room, which lasts about four turns.
+    assert!(full >= 3, "the cut had to move: {extended:?}");
+    assert!(full <= rest.len() / 3, "most turns extend: {extended:?}");
+}
+
+#[test]
+fn turns_an_extension_cannot_build_run_the_full_pipeline_and_match_it() {
+    let builder = ContextBuilder::new();
+    let system = serde_json::json!({"id": "s1", "kind": "system", "text": "repo: acme"});
+    let orphan = serde_json::json!({"id": "o1", "kind": "environment", "call_id": "late", "text": "early"});
+    let pinned_call = serde_json::json!({"id": "w2", "kind": "workflow", "action": "tool_call",
+        "tool": "bash", "call_id": "k2", "pinned": true, "data": {}});
+    let turns = [
+        serde_json::json!([user("u1", 5), call("w1", "k1")]),
+        // A result whose call an earlier build holds.
+        serde_json::json!([result("r1", "k1", 5)]),
+        // Extends.
+        serde_json::json!([user("u2", 5)]),
+        // A system chunk joins the system message.
+        serde_json::json!([system]),
+        // An orphan, then its call: the orphan comes back.
+        serde_json::json!([orphan]),
+        serde_json::json!([call("w3", "late")]),
+        // A unit that straddles the latest user turn, then a new turn that
+        // lifts that turn's protection: the unit reaches back before it.
+        serde_json::json!([call("w4", "k4"), user("u3", 5), result("r4", "k4", 5)]),
+        serde_json::json!([user("u4", 5)]),
+        // A pinned call's unit stays protected when the turn moves on.
+        serde_json::json!([user("u5", 5), pinned_call, result("r2", "k2", 5)]),
+        serde_json::json!([user("u6", 5)]),
+    ];
+    let extended = extended_turns(&builder, &turns);
+    assert_eq!(
+        extended,
+        [false, false, true, false, true, false, true, false, true, true]
+    );
 }

@@ -229,6 +229,12 @@ impl Caps {
             .min()
     }
 
+    /// Whether a cap names a chunk id or a tool: whether a new chunk can
+    /// change what [`check`](Caps::check) warns of.
+    pub(crate) fn names_chunks_or_tools(&self) -> bool {
+        !self.by_chunk.is_empty() || !self.by_tool.is_empty()
+    }
+
     /// Checks the caps against what a build can cap: an error for a tag not
     /// among `tags`, and a warning (returned) for each cap below
     /// [`MIN_CAP`], each chunk id that `has_chunk` does not know and each

@@ -104,6 +104,18 @@ impl Policy {
         self.summarizer.as_deref()
     }
 
+    /// Whether `other` makes room exactly as this policy does: the same
+    /// caps, numbers and priorities, and no summarizer in either (what one
+    /// writes cannot be compared).
+    pub(crate) fn plans_like(&self, other: &Policy) -> bool {
+        self.summarizer.is_none()
+            && other.summarizer.is_none()
+            && self.caps == other.caps
+            && self.low_water == other.low_water
+            && self.recent_turns == other.recent_turns
+            && self.priorities == other.priorities
+    }
+
     /// Checks the numbers.
     pub(crate) fn validate(&self) -> Result<()> {
         if !(self.low_water > 0.0 && self.low_water <= 1.0) {

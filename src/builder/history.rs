@@ -132,22 +132,11 @@ impl ContextBuilder {
 
     /// The chunks the builder's filters select, their tool calls and turns.
     fn select<'s>(&self, state: &'s MemoryState) -> Selection<'s> {
-        let only_ids: Option<FxHashSet<&str>> = self
-            .include_ids
-            .as_ref()
-            .map(|ids| ids.iter().map(String::as_str).collect());
+        let only_ids = self.only_ids();
         let selected: Vec<bool> = state
             .chunks
             .iter()
-            .map(|c| {
-                self.include_kinds
-                    .as_ref()
-                    .is_none_or(|kinds| kinds.contains(&c.kind))
-                    && !self.exclude_kinds.contains(&c.kind)
-                    && only_ids
-                        .as_ref()
-                        .is_none_or(|ids| ids.contains(c.id.as_str()))
-            })
+            .map(|c| self.selects(c, only_ids.as_ref()))
             .collect();
         let mut calls = Calls::with_capacity_and_hasher(state.chunks.len() / 2, Default::default());
         calls.extend(
@@ -174,6 +163,23 @@ impl ContextBuilder {
             turns_after,
             latest_user,
         }
+    }
+
+    /// The ids `include_ids` keeps, when set.
+    pub(super) fn only_ids(&self) -> Option<FxHashSet<&str>> {
+        self.include_ids
+            .as_ref()
+            .map(|ids| ids.iter().map(String::as_str).collect())
+    }
+
+    /// Whether the builder's filters keep `chunk` (`only_ids` as
+    /// [`only_ids`](ContextBuilder::only_ids) gives it).
+    pub(super) fn selects(&self, chunk: &MemoryChunk, only_ids: Option<&FxHashSet<&str>>) -> bool {
+        self.include_kinds
+            .as_ref()
+            .is_none_or(|kinds| kinds.contains(&chunk.kind))
+            && !self.exclude_kinds.contains(&chunk.kind)
+            && only_ids.is_none_or(|ids| ids.contains(chunk.id.as_str()))
     }
 
     /// The chunks a session drops again without rendering or planning
@@ -322,7 +328,7 @@ impl ContextBuilder {
     /// # Errors
     ///
     /// As [`Preparer::prepare`].
-    fn prepared(
+    pub(super) fn prepared(
         &self,
         index: usize,
         chunk: &MemoryChunk,

@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use rustc_hash::FxHashMap;
 
 use crate::budget::{Policy, PreviousCut};
-use crate::builder::{ContextBuilder, Pass};
+use crate::builder::{Carry, ContextBuilder, Pass};
 use crate::chunk_cache::{BuildStats, ChunkCache};
 use crate::chunk_id::fingerprint;
 use crate::error::{ChunkLocation, ErrorKind, Result};
@@ -46,6 +46,8 @@ pub struct ContextSession {
     state: MemoryState,
     cache: ChunkCache,
     previous: Option<PreviousBuild>,
+    /// The last build, to extend when a turn only appends chunks.
+    carry: Option<Carry>,
     /// The ids in `state`, to check new chunks in constant time.
     ids: IdSet,
 }
@@ -68,6 +70,7 @@ impl ContextSession {
             state,
             cache: ChunkCache::default(),
             previous: None,
+            carry: None,
             ids,
         })
     }
@@ -81,6 +84,7 @@ impl ContextSession {
     /// can change every chunk's rendering, so the cache is cleared.
     pub fn builder_mut(&mut self) -> &mut ContextBuilder {
         self.cache.clear();
+        self.carry = None;
         &mut self.builder
     }
 
@@ -129,6 +133,7 @@ impl ContextSession {
         let index = self.index_of(&chunk.id)?;
         chunk.validate_at(index)?;
         self.cache.forget(index);
+        self.carry = None;
         self.state.chunks[index] = chunk;
         Ok(())
     }
@@ -141,6 +146,7 @@ impl ContextSession {
     pub fn remove(&mut self, id: &str) -> Result<MemoryChunk> {
         let index = self.index_of(id)?;
         self.cache.remove(index);
+        self.carry = None;
         if let Some(previous) = self.previous.as_mut() {
             previous.cut.remove(index, id);
         }
@@ -177,17 +183,34 @@ impl ContextSession {
         self.run(Some(policy))
     }
 
-    /// Builds with `policy`, else the builder's.
+    /// Builds with `policy`, else the builder's: by extending the last
+    /// build when the turn only appended chunks and its cut still fits,
+    /// else by the full pipeline.
     fn run(&mut self, policy: Option<&Policy>) -> Result<BuildResult> {
         self.cache.start_build(self.state.chunks.capacity());
+        let policy = policy.unwrap_or(self.builder.current_policy());
+        if let Some(carry) = self.carry.as_mut()
+            && let Some(result) = self
+                .builder
+                .extend(&self.state, policy, carry, &mut self.cache)?
+        {
+            // The extension cut nothing new: the cut stays the last one.
+            let cut = match self.previous.take() {
+                Some(previous) => previous.cut,
+                None => PreviousCut::by_position(&result.decisions),
+            };
+            self.previous = Some(PreviousBuild::new(&result, cut));
+            return Ok(result);
+        }
         let pass = Pass {
-            policy: policy.unwrap_or(self.builder.current_policy()),
+            policy,
             previous: self.previous.as_ref(),
             cache: Some(&mut self.cache),
         };
         let result = self.builder.build_with(&self.state, pass)?;
         let cut = PreviousCut::by_position(&result.decisions);
         self.previous = Some(PreviousBuild::new(&result, cut));
+        self.carry = Some(Carry::new(result.clone(), &self.state, policy));
         Ok(result)
     }
 
@@ -200,11 +223,13 @@ impl ContextSession {
     /// keeps the previous build.
     pub fn clear_cache(&mut self) {
         self.cache.clear();
+        self.carry = None;
     }
 
     /// Forgets the previous build: the next build plans from scratch.
     pub fn forget_previous(&mut self) {
         self.previous = None;
+        self.carry = None;
     }
 
     /// Grows the chunks by a quarter when full, not by the doubling `Vec`

@@ -1,0 +1,468 @@
+//! A session's turn that only appended chunks since its last build, made
+//! by extending that build: its cost is the new chunks' (and the rows of
+//! the latest turn, whose protection moves), not the session's.
+//!
+//! Given the last build as previous, the pipeline first tries the last
+//! cut, and keeps it when it fits. Applied to the grown session, that cut
+//! leaves every old chunk as it was: protection only ever lifts (the latest
+//! user turn moves forward; pinned and critical chunks stay so), so each
+//! unit the last build cut is still cut and each chunk it stubbed still
+//! stubbed, and the new chunks, in no unit of the old ones, stay whole.
+//! So when the last build's messages with the new chunks appended fit the
+//! budget, they are the pipeline's result, byte for byte; `tests/session.rs`
+//! holds the two equal on random sessions. Everything else runs the full
+//! pipeline: a cut that no longer fits, edits and removals, custom
+//! renderers, a summarizer, a changed policy or counter, a new chunk that
+//! shares a call id with an old one or renders into the system message,
+//! caps that name chunks or tools (their warnings depend on the chunks),
+//! a last build without history or without its elided-history marker.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+use super::ContextBuilder;
+use super::forecast::protects;
+use crate::budget::planner::role_index;
+use crate::budget::{
+    Calls, ChunkDecision, Decision, DropReason, NO_UNIT, Policy, framing_table, is_orphan_result,
+    tool_call,
+};
+use crate::chunk_cache::ChunkCache;
+use crate::chunk_id::{ChunkId, fingerprint};
+use crate::error::Result;
+use crate::memory::{MemoryChunk, MemoryState};
+use crate::message::{BuildResult, ContextMessage, MessageFingerprint, Truncation};
+use crate::prepare::Preparer;
+use crate::render::RenderContext;
+use crate::roles::{ChunkKind, Role};
+use crate::tokens::parts::{CountedText, SEPARATOR};
+
+/// What a session keeps of its last build to extend it.
+#[derive(Debug, Clone)]
+pub(crate) struct Carry {
+    /// The last build, as returned.
+    result: BuildResult,
+    /// How many chunks the session had then.
+    chunks: usize,
+    /// The latest user turn then: it and every chunk after it were protected.
+    latest_user: Option<usize>,
+    /// The fingerprint of each call id among those chunks, with the first
+    /// chunk that has it (ids sharing a fingerprint share the entry, which
+    /// only ever sends a turn to the full pipeline).
+    calls: FxHashMap<u64, usize>,
+    /// The policy it was planned with.
+    policy: Policy,
+}
+
+impl Carry {
+    /// What extends `result`, the build of `state` with `policy`.
+    pub(crate) fn new(result: BuildResult, state: &MemoryState, policy: &Policy) -> Self {
+        let filtered = |row: &ChunkDecision| {
+            row.decision
+                == Decision::Dropped {
+                    reason: DropReason::Filtered,
+                }
+        };
+        let latest_user = state
+            .chunks
+            .iter()
+            .zip(result.decisions.iter())
+            .rposition(|(chunk, row)| chunk.is_user_turn() && !filtered(row));
+        let mut calls = FxHashMap::default();
+        for (index, chunk) in state.chunks.iter().enumerate() {
+            if let Some(call) = tool_call(chunk) {
+                calls.entry(fingerprint(call)).or_insert(index);
+            }
+        }
+        Carry {
+            result,
+            chunks: state.chunks.len(),
+            latest_user,
+            calls,
+            policy: policy.clone(),
+        }
+    }
+}
+
+/// A chunk appended since the last build, rendered and judged.
+struct Appended<'s> {
+    index: usize,
+    chunk: &'s MemoryChunk,
+    row: ChunkDecision,
+    /// Its role and rendering when it is in the prompt.
+    part: Option<(Role, Arc<CountedText>)>,
+}
+
+/// The new items grouped into messages: the first group may extend the
+/// last build's last message.
+struct Growth<'a> {
+    /// Whether the first group joins the last message.
+    extends_last: bool,
+    groups: Vec<(Role, SmallVec<[&'a Appended<'a>; 4]>)>,
+    /// Tokens of the grown prompt.
+    total: usize,
+}
+
+impl ContextBuilder {
+    /// This turn's build as the extension of `carry`'s, which it then
+    /// becomes; `None` when the full pipeline must build it (see the module
+    /// docs), `carry` unchanged. New chunks go through `cache`.
+    ///
+    /// # Errors
+    ///
+    /// As the pipeline: a new chunk's cap too small, a tokenizer that fails
+    /// to load.
+    pub(crate) fn extend(
+        &self,
+        state: &MemoryState,
+        policy: &Policy,
+        carry: &mut Carry,
+        cache: &mut ChunkCache,
+    ) -> Result<Option<BuildResult>> {
+        if !self.extends(state, policy, carry) {
+            return Ok(None);
+        }
+        let counter = self.counter_in_use()?;
+        if counter.encoding_name() != carry.result.encoding || !counter.additive_at_clean_cuts() {
+            return Ok(None);
+        }
+        let preparer = Preparer {
+            counter: counter.as_ref(),
+            ctx: RenderContext::new(self.escape, self.renderers.tag_set()),
+            policy,
+        };
+        let Some(mut appended) = self.appended(state, carry, &preparer, cache)? else {
+            return Ok(None);
+        };
+        let latest_user = appended
+            .iter()
+            .rev()
+            .find(|a| a.part.is_some() && a.chunk.is_user_turn())
+            .map(|a| a.index)
+            .or(carry.latest_user);
+        protect(&mut appended, latest_user, policy);
+        let Some(lifted) = self.lifted(state, carry, latest_user, policy) else {
+            return Ok(None);
+        };
+        let framing = framing_table(self.framing, counter.as_ref());
+        let growth = grow(&carry.result, &appended, &framing);
+        if growth.total > carry.result.budget {
+            return Ok(None);
+        }
+        // Nothing fails from here: the last build becomes this one.
+        self.apply(carry, &growth, &framing);
+        let result = &mut carry.result;
+        for (index, row) in lifted {
+            result.decisions.set(index, row);
+        }
+        record_rows(result, &appended);
+        for a in &appended {
+            if let Some(call) = tool_call(a.chunk) {
+                carry.calls.entry(fingerprint(call)).or_insert(a.index);
+            }
+        }
+        carry.chunks = state.chunks.len();
+        carry.latest_user = latest_user;
+        cache.stats.chunks_cached += carry.chunks - appended.len();
+        cache.stats.extended = true;
+        Ok(Some(carry.result.clone()))
+    }
+
+    /// Whether this builder, `state` and `policy` are ones an extension of
+    /// `carry` can build (the rest is checked as the chunks are read).
+    fn extends(&self, state: &MemoryState, policy: &Policy, carry: &Carry) -> bool {
+        let last = &carry.result;
+        self.renderers.only_default()
+            && policy.plans_like(&carry.policy)
+            && !policy.caps.names_chunks_or_tools()
+            && state.chunks.len() >= carry.chunks
+            && !last.history().is_empty()
+            && last.last_part.is_some()
+            && last.elided.is_none_or(|elided| elided.marker)
+    }
+
+    /// The chunks appended since `carry`'s build, rendered (through
+    /// `cache`) and judged on their own: filtered out, orphaned, or in
+    /// the prompt. `None` when one needs the full pipeline.
+    fn appended<'s>(
+        &self,
+        state: &'s MemoryState,
+        carry: &Carry,
+        preparer: &Preparer<'_>,
+        cache: &mut ChunkCache,
+    ) -> Result<Option<Vec<Appended<'s>>>> {
+        let new = &state.chunks[carry.chunks..];
+        let only_ids = self.only_ids();
+        let mut calls = Calls::default();
+        for chunk in new {
+            let Some(call) = tool_call(chunk) else {
+                continue;
+            };
+            // It could join an old unit or adopt an old orphan result.
+            if carry.calls.contains_key(&fingerprint(call)) {
+                return Ok(None);
+            }
+            if chunk.kind == ChunkKind::Workflow && self.selects(chunk, only_ids.as_ref()) {
+                calls.insert(call, NO_UNIT);
+            }
+        }
+        let mut appended = Vec::with_capacity(new.len());
+        for (offset, chunk) in new.iter().enumerate() {
+            let index = carry.chunks + offset;
+            let mut row = ChunkDecision {
+                id: cache.id(index, &chunk.id),
+                kind: chunk.kind,
+                tokens: 0,
+                priority: preparer.policy.priority_of(chunk),
+                protected: false,
+                decision: Decision::Dropped {
+                    reason: DropReason::Filtered,
+                },
+                truncated_from: None,
+            };
+            let mut part = None;
+            if self.selects(chunk, only_ids.as_ref()) {
+                let prepared = self.prepared(index, chunk, preparer, Some(cache))?;
+                // The cache keeps the rendering: this build shows it.
+                cache.give_back(index, Arc::clone(&prepared.part), None);
+                row.tokens = prepared.part.alone();
+                row.decision = prepared.decision;
+                if is_orphan_result(chunk, &calls) {
+                    row.decision = Decision::Dropped {
+                        reason: DropReason::Orphan,
+                    };
+                } else if prepared.role == Role::System || !prepared.part.clean_start {
+                    return Ok(None);
+                } else {
+                    part = Some((prepared.role, prepared.part));
+                }
+            }
+            appended.push(Appended {
+                index,
+                chunk,
+                row,
+                part,
+            });
+        }
+        Ok(Some(appended))
+    }
+
+    /// The rows of old chunks whose protection a new latest user turn
+    /// lifts: from the last build's latest user turn on, each item keeps
+    /// only its unit's own protection (a pinned or critical member). `None`
+    /// when a unit there reaches back before it.
+    fn lifted(
+        &self,
+        state: &MemoryState,
+        carry: &Carry,
+        latest_user: Option<usize>,
+        policy: &Policy,
+    ) -> Option<Vec<(usize, ChunkDecision)>> {
+        let Some(old) = carry.latest_user.filter(|_| latest_user != carry.latest_user) else {
+            return Some(Vec::new());
+        };
+        let rows = &carry.result.decisions;
+        let chunks = &state.chunks[..carry.chunks];
+        // Items are in the prompt (rows there were protected: kept whole
+        // or capped) and outside the system message.
+        let is_item = |index: usize| {
+            let chunk = &chunks[index];
+            !matches!(rows[index].decision, Decision::Dropped { .. })
+                && self.renderers.renderer_for(chunk).role(chunk) != Role::System
+        };
+        let mut units: FxHashMap<&str, bool> = FxHashMap::default();
+        for index in (old..chunks.len()).filter(|&i| is_item(i)) {
+            if let Some(call) = tool_call(&chunks[index]) {
+                let first = carry.calls.get(&fingerprint(call));
+                if first.is_none_or(|&first| first < old) {
+                    return None;
+                }
+                *units.entry(call).or_default() |= protects_itself(&chunks[index], policy);
+            }
+        }
+        let mut lifted = Vec::new();
+        for index in (old..chunks.len()).filter(|&i| is_item(i)) {
+            let chunk = &chunks[index];
+            let protected = match tool_call(chunk) {
+                Some(call) => units.get(call).copied().unwrap_or(false),
+                None => protects_itself(chunk, policy),
+            };
+            if protected != rows[index].protected {
+                let row = ChunkDecision {
+                    protected,
+                    ..rows[index].clone()
+                };
+                lifted.push((index, row));
+            }
+        }
+        Some(lifted)
+    }
+
+    /// Grows `carry`'s messages, counts and fingerprints as `growth` says.
+    fn apply(&self, carry: &mut Carry, growth: &Growth<'_>, framing: &[usize; 3]) {
+        let result = &mut carry.result;
+        let old_total = result.token_count;
+        let priming = self.framing.priming();
+        let mut stable = old_total - priming;
+        let mut groups = growth.groups.iter();
+        if growth.extends_last
+            && let Some((_, parts)) = groups.next()
+            && let (Some(message), Some(print), Some(last)) = (
+                result.messages.last_mut(),
+                result.fingerprints.last_mut(),
+                result.last_part.as_ref(),
+            )
+        {
+            stable = stable - message.tokens + print.growable;
+            let before = message.tokens - framing[role_index(message.role)];
+            let joined_before = before - last.alone() + last.joined();
+            for a in parts {
+                append_part(message, a);
+            }
+            let (content, growable) = grown_counts(joined_before, parts);
+            message.tokens = framing[role_index(message.role)] + content;
+            *print = MessageFingerprint::of(message, growable);
+        }
+        for (role, parts) in groups {
+            let mut message = ContextMessage {
+                role: *role,
+                content: String::new(),
+                chunk_ids: SmallVec::new(),
+                tokens: 0,
+            };
+            for a in parts {
+                append_part(&mut message, a);
+            }
+            let (content, growable) = grown_counts(0, parts);
+            message.tokens = framing[role_index(*role)] + content;
+            result.fingerprints.push(MessageFingerprint::of(&message, growable));
+            result.messages.push(message);
+        }
+        if let Some((_, part)) = growth.groups.last().and_then(|(_, p)| p.last()?.part.as_ref()) {
+            result.last_part = Some(part.released());
+        }
+        result.token_count = growth.total;
+        result.stable_prefix_tokens = Some(stable);
+        result.trim_target = None;
+    }
+}
+
+/// Spreads protection and priority over the new items, as the pipeline
+/// does: a pinned or critical chunk, every chunk from the latest user turn
+/// on, and every member of a unit with a protected member are protected;
+/// a unit plans with its highest priority.
+fn protect(appended: &mut [Appended<'_>], latest_user: Option<usize>, policy: &Policy) {
+    let mut units: FxHashMap<&str, (bool, i64)> = FxHashMap::default();
+    for a in appended.iter_mut().filter(|a| a.part.is_some()) {
+        a.row.protected =
+            protects_itself(a.chunk, policy) || latest_user.is_some_and(|latest| a.index >= latest);
+        if let Some(call) = tool_call(a.chunk) {
+            let unit = units.entry(call).or_insert((false, i64::MIN));
+            unit.0 |= a.row.protected;
+            unit.1 = unit.1.max(a.row.priority);
+        }
+    }
+    for a in appended.iter_mut().filter(|a| a.part.is_some()) {
+        if let Some(&(protected, priority)) = tool_call(a.chunk).and_then(|call| units.get(call)) {
+            a.row.protected = protected;
+            a.row.priority = priority;
+        }
+    }
+}
+
+/// Whether `chunk` protects itself: pinned or critical. Only an explicit
+/// retention is critical, so the turn it sits in does not matter.
+fn protects_itself(chunk: &MemoryChunk, policy: &Policy) -> bool {
+    protects(chunk, policy.retention_of(chunk, 0))
+}
+
+/// The new items grouped by role after the last build's messages, and the
+/// grown prompt's tokens: every part starts cleanly, so a message's content
+/// costs each part but the last followed by the separator, plus the last
+/// alone.
+fn grow<'a>(last: &BuildResult, appended: &'a [Appended<'a>], framing: &[usize; 3]) -> Growth<'a> {
+    let mut groups: Vec<(Role, SmallVec<[&Appended<'_>; 4]>)> = Vec::new();
+    for a in appended {
+        let Some((role, _)) = &a.part else { continue };
+        match groups.last_mut() {
+            Some((open, parts)) if open == role => parts.push(a),
+            _ => groups.push((*role, SmallVec::from_elem(a, 1))),
+        }
+    }
+    let mut total = last.token_count;
+    let mut extends_last = false;
+    let mut rest = &groups[..];
+    if let (Some((role, parts)), Some(message), Some(part)) =
+        (groups.first(), last.messages.last(), last.last_part.as_ref())
+        && *role == message.role
+    {
+        extends_last = true;
+        let before = message.tokens - framing[role_index(*role)];
+        let (grown, _) = grown_counts(before - part.alone() + part.joined(), parts);
+        total += grown - before;
+        rest = &groups[1..];
+    }
+    for (role, parts) in rest {
+        total += framing[role_index(*role)] + grown_counts(0, parts).0;
+    }
+    Growth {
+        extends_last,
+        groups,
+        total,
+    }
+}
+
+/// Content tokens of a message whose earlier parts cost `joined_before`
+/// (each followed by the separator) once `parts` follow them, and the
+/// tokens that stay put if it grows again (see `MessageFingerprint`).
+fn grown_counts(joined_before: usize, parts: &[&Appended<'_>]) -> (usize, usize) {
+    let counted = |a: &&Appended<'_>| a.part.as_ref().map(|(_, part)| Arc::clone(part));
+    let parts: SmallVec<[Arc<CountedText>; 4]> = parts.iter().filter_map(counted).collect();
+    let Some((last, rest)) = parts.split_last() else {
+        return (joined_before, joined_before);
+    };
+    let joined: usize = joined_before + rest.iter().map(|p| p.joined()).sum::<usize>();
+    (joined + last.alone(), joined + last.head())
+}
+
+/// Appends a new item to `message`: its text after the separator, its id.
+fn append_part(message: &mut ContextMessage, a: &Appended<'_>) {
+    if let Some((_, part)) = &a.part {
+        // A rendered chunk is never empty: only a new message is.
+        if !message.content.is_empty() {
+            message.content.push_str(SEPARATOR);
+        }
+        message.content.push_str(&part.text);
+        message.chunk_ids.push(a.row.id.clone());
+    }
+}
+
+/// Adds the new chunks' rows to the report: decisions, the prompt's ids,
+/// those left out, truncations.
+fn record_rows(result: &mut BuildResult, appended: &[Appended<'_>]) {
+    for a in appended {
+        let id: ChunkId = a.row.id.clone();
+        if a.part.is_some() {
+            result.included.push(id);
+        } else {
+            result.excluded.push(id);
+        }
+        if let Decision::Truncated {
+            tokens_before,
+            tokens_after,
+            cap,
+        } = a.row.decision
+        {
+            result.truncated.push(Truncation {
+                id: a.row.id.clone(),
+                tokens_before,
+                tokens_after,
+                cap,
+            });
+        }
+        result.decisions.push(a.row.clone());
+    }
+}
+
