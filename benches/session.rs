@@ -1,6 +1,8 @@
-//! Long sessions: a cold build of ~1M tokens into a 128k budget against raw
-//! `encode_ordinary` over the same rendered bytes, a warm incremental turn,
-//! planning over 10k chunks, and loading the tokenizer.
+//! Long sessions: cold builds of 1M to 10M tokens into a 128k budget beside
+//! one pass of our own counting (and of tiktoken-rs's `encode_ordinary`)
+//! over the same rendered bytes; warm turns at 250k, 1M and 10M tokens
+//! beside their floor, tokenizing only the new turn; planning over 10k
+//! chunks; loading the tokenizer.
 //!
 //! `cargo bench --bench session`. Inputs come from the deterministic
 //! generator in `examples/support/session_gen.rs`.
@@ -11,12 +13,12 @@ mod session_gen;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use agent_context::tokens::{Encoding, TiktokenCounter};
+use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
 use agent_context::{ContextBuilder, ContextSession, MemoryChunk, MemoryState, Role};
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 
-/// ~1M tokens: 900 generated turns.
-const TURNS: usize = 900;
+/// Generated turns per million tokens.
+const TURNS_PER_MILLION: usize = 900;
 const BUDGET: usize = 128_000;
 
 fn builder(budget: usize) -> ContextBuilder {
@@ -25,9 +27,14 @@ fn builder(budget: usize) -> ContextBuilder {
     builder
 }
 
+/// A generated session of about `millions` million tokens.
+fn session_of(millions: f64) -> MemoryState {
+    session_gen::session(1, (millions * TURNS_PER_MILLION as f64) as usize, 1)
+}
+
 /// Every chunk rendered, as one text: what a cold build must tokenize.
 fn rendered_text(state: &MemoryState) -> String {
-    let all = builder(100_000_000).build(state).expect("fits");
+    let all = builder(usize::MAX / 2).build(state).expect("fits");
     all.messages
         .iter()
         .map(|m| m.content.as_str())
@@ -35,58 +42,96 @@ fn rendered_text(state: &MemoryState) -> String {
         .join("\n\n")
 }
 
-fn cold_and_warm(c: &mut Criterion) {
-    let state = session_gen::session(1, TURNS, 1);
-    let text = rendered_text(&state);
+fn cold(c: &mut Criterion) {
+    let ours = TiktokenCounter::new(Encoding::O200kBase).expect("o200k_base loads");
     let raw = tiktoken_rs::o200k_base_singleton();
-    println!(
-        "session: {} chunks, {} rendered bytes, {} tokens",
-        state.chunks.len(),
-        text.len(),
-        raw.encode_ordinary(&text).len()
-    );
-
-    let mut group = c.benchmark_group("1m-tokens");
-    group
-        .sample_size(10)
-        .throughput(Throughput::Bytes(text.len() as u64));
-    group.bench_function("raw-encode-ordinary", |b| {
-        b.iter(|| raw.encode_ordinary(black_box(&text)).len())
-    });
-    group.bench_function("cold-build-128k", |b| {
-        b.iter(|| builder(BUDGET).build(black_box(&state)).unwrap())
-    });
+    let mut group = c.benchmark_group("cold");
+    group.sample_size(10).sampling_mode(SamplingMode::Flat);
+    for millions in [1.0, 2.0, 4.0, 10.0] {
+        let state = session_of(millions);
+        let text = rendered_text(&state);
+        let tokens = ours.count(&text);
+        println!(
+            "cold {millions}M: {} chunks, {} rendered bytes, {tokens} tokens",
+            state.chunks.len(),
+            text.len(),
+        );
+        let size = format!("{tokens}-tokens");
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_function(BenchmarkId::new("our-count", &size), |b| {
+            b.iter(|| ours.count(black_box(&text)))
+        });
+        if millions == 1.0 {
+            group.bench_function(BenchmarkId::new("raw-encode-ordinary", &size), |b| {
+                b.iter(|| raw.encode_ordinary(black_box(&text)).len())
+            });
+        }
+        group.bench_function(BenchmarkId::new("build-128k", &size), |b| {
+            b.iter(|| builder(BUDGET).build(black_box(&state)).unwrap())
+        });
+    }
     group.finish();
+}
 
-    let mut session = ContextSession::new(builder(BUDGET), state.clone()).unwrap();
-    session.build().unwrap();
+/// ~8 KB of generated prose: a new user turn.
+fn user_turn(rng: &mut session_gen::Rng) -> String {
+    let mut text = session_gen::prose(rng, 1_500);
+    text.truncate(text.floor_char_boundary(8_000));
+    text
+}
+
+fn warm(c: &mut Criterion) {
+    let counter = TiktokenCounter::new(Encoding::O200kBase).expect("o200k_base loads");
     let mut rng = session_gen::Rng::new(99);
-    let mut next = 0usize;
-    let mut group = c.benchmark_group("1m-tokens-warm");
-    group.sample_size(50);
-    group.bench_function("append-8kb-and-build", |b| {
-        // Each turn is taken back (untimed) so that every turn lands on the
-        // same ~1M-token session rather than on one that grows by 8 KB a turn.
-        b.iter_custom(|iterations| {
-            let mut timed = Duration::ZERO;
-            for _ in 0..iterations {
-                next += 1;
-                // ~8 KB of generated prose as a new user turn, so the turn
-                // before it may be trimmed.
-                let mut text = session_gen::prose(&mut rng, 1_500);
-                text.truncate(text.floor_char_boundary(8_000));
-                let id = format!("bench-{next}");
-                let chunk = MemoryChunk::agent(id.clone(), Role::User, text);
-                let start = Instant::now();
-                session.push(chunk).unwrap();
-                // Dropped inside the timing, as the cold build's result is.
-                drop(black_box(session.build().unwrap()));
-                timed += start.elapsed();
-                session.remove(&id).unwrap();
-            }
-            timed
-        })
-    });
+    let mut group = c.benchmark_group("warm");
+    // Each turn lands on a fork of the same session (made untimed), so
+    // turns are alike whatever the session's size: a short warm-up and
+    // measurement keep the untimed forks of the 10M session affordable.
+    group
+        .sample_size(20)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(100))
+        .measurement_time(Duration::from_millis(400));
+    for millions in [0.25, 1.0, 10.0] {
+        let state = session_of(millions);
+        let chunks = state.chunks.len();
+        let mut base = ContextSession::new(builder(BUDGET), state).unwrap();
+        let cold = base.build().unwrap();
+        let size = format!("{}k-tokens", (millions * 1000.0) as usize);
+        println!("warm {size}: {chunks} chunks, prompt {} tokens", cold.token_count);
+        let mut extended = 0;
+        let mut turns = 0;
+        group.bench_function(BenchmarkId::new("append-8kb-and-build", &size), |b| {
+            b.iter_custom(|iterations| {
+                let mut timed = Duration::ZERO;
+                for _ in 0..iterations {
+                    let mut session = base.clone();
+                    let chunk = MemoryChunk::agent("bench-turn", Role::User, user_turn(&mut rng));
+                    let start = Instant::now();
+                    session.push(chunk).unwrap();
+                    // Dropped inside the timing, as the cold build's result is.
+                    drop(black_box(session.build().unwrap()));
+                    timed += start.elapsed();
+                    turns += 1;
+                    extended += usize::from(session.stats().extended);
+                }
+                timed
+            })
+        });
+        println!("warm {size}: {extended} of {turns} turns extended the last build");
+        group.bench_function(BenchmarkId::new("floor-count-8kb", &size), |b| {
+            b.iter_custom(|iterations| {
+                let mut timed = Duration::ZERO;
+                for _ in 0..iterations {
+                    let text = user_turn(&mut rng);
+                    let start = Instant::now();
+                    black_box(counter.count(black_box(&text)));
+                    timed += start.elapsed();
+                }
+                timed
+            })
+        });
+    }
     group.finish();
 }
 
@@ -129,5 +174,5 @@ fn tokenizer_load(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, cold_and_warm, plan_10k, tokenizer_load);
+criterion_group!(benches, warm, cold, plan_10k, tokenizer_load);
 criterion_main!(benches);

@@ -34,7 +34,7 @@ pub struct BuildStats {
 /// an edited one is emptied, a removed one removed) and clears everything
 /// when a setting that shapes rendering changes. Slots by position spare
 /// every build a hash lookup per chunk.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct ChunkCache {
     slots: Vec<Option<Entry>>,
     /// Each chunk's id, shared by every report (aligned like `slots`).
@@ -50,7 +50,7 @@ pub(crate) struct ChunkCache {
 /// no reference counting per chunk per turn) and gives them back, with or
 /// without their text, when it is done; a build that fails halfway leaves
 /// them out, and the next build renders those again.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Entry {
     /// `None` while a build holds it.
     part: Option<Arc<CountedText>>,

@@ -40,7 +40,10 @@ use crate::previous::PreviousBuild;
 /// assert_eq!(second.stable_prefix_tokens, Some(first.messages[0].tokens));
 /// # Ok::<(), agent_context::Error>(())
 /// ```
-#[derive(Debug)]
+///
+/// A clone is a fork: the two sessions share their rendered chunks (each
+/// held once, behind a reference count) and go on apart.
+#[derive(Debug, Clone)]
 pub struct ContextSession {
     builder: ContextBuilder,
     state: MemoryState,
@@ -273,7 +276,7 @@ impl ContextSession {
 /// The ids of a session's chunks, kept as 64-bit hashes (with a count, for
 /// the rare ids that share one) rather than copies: a hit is confirmed
 /// against the chunks themselves.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct IdSet(FxHashMap<u64, u32>);
 
 impl IdSet {
