@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
 use agent_context::{ContextBuilder, ContextSession, MemoryChunk, MemoryState, Role};
-use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use criterion::{
+    BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
+};
 
 /// Generated turns per million tokens.
 const TURNS_PER_MILLION: usize = 900;
@@ -98,7 +100,10 @@ fn warm(c: &mut Criterion) {
         let mut base = ContextSession::new(builder(BUDGET), state).unwrap();
         let cold = base.build().unwrap();
         let size = format!("{}k-tokens", (millions * 1000.0) as usize);
-        println!("warm {size}: {chunks} chunks, prompt {} tokens", cold.token_count);
+        println!(
+            "warm {size}: {chunks} chunks, prompt {} tokens",
+            cold.token_count
+        );
         let mut extended = 0;
         let mut turns = 0;
         group.bench_function(BenchmarkId::new("append-8kb-and-build", &size), |b| {
@@ -106,6 +111,8 @@ fn warm(c: &mut Criterion) {
                 let mut timed = Duration::ZERO;
                 for _ in 0..iterations {
                     let mut session = base.clone();
+                    // A live session has room to grow; a fork has none yet.
+                    session.reserve(1);
                     let chunk = MemoryChunk::agent("bench-turn", Role::User, user_turn(&mut rng));
                     let start = Instant::now();
                     session.push(chunk).unwrap();

@@ -24,8 +24,8 @@ pub fn prefix_changes(turns: usize, budget: usize, low_water: f64) -> usize {
         session_gen::push_turn(&mut state, &mut rng, turn, 1);
         let result = build(&mut builder, &state, previous.as_ref());
         if let Some(previous) = &previous {
-            let stable = &previous.messages[..previous.messages.len() - 1];
-            if !result.messages.starts_with(stable) {
+            let stable = previous.messages.take(previous.messages.len() - 1);
+            if !result.messages.starts_with(&stable) {
                 changed += 1;
             }
         }

@@ -31,14 +31,17 @@ pub fn openai(result: &BuildResult) -> Value {
 /// [`ContextBuilder::user_first`](crate::ContextBuilder::user_first) so the
 /// fix is counted in the budget.
 pub fn anthropic(result: &BuildResult) -> Result<Value> {
-    let history = result.history();
-    if history.is_empty() {
+    if result.history().len() == 0 {
         return Err(ErrorKind::EmptyHistory {
             provider: "Anthropic".into(),
         }
         .into());
     }
-    if history.first().is_some_and(|m| m.role != Role::User) {
+    if result
+        .history()
+        .next()
+        .is_some_and(|m| m.role != Role::User)
+    {
         return Err(ErrorKind::Option {
             option: "user_first".into(),
             message: "Anthropic requires the history to start with a user message; build with \
@@ -48,8 +51,8 @@ pub fn anthropic(result: &BuildResult) -> Result<Value> {
         .into());
     }
     // The builder merges neighbours of one role, so roles already alternate.
-    let messages: Vec<Value> = history
-        .iter()
+    let messages: Vec<Value> = result
+        .history()
         .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
         .collect();
     let mut out = serde_json::Map::new();

@@ -22,7 +22,7 @@ use crate::error::{ErrorKind, Result};
 use crate::format::{FormatOptions, FragmentFormat, render_fragments};
 use crate::memory::MemoryState;
 use crate::message::{
-    BuildResult, MessageFingerprint, Resolved, Summary, Truncation,
+    BuildResult, ContextMessage, MessageFingerprint, Resolved, Summary, Truncation,
 };
 use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
@@ -365,7 +365,7 @@ impl ContextBuilder {
     pub fn resolve(&self, state: &MemoryState) -> Result<Resolved> {
         let result = self.build(state)?;
         let system_prompt = result.system_message().map(|m| m.content.clone());
-        let messages = result.history().to_vec();
+        let messages = result.history().cloned().collect();
         Ok(Resolved {
             system_prompt,
             messages,
@@ -652,10 +652,13 @@ impl ContextBuilder {
             trim_target,
             summary,
         } = assembled;
-        let fingerprints: Vec<MessageFingerprint> = messages
+        let messages: Rows<ContextMessage> = messages.into();
+        let fingerprints: Rows<MessageFingerprint> = messages
             .iter()
             .zip(&growable_prefix_tokens)
-            .map(|(message, &growable)| MessageFingerprint::of(message, growable))
+            .map(|(message, &growable): (&ContextMessage, &usize)| {
+                MessageFingerprint::of(message, growable)
+            })
             .collect();
         let stable_prefix_tokens =
             previous.map(|p| p.stable_prefix_tokens(&messages, &fingerprints));

@@ -261,10 +261,15 @@ impl ChunkCache {
     }
 
     /// Starts a build's statistics, and grows the slots with the session's
-    /// chunks (`capacity` is theirs): one growth per doubling of the
-    /// session, not one per chunk past the last.
+    /// chunks (see [`reserve`](ChunkCache::reserve)).
     pub(crate) fn start_build(&mut self, capacity: usize) {
         self.stats = BuildStats::default();
+        self.reserve(capacity);
+    }
+
+    /// Grows the slots to `capacity`, the session's chunks': one growth per
+    /// doubling of the session, not one per chunk past the last.
+    pub(crate) fn reserve(&mut self, capacity: usize) {
         self.slots
             .reserve_exact(capacity.saturating_sub(self.slots.len()));
         self.ids

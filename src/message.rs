@@ -63,7 +63,7 @@ pub struct BuildResult {
     /// Whether `token_count` is exact (false for estimates).
     pub token_count_exact: bool,
     /// The messages, system first.
-    pub messages: Vec<ContextMessage>,
+    pub messages: Rows<ContextMessage>,
     /// Ids of the chunks in the prompt, in order.
     pub included: Rows<ChunkId>,
     /// Ids of the chunks left out, in input order.
@@ -89,7 +89,7 @@ pub struct BuildResult {
     /// Per message, what the next build compares its own with (for its
     /// `stable_prefix_tokens`).
     #[serde(skip)]
-    pub(crate) fingerprints: Vec<MessageFingerprint>,
+    pub(crate) fingerprints: Rows<MessageFingerprint>,
     /// The counts of the last message's last part, for a session to
     /// extend that message (see `ContextBuilder::extend`).
     #[serde(skip)]
@@ -107,9 +107,11 @@ impl BuildResult {
     }
 
     /// The messages after the system message.
-    pub fn history(&self) -> &[ContextMessage] {
+    pub fn history(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = &ContextMessage> + ExactSizeIterator + '_ {
         let skip = usize::from(self.system_message().is_some());
-        &self.messages[skip..]
+        self.messages.iter().skip(skip)
     }
 }
 

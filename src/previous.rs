@@ -3,12 +3,13 @@
 
 use crate::budget::PreviousCut;
 use crate::message::{BuildResult, ContextMessage, MessageFingerprint, Summary, content_hash};
+use crate::rows::Rows;
 use crate::tokens::parts::SEPARATOR;
 
 /// The parts of a previous build that the next one uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PreviousBuild {
-    messages: Vec<MessageFingerprint>,
+    messages: Rows<MessageFingerprint>,
     pub(crate) cut: PreviousCut,
     /// The summary that stood for the cut, if any.
     pub(crate) summary: Option<Summary>,
@@ -39,11 +40,12 @@ impl PreviousBuild {
     /// message is not counted.
     pub(crate) fn stable_prefix_tokens(
         &self,
-        messages: &[ContextMessage],
-        fingerprints: &[MessageFingerprint],
+        messages: &Rows<ContextMessage>,
+        fingerprints: &Rows<MessageFingerprint>,
     ) -> usize {
         let mut stable = 0;
-        for ((new, print), old) in messages.iter().zip(fingerprints).zip(&self.messages) {
+        let pairs = messages.iter().zip(fingerprints).zip(&self.messages);
+        for ((new, print), old) in pairs {
             if print.role != old.role {
                 break;
             }

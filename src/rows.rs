@@ -68,6 +68,28 @@ impl<T: Clone> Rows<T> {
         self.0.iter().any(|row| row == value)
     }
 
+    /// The first `count` rows (all when there are fewer).
+    pub fn take(&self, count: usize) -> Rows<T> {
+        let mut rows = self.0.clone();
+        if count < rows.len() {
+            rows.truncate(count);
+        }
+        Rows(rows)
+    }
+
+    /// Whether the list starts with the rows of `prefix`.
+    pub fn starts_with(&self, prefix: &Rows<T>) -> bool
+    where
+        T: PartialEq,
+    {
+        self.len() >= prefix.len() && self.iter().zip(prefix).all(|(row, p)| row == p)
+    }
+
+    /// A mutable reference to the last row.
+    pub(crate) fn last_mut(&mut self) -> Option<&mut T> {
+        self.0.back_mut()
+    }
+
     /// Appends a row.
     pub(crate) fn push(&mut self, row: T) {
         self.0.push_back(row);
@@ -114,6 +136,16 @@ impl<'a, T: Clone> IntoIterator for &'a Rows<T> {
 
     fn into_iter(self) -> Self::IntoIter {
         self.0.iter()
+    }
+}
+
+impl<T: Clone> IntoIterator for Rows<T> {
+    type Item = T;
+    type IntoIter = imbl::vector::ConsumingIter<T, imbl::shared_ptr::DefaultSharedPtr>;
+
+    /// The rows, each cloned unless this list alone held it.
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
     }
 }
 

@@ -536,8 +536,8 @@ fn the_previous_cut_is_kept_while_it_fits() {
     builder.previous(&first);
     let second = builder.build(&state).unwrap();
     assert_eq!(second.excluded, first.excluded, "same cut");
-    let unchanged = &first.messages[..first.messages.len() - 1];
-    assert_eq!(&second.messages[..unchanged.len()], unchanged);
+    let unchanged = first.messages.take(first.messages.len() - 1);
+    assert_eq!(second.messages.take(unchanged.len()), unchanged);
     let stable: usize = unchanged.iter().map(|m| m.tokens).sum();
     assert!(second.stable_prefix_tokens.unwrap() >= stable);
 }

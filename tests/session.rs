@@ -315,9 +315,9 @@ fn a_summary_is_reused_while_the_cut_holds() {
         "same cut, same summary"
     );
     assert_eq!(first.excluded, second.excluded);
-    let stable = &first.messages[..first.messages.len() - 1];
+    let stable = first.messages.take(first.messages.len() - 1);
     assert!(
-        second.messages.starts_with(stable),
+        second.messages.starts_with(&stable),
         "the prefix holds the summary unchanged"
     );
 }
@@ -493,7 +493,8 @@ fn a_turn_that_only_appends_extends_the_last_build_until_the_cut_must_move() {
 fn turns_an_extension_cannot_build_run_the_full_pipeline_and_match_it() {
     let builder = ContextBuilder::new();
     let system = serde_json::json!({"id": "s1", "kind": "system", "text": "repo: acme"});
-    let orphan = serde_json::json!({"id": "o1", "kind": "environment", "call_id": "late", "text": "early"});
+    let orphan =
+        serde_json::json!({"id": "o1", "kind": "environment", "call_id": "late", "text": "early"});
     let pinned_call = serde_json::json!({"id": "w2", "kind": "workflow", "action": "tool_call",
         "tool": "bash", "call_id": "k2", "pinned": true, "data": {}});
     let turns = [
@@ -518,6 +519,8 @@ fn turns_an_extension_cannot_build_run_the_full_pipeline_and_match_it() {
     let extended = extended_turns(&builder, &turns);
     assert_eq!(
         extended,
-        [false, false, true, false, true, false, true, false, true, true]
+        [
+            false, false, true, false, true, false, true, false, true, true
+        ]
     );
 }

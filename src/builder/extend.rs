@@ -136,6 +136,7 @@ impl ContextBuilder {
         let Some(mut appended) = self.appended(state, carry, &preparer, cache)? else {
             return Ok(None);
         };
+
         let latest_user = appended
             .iter()
             .rev()
@@ -178,7 +179,7 @@ impl ContextBuilder {
             && policy.plans_like(&carry.policy)
             && !policy.caps.names_chunks_or_tools()
             && state.chunks.len() >= carry.chunks
-            && !last.history().is_empty()
+            && last.history().len() > 0
             && last.last_part.is_some()
             && last.elided.is_none_or(|elided| elided.marker)
     }
@@ -260,7 +261,10 @@ impl ContextBuilder {
         latest_user: Option<usize>,
         policy: &Policy,
     ) -> Option<Vec<(usize, ChunkDecision)>> {
-        let Some(old) = carry.latest_user.filter(|_| latest_user != carry.latest_user) else {
+        let Some(old) = carry
+            .latest_user
+            .filter(|_| latest_user != carry.latest_user)
+        else {
             return Some(Vec::new());
         };
         let rows = &carry.result.decisions;
@@ -337,10 +341,16 @@ impl ContextBuilder {
             }
             let (content, growable) = grown_counts(0, parts);
             message.tokens = framing[role_index(*role)] + content;
-            result.fingerprints.push(MessageFingerprint::of(&message, growable));
+            result
+                .fingerprints
+                .push(MessageFingerprint::of(&message, growable));
             result.messages.push(message);
         }
-        if let Some((_, part)) = growth.groups.last().and_then(|(_, p)| p.last()?.part.as_ref()) {
+        if let Some((_, part)) = growth
+            .groups
+            .last()
+            .and_then(|(_, p)| p.last()?.part.as_ref())
+        {
             result.last_part = Some(part.released());
         }
         result.token_count = growth.total;
@@ -394,9 +404,11 @@ fn grow<'a>(last: &BuildResult, appended: &'a [Appended<'a>], framing: &[usize; 
     let mut total = last.token_count;
     let mut extends_last = false;
     let mut rest = &groups[..];
-    if let (Some((role, parts)), Some(message), Some(part)) =
-        (groups.first(), last.messages.last(), last.last_part.as_ref())
-        && *role == message.role
+    if let (Some((role, parts)), Some(message), Some(part)) = (
+        groups.first(),
+        last.messages.last(),
+        last.last_part.as_ref(),
+    ) && *role == message.role
     {
         extends_last = true;
         let before = message.tokens - framing[role_index(*role)];
@@ -465,4 +477,3 @@ fn record_rows(result: &mut BuildResult, appended: &[Appended<'_>]) {
         result.decisions.push(a.row.clone());
     }
 }
-

@@ -127,6 +127,15 @@ impl ContextSession {
         Ok(())
     }
 
+    /// Makes room for at least `additional` more chunks, so pushing them
+    /// moves none of the others. A session grows its room by a quarter when
+    /// full; a fork ([`Clone`]) has none spare, and its first push would
+    /// otherwise copy every chunk's record.
+    pub fn reserve(&mut self, additional: usize) {
+        self.make_room(additional);
+        self.cache.reserve(self.state.chunks.capacity());
+    }
+
     /// Replaces the chunk with the same id, in place.
     ///
     /// # Errors
@@ -193,9 +202,9 @@ impl ContextSession {
         self.cache.start_build(self.state.chunks.capacity());
         let policy = policy.unwrap_or(self.builder.current_policy());
         if let Some(carry) = self.carry.as_mut()
-            && let Some(result) = self
-                .builder
-                .extend(&self.state, policy, carry, &mut self.cache)?
+            && let Some(result) =
+                self.builder
+                    .extend(&self.state, policy, carry, &mut self.cache)?
         {
             // The extension cut nothing new: the cut stays the last one.
             let cut = match self.previous.take() {

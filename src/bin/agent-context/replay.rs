@@ -72,8 +72,10 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
         times.push(build_us);
         tokens_counted += stats.tokens_counted;
         if let Some(previous) = &previous {
-            let stable = &previous.messages[..previous.messages.len().saturating_sub(1)];
-            prefix_changes += usize::from(!result.messages.starts_with(stable));
+            let stable = previous
+                .messages
+                .take(previous.messages.len().saturating_sub(1));
+            prefix_changes += usize::from(!result.messages.starts_with(&stable));
         }
         let line = json!({
             "turn": times.len(),
