@@ -57,7 +57,7 @@ pub fn anthropic(result: &BuildResult) -> Result<Value> {
         .collect();
     let mut out = serde_json::Map::new();
     if let Some(system) = result.system_message() {
-        out.insert("system".into(), Value::String(system.content.clone()));
+        out.insert("system".into(), Value::String(system.content.to_string()));
     }
     out.insert("messages".into(), Value::Array(messages));
     Ok(Value::Object(out))

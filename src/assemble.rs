@@ -123,7 +123,7 @@ pub(crate) fn assemble(
         last_part = parts.last().map(|part| part.released());
         messages.push(ContextMessage {
             role,
-            content: join(parts),
+            content: join(parts).into(),
             chunk_ids,
             tokens: planner.message_tokens(role, parts),
         });

@@ -364,7 +364,7 @@ impl ContextBuilder {
     /// As [`build`](ContextBuilder::build).
     pub fn resolve(&self, state: &MemoryState) -> Result<Resolved> {
         let result = self.build(state)?;
-        let system_prompt = result.system_message().map(|m| m.content.clone());
+        let system_prompt = result.system_message().map(|m| m.content.to_string());
         let messages = result.history().cloned().collect();
         Ok(Resolved {
             system_prompt,

@@ -10,6 +10,7 @@ use smallvec::SmallVec;
 use crate::budget::{ChunkDecision, Elision};
 use crate::chunk_id::ChunkId;
 use crate::error::Result;
+use crate::message_text::MessageText;
 use crate::roles::Role;
 use crate::rows::Rows;
 use crate::tokens::parts::CountedText;
@@ -22,7 +23,7 @@ pub struct ContextMessage {
     /// Who speaks.
     pub role: Role,
     /// The rendered chunks, joined by a blank line.
-    pub content: String,
+    pub content: MessageText,
     /// Ids of the chunks in this message, in order (markers have none).
     pub chunk_ids: SmallVec<[ChunkId; 4]>,
     /// Tokens this message costs: content plus its framing.

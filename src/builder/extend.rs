@@ -34,6 +34,7 @@ use crate::chunk_id::{ChunkId, fingerprint};
 use crate::error::Result;
 use crate::memory::{MemoryChunk, MemoryState};
 use crate::message::{BuildResult, ContextMessage, MessageFingerprint, Truncation};
+use crate::message_text::MessageText;
 use crate::prepare::Preparer;
 use crate::render::RenderContext;
 use crate::roles::{ChunkKind, Role};
@@ -322,9 +323,7 @@ impl ContextBuilder {
             stable = stable - message.tokens + print.growable;
             let before = message.tokens - framing[role_index(message.role)];
             let joined_before = before - last.alone() + last.joined();
-            for a in parts {
-                append_part(message, a);
-            }
+            append_parts(message, parts);
             let (content, growable) = grown_counts(joined_before, parts);
             message.tokens = framing[role_index(message.role)] + content;
             *print = MessageFingerprint::of(message, growable);
@@ -332,13 +331,11 @@ impl ContextBuilder {
         for (role, parts) in groups {
             let mut message = ContextMessage {
                 role: *role,
-                content: String::new(),
+                content: MessageText::default(),
                 chunk_ids: SmallVec::new(),
                 tokens: 0,
             };
-            for a in parts {
-                append_part(&mut message, a);
-            }
+            append_parts(&mut message, parts);
             let (content, growable) = grown_counts(0, parts);
             message.tokens = framing[role_index(*role)] + content;
             result
@@ -439,16 +436,31 @@ fn grown_counts(joined_before: usize, parts: &[&Appended<'_>]) -> (usize, usize)
     (joined + last.alone(), joined + last.head())
 }
 
-/// Appends a new item to `message`: its text after the separator, its id.
-fn append_part(message: &mut ContextMessage, a: &Appended<'_>) {
-    if let Some((_, part)) = &a.part {
+/// Appends new items to `message`: their text, each after the separator
+/// (the first too, unless the message is new), and their ids.
+fn append_parts(message: &mut ContextMessage, parts: &[&Appended<'_>]) {
+    let texts = parts
+        .iter()
+        .filter_map(|a| a.part.as_ref().map(|(_, p)| &p.text));
+    let len = texts
+        .clone()
+        .map(|t| t.len() + SEPARATOR.len())
+        .sum::<usize>();
+    let mut content = String::with_capacity(message.content.len() + len);
+    content.push_str(&message.content);
+    for text in texts {
         // A rendered chunk is never empty: only a new message is.
-        if !message.content.is_empty() {
-            message.content.push_str(SEPARATOR);
+        if !content.is_empty() {
+            content.push_str(SEPARATOR);
         }
-        message.content.push_str(&part.text);
-        message.chunk_ids.push(a.row.id.clone());
+        content.push_str(text);
     }
+    message.content = content.into();
+    let ids = parts
+        .iter()
+        .filter(|a| a.part.is_some())
+        .map(|a| a.row.id.clone());
+    message.chunk_ids.extend(ids);
 }
 
 /// Adds the new chunks' rows to the report: decisions, the prompt's ids,
