@@ -4,6 +4,7 @@ mod extend;
 mod forecast;
 mod frozen;
 mod history;
+mod replan;
 
 pub(crate) use extend::Carry;
 use history::{History, Shown};
@@ -60,30 +61,34 @@ fn cut_by(steps: &[Step], units: &[Unit], items: usize) -> (Vec<bool>, Vec<bool>
     (dropped, stubbed)
 }
 
-/// Records in each chunk's decision what the plan made of its item: kept
-/// (whole or truncated), stubbed or dropped, with its protection and
-/// priority.
+/// Records in each chunk's decision what the plan made of its item.
 fn record_fates(decisions: &mut [ChunkDecision], items: &[Item], layout: &Layout) {
     for (i, item) in items.iter().enumerate() {
-        let decision = &mut decisions[item.chunk];
-        decision.protected = item.protected;
-        decision.priority = item.priority;
-        if let Decision::Truncated { tokens_before, .. } = decision.decision {
-            decision.truncated_from = Some(tokens_before);
-        }
-        if layout.dropped[i] {
-            decision.decision = Decision::Dropped {
-                reason: DropReason::Budget,
-            };
-        } else if let (true, Some(stub)) = (layout.stubbed[i], &item.stub) {
-            decision.decision = Decision::Stubbed {
-                tokens_before: item.part.alone(),
-                tokens_after: stub.alone(),
-            };
-            decision.tokens = stub.alone();
-        } else {
-            decision.truncated_from = None;
-        }
+        record_fate(&mut decisions[item.chunk], item, layout, i);
+    }
+}
+
+/// Records in `decision` (as prepared: kept whole or truncated) what the
+/// plan made of `item`, the `i`-th: kept, stubbed or dropped, with its
+/// protection and priority.
+fn record_fate(decision: &mut ChunkDecision, item: &Item, layout: &Layout, i: usize) {
+    decision.protected = item.protected;
+    decision.priority = item.priority;
+    if let Decision::Truncated { tokens_before, .. } = decision.decision {
+        decision.truncated_from = Some(tokens_before);
+    }
+    if layout.dropped[i] {
+        decision.decision = Decision::Dropped {
+            reason: DropReason::Budget,
+        };
+    } else if let (true, Some(stub)) = (layout.stubbed[i], &item.stub) {
+        decision.decision = Decision::Stubbed {
+            tokens_before: item.part.alone(),
+            tokens_after: stub.alone(),
+        };
+        decision.tokens = stub.alone();
+    } else {
+        decision.truncated_from = None;
     }
 }
 

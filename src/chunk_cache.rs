@@ -26,6 +26,11 @@ pub struct BuildStats {
     /// chunk again: the turn only appended chunks and the last cut, with
     /// them, still fits (see the README's Sessions section).
     pub extended: bool,
+    /// Whether the build planned again only the chunks of the last prompt
+    /// and the new ones, the rest dropped as before: the turn only appended
+    /// chunks and the last cut no longer fit (see the README's Sessions
+    /// section).
+    pub replanned: bool,
 }
 
 /// Rendered chunks, one slot per session chunk in the same order, each with

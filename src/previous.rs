@@ -31,6 +31,13 @@ impl PreviousBuild {
         }
     }
 
+    /// Takes `result`'s messages and summary, keeping the cut: the caller
+    /// recorded in it what `result` cut.
+    pub(crate) fn follow(&mut self, result: &BuildResult) {
+        self.messages = result.fingerprints.clone();
+        self.summary = result.summary.clone();
+    }
+
     /// Tokens at the start of `messages` (fingerprinted as `fingerprints`)
     /// that are byte-identical to the previous build's, as far as a
     /// provider's prefix cache can tell: every leading message that is

@@ -90,6 +90,31 @@ impl<T: Clone> Rows<T> {
         self.0.back_mut()
     }
 
+    /// The index of the first row for which `before` is false, the rows
+    /// being those for which it is true followed by the rest.
+    pub(crate) fn partition_point(&self, before: impl Fn(&T) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if before(&self.0[mid]) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Inserts a row at `index` (at most the length).
+    pub(crate) fn insert(&mut self, index: usize, row: T) {
+        self.0.insert(index, row);
+    }
+
+    /// Removes the row at `index` (which must exist).
+    pub(crate) fn remove(&mut self, index: usize) -> T {
+        self.0.remove(index)
+    }
+
     /// Appends a row.
     pub(crate) fn push(&mut self, row: T) {
         self.0.push_back(row);

@@ -83,6 +83,58 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(proptest_config())]
+
+    /// Turns that only append: extended, planned again over the last
+    /// prompt, or built in full, every build equals the cold one.
+    #[test]
+    fn appending_turns_build_as_cold_builds_whatever_the_settings(
+        state in session(60),
+        turn_sizes in prop::collection::vec(1usize..8, 4..20),
+        max_tokens in 200usize..2500,
+        low_water in 0.5f64..=1.0,
+        recent_turns in 0usize..4,
+        thinking_priority in prop::option::of(0i64..100),
+        user_first in any::<bool>(),
+        no_framing in any::<bool>(),
+        without_thinking in any::<bool>(),
+    ) {
+        let mut builder = ContextBuilder::new();
+        builder.max_tokens(max_tokens).user_first(user_first);
+        if no_framing {
+            builder.framing(agent_context::tokens::Framing::None);
+        }
+        if without_thinking {
+            builder.exclude_kinds([ChunkKind::Thinking]);
+        }
+        let policy = builder.policy_mut();
+        policy.low_water = low_water;
+        policy.recent_turns = recent_turns;
+        if let Some(priority) = thinking_priority {
+            policy.set_priority(ChunkKind::Thinking, priority);
+        }
+        let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
+        let mut previous: Option<BuildResult> = None;
+        let mut chunks = state.chunks.into_iter();
+        for size in turn_sizes {
+            session.extend(chunks.by_ref().take(size)).unwrap();
+            let expected = cold(&builder, session.state(), previous.as_ref());
+            match (session.build(), expected) {
+                (Ok(result), Ok(expected)) => {
+                    prop_assert_eq!(&result, &expected);
+                    previous = Some(result);
+                }
+                (Err(got), Err(expected)) => {
+                    prop_assert_eq!(got.to_string(), expected.to_string());
+                    break;
+                }
+                (got, expected) => prop_assert!(false, "session {got:?} vs cold {expected:?}"),
+            }
+        }
+    }
+}
+
 #[test]
 fn an_unchanged_session_renders_nothing_and_keeps_its_prefix() {
     let mut builder = ContextBuilder::new();
@@ -431,24 +483,40 @@ fn a_build_over_budget_keeps_the_cache() {
     assert_eq!(session.stats().chunks_cached, 5);
 }
 
+/// How a session built a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path {
+    /// The full pipeline.
+    Full,
+    /// The last build extended.
+    Extended,
+    /// The last prompt's chunks planned again with the new ones.
+    Replanned,
+}
+
 /// Pushes each turn of `turns` (chunks as JSON) to a session built with
 /// `builder`, checks every build against the cold build with the same
-/// previous build, and returns which builds extended the last one.
-fn extended_turns(builder: &ContextBuilder, turns: &[serde_json::Value]) -> Vec<bool> {
+/// previous build, and returns how each was built.
+fn turn_paths(builder: &ContextBuilder, turns: &[serde_json::Value]) -> Vec<Path> {
     let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
     let mut previous: Option<BuildResult> = None;
-    let mut extended = Vec::new();
+    let mut paths = Vec::new();
     for turn in turns {
         let chunks = MemoryState::from_json_value(serde_json::json!({ "chunks": turn })).unwrap();
         session.extend(chunks.chunks).unwrap();
         let result = session.build().unwrap();
         let expected = cold(builder, session.state(), previous.as_ref()).unwrap();
-        assert_eq!(result, expected, "turn {}", extended.len());
+        assert_eq!(result, expected, "turn {}", paths.len());
         assert_within_budget(&result);
-        extended.push(session.stats().extended);
+        let stats = session.stats();
+        paths.push(match (stats.extended, stats.replanned) {
+            (true, _) => Path::Extended,
+            (_, true) => Path::Replanned,
+            _ => Path::Full,
+        });
         previous = Some(result);
     }
-    extended
+    paths
 }
 
 fn user(id: &str, words: usize) -> serde_json::Value {
@@ -466,31 +534,33 @@ fn result(id: &str, call_id: &str, words: usize) -> serde_json::Value {
 }
 
 #[test]
-fn a_turn_that_only_appends_extends_the_last_build_until_the_cut_must_move() {
+fn a_turn_that_only_appends_extends_the_last_build_or_plans_its_prompt_again() {
     let mut builder = ContextBuilder::new();
     builder.max_tokens(3_000);
     let turns: Vec<serde_json::Value> = (0..40)
         .map(|t| {
             serde_json::json!([
                 user(&format!("u{t}"), 40),
+                {"id": format!("t{t}"), "kind": "thinking", "text": "hmm ".repeat(80)},
                 call(&format!("w{t}"), &format!("k{t}")),
                 result(&format!("r{t}"), &format!("k{t}"), 60),
                 {"id": format!("a{t}"), "kind": "agent", "role": "assistant", "text": "done"},
             ])
         })
         .collect();
-    let extended = extended_turns(&builder, &turns);
-    let (first, rest) = extended.split_first().unwrap();
-    assert!(!first, "the first build has nothing to extend");
-    let full = rest.iter().filter(|e| !**e).count();
-    // Each turn adds ~150 tokens; a trim makes 20% of 3,000 tokens of
-    // room, which lasts about four turns.
-    assert!(full >= 3, "the cut had to move: {extended:?}");
-    assert!(full <= rest.len() / 3, "most turns extend: {extended:?}");
+    let paths = turn_paths(&builder, &turns);
+    let (first, rest) = paths.split_first().unwrap();
+    assert_eq!(*first, Path::Full, "the first build has nothing to extend");
+    assert!(!rest.contains(&Path::Full), "{paths:?}");
+    // Each turn adds ~250 tokens; a trim makes 20% of 3,000 tokens of
+    // room, which lasts two or three turns.
+    let replanned = rest.iter().filter(|p| **p == Path::Replanned).count();
+    assert!(replanned >= 8, "the cut had to move: {paths:?}");
+    assert!(replanned <= rest.len() / 2, "most turns extend: {paths:?}");
 }
 
 #[test]
-fn turns_an_extension_cannot_build_run_the_full_pipeline_and_match_it() {
+fn turns_an_extension_cannot_build_are_planned_again_or_run_the_full_pipeline() {
     let builder = ContextBuilder::new();
     let system = serde_json::json!({"id": "s1", "kind": "system", "text": "repo: acme"});
     let orphan =
@@ -509,18 +579,19 @@ fn turns_an_extension_cannot_build_run_the_full_pipeline_and_match_it() {
         serde_json::json!([orphan]),
         serde_json::json!([call("w3", "late")]),
         // A unit that straddles the latest user turn, then a new turn that
-        // lifts that turn's protection: the unit reaches back before it.
+        // lifts that turn's protection: the unit reaches back before it, so
+        // its protection is worked out by planning again.
         serde_json::json!([call("w4", "k4"), user("u3", 5), result("r4", "k4", 5)]),
         serde_json::json!([user("u4", 5)]),
         // A pinned call's unit stays protected when the turn moves on.
         serde_json::json!([user("u5", 5), pinned_call, result("r2", "k2", 5)]),
         serde_json::json!([user("u6", 5)]),
     ];
-    let extended = extended_turns(&builder, &turns);
+    use Path::*;
     assert_eq!(
-        extended,
+        turn_paths(&builder, &turns),
         [
-            false, false, true, false, true, false, true, false, true, true
+            Full, Full, Extended, Full, Extended, Full, Extended, Replanned, Extended, Extended
         ]
     );
 }

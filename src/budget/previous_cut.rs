@@ -57,6 +57,16 @@ impl PreviousCut {
         }
     }
 
+    /// Records what a build decided for the chunk at `index` (by position).
+    pub(crate) fn record(&mut self, index: usize, decision: &ChunkDecision) {
+        if let PreviousCut::ByPosition { marks, .. } = self {
+            if marks.len() <= index {
+                marks.resize(index + 1, Mark::Kept);
+            }
+            marks[index] = mark(decision);
+        }
+    }
+
     /// Keeps positions aligned when the chunk at `index`, with `id`, is
     /// removed, and remembers its mark should the id come back.
     pub(crate) fn remove(&mut self, index: usize, id: &str) {

@@ -19,11 +19,12 @@
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 use super::ContextBuilder;
 use super::forecast::protects;
+use super::replan::latest_user;
 use crate::budget::planner::role_index;
 use crate::budget::{
     Calls, ChunkDecision, Decision, DropReason, NO_UNIT, Policy, framing_table, is_orphan_result,
@@ -36,64 +37,114 @@ use crate::memory::{MemoryChunk, MemoryState};
 use crate::message::{BuildResult, ContextMessage, MessageFingerprint, Truncation};
 use crate::message_text::MessageText;
 use crate::prepare::Preparer;
+use crate::previous::PreviousBuild;
 use crate::render::RenderContext;
 use crate::roles::{ChunkKind, Role};
+use crate::rows::Rows;
 use crate::tokens::parts::{CountedText, SEPARATOR};
 
 /// What a session keeps of its last build to extend it.
 #[derive(Debug, Clone)]
 pub(crate) struct Carry {
     /// The last build, as returned.
-    result: BuildResult,
+    pub(super) result: BuildResult,
     /// How many chunks the session had then.
-    chunks: usize,
+    pub(super) chunks: usize,
     /// The latest user turn then: it and every chunk after it were protected.
-    latest_user: Option<usize>,
+    pub(super) latest_user: Option<usize>,
     /// The fingerprint of each call id among those chunks, with the first
     /// chunk that has it (ids sharing a fingerprint share the entry, which
     /// only ever sends a turn to the full pipeline).
     calls: FxHashMap<u64, usize>,
     /// The policy it was planned with.
     policy: Policy,
+    /// The chunks the next plan starts from, ascending: those in the prompt
+    /// outside the system message, and the oldest dropped unit (it places
+    /// the marker); the pipeline plans no other dropped chunk again.
+    pub(super) planned: Vec<usize>,
+    /// The selected user turns, ascending: a chunk's retention depends on
+    /// how many come after it.
+    pub(super) users: Vec<usize>,
+    /// The chunks in the system message, in order.
+    pub(super) system_chunks: Vec<usize>,
+    /// The chunk of each row of `result.excluded` and `result.truncated`.
+    pub(super) excluded_at: Rows<usize>,
+    pub(super) truncated_at: Rows<usize>,
 }
 
 impl Carry {
     /// What extends `result`, the build of `state` with `policy`.
     pub(crate) fn new(result: BuildResult, state: &MemoryState, policy: &Policy) -> Self {
-        let filtered = |row: &ChunkDecision| {
-            row.decision
-                == Decision::Dropped {
-                    reason: DropReason::Filtered,
-                }
-        };
-        let latest_user = state
-            .chunks
-            .iter()
-            .zip(result.decisions.iter())
-            .rposition(|(chunk, row)| chunk.is_user_turn() && !filtered(row));
-        let mut calls = FxHashMap::default();
-        for (index, chunk) in state.chunks.iter().enumerate() {
+        let in_system: FxHashSet<&str> = result
+            .system_message()
+            .map(|m| m.chunk_ids.iter().map(|id| id.as_str()).collect())
+            .unwrap_or_default();
+        let (mut calls, mut users) = (FxHashMap::default(), Vec::new());
+        let (mut planned, mut system_chunks) = (Vec::new(), Vec::new());
+        let (mut excluded_at, mut truncated_at) = (Rows::new(), Rows::new());
+        let mut first_dropped = None;
+        for (index, (chunk, row)) in state.chunks.iter().zip(result.decisions.iter()).enumerate() {
             if let Some(call) = tool_call(chunk) {
                 calls.entry(fingerprint(call)).or_insert(index);
             }
+            if chunk.is_user_turn() && !is_filtered(row) {
+                users.push(index);
+            }
+            match row.decision {
+                Decision::Dropped { reason } => {
+                    if reason == DropReason::Budget && first_dropped.is_none() {
+                        first_dropped = Some(index);
+                    }
+                    excluded_at.push(index);
+                }
+                Decision::Truncated { .. } => truncated_at.push(index),
+                _ => {}
+            }
+            if row.is_included() && in_system.contains(row.id.as_str()) {
+                system_chunks.push(index);
+            } else if row.is_included() {
+                planned.push(index);
+            }
+        }
+        if let Some(first) = first_dropped {
+            let call = tool_call(&state.chunks[first]);
+            let in_unit = |index: &usize| match call {
+                Some(call) => tool_call(&state.chunks[*index]) == Some(call),
+                None => *index == first,
+            };
+            planned.extend((first..state.chunks.len()).filter(in_unit));
+            planned.sort_unstable();
         }
         Carry {
-            result,
             chunks: state.chunks.len(),
-            latest_user,
+            latest_user: users.last().copied(),
             calls,
             policy: policy.clone(),
+            planned,
+            users,
+            system_chunks,
+            excluded_at,
+            truncated_at,
+            result,
         }
     }
 }
 
+/// Whether the build's filters left the chunk of `row` out.
+fn is_filtered(row: &ChunkDecision) -> bool {
+    row.decision
+        == Decision::Dropped {
+            reason: DropReason::Filtered,
+        }
+}
+
 /// A chunk appended since the last build, rendered and judged.
-struct Appended<'s> {
-    index: usize,
-    chunk: &'s MemoryChunk,
-    row: ChunkDecision,
+pub(super) struct Appended<'s> {
+    pub(super) index: usize,
+    pub(super) chunk: &'s MemoryChunk,
+    pub(super) row: ChunkDecision,
     /// Its role and rendering when it is in the prompt.
-    part: Option<(Role, Arc<CountedText>)>,
+    pub(super) part: Option<(Role, Arc<CountedText>)>,
 }
 
 /// The new items grouped into messages: the first group may extend the
@@ -120,6 +171,7 @@ impl ContextBuilder {
         state: &MemoryState,
         policy: &Policy,
         carry: &mut Carry,
+        previous: &mut PreviousBuild,
         cache: &mut ChunkCache,
     ) -> Result<Option<BuildResult>> {
         if !self.extends(state, policy, carry) {
@@ -137,36 +189,29 @@ impl ContextBuilder {
         let Some(mut appended) = self.appended(state, carry, &preparer, cache)? else {
             return Ok(None);
         };
-
-        let latest_user = appended
-            .iter()
-            .rev()
-            .find(|a| a.part.is_some() && a.chunk.is_user_turn())
-            .map(|a| a.index)
-            .or(carry.latest_user);
+        let latest_user = latest_user(carry, &appended);
         protect(&mut appended, latest_user, policy);
-        let Some(lifted) = self.lifted(state, carry, latest_user, policy) else {
-            return Ok(None);
-        };
         let framing = framing_table(self.framing, counter.as_ref());
+        let lifted = self.lifted(state, carry, latest_user, policy);
         let growth = grow(&carry.result, &appended, &framing);
-        if growth.total > carry.result.budget {
-            return Ok(None);
-        }
+        let Some(lifted) = lifted.filter(|_| growth.total <= carry.result.budget) else {
+            return self.replan(
+                state, &preparer, &counter, carry, previous, cache, &appended,
+            );
+        };
         // Nothing fails from here: the last build becomes this one.
         self.apply(carry, &growth, &framing);
-        let result = &mut carry.result;
         for (index, row) in lifted {
-            result.decisions.set(index, row);
+            carry.result.decisions.set(index, row);
         }
-        record_rows(result, &appended);
-        for a in &appended {
-            if let Some(call) = tool_call(a.chunk) {
-                carry.calls.entry(fingerprint(call)).or_insert(a.index);
-            }
-        }
-        carry.chunks = state.chunks.len();
-        carry.latest_user = latest_user;
+        carry.record_rows(&appended);
+        carry.planned.extend(
+            appended
+                .iter()
+                .filter(|a| a.part.is_some())
+                .map(|a| a.index),
+        );
+        carry.grow_to(state, &appended, latest_user);
         cache.stats.chunks_cached += carry.chunks - appended.len();
         cache.stats.extended = true;
         Ok(Some(carry.result.clone()))
@@ -463,29 +508,54 @@ fn append_parts(message: &mut ContextMessage, parts: &[&Appended<'_>]) {
     message.chunk_ids.extend(ids);
 }
 
-/// Adds the new chunks' rows to the report: decisions, the prompt's ids,
-/// those left out, truncations.
-fn record_rows(result: &mut BuildResult, appended: &[Appended<'_>]) {
-    for a in appended {
-        let id: ChunkId = a.row.id.clone();
-        if a.part.is_some() {
-            result.included.push(id);
-        } else {
-            result.excluded.push(id);
-        }
-        if let Decision::Truncated {
-            tokens_before,
-            tokens_after,
-            cap,
-        } = a.row.decision
-        {
-            result.truncated.push(Truncation {
-                id: a.row.id.clone(),
+impl Carry {
+    /// Adds the new chunks' rows to the report: decisions, the prompt's
+    /// ids, those left out, truncations.
+    fn record_rows(&mut self, appended: &[Appended<'_>]) {
+        let result = &mut self.result;
+        for a in appended {
+            let id: ChunkId = a.row.id.clone();
+            if a.part.is_some() {
+                result.included.push(id);
+            } else {
+                result.excluded.push(id);
+                self.excluded_at.push(a.index);
+            }
+            if let Decision::Truncated {
                 tokens_before,
                 tokens_after,
                 cap,
-            });
+            } = a.row.decision
+            {
+                result.truncated.push(Truncation {
+                    id: a.row.id.clone(),
+                    tokens_before,
+                    tokens_after,
+                    cap,
+                });
+                self.truncated_at.push(a.index);
+            }
+            result.decisions.push(a.row.clone());
         }
-        result.decisions.push(a.row.clone());
+    }
+
+    /// Takes in the new chunks' call ids and user turns: the carried
+    /// build now covers `state`.
+    pub(super) fn grow_to(
+        &mut self,
+        state: &MemoryState,
+        appended: &[Appended<'_>],
+        latest_user: Option<usize>,
+    ) {
+        for a in appended {
+            if let Some(call) = tool_call(a.chunk) {
+                self.calls.entry(fingerprint(call)).or_insert(a.index);
+            }
+            if a.part.is_some() && a.chunk.is_user_turn() {
+                self.users.push(a.index);
+            }
+        }
+        self.chunks = state.chunks.len();
+        self.latest_user = latest_user;
     }
 }

@@ -346,7 +346,7 @@ impl ContextBuilder {
     }
 
     /// The stub of `chunk` (rendered as `part`), from the cache when it has it.
-    fn stub(
+    pub(super) fn stub(
         &self,
         index: usize,
         chunk: &MemoryChunk,

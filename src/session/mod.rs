@@ -201,17 +201,12 @@ impl ContextSession {
     fn run(&mut self, policy: Option<&Policy>) -> Result<BuildResult> {
         self.cache.start_build(self.state.chunks.capacity());
         let policy = policy.unwrap_or(self.builder.current_policy());
-        if let Some(carry) = self.carry.as_mut()
+        if let (Some(carry), Some(previous)) = (self.carry.as_mut(), self.previous.as_mut())
             && let Some(result) =
                 self.builder
-                    .extend(&self.state, policy, carry, &mut self.cache)?
+                    .extend(&self.state, policy, carry, previous, &mut self.cache)?
         {
-            // The extension cut nothing new: the cut stays the last one.
-            let cut = match self.previous.take() {
-                Some(previous) => previous.cut,
-                None => PreviousCut::by_position(&result.decisions),
-            };
-            self.previous = Some(PreviousBuild::new(&result, cut));
+            previous.follow(&result);
             return Ok(result);
         }
         let pass = Pass {

@@ -1,0 +1,375 @@
+//! A session's turn whose last cut, with the new chunks, no longer fits:
+//! the plan runs again, over the chunks it can change only.
+//!
+//! Given the last build as previous, the pipeline plans every chunk but
+//! those the last build dropped, which it drops again unplanned, all but
+//! the oldest dropped unit (the elided-history marker stands there). So
+//! its plan is over the chunks in the last prompt (outside the system
+//! message), that oldest unit and the new chunks: the plan here, with the
+//! same planner, ladder and previous cut. The other rows are carried over;
+//! the rows of the planned chunks that change are replaced, and the lists
+//! of chunks left out and truncated updated in place. The cost is the
+//! prompt's, not the session's. When the planner finds the protected
+//! content too large, the full pipeline runs and reports it.
+
+use std::sync::Arc;
+
+use super::extend::{Appended, Carry};
+use super::forecast::protects;
+use super::history::Shown;
+use super::{Budget, ContextBuilder, Ladder, record_fate};
+use crate::assemble::{Assembly, assemble};
+use crate::budget::{
+    Calls, ChunkDecision, Decision, Item, Layout, NO_UNIT, Planner, all_start_clean, group_units,
+    plan_steps,
+};
+use crate::chunk_cache::ChunkCache;
+use crate::chunk_id::ChunkId;
+use crate::error::Result;
+use crate::memory::MemoryState;
+use crate::message::{BuildResult, MessageFingerprint};
+use crate::prepare::Preparer;
+use crate::previous::PreviousBuild;
+use crate::roles::{ChunkKind, Retention};
+use crate::rows::Rows;
+use crate::tokens::TokenCounter;
+use crate::tokens::parts::CountedText;
+
+/// The chunks a plan can change, as planner items, each with its decision
+/// as prepared (kept whole or truncated by its cap).
+struct Window {
+    items: Vec<Item>,
+    prepared: Vec<ChunkDecision>,
+}
+
+impl ContextBuilder {
+    /// This turn's build by planning the chunks of `carry`'s prompt again
+    /// with the new ones (`appended`, judged and protected); it becomes
+    /// `carry`'s, and `previous` records the cut. `None` when the full
+    /// pipeline must build it.
+    ///
+    /// # Errors
+    ///
+    /// As the pipeline, for a chunk rendered again.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn replan(
+        &self,
+        state: &MemoryState,
+        preparer: &Preparer<'_>,
+        counter: &Arc<dyn TokenCounter>,
+        carry: &mut Carry,
+        previous: &mut PreviousBuild,
+        cache: &mut ChunkCache,
+        appended: &[Appended<'_>],
+    ) -> Result<Option<BuildResult>> {
+        let latest_user = latest_user(carry, appended);
+        let mut window = self.window(state, preparer, carry, cache, appended, latest_user)?;
+        if !all_start_clean(&window.items) {
+            return Ok(None);
+        }
+        let chunks = &state.chunks;
+        let mut calls: Calls = window
+            .items
+            .iter()
+            .map(|item| &chunks[item.chunk])
+            .filter(|chunk| chunk.kind == ChunkKind::Workflow)
+            .filter_map(|chunk| Some((chunk.call_id.as_deref()?, NO_UNIT)))
+            .collect();
+        let units = group_units(&mut window.items, chunks, &mut calls);
+        let id_of = |chunk: usize| &window.prepared[position(&window.items, chunk)].id;
+        let (steps, sticky) = plan_steps(&window.items, &units, id_of, Some(&previous.cut));
+        let ladder = Ladder {
+            units,
+            steps,
+            sticky,
+        };
+        let system = self.system_of(state, preparer, carry, cache)?;
+        let budget = Budget {
+            counter: Arc::clone(counter),
+            max_tokens: carry.result.max_tokens,
+            available: carry.result.budget,
+            warnings: Vec::new(),
+        };
+        let frozen = frozen_counts(carry, &window);
+        let base = self.planner(&budget, preparer, &system, &ladder, frozen);
+        let planner = Planner {
+            items: &window.items,
+            ..base.clone()
+        };
+        let Ok(layout) = planner.plan() else {
+            return Ok(None);
+        };
+        let shown = |i: usize, item: &Item| match (layout.dropped[i], layout.stubbed[i]) {
+            (true, _) => Shown::Nothing,
+            (false, true) if item.stub.is_some() => Shown::Stub,
+            _ => Shown::Body,
+        };
+        self.settle_texts(state, &mut window.items, shown, preparer, Some(cache))?;
+        let planner = Planner {
+            items: &window.items,
+            ..base
+        };
+        let id = |chunk: usize| window.prepared[position(&window.items, chunk)].id.clone();
+        let system_id = |chunk: usize| carry.result.decisions[chunk].id.clone();
+        let assembly = assemble(&planner, &layout, &carry.system_chunks, |chunk| {
+            match chunk < carry.chunks && carry.system_chunks.contains(&chunk) {
+                true => system_id(chunk),
+                false => id(chunk),
+            }
+        });
+        drop(planner);
+        self.record_plan(carry, previous, &window, &layout, appended);
+        report_plan(carry, previous, assembly, &layout);
+        carry.planned = still_planned(&window.items, &ladder, &layout);
+        carry.grow_to(state, appended, latest_user);
+        cache.give_back_all(window.items, std::iter::empty());
+        cache.stats.chunks_cached += carry.chunks - appended.len();
+        cache.stats.replanned = true;
+        Ok(Some(carry.result.clone()))
+    }
+
+    /// The planner items of `carry`'s planned chunks and the new chunks in
+    /// the prompt, from `cache`, with protection and (for disposable
+    /// chunks) stubs as the pipeline gives them.
+    fn window(
+        &self,
+        state: &MemoryState,
+        preparer: &Preparer<'_>,
+        carry: &Carry,
+        cache: &mut ChunkCache,
+        appended: &[Appended<'_>],
+        latest_user: Option<usize>,
+    ) -> Result<Window> {
+        let new_users: Vec<usize> = appended
+            .iter()
+            .filter(|a| a.part.is_some() && a.chunk.is_user_turn())
+            .map(|a| a.index)
+            .collect();
+        let turns_after = |index: usize| {
+            let old = carry.users.len() - carry.users.partition_point(|&u| u <= index);
+            old + new_users.len() - new_users.partition_point(|&u| u <= index)
+        };
+        let new = appended
+            .iter()
+            .filter(|a| a.part.is_some())
+            .map(|a| a.index);
+        let planned = carry.planned.iter().copied().chain(new);
+        let mut window = Window {
+            items: Vec::with_capacity(carry.planned.len() + appended.len()),
+            prepared: Vec::with_capacity(carry.planned.len() + appended.len()),
+        };
+        for index in planned {
+            let chunk = &state.chunks[index];
+            let prepared = self.prepared(index, chunk, preparer, Some(cache))?;
+            let retention = preparer.policy.retention_of(chunk, turns_after(index));
+            let stub = match retention {
+                Retention::Disposable => {
+                    self.stub(index, chunk, &prepared.part, preparer, Some(cache))
+                }
+                _ => None,
+            };
+            let lent = (retention == Retention::Disposable).then(|| stub.clone());
+            // The cache keeps what it lent: the window holds second handles.
+            cache.give_back(index, Arc::clone(&prepared.part), lent);
+            let id = match index < carry.chunks {
+                true => carry.result.decisions[index].id.clone(),
+                false => appended[index - carry.chunks].row.id.clone(),
+            };
+            window.prepared.push(ChunkDecision {
+                id,
+                kind: chunk.kind,
+                tokens: prepared.part.alone(),
+                priority: preparer.policy.priority_of(chunk),
+                protected: false,
+                decision: prepared.decision,
+                truncated_from: None,
+            });
+            window.items.push(Item {
+                chunk: index,
+                role: prepared.role,
+                part: prepared.part,
+                stub,
+                disposable: retention == Retention::Disposable,
+                protected: protects(chunk, retention)
+                    || latest_user.is_some_and(|latest| index >= latest),
+                priority: preparer.policy.priority_of(chunk),
+            });
+        }
+        Ok(window)
+    }
+
+    /// The system message's parts: the system prompt and fragments, then
+    /// the system-role chunks from `cache`.
+    fn system_of(
+        &self,
+        state: &MemoryState,
+        preparer: &Preparer<'_>,
+        carry: &Carry,
+        cache: &mut ChunkCache,
+    ) -> Result<Vec<Arc<CountedText>>> {
+        let mut system = self.system_parts(state, &preparer.ctx, preparer.counter)?;
+        for &index in &carry.system_chunks {
+            let prepared = self.prepared(index, &state.chunks[index], preparer, Some(cache))?;
+            cache.give_back(index, Arc::clone(&prepared.part), None);
+            system.push(prepared.part);
+        }
+        Ok(system)
+    }
+
+    /// Records each planned chunk's fate in `carry`'s rows, and in
+    /// `previous`'s cut, with the lists of chunks left out and truncated;
+    /// then the new chunks' rows.
+    fn record_plan(
+        &self,
+        carry: &mut Carry,
+        previous: &mut PreviousBuild,
+        window: &Window,
+        layout: &Layout,
+        appended: &[Appended<'_>],
+    ) {
+        let mut new_rows: Vec<ChunkDecision> = appended.iter().map(|a| a.row.clone()).collect();
+        for (i, item) in window.items.iter().enumerate() {
+            let mut row = window.prepared[i].clone();
+            record_fate(&mut row, item, layout, i);
+            if item.chunk >= carry.chunks {
+                new_rows[item.chunk - carry.chunks] = row;
+                continue;
+            }
+            let old = &carry.result.decisions[item.chunk];
+            if *old != row {
+                let was = (!old.is_included(), truncated(old));
+                carry.relist(item.chunk, &row, was);
+                previous.cut.record(item.chunk, &row);
+                carry.result.decisions.set(item.chunk, row);
+            }
+        }
+        for row in new_rows {
+            let index = carry.result.decisions.len();
+            carry.relist(index, &row, (false, false));
+            previous.cut.record(index, &row);
+            carry.result.decisions.push(row);
+        }
+    }
+}
+
+impl Carry {
+    /// Moves the chunk at `index` into or out of the lists of chunks left
+    /// out and truncated, as `row` now says (`was` says where it stood).
+    fn relist(&mut self, index: usize, row: &ChunkDecision, was: (bool, bool)) {
+        let now = (!row.is_included(), truncated(row));
+        let result = &mut self.result;
+        if now.0 != was.0 {
+            let at = self.excluded_at.partition_point(|&i| i < index);
+            match now.0 {
+                true => {
+                    self.excluded_at.insert(at, index);
+                    result.excluded.insert(at, row.id.clone());
+                }
+                false => {
+                    self.excluded_at.remove(at);
+                    result.excluded.remove(at);
+                }
+            }
+        }
+        if now.1 != was.1 {
+            let at = self.truncated_at.partition_point(|&i| i < index);
+            match (now.1, row.decision) {
+                (
+                    true,
+                    Decision::Truncated {
+                        tokens_before,
+                        tokens_after,
+                        cap,
+                    },
+                ) => {
+                    self.truncated_at.insert(at, index);
+                    let cut = crate::message::Truncation {
+                        id: row.id.clone(),
+                        tokens_before,
+                        tokens_after,
+                        cap,
+                    };
+                    result.truncated.insert(at, cut);
+                }
+                _ => {
+                    self.truncated_at.remove(at);
+                    result.truncated.remove(at);
+                }
+            }
+        }
+    }
+}
+
+/// Whether `row` is a truncation (kept with its body cut).
+fn truncated(row: &ChunkDecision) -> bool {
+    matches!(row.decision, Decision::Truncated { .. })
+}
+
+/// The latest user turn: the newest new one in the prompt, else the last
+/// build's.
+pub(super) fn latest_user(carry: &Carry, appended: &[Appended<'_>]) -> Option<usize> {
+    appended
+        .iter()
+        .rev()
+        .find(|a| a.part.is_some() && a.chunk.is_user_turn())
+        .map(|a| a.index)
+        .or(carry.latest_user)
+}
+
+/// The position of the item of chunk `chunk` (items are in chunk order).
+fn position(items: &[Item], chunk: usize) -> usize {
+    items.partition_point(|item| item.chunk < chunk)
+}
+
+/// The chunks the last build dropped that this plan leaves out, and their
+/// tokens: all it dropped but those planned again.
+fn frozen_counts(carry: &Carry, window: &Window) -> (usize, usize) {
+    let Some(elided) = carry.result.elided else {
+        return (0, 0);
+    };
+    let rows = &carry.result.decisions;
+    let planned_dropped = window
+        .items
+        .iter()
+        .filter(|item| item.chunk < carry.chunks && !rows[item.chunk].is_included());
+    let (count, tokens) = planned_dropped.fold((0, 0), |(count, tokens), item| {
+        (count + 1, tokens + rows[item.chunk].tokens)
+    });
+    (elided.chunks - count, elided.tokens - tokens)
+}
+
+/// The chunks the next plan starts from: those kept or stubbed, and the
+/// oldest dropped unit.
+fn still_planned(items: &[Item], ladder: &Ladder, layout: &Layout) -> Vec<usize> {
+    let oldest = layout.dropped.iter().position(|&dropped| dropped);
+    let unit = oldest.and_then(|i| ladder.units.iter().find(|unit| unit.items.contains(&i)));
+    items
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !layout.dropped[*i] || unit.is_some_and(|u| u.items.contains(i)))
+        .map(|(_, item)| item.chunk)
+        .collect()
+}
+
+/// Puts the plan's messages and counts in `carry`'s result, with what they
+/// share with the last prompt.
+fn report_plan(carry: &mut Carry, previous: &PreviousBuild, assembly: Assembly, layout: &Layout) {
+    let result = &mut carry.result;
+    let messages: Rows<_> = assembly.messages.into();
+    let fingerprints: Rows<MessageFingerprint> = messages
+        .iter()
+        .zip(&assembly.growable)
+        .map(|(message, &growable)| MessageFingerprint::of(message, growable))
+        .collect();
+    result.stable_prefix_tokens = Some(previous.stable_prefix_tokens(&messages, &fingerprints));
+    result.included = messages
+        .iter()
+        .flat_map(|m| m.chunk_ids.iter().cloned())
+        .collect::<Rows<ChunkId>>();
+    result.messages = messages;
+    result.fingerprints = fingerprints;
+    result.token_count = layout.total;
+    result.elided = layout.elision;
+    result.trim_target = layout.trim_target;
+    result.last_part = assembly.last_part;
+}
