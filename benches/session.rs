@@ -82,13 +82,45 @@ fn user_turn(rng: &mut session_gen::Rng) -> String {
     text
 }
 
+/// A fork of `base` with room to grow, as a live session has (made
+/// untimed: a fork copies the session).
+fn fork(base: &ContextSession) -> ContextSession {
+    let mut session = base.clone();
+    session.reserve(64);
+    session
+}
+
+/// How the turns of a bench were built.
+#[derive(Default)]
+struct Paths {
+    extended: usize,
+    replanned: usize,
+    full: usize,
+}
+
+impl Paths {
+    fn count(&mut self, session: &ContextSession) {
+        let stats = session.stats();
+        match (stats.extended, stats.replanned) {
+            (true, _) => self.extended += 1,
+            (_, true) => self.replanned += 1,
+            _ => self.full += 1,
+        }
+    }
+}
+
+/// Turns per block of the amortized bench: two trims' worth at 2k tokens
+/// a turn into a 128k budget with the default 80% low-water mark.
+const BLOCK: usize = 36;
+
 fn warm(c: &mut Criterion) {
     let counter = TiktokenCounter::new(Encoding::O200kBase).expect("o200k_base loads");
     let mut rng = session_gen::Rng::new(99);
     let mut group = c.benchmark_group("warm");
-    // Each turn lands on a fork of the same session (made untimed), so
-    // turns are alike whatever the session's size: a short warm-up and
-    // measurement keep the untimed forks of the 10M session affordable.
+    // Each measurement starts on a fork of the same session, so turns are
+    // alike whatever the session's size; every fork, the floor's too,
+    // leaves the caches as cold. A short warm-up and measurement keep the
+    // forks of the 10M session affordable.
     group
         .sample_size(20)
         .sampling_mode(SamplingMode::Flat)
@@ -104,40 +136,64 @@ fn warm(c: &mut Criterion) {
             "warm {size}: {chunks} chunks, prompt {} tokens",
             cold.token_count
         );
-        let mut extended = 0;
-        let mut turns = 0;
+        let mut paths = Paths::default();
+        group.throughput(Throughput::Elements(1));
         group.bench_function(BenchmarkId::new("append-8kb-and-build", &size), |b| {
             b.iter_custom(|iterations| {
                 let mut timed = Duration::ZERO;
                 for _ in 0..iterations {
-                    let mut session = base.clone();
-                    // A live session has room to grow; a fork has none yet.
-                    session.reserve(1);
+                    let mut session = fork(&base);
                     let chunk = MemoryChunk::agent("bench-turn", Role::User, user_turn(&mut rng));
                     let start = Instant::now();
                     session.push(chunk).unwrap();
                     // Dropped inside the timing, as the cold build's result is.
                     drop(black_box(session.build().unwrap()));
                     timed += start.elapsed();
-                    turns += 1;
-                    extended += usize::from(session.stats().extended);
+                    paths.count(&session);
                 }
                 timed
             })
         });
-        println!("warm {size}: {extended} of {turns} turns extended the last build");
         group.bench_function(BenchmarkId::new("floor-count-8kb", &size), |b| {
             b.iter_custom(|iterations| {
                 let mut timed = Duration::ZERO;
                 for _ in 0..iterations {
+                    let session = fork(&base);
                     let text = user_turn(&mut rng);
                     let start = Instant::now();
                     black_box(counter.count(black_box(&text)));
                     timed += start.elapsed();
+                    drop(session);
                 }
                 timed
             })
         });
+        group.throughput(Throughput::Elements(BLOCK as u64));
+        group.bench_function(BenchmarkId::new("36-turns-with-trims", &size), |b| {
+            b.iter_custom(|iterations| {
+                let mut timed = Duration::ZERO;
+                for _ in 0..iterations {
+                    let mut session = fork(&base);
+                    for turn in 0..BLOCK {
+                        let text = user_turn(&mut rng);
+                        let user = MemoryChunk::agent(format!("bench-u{turn}"), Role::User, text);
+                        let start = Instant::now();
+                        session.push(user).unwrap();
+                        drop(black_box(session.build().unwrap()));
+                        timed += start.elapsed();
+                        paths.count(&session);
+                        let reply =
+                            MemoryChunk::agent(format!("bench-a{turn}"), Role::Assistant, "Done.");
+                        session.push(reply).unwrap();
+                    }
+                }
+                timed
+            })
+        });
+        println!(
+            "warm {size}: turns extended {}, planned again {}, built in full {}",
+            paths.extended, paths.replanned, paths.full
+        );
     }
     group.finish();
 }

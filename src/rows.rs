@@ -105,14 +105,10 @@ impl<T: Clone> Rows<T> {
         lo
     }
 
-    /// Inserts a row at `index` (at most the length).
-    pub(crate) fn insert(&mut self, index: usize, row: T) {
-        self.0.insert(index, row);
-    }
-
-    /// Removes the row at `index` (which must exist).
-    pub(crate) fn remove(&mut self, index: usize) -> T {
-        self.0.remove(index)
+    /// Splits the list at `index` (at most the length), returning the
+    /// rows from there on.
+    pub(crate) fn split_off(&mut self, index: usize) -> Rows<T> {
+        Rows(self.0.split_off(index))
     }
 
     /// Appends a row.

@@ -212,7 +212,8 @@ impl ContextBuilder {
                 .map(|a| a.index),
         );
         carry.grow_to(state, &appended, latest_user);
-        cache.stats.chunks_cached += carry.chunks - appended.len();
+        // Every chunk this build did not render came from the last one.
+        cache.stats.chunks_cached = carry.chunks - cache.stats.chunks_rendered;
         cache.stats.extended = true;
         Ok(Some(carry.result.clone()))
     }

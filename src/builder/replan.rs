@@ -27,7 +27,7 @@ use crate::chunk_cache::ChunkCache;
 use crate::chunk_id::ChunkId;
 use crate::error::Result;
 use crate::memory::MemoryState;
-use crate::message::{BuildResult, MessageFingerprint};
+use crate::message::{BuildResult, MessageFingerprint, Truncation};
 use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
 use crate::roles::{ChunkKind, Retention};
@@ -123,7 +123,8 @@ impl ContextBuilder {
         carry.planned = still_planned(&window.items, &ladder, &layout);
         carry.grow_to(state, appended, latest_user);
         cache.give_back_all(window.items, std::iter::empty());
-        cache.stats.chunks_cached += carry.chunks - appended.len();
+        // Every chunk this build did not render came from the last one.
+        cache.stats.chunks_cached = carry.chunks - cache.stats.chunks_rendered;
         cache.stats.replanned = true;
         Ok(Some(carry.result.clone()))
     }
@@ -228,6 +229,7 @@ impl ContextBuilder {
         appended: &[Appended<'_>],
     ) {
         let mut new_rows: Vec<ChunkDecision> = appended.iter().map(|a| a.row.clone()).collect();
+        let mut relisted = Relisted::default();
         for (i, item) in window.items.iter().enumerate() {
             let mut row = window.prepared[i].clone();
             record_fate(&mut row, item, layout, i);
@@ -237,66 +239,97 @@ impl ContextBuilder {
             }
             let old = &carry.result.decisions[item.chunk];
             if *old != row {
-                let was = (!old.is_included(), truncated(old));
-                carry.relist(item.chunk, &row, was);
+                relisted.note(item.chunk, &row, (!old.is_included(), truncated(old)));
                 previous.cut.record(item.chunk, &row);
                 carry.result.decisions.set(item.chunk, row);
             }
         }
         for row in new_rows {
             let index = carry.result.decisions.len();
-            carry.relist(index, &row, (false, false));
+            relisted.note(index, &row, (false, false));
             previous.cut.record(index, &row);
             carry.result.decisions.push(row);
         }
+        relisted.apply(carry);
     }
 }
 
-impl Carry {
-    /// Moves the chunk at `index` into or out of the lists of chunks left
-    /// out and truncated, as `row` now says (`was` says where it stood).
-    fn relist(&mut self, index: usize, row: &ChunkDecision, was: (bool, bool)) {
-        let now = (!row.is_included(), truncated(row));
-        let result = &mut self.result;
-        if now.0 != was.0 {
-            let at = self.excluded_at.partition_point(|&i| i < index);
-            match now.0 {
-                true => {
-                    self.excluded_at.insert(at, index);
-                    result.excluded.insert(at, row.id.clone());
-                }
-                false => {
-                    self.excluded_at.remove(at);
-                    result.excluded.remove(at);
-                }
-            }
+/// What a plan changes in the lists of chunks left out and truncated:
+/// per chunk, in chunk order, a row added (`Some`) or removed.
+#[derive(Default)]
+struct Relisted {
+    excluded: Vec<(usize, Option<ChunkId>)>,
+    truncated: Vec<(usize, Option<Truncation>)>,
+}
+
+impl Relisted {
+    /// Notes the chunk at `index` in or out of the lists, as `row` now
+    /// says (`was` says where it stood: left out, truncated).
+    fn note(&mut self, index: usize, row: &ChunkDecision, was: (bool, bool)) {
+        if !row.is_included() != was.0 {
+            let id = (!row.is_included()).then(|| row.id.clone());
+            self.excluded.push((index, id));
         }
-        if now.1 != was.1 {
-            let at = self.truncated_at.partition_point(|&i| i < index);
-            match (now.1, row.decision) {
-                (
-                    true,
-                    Decision::Truncated {
-                        tokens_before,
-                        tokens_after,
-                        cap,
-                    },
-                ) => {
-                    self.truncated_at.insert(at, index);
-                    let cut = crate::message::Truncation {
-                        id: row.id.clone(),
-                        tokens_before,
-                        tokens_after,
-                        cap,
-                    };
-                    result.truncated.insert(at, cut);
-                }
-                _ => {
-                    self.truncated_at.remove(at);
-                    result.truncated.remove(at);
-                }
-            }
+        if truncated(row) != was.1 {
+            let cut = match row.decision {
+                Decision::Truncated {
+                    tokens_before,
+                    tokens_after,
+                    cap,
+                } => Some(Truncation {
+                    id: row.id.clone(),
+                    tokens_before,
+                    tokens_after,
+                    cap,
+                }),
+                _ => None,
+            };
+            self.truncated.push((index, cut));
         }
+    }
+
+    /// Applies the changes to `carry`'s lists.
+    fn apply(self, carry: &mut Carry) {
+        let result = &mut carry.result;
+        splice_sorted(&mut carry.excluded_at, &mut result.excluded, self.excluded);
+        splice_sorted(
+            &mut carry.truncated_at,
+            &mut result.truncated,
+            self.truncated,
+        );
+    }
+}
+
+/// Applies `changes` (per chunk, ascending: a row added, or the chunk's
+/// row removed) to `rows`, whose chunks `at` gives. Only the rows from
+/// the first change on are rebuilt: a plan changes the recent end of a
+/// long session's lists, and one pass beats a tree insertion per row.
+fn splice_sorted<T: Clone>(
+    at: &mut Rows<usize>,
+    rows: &mut Rows<T>,
+    changes: Vec<(usize, Option<T>)>,
+) {
+    let Some(&(first, _)) = changes.first() else {
+        return;
+    };
+    let from = at.partition_point(|&chunk| chunk < first);
+    let (tail_at, tail) = (at.split_off(from), rows.split_off(from));
+    let mut old = tail_at.iter().copied().zip(tail).peekable();
+    for (chunk, change) in changes {
+        while let Some((kept, row)) = old.next_if(|(c, _)| *c < chunk) {
+            at.push(kept);
+            rows.push(row);
+        }
+        // The chunk's own row, if listed, is replaced or removed.
+        old.next_if(|(c, _)| *c == chunk);
+        if let Some(row) = change {
+            at.push(chunk);
+            rows.push(row);
+        }
+    }
+    for (chunk, row) in old {
+        at.push(chunk);
+        rows.push(row);
     }
 }
 
