@@ -266,8 +266,9 @@ impl Relisted {
     /// Notes the chunk at `index` in or out of the lists, as `row` now
     /// says (`was` says where it stood: left out, truncated).
     fn note(&mut self, index: usize, row: &ChunkDecision, was: (bool, bool)) {
-        if !row.is_included() != was.0 {
-            let id = (!row.is_included()).then(|| row.id.clone());
+        let left_out = !row.is_included();
+        if left_out != was.0 {
+            let id = left_out.then(|| row.id.clone());
             self.excluded.push((index, id));
         }
         if truncated(row) != was.1 {
