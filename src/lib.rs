@@ -66,15 +66,18 @@
 //! fails if any module reaches back up. Bottom up:
 //!
 //! 1. leaves, importing nothing above them: ids (`chunk_id`), `roles`,
-//!    `error`, JSON input (`json_scan`, `json_input`, `json_text`) and the
-//!    fragment tree (`fragment`);
+//!    `error`, JSON input (`json_scan`, `json_input`, `json_text`), the
+//!    fragment tree (`fragment`), and the report's shared lists and texts
+//!    ([`Rows`], [`MessageText`]);
 //! 2. the model: `memory`, and `memory_schema`, which reads it from JSON;
 //! 3. [`tokens`], [`render`] (escaping included), [`format`](mod@format);
 //! 4. the plan: [`budget`] (policy, units, decisions);
 //! 5. the pipeline: `prepare` (render and count each chunk), `message`
 //!    (what a build returns), `assemble`, `previous` (what the next build
 //!    carries over) and `chunk_cache`;
-//! 6. [`ContextBuilder`] (`builder`) and [`ContextSession`] (`session`);
+//! 6. [`ContextBuilder`] (`builder`, whose `extend` and `replan` build a
+//!    session's appending turn from its last build) and [`ContextSession`]
+//!    (`session`);
 //! 7. [`adapter`] and `explain`; the CLI (`src/bin`) sits on top.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
