@@ -3,7 +3,7 @@
 
 use smallvec::SmallVec;
 
-use crate::budget::{Layout, MIN_BODY_CAP, Planner, SUMMARY_TAG, Slot, truncate_to_cap};
+use crate::budget::{Fate, Layout, MIN_BODY_CAP, Planner, SUMMARY_TAG, Slot, truncate_to_cap};
 use crate::chunk_id::ChunkId;
 use crate::memory::{MemoryChunk, MemoryState};
 use crate::message::{ContextMessage, Summary};
@@ -61,8 +61,8 @@ pub(crate) fn summarize(
             let dropped: Vec<&MemoryChunk> = planner
                 .items
                 .iter()
-                .zip(&layout.dropped)
-                .filter(|(_, dropped)| **dropped)
+                .zip(&layout.fates)
+                .filter(|(_, fate)| **fate == Fate::Dropped)
                 .map(|(item, _)| &state.chunks[item.chunk])
                 .collect();
             summarizer

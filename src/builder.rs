@@ -7,15 +7,15 @@ mod history;
 mod replan;
 
 pub(crate) use extend::Carry;
-use history::{History, Shown};
+use history::History;
 
 use std::sync::Arc;
 
 use crate::assemble::{Assembly, assemble, summarize};
 use crate::budget::{
-    CapTarget, ChunkDecision, Decision, DropReason, ELIDED_TAG, Elision, HISTORY_START_TAG, Item,
-    Layout, Planner, Policy, SUMMARY_TAG, Step, Unit, all_start_clean, framing_table, group_units,
-    plan_steps,
+    CapTarget, ChunkDecision, Decision, DropReason, ELIDED_TAG, Elision, Fate, HISTORY_START_TAG,
+    Item, Layout, Planner, Policy, SUMMARY_TAG, Step, Unit, all_start_clean, fates_after,
+    framing_table, group_units, plan_steps,
 };
 use crate::chunk_cache::ChunkCache;
 use crate::chunk_id::ChunkId;
@@ -49,18 +49,6 @@ fn give_back(
     }
 }
 
-/// Which items the first steps of a ladder drop, and which it stubs.
-fn cut_by(steps: &[Step], units: &[Unit], items: usize) -> (Vec<bool>, Vec<bool>) {
-    let (mut dropped, mut stubbed) = (vec![false; items], vec![false; items]);
-    for step in steps {
-        match *step {
-            Step::Drop(unit) => units[unit].items.iter().for_each(|&i| dropped[i] = true),
-            Step::Stub(item) => stubbed[item] = true,
-        }
-    }
-    (dropped, stubbed)
-}
-
 /// Records in each chunk's decision what the plan made of its item.
 fn record_fates(decisions: &mut [ChunkDecision], items: &[Item], layout: &Layout) {
     for (i, item) in items.iter().enumerate() {
@@ -77,11 +65,11 @@ fn record_fate(decision: &mut ChunkDecision, item: &Item, layout: &Layout, i: us
     if let Decision::Truncated { tokens_before, .. } = decision.decision {
         decision.truncated_from = Some(tokens_before);
     }
-    if layout.dropped[i] {
+    if layout.fates[i] == Fate::Dropped {
         decision.decision = Decision::Dropped {
             reason: DropReason::Budget,
         };
-    } else if let (true, Some(stub)) = (layout.stubbed[i], &item.stub) {
+    } else if let (Fate::Stubbed, Some(stub)) = (layout.fates[i], &item.stub) {
         decision.decision = Decision::Stubbed {
             tokens_before: item.part.alone(),
             tokens_after: stub.alone(),
@@ -484,15 +472,12 @@ impl ContextBuilder {
         if !all_start_clean(&history.items) {
             // The planner will count joined text of whatever the previous
             // cut leaves in: every such chunk needs its text.
-            let (dropped, stubbed) = cut_by(&steps[..sticky], &units, history.items.len());
+            // What that cut keeps may still be stubbed: its fate is open.
+            let fates = fates_after(&steps[..sticky], &units, history.items.len());
             self.settle_texts(
                 state,
                 &mut history.items,
-                |i, _| match (dropped[i], stubbed[i]) {
-                    (true, _) => Shown::Nothing,
-                    (false, true) => Shown::Stub,
-                    (false, false) => Shown::BodyOrStub,
-                },
+                |i| (fates[i] != Fate::Kept).then_some(fates[i]),
                 preparer,
                 pass.cache.as_deref_mut(),
             )?;
@@ -553,11 +538,7 @@ impl ContextBuilder {
         self.settle_texts(
             state,
             &mut history.items,
-            |i, item| match (layout.dropped[i], layout.stubbed[i] && item.stub.is_some()) {
-                (true, _) => Shown::Nothing,
-                (false, true) => Shown::Stub,
-                (false, false) => Shown::Body,
-            },
+            |i| Some(layout.fates[i]),
             preparer,
             pass.cache.as_deref_mut(),
         )?;

@@ -26,6 +26,7 @@
 //!   first dropped chunk was.
 
 mod caps;
+mod fate;
 pub(crate) mod planner;
 mod policy;
 mod previous_cut;
@@ -35,6 +36,7 @@ mod units;
 use serde::Serialize;
 
 pub use caps::{CapTarget, Caps, DEFAULT_TOOL_RESULT_CAP};
+pub(crate) use fate::{Fate, fates_after};
 pub(crate) use planner::{Elision, Layout, Planner, Slot, all_start_clean, framing_table};
 pub use policy::{Policy, PriorityTarget, Summarizer};
 pub(crate) use previous_cut::PreviousCut;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use smallvec::SmallVec;
 
+use crate::budget::fate::{Fate, fates_after};
 use crate::budget::units::{Item, Step, Unit};
 use crate::render::ELIDED_TAG;
 use crate::roles::Role;
@@ -58,8 +59,8 @@ pub(crate) enum Slot {
 pub(crate) struct Layout {
     /// History messages in order (the system message is the planner's `system` parts).
     pub(crate) messages: Vec<(Role, SmallVec<[Slot; 4]>)>,
-    pub(crate) dropped: Vec<bool>,
-    pub(crate) stubbed: Vec<bool>,
+    /// Per item, what the plan made of it.
+    pub(crate) fates: Vec<Fate>,
     pub(crate) marker: Option<CountedText>,
     pub(crate) elision: Option<Elision>,
     /// Exact tokens of the whole prompt, framing included.
@@ -210,23 +211,16 @@ impl Planner<'_> {
         if !probe.clean {
             return self.layout(steps, with_marker).total;
         }
-        const KEPT: u8 = 0;
-        const STUBBED: u8 = 1;
-        const DROPPED: u8 = 2;
-        let mut state = vec![KEPT; self.items.len()];
-        for step in &self.steps[..steps] {
-            match *step {
-                Step::Stub(i) if state[i] == KEPT => state[i] = STUBBED,
-                Step::Stub(_) => {}
-                Step::Drop(u) => self.units[u].items.iter().for_each(|&i| state[i] = DROPPED),
-            }
-        }
+        let fates = fates_after(&self.steps[..steps], self.units, self.items.len());
         let (mut chunks, mut tokens) = self.frozen;
-        for (item, &s) in self.items.iter().zip(&state) {
-            if s == DROPPED {
-                chunks += 1;
-                tokens += item.part.alone();
-            }
+        for (item, _) in self
+            .items
+            .iter()
+            .zip(&fates)
+            .filter(|(_, f)| **f == Fate::Dropped)
+        {
+            chunks += 1;
+            tokens += item.part.alone();
         }
         let marker = (with_marker && chunks > 0).then(|| self.marker(chunks, tokens));
 
@@ -253,20 +247,17 @@ impl Planner<'_> {
             };
         };
         let mut marker_placed = marker.is_none();
-        for ((i, item), &s) in self.items.iter().enumerate().zip(&state) {
-            match s {
-                DROPPED if !marker_placed => {
+        for (item, &fate) in self.items.iter().zip(&fates) {
+            match fate {
+                Fate::Dropped if !marker_placed => {
                     if let Some(marker) = &marker {
                         add(Role::User, marker);
                     }
                     marker_placed = true;
                 }
-                DROPPED => {}
-                STUBBED => add(
-                    item.role,
-                    self.items[i].stub.as_deref().unwrap_or(&item.part),
-                ),
-                _ => add(item.role, &item.part),
+                Fate::Dropped => {}
+                Fate::Stubbed => add(item.role, item.stub.as_deref().unwrap_or(&item.part)),
+                Fate::Kept => add(item.role, &item.part),
             }
         }
         if let Some((current, sum, last_alone, _)) = open {
@@ -300,20 +291,16 @@ impl Planner<'_> {
 
     /// The prompt with the first `steps` steps of the ladder applied.
     pub(crate) fn layout(&self, steps: usize, with_marker: bool) -> Layout {
-        let mut dropped = vec![false; self.items.len()];
-        let mut stubbed = vec![false; self.items.len()];
-        for step in &self.steps[..steps] {
-            match *step {
-                Step::Stub(i) => stubbed[i] = true,
-                Step::Drop(u) => self.units[u].items.iter().for_each(|&i| dropped[i] = true),
-            }
-        }
+        let fates = fates_after(&self.steps[..steps], self.units, self.items.len());
         let (mut chunks, mut tokens) = self.frozen;
-        for (i, item) in self.items.iter().enumerate() {
-            if dropped[i] {
-                chunks += 1;
-                tokens += item.part.alone();
-            }
+        for (item, _) in self
+            .items
+            .iter()
+            .zip(&fates)
+            .filter(|(_, f)| **f == Fate::Dropped)
+        {
+            chunks += 1;
+            tokens += item.part.alone();
         }
         let marker = (with_marker && chunks > 0).then(|| self.marker(chunks, tokens));
         let elision = (chunks > 0).then_some(Elision {
@@ -330,7 +317,7 @@ impl Planner<'_> {
         };
         let mut marker_placed = marker.is_none();
         for (i, item) in self.items.iter().enumerate() {
-            if !dropped[i] {
+            if fates[i] != Fate::Dropped {
                 push(item.role, Slot::Item(i));
             } else if !marker_placed {
                 push(Role::User, Slot::Marker);
@@ -346,8 +333,7 @@ impl Planner<'_> {
         }
         let mut layout = Layout {
             messages,
-            dropped,
-            stubbed,
+            fates,
             marker,
             elision,
             trim_target: None,
@@ -389,8 +375,8 @@ impl Planner<'_> {
         match slot {
             Slot::Item(i) => {
                 let item = &self.items[i];
-                match (&item.stub, layout.stubbed[i]) {
-                    (Some(stub), true) => stub,
+                match (&item.stub, layout.fates[i]) {
+                    (Some(stub), Fate::Stubbed) => stub,
                     _ => &item.part,
                 }
             }

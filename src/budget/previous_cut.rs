@@ -3,7 +3,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::budget::{ChunkDecision, Decision, DropReason};
+use crate::budget::{ChunkDecision, Decision, DropReason, Fate};
 use crate::chunk_id::ChunkId;
 use crate::rows::Rows;
 
@@ -15,23 +15,14 @@ pub(crate) enum PreviousCut {
         stubbed: FxHashMap<u64, ChunkId>,
         dropped: FxHashMap<u64, ChunkId>,
     },
-    /// One mark per chunk position: a session keeps them aligned with its
+    /// One fate per chunk position: a session keeps them aligned with its
     /// chunks, which spares every turn thousands of hash lookups. Chunks
     /// past the end were added since: cut only if a chunk with their id was
     /// cut and then removed (`removed`), as a lookup by id would say.
     ByPosition {
-        marks: Vec<Mark>,
-        removed: FxHashMap<Box<str>, Mark>,
+        marks: Vec<Fate>,
+        removed: FxHashMap<Box<str>, Fate>,
     },
-}
-
-/// What a previous build did with a chunk.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) enum Mark {
-    #[default]
-    Kept,
-    Stubbed,
-    Dropped,
 }
 
 impl PreviousCut {
@@ -39,10 +30,10 @@ impl PreviousCut {
     pub(crate) fn by_id(decisions: &Rows<ChunkDecision>) -> Self {
         let (mut stubbed, mut dropped) = (FxHashMap::default(), FxHashMap::default());
         for decision in decisions {
-            let map = match mark(decision) {
-                Mark::Stubbed => &mut stubbed,
-                Mark::Dropped => &mut dropped,
-                Mark::Kept => continue,
+            let map = match fate_of(decision) {
+                Fate::Stubbed => &mut stubbed,
+                Fate::Dropped => &mut dropped,
+                Fate::Kept => continue,
             };
             map.insert(decision.id.fingerprint(), decision.id.clone());
         }
@@ -52,7 +43,7 @@ impl PreviousCut {
     /// The cut of a build's `decisions` (one per chunk, in order), by position.
     pub(crate) fn by_position(decisions: &Rows<ChunkDecision>) -> Self {
         PreviousCut::ByPosition {
-            marks: decisions.iter().map(mark).collect(),
+            marks: decisions.iter().map(fate_of).collect(),
             removed: FxHashMap::default(),
         }
     }
@@ -61,9 +52,9 @@ impl PreviousCut {
     pub(crate) fn record(&mut self, index: usize, decision: &ChunkDecision) {
         if let PreviousCut::ByPosition { marks, .. } = self {
             if marks.len() <= index {
-                marks.resize(index + 1, Mark::Kept);
+                marks.resize(index + 1, Fate::Kept);
             }
-            marks[index] = mark(decision);
+            marks[index] = fate_of(decision);
         }
     }
 
@@ -74,7 +65,7 @@ impl PreviousCut {
             && index < marks.len()
         {
             let mark = marks.remove(index);
-            if mark != Mark::Kept {
+            if mark != Fate::Kept {
                 removed.insert(id.into(), mark);
             }
         }
@@ -82,53 +73,54 @@ impl PreviousCut {
 
     /// Whether the chunk at `index`, with `id`, was stubbed.
     pub(crate) fn was_stubbed(&self, index: usize, id: &ChunkId) -> bool {
-        self.mark(index, id) == Mark::Stubbed
+        self.fate(index, id) == Fate::Stubbed
     }
 
     /// Whether the chunk at `index` was dropped, by position only.
     pub(crate) fn was_dropped_at(&self, index: usize) -> bool {
         match self {
-            PreviousCut::ByPosition { marks, .. } => marks.get(index) == Some(&Mark::Dropped),
+            PreviousCut::ByPosition { marks, .. } => marks.get(index) == Some(&Fate::Dropped),
             PreviousCut::ById { .. } => false,
         }
     }
 
     /// Whether the chunk at `index`, with `id`, was dropped.
     pub(crate) fn was_dropped(&self, index: usize, id: &ChunkId) -> bool {
-        self.mark(index, id) == Mark::Dropped
+        self.fate(index, id) == Fate::Dropped
     }
 
-    fn mark(&self, index: usize, id: &ChunkId) -> Mark {
+    fn fate(&self, index: usize, id: &ChunkId) -> Fate {
         match self {
             PreviousCut::ById { stubbed, dropped } => {
                 let is = |map: &FxHashMap<u64, ChunkId>| {
                     map.get(&id.fingerprint()).is_some_and(|cut| cut == id)
                 };
                 if is(stubbed) {
-                    Mark::Stubbed
+                    Fate::Stubbed
                 } else if is(dropped) {
-                    Mark::Dropped
+                    Fate::Dropped
                 } else {
-                    Mark::Kept
+                    Fate::Kept
                 }
             }
             PreviousCut::ByPosition { marks, removed } => match marks.get(index) {
                 Some(&mark) => mark,
-                None if removed.is_empty() => Mark::Kept,
+                None if removed.is_empty() => Fate::Kept,
                 None => removed.get(id.as_str()).copied().unwrap_or_default(),
             },
         }
     }
 }
 
-/// Only cuts made for the budget repeat: a filtered or orphaned chunk is
-/// judged afresh.
-fn mark(decision: &ChunkDecision) -> Mark {
+/// What a build made of a chunk, as the next one repeats it: only cuts
+/// made for the budget repeat (a filtered or orphaned chunk is judged
+/// afresh).
+fn fate_of(decision: &ChunkDecision) -> Fate {
     match decision.decision {
-        Decision::Stubbed { .. } => Mark::Stubbed,
+        Decision::Stubbed { .. } => Fate::Stubbed,
         Decision::Dropped {
             reason: DropReason::Budget,
-        } => Mark::Dropped,
-        _ => Mark::Kept,
+        } => Fate::Dropped,
+        _ => Fate::Kept,
     }
 }

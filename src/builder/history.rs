@@ -9,7 +9,7 @@ use super::ContextBuilder;
 use super::forecast::{CutForecast, protects};
 use super::frozen::Frozen;
 use crate::budget::{
-    Calls, ChunkDecision, Decision, DropReason, Item, NO_UNIT, PreviousCut, is_orphan_result,
+    Calls, ChunkDecision, Decision, DropReason, Fate, Item, NO_UNIT, PreviousCut, is_orphan_result,
     tool_call,
 };
 use crate::chunk_cache::ChunkCache;
@@ -316,7 +316,7 @@ impl ContextBuilder {
                 priority: decision.priority,
             };
             if cut {
-                release(&mut item, Shown::Stub);
+                release(&mut item, Some(Fate::Stubbed));
             }
             walk.history.items.push(item);
         }
@@ -362,7 +362,8 @@ impl ContextBuilder {
         }
     }
 
-    /// Gives the items the texts the prompt may show, rendering again what
+    /// Gives the items the texts the prompt may show, given each one's fate
+    /// (`None` while the plan may keep it or stub it), rendering again what
     /// was let go (the counts do not change), and lets go of the rest.
     ///
     /// # Errors
@@ -372,14 +373,14 @@ impl ContextBuilder {
         &self,
         state: &MemoryState,
         items: &mut [Item],
-        shown: impl Fn(usize, &Item) -> Shown,
+        fate: impl Fn(usize) -> Option<Fate>,
         preparer: &Preparer<'_>,
         mut cache: Option<&mut ChunkCache>,
     ) -> Result<()> {
         for (i, item) in items.iter_mut().enumerate() {
-            let shown = shown(i, item);
+            let fate = fate(i);
             let chunk = &state.chunks[item.chunk];
-            if shown.body() && item.part.is_released() {
+            if shows_body(fate) && item.part.is_released() {
                 if let Some(cache) = cache.as_deref_mut() {
                     cache.forget_rendering(item.chunk);
                     cache.stats.chunks_restored += 1;
@@ -388,7 +389,7 @@ impl ContextBuilder {
                 debug_assert_eq!(prepared.part.alone(), item.part.alone(), "renders the same");
                 item.part = prepared.part;
             }
-            if shown.stub() && item.stub.as_ref().is_some_and(|s| s.is_released()) {
+            if shows_stub(fate) && item.stub.as_ref().is_some_and(|s| s.is_released()) {
                 if let Some(cache) = cache.as_deref_mut() {
                     cache.forget_stub(item.chunk);
                 }
@@ -400,7 +401,7 @@ impl ContextBuilder {
                     cache.as_deref_mut(),
                 );
             }
-            release(item, shown);
+            release(item, fate);
         }
         Ok(())
     }
@@ -421,38 +422,26 @@ fn misplaced_call(index: usize, chunk: &MemoryChunk) -> ErrorKind {
     }
 }
 
-/// What of a chunk the prompt may show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Shown {
-    /// Nothing: the chunk is dropped.
-    Nothing,
-    /// Its stub.
-    Stub,
-    /// Its body.
-    Body,
-    /// Either, as the plan decides.
-    BodyOrStub,
+/// Whether the prompt may show an item's body, given its fate (`None`
+/// while the plan may still keep it or stub it).
+fn shows_body(fate: Option<Fate>) -> bool {
+    matches!(fate, None | Some(Fate::Kept))
 }
 
-impl Shown {
-    fn body(self) -> bool {
-        matches!(self, Shown::Body | Shown::BodyOrStub)
-    }
-
-    fn stub(self) -> bool {
-        matches!(self, Shown::Stub | Shown::BodyOrStub)
-    }
+/// Whether the prompt may show an item's stub, given its fate.
+fn shows_stub(fate: Option<Fate>) -> bool {
+    matches!(fate, None | Some(Fate::Stubbed))
 }
 
-/// Lets go of the texts of `item` that the prompt will not show, keeping
-/// their counts (the cache gets them back like that at the end of the build). A
-/// stub is let go only with its chunk dropped: a kept body is stubbed by
-/// some later build.
-fn release(item: &mut Item, shown: Shown) {
-    if !shown.body() && !item.part.is_released() {
+/// Lets go of the texts of `item` that the prompt will not show, given its
+/// fate, keeping their counts (the cache gets them back like that at the
+/// end of the build). A stub is let go only with its chunk dropped: a kept
+/// body is stubbed by some later build.
+fn release(item: &mut Item, fate: Option<Fate>) {
+    if !shows_body(fate) && !item.part.is_released() {
         item.part = Arc::new(item.part.released());
     }
-    if let (Shown::Nothing, Some(stub)) = (shown, item.stub.as_mut())
+    if let (Some(Fate::Dropped), Some(stub)) = (fate, item.stub.as_mut())
         && !stub.is_released()
     {
         *stub = Arc::new(stub.released());

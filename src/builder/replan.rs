@@ -16,12 +16,11 @@ use std::sync::Arc;
 
 use super::extend::{Appended, Carry};
 use super::forecast::protects;
-use super::history::Shown;
 use super::{Budget, ContextBuilder, Ladder, record_fate};
 use crate::assemble::{Assembly, assemble};
 use crate::budget::{
-    Calls, ChunkDecision, Decision, Item, Layout, NO_UNIT, Planner, all_start_clean, group_units,
-    plan_steps,
+    Calls, ChunkDecision, Decision, Fate, Item, Layout, NO_UNIT, Planner, all_start_clean,
+    group_units, plan_steps,
 };
 use crate::chunk_cache::ChunkCache;
 use crate::chunk_id::ChunkId;
@@ -99,12 +98,8 @@ impl ContextBuilder {
         let Ok(layout) = planner.plan() else {
             return Ok(None);
         };
-        let shown = |i: usize, item: &Item| match (layout.dropped[i], layout.stubbed[i]) {
-            (true, _) => Shown::Nothing,
-            (false, true) if item.stub.is_some() => Shown::Stub,
-            _ => Shown::Body,
-        };
-        self.settle_texts(state, &mut window.items, shown, preparer, Some(cache))?;
+        let fate = |i: usize| Some(layout.fates[i]);
+        self.settle_texts(state, &mut window.items, fate, preparer, Some(cache))?;
         let planner = Planner {
             items: &window.items,
             ..base
@@ -375,12 +370,13 @@ fn frozen_counts(carry: &Carry, window: &Window) -> (usize, usize) {
 /// The chunks the next plan starts from: those kept or stubbed, and the
 /// oldest dropped unit.
 fn still_planned(items: &[Item], ladder: &Ladder, layout: &Layout) -> Vec<usize> {
-    let oldest = layout.dropped.iter().position(|&dropped| dropped);
+    let dropped = |i: usize| layout.fates[i] == Fate::Dropped;
+    let oldest = (0..items.len()).find(|&i| dropped(i));
     let unit = oldest.and_then(|i| ladder.units.iter().find(|unit| unit.items.contains(&i)));
     items
         .iter()
         .enumerate()
-        .filter(|(i, _)| !layout.dropped[*i] || unit.is_some_and(|u| u.items.contains(i)))
+        .filter(|(i, _)| !dropped(*i) || unit.is_some_and(|u| u.items.contains(i)))
         .map(|(_, item)| item.chunk)
         .collect()
 }
