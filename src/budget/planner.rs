@@ -211,17 +211,7 @@ impl Planner<'_> {
         if !probe.clean {
             return self.layout(steps, with_marker).total;
         }
-        let fates = fates_after(&self.steps[..steps], self.units, self.items.len());
-        let (mut chunks, mut tokens) = self.frozen;
-        for (item, _) in self
-            .items
-            .iter()
-            .zip(&fates)
-            .filter(|(_, f)| **f == Fate::Dropped)
-        {
-            chunks += 1;
-            tokens += item.part.alone();
-        }
+        let (fates, chunks, tokens) = self.fates_at(steps);
         let marker = (with_marker && chunks > 0).then(|| self.marker(chunks, tokens));
 
         // Walk the parts in order, closing a message whenever the role changes.
@@ -289,19 +279,25 @@ impl Planner<'_> {
         CountedText::new(text, self.counter)
     }
 
-    /// The prompt with the first `steps` steps of the ladder applied.
-    pub(crate) fn layout(&self, steps: usize, with_marker: bool) -> Layout {
+    /// Each item's fate after the first `steps` steps of the ladder, and
+    /// the chunks dropped with their tokens (those outside the plan
+    /// included).
+    fn fates_at(&self, steps: usize) -> (Vec<Fate>, usize, usize) {
         let fates = fates_after(&self.steps[..steps], self.units, self.items.len());
-        let (mut chunks, mut tokens) = self.frozen;
-        for (item, _) in self
+        let dropped = self
             .items
             .iter()
             .zip(&fates)
-            .filter(|(_, f)| **f == Fate::Dropped)
-        {
-            chunks += 1;
-            tokens += item.part.alone();
-        }
+            .filter(|(_, f)| **f == Fate::Dropped);
+        let (chunks, tokens) = dropped.fold(self.frozen, |(chunks, tokens), (item, _)| {
+            (chunks + 1, tokens + item.part.alone())
+        });
+        (fates, chunks, tokens)
+    }
+
+    /// The prompt with the first `steps` steps of the ladder applied.
+    pub(crate) fn layout(&self, steps: usize, with_marker: bool) -> Layout {
+        let (fates, chunks, tokens) = self.fates_at(steps);
         let marker = (with_marker && chunks > 0).then(|| self.marker(chunks, tokens));
         let elision = (chunks > 0).then_some(Elision {
             chunks,
