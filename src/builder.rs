@@ -36,19 +36,6 @@ use crate::tokens::{
 };
 use rustc_hash::FxHashSet;
 
-/// Returns to a session's cache what a build borrowed from it: the items'
-/// renderings and stubs, and the renderings of the chunks in the system
-/// role (`system_chunks`, in the order of their parts).
-fn give_back(
-    cache: Option<&mut ChunkCache>,
-    (items, system_parts): (Vec<Item>, Vec<Arc<CountedText>>),
-    system_chunks: &[usize],
-) {
-    if let Some(cache) = cache {
-        cache.give_back_all(items, system_chunks.iter().copied().zip(system_parts));
-    }
-}
-
 /// Records in each chunk's decision what the plan made of its item.
 fn record_fates(decisions: &mut [ChunkDecision], items: &[Item], layout: &Layout) {
     for (i, item) in items.iter().enumerate() {
@@ -105,9 +92,6 @@ struct Prepared<'s> {
     ladder: Ladder,
     /// The system prompt and fragments, then the system-role chunks.
     system: Vec<Arc<CountedText>>,
-    /// How many of `system` are the prompt and fragments, which are the
-    /// build's own (the rest the cache lent).
-    system_len: usize,
 }
 
 /// What planning and assembly leave for the report.
@@ -149,13 +133,15 @@ pub struct ContextBuilder {
     previous: Option<Arc<PreviousBuild>>,
 }
 
-/// What one build runs with besides the builder's own settings: the
-/// one-shot builder passes its policy and previous build; a session passes
-/// the turn's policy, its last build and its cache.
+/// What one build runs with besides the builder's own settings: a policy,
+/// the previous build, and the cache it works in, which its caller owns.
+/// The one-shot builder passes its policy and previous build and a fresh
+/// cache; a session passes the turn's policy, its last build and the cache
+/// it keeps.
 pub(crate) struct Pass<'a> {
     pub(crate) policy: &'a Policy,
     pub(crate) previous: Option<&'a PreviousBuild>,
-    pub(crate) cache: Option<&'a mut ChunkCache>,
+    pub(crate) cache: &'a mut ChunkCache,
 }
 
 impl Default for ContextBuilder {
@@ -389,7 +375,7 @@ impl ContextBuilder {
         let pass = Pass {
             policy: &self.policy,
             previous: self.previous.as_deref(),
-            cache: None,
+            cache: &mut ChunkCache::default(),
         };
         self.build_with(state, pass)
     }
@@ -427,9 +413,7 @@ impl ContextBuilder {
             .into());
         }
         let counter = self.counter_in_use()?;
-        if let Some(cache) = pass.cache.as_deref_mut() {
-            cache.count_with(counter.encoding_name());
-        }
+        pass.cache.count_with(counter.encoding_name());
         let mut warnings = Vec::new();
         let (max_tokens, available) = self.budget(&mut warnings)?;
         let has_chunk = |id: &str| state.chunks.iter().any(|c| c.id == id);
@@ -459,13 +443,8 @@ impl ContextBuilder {
         pass: &mut Pass<'_>,
     ) -> Result<Prepared<'s>> {
         let previous_cut = pass.previous.map(|p| &p.cut);
-        let mut history = self.prepare_history(
-            state,
-            preparer,
-            available,
-            previous_cut,
-            pass.cache.as_deref_mut(),
-        )?;
+        let mut history =
+            self.prepare_history(state, preparer, available, previous_cut, pass.cache)?;
         let units = group_units(&mut history.items, &state.chunks, &mut history.calls);
         let id_of = |chunk: usize| &history.decisions[chunk].id;
         let (steps, sticky) = plan_steps(&history.items, &units, id_of, previous_cut);
@@ -479,10 +458,9 @@ impl ContextBuilder {
                 &mut history.items,
                 |i| (fates[i] != Fate::Kept).then_some(fates[i]),
                 preparer,
-                pass.cache.as_deref_mut(),
+                pass.cache,
             )?;
         }
-        let system_len = system.len();
         system.extend(std::mem::take(&mut history.system_parts));
         Ok(Prepared {
             history,
@@ -492,13 +470,11 @@ impl ContextBuilder {
                 sticky,
             },
             system,
-            system_len,
         })
     }
 
     /// Plans the cut (and summarizes what it elides), settles the texts the
-    /// prompt shows, records each chunk's fate and assembles the messages;
-    /// the cache gets back what the build borrowed, on error too.
+    /// prompt shows, records each chunk's fate and assembles the messages.
     fn plan_and_assemble(
         &self,
         state: &MemoryState,
@@ -510,8 +486,7 @@ impl ContextBuilder {
         let Prepared {
             mut history,
             ladder,
-            mut system,
-            system_len,
+            system,
         } = prepared;
         let base = self.planner(budget, preparer, &system, &ladder, history.frozen);
         let planned = {
@@ -527,12 +502,7 @@ impl ContextBuilder {
         };
         let (layout, summary) = match planned {
             Ok(planned) => planned,
-            Err(required) => {
-                // Nothing was planned: the cache gets everything back.
-                let borrowed = (history.items, system.split_off(system_len));
-                give_back(pass.cache.as_deref_mut(), borrowed, &history.system_chunks);
-                return Err(self.over_budget(required, budget));
-            }
+            Err(required) => return Err(self.over_budget(required, budget)),
         };
         // The prompt holds the text of what was kept or stubbed, and only that.
         self.settle_texts(
@@ -540,7 +510,7 @@ impl ContextBuilder {
             &mut history.items,
             |i| Some(layout.fates[i]),
             preparer,
-            pass.cache.as_deref_mut(),
+            pass.cache,
         )?;
         let mut decisions = history.decisions;
         record_fates(&mut decisions, &history.items, &layout);
@@ -555,9 +525,7 @@ impl ContextBuilder {
         // let it go before the report is made.
         let (total, elision, trim_target) = (layout.total, layout.elision, layout.trim_target);
         drop(planner);
-        drop((layout, ladder));
-        let borrowed = (history.items, system.split_off(system_len));
-        give_back(pass.cache.as_deref_mut(), borrowed, &history.system_chunks);
+        drop((layout, ladder, history.items, system));
         Ok(Assembled {
             assembly,
             decisions,

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::budget::{Decision, Item};
+use crate::budget::Decision;
 use crate::chunk_id::ChunkId;
 use crate::error::Result;
 use crate::prepare::PreparedChunk;
@@ -34,11 +34,16 @@ pub struct BuildStats {
 }
 
 /// Rendered chunks, one slot per session chunk in the same order, each with
-/// the cap it was rendered under and its stub once asked for. The session
-/// keeps the slots aligned with its chunks (a new chunk gets an empty slot,
-/// an edited one is emptied, a removed one removed) and clears everything
-/// when a setting that shapes rendering changes. Slots by position spare
-/// every build a hash lookup per chunk.
+/// the cap it was rendered under and its stub once asked for: the scratch
+/// space a build works in, owned by its caller. A one-shot build starts
+/// from an empty one; a session keeps its own, aligned with its chunks (a
+/// new chunk gets an empty slot, an edited one is emptied, a removed one
+/// removed), and clears it when a setting that shapes rendering changes.
+/// Slots by position spare every build a hash lookup per chunk.
+///
+/// A build gets shared handles to what it asks for, and tells the cache
+/// which texts its prompt will not show ([`release`](ChunkCache::release)):
+/// their counts stay, their text goes.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ChunkCache {
     slots: Vec<Option<Entry>>,
@@ -50,28 +55,21 @@ pub(crate) struct ChunkCache {
 }
 
 /// Laid out small: a session holds one per chunk.
-///
-/// A build borrows the rendered chunk and its stub (moved out, not shared:
-/// no reference counting per chunk per turn) and gives them back, with or
-/// without their text, when it is done; a build that fails halfway leaves
-/// them out, and the next build renders those again.
 #[derive(Debug, Clone)]
 struct Entry {
-    /// `None` while a build holds it.
-    part: Option<Arc<CountedText>>,
-    /// The stub, if the chunk has one, once `stub_known` (and not lent).
+    part: Arc<CountedText>,
+    /// The stub, if the chunk has one, once `stub_known`.
     stub: Option<Arc<CountedText>>,
     cap: Option<usize>,
     /// The decision when the cap cut the body (else it was kept whole).
     truncated: Option<Box<Decision>>,
     role: Role,
     stub_known: bool,
-    stub_lent: bool,
 }
 
 impl ChunkCache {
     /// The chunk at `index` rendered under `cap`, from the cache or from
-    /// `prepare`, lent to the build until [`give_back`](ChunkCache::give_back).
+    /// `prepare`.
     pub(crate) fn prepared(
         &mut self,
         index: usize,
@@ -80,15 +78,14 @@ impl ChunkCache {
     ) -> Result<PreparedChunk> {
         if let Some(entry) = self
             .slots
-            .get_mut(index)
-            .and_then(Option::as_mut)
-            .filter(|e| e.cap == cap && e.part.is_some())
-            && let Some(part) = entry.part.take()
+            .get(index)
+            .and_then(Option::as_ref)
+            .filter(|e| e.cap == cap)
         {
             self.stats.chunks_cached += 1;
             return Ok(PreparedChunk {
                 role: entry.role,
-                part,
+                part: Arc::clone(&entry.part),
                 decision: entry
                     .truncated
                     .as_deref()
@@ -103,7 +100,7 @@ impl ChunkCache {
             self.slots.resize_with(index + 1, || None);
         }
         self.slots[index] = Some(Entry {
-            part: None,
+            part: Arc::clone(&prepared.part),
             stub: None,
             cap,
             truncated: match prepared.decision {
@@ -112,17 +109,15 @@ impl ChunkCache {
             },
             role: prepared.role,
             stub_known: false,
-            stub_lent: false,
         });
         Ok(prepared)
     }
 
     /// The tokens and role of the chunk at `index` as rendered under `cap`,
-    /// without lending it, if the cache holds it.
+    /// if the cache holds it.
     pub(crate) fn peek(&self, index: usize, cap: Option<usize>) -> Option<(usize, Role)> {
         let entry = self.slots.get(index)?.as_ref()?;
-        let part = entry.part.as_ref().filter(|_| entry.cap == cap)?;
-        Some((part.alone(), entry.role))
+        (entry.cap == cap).then(|| (entry.part.alone(), entry.role))
     }
 
     /// Tokens of the chunk at `index` before its cap cut it, if it did.
@@ -133,7 +128,7 @@ impl ChunkCache {
         }
     }
 
-    /// Counts a chunk the build took from the cache without borrowing it.
+    /// Counts a chunk the build took from the cache without asking for it.
     pub(crate) fn count_cached(&mut self) {
         self.stats.chunks_cached += 1;
     }
@@ -143,7 +138,7 @@ impl ChunkCache {
     pub(crate) fn oldest_missing(&self) -> usize {
         self.slots
             .iter()
-            .position(|slot| slot.as_ref().is_none_or(|entry| entry.part.is_none()))
+            .position(Option::is_none)
             .unwrap_or(self.slots.len())
     }
 
@@ -157,60 +152,37 @@ impl ChunkCache {
             .clone()
     }
 
-    /// The stub of the chunk at `index`, from the cache or from `stub`, lent
-    /// like the rendered chunk.
+    /// The stub of the chunk at `index`, from the cache or from `stub`.
     pub(crate) fn stub(
         &mut self,
         index: usize,
         stub: impl FnOnce() -> Option<Arc<CountedText>>,
     ) -> Option<Arc<CountedText>> {
         match self.slots.get_mut(index).and_then(Option::as_mut) {
+            Some(entry) if entry.stub_known => entry.stub.clone(),
             Some(entry) => {
-                let lent = if entry.stub_known && !entry.stub_lent {
-                    entry.stub.take()
-                } else {
-                    stub()
-                };
+                entry.stub = stub();
                 entry.stub_known = true;
-                entry.stub_lent = true;
-                lent
+                entry.stub.clone()
             }
             None => stub(),
         }
     }
 
-    /// Takes back what a build borrowed for the chunk at `index`: its
-    /// rendering, and its stub when it asked for it (`Some`), each with or
-    /// without text as the build left them.
-    pub(crate) fn give_back(
-        &mut self,
-        index: usize,
-        part: Arc<CountedText>,
-        stub: Option<Option<Arc<CountedText>>>,
-    ) {
-        if let Some(entry) = self.slots.get_mut(index).and_then(Option::as_mut) {
-            entry.part = Some(part);
-            if let Some(stub) = stub {
-                entry.stub = stub;
-                entry.stub_known = true;
-                entry.stub_lent = false;
-            }
+    /// Lets go of the texts of the chunk at `index` that a build's prompt
+    /// will not show, keeping their counts: its body unless `body`, and its
+    /// stub too unless `stub`.
+    pub(crate) fn release(&mut self, index: usize, body: bool, stub: bool) {
+        let Some(entry) = self.slots.get_mut(index).and_then(Option::as_mut) else {
+            return;
+        };
+        if !body && !entry.part.is_released() {
+            entry.part = Arc::new(entry.part.released());
         }
-    }
-
-    /// Takes back everything a build borrowed: its items' renderings and
-    /// stubs, and the renderings of `system` chunks `(index, part)`.
-    pub(crate) fn give_back_all(
-        &mut self,
-        items: Vec<Item>,
-        system: impl IntoIterator<Item = (usize, Arc<CountedText>)>,
-    ) {
-        for item in items {
-            let stub = item.disposable.then_some(item.stub);
-            self.give_back(item.chunk, item.part, stub);
-        }
-        for (index, part) in system {
-            self.give_back(index, part, None);
+        if let (false, Some(held)) = (stub, entry.stub.as_mut())
+            && !held.is_released()
+        {
+            *held = Arc::new(held.released());
         }
     }
 
@@ -228,7 +200,6 @@ impl ChunkCache {
         if let Some(entry) = self.slots.get_mut(index).and_then(Option::as_mut) {
             entry.stub = None;
             entry.stub_known = false;
-            entry.stub_lent = false;
         }
     }
 

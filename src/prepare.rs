@@ -10,7 +10,7 @@ use crate::roles::{Retention, Role};
 use crate::tokens::TokenCounter;
 use crate::tokens::parts::CountedText;
 
-/// A rendered chunk: made by a build, or lent to it by a session's cache.
+/// A rendered chunk, as the build's cache holds it.
 #[derive(Debug, Clone)]
 pub(crate) struct PreparedChunk {
     pub(crate) role: Role,

@@ -21,8 +21,6 @@ pub(crate) struct Item {
     /// The stub that may replace the part; only for disposable chunks whose
     /// stub is smaller.
     pub(crate) stub: Option<Arc<CountedText>>,
-    /// Whether the chunk is disposable (its stub was asked for).
-    pub(crate) disposable: bool,
     pub(crate) protected: bool,
     /// The chunk's own priority; after [`group_units`], its unit's.
     pub(crate) priority: i64,

@@ -272,9 +272,11 @@ impl ContextBuilder {
             };
             let mut part = None;
             if self.selects(chunk, only_ids.as_ref()) {
-                let prepared = self.prepared(index, chunk, preparer, Some(cache))?;
-                // The cache keeps the rendering: this build shows it.
-                cache.give_back(index, Arc::clone(&prepared.part), None);
+                let mut prepared = self.prepared(index, chunk, preparer, cache)?;
+                if prepared.part.is_released() {
+                    // A build that failed let its text go.
+                    prepared = self.restored(index, chunk, preparer, cache)?;
+                }
                 row.tokens = prepared.part.alone();
                 row.decision = prepared.decision;
                 if is_orphan_result(chunk, &calls) {

@@ -1,5 +1,5 @@
 //! The chunks of a session rendered and counted for the planner, through a
-//! session's cache when there is one.
+//! build's cache.
 
 use std::sync::Arc;
 
@@ -13,7 +13,6 @@ use crate::budget::{
     tool_call,
 };
 use crate::chunk_cache::ChunkCache;
-use crate::chunk_id::ChunkId;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::memory::{MemoryChunk, MemoryState};
 use crate::prepare::{PreparedChunk, Preparer};
@@ -70,7 +69,7 @@ impl ContextBuilder {
         preparer: &Preparer<'_>,
         available: usize,
         previous: Option<&PreviousCut>,
-        mut cache: Option<&mut ChunkCache>,
+        cache: &mut ChunkCache,
     ) -> Result<History<'s>> {
         let selection = self.select(state);
         let chunks = state.chunks.len();
@@ -87,12 +86,12 @@ impl ContextBuilder {
             available,
             previous,
         );
-        let frozen = self.frozen(state, &selection, preparer, previous, cache.as_deref());
+        let frozen = self.frozen(state, &selection, preparer, previous, cache);
         let mut walk = Walk {
             preparer,
             selection: &selection,
             forecast,
-            forecast_from: cache.as_deref().map_or(0, ChunkCache::oldest_missing),
+            forecast_from: cache.oldest_missing(),
             history: History {
                 items: Vec::with_capacity(chunks),
                 decisions: Vec::with_capacity(chunks),
@@ -101,7 +100,7 @@ impl ContextBuilder {
             misplaced: None,
         };
         for (index, chunk) in state.chunks.iter().enumerate().rev() {
-            self.walk_chunk(index, chunk, &frozen, &mut walk, cache.as_deref_mut())?;
+            self.walk_chunk(index, chunk, &frozen, &mut walk, cache)?;
         }
         let Walk {
             mut history,
@@ -183,20 +182,19 @@ impl ContextBuilder {
     }
 
     /// The chunks a session drops again without rendering or planning
-    /// them (see [`Frozen`]); none without a previous build and a cache.
+    /// them (see [`Frozen`]); none without a previous build, or with
+    /// nothing of it in the cache.
     fn frozen(
         &self,
         state: &MemoryState,
         selection: &Selection<'_>,
         preparer: &Preparer<'_>,
         previous: Option<&PreviousCut>,
-        cache: Option<&ChunkCache>,
+        cache: &ChunkCache,
     ) -> Frozen {
         let policy = preparer.policy;
-        match (previous, cache) {
-            (Some(previous), Some(cache))
-                if self.renderers.only_default() && policy.summarizer().is_none() =>
-            {
+        match previous {
+            Some(previous) if self.renderers.only_default() && policy.summarizer().is_none() => {
                 let cached = |index: usize| {
                     let chunk = &state.chunks[index];
                     let cap = preparer.cap_for(chunk, &DefaultRenderer, true);
@@ -220,12 +218,9 @@ impl ContextBuilder {
         chunk: &MemoryChunk,
         frozen: &Frozen,
         walk: &mut Walk<'_, '_>,
-        mut cache: Option<&mut ChunkCache>,
+        cache: &mut ChunkCache,
     ) -> Result<()> {
-        let id = match cache.as_deref_mut() {
-            Some(cache) => cache.id(index, &chunk.id),
-            None => ChunkId::from(chunk.id.as_str()),
-        };
+        let id = cache.id(index, &chunk.id);
         let mut decision = ChunkDecision {
             id,
             kind: chunk.kind,
@@ -237,8 +232,7 @@ impl ContextBuilder {
             },
             truncated_from: None,
         };
-        let frozen_as = frozen.get(index).zip(cache.as_deref_mut());
-        if let Some(((priority, tokens), cache)) = frozen_as {
+        if let Some((priority, tokens)) = frozen.get(index) {
             cache.count_cached();
             decision.truncated_from = cache.truncated_from(index);
             decision.tokens = tokens;
@@ -264,10 +258,10 @@ impl ContextBuilder {
         chunk: &MemoryChunk,
         decision: &mut ChunkDecision,
         walk: &mut Walk<'_, '_>,
-        mut cache: Option<&mut ChunkCache>,
+        cache: &mut ChunkCache,
     ) -> Result<()> {
         let (preparer, selection) = (walk.preparer, walk.selection);
-        let prepared = self.prepared(index, chunk, preparer, cache.as_deref_mut())?;
+        let prepared = self.prepared(index, chunk, preparer, cache)?;
         decision.tokens = prepared.part.alone();
         decision.decision = prepared.decision;
         let retention = preparer
@@ -277,9 +271,6 @@ impl ContextBuilder {
             decision.decision = Decision::Dropped {
                 reason: DropReason::Orphan,
             };
-            if let Some(cache) = cache.as_deref_mut() {
-                cache.give_back(index, prepared.part, None);
-            }
         } else if prepared.role == Role::System {
             // The system message is never trimmed, so a tool call or
             // result there would escape its unit and could outlive its
@@ -311,12 +302,11 @@ impl ContextBuilder {
                 role: prepared.role,
                 part: prepared.part,
                 stub,
-                disposable: retention == Retention::Disposable,
                 protected: protects(chunk, retention),
                 priority: decision.priority,
             };
             if cut {
-                release(&mut item, Some(Fate::Stubbed));
+                release(&mut item, Some(Fate::Stubbed), cache);
             }
             walk.history.items.push(item);
         }
@@ -333,16 +323,12 @@ impl ContextBuilder {
         index: usize,
         chunk: &MemoryChunk,
         preparer: &Preparer<'_>,
-        cache: Option<&mut ChunkCache>,
+        cache: &mut ChunkCache,
     ) -> Result<PreparedChunk> {
         let renderer = self.renderers.renderer_for(chunk);
         let by_default = self.renderers.renders_by_default(chunk);
         let cap = preparer.cap_for(chunk, renderer, by_default);
-        let prepare = || preparer.prepare(index, chunk, renderer, cap);
-        match cache {
-            Some(cache) => cache.prepared(index, cap, prepare),
-            None => prepare(),
-        }
+        cache.prepared(index, cap, || preparer.prepare(index, chunk, renderer, cap))
     }
 
     /// The stub of `chunk` (rendered as `part`), from the cache when it has it.
@@ -352,14 +338,10 @@ impl ContextBuilder {
         chunk: &MemoryChunk,
         part: &CountedText,
         preparer: &Preparer<'_>,
-        cache: Option<&mut ChunkCache>,
+        cache: &mut ChunkCache,
     ) -> Option<Arc<CountedText>> {
         let renderer = self.renderers.renderer_for(chunk);
-        let make_stub = || preparer.stub(chunk, renderer, part);
-        match cache {
-            Some(cache) => cache.stub(index, make_stub),
-            None => make_stub(),
-        }
+        cache.stub(index, || preparer.stub(chunk, renderer, part))
     }
 
     /// Gives the items the texts the prompt may show, given each one's fate
@@ -375,35 +357,39 @@ impl ContextBuilder {
         items: &mut [Item],
         fate: impl Fn(usize) -> Option<Fate>,
         preparer: &Preparer<'_>,
-        mut cache: Option<&mut ChunkCache>,
+        cache: &mut ChunkCache,
     ) -> Result<()> {
         for (i, item) in items.iter_mut().enumerate() {
             let fate = fate(i);
             let chunk = &state.chunks[item.chunk];
             if shows_body(fate) && item.part.is_released() {
-                if let Some(cache) = cache.as_deref_mut() {
-                    cache.forget_rendering(item.chunk);
-                    cache.stats.chunks_restored += 1;
-                }
-                let prepared = self.prepared(item.chunk, chunk, preparer, cache.as_deref_mut())?;
-                debug_assert_eq!(prepared.part.alone(), item.part.alone(), "renders the same");
-                item.part = prepared.part;
+                item.part = self.restored(item.chunk, chunk, preparer, cache)?.part;
             }
             if shows_stub(fate) && item.stub.as_ref().is_some_and(|s| s.is_released()) {
-                if let Some(cache) = cache.as_deref_mut() {
-                    cache.forget_stub(item.chunk);
-                }
-                item.stub = self.stub(
-                    item.chunk,
-                    chunk,
-                    &item.part,
-                    preparer,
-                    cache.as_deref_mut(),
-                );
+                cache.forget_stub(item.chunk);
+                item.stub = self.stub(item.chunk, chunk, &item.part, preparer, cache);
             }
-            release(item, fate);
+            release(item, fate, cache);
         }
         Ok(())
+    }
+
+    /// `chunk` rendered again because a build shows it after its text was
+    /// let go (the counts do not change).
+    ///
+    /// # Errors
+    ///
+    /// As [`Preparer::prepare`] (which succeeded on this chunk before).
+    pub(super) fn restored(
+        &self,
+        index: usize,
+        chunk: &MemoryChunk,
+        preparer: &Preparer<'_>,
+        cache: &mut ChunkCache,
+    ) -> Result<PreparedChunk> {
+        cache.forget_rendering(index);
+        cache.stats.chunks_restored += 1;
+        self.prepared(index, chunk, preparer, cache)
     }
 }
 
@@ -434,16 +420,18 @@ fn shows_stub(fate: Option<Fate>) -> bool {
 }
 
 /// Lets go of the texts of `item` that the prompt will not show, given its
-/// fate, keeping their counts (the cache gets them back like that at the
-/// end of the build). A stub is let go only with its chunk dropped: a kept
-/// body is stubbed by some later build.
-fn release(item: &mut Item, fate: Option<Fate>) {
-    if !shows_body(fate) && !item.part.is_released() {
+/// fate, keeping their counts, in the item and in `cache` alike. A stub is
+/// let go only with its chunk dropped: a kept body is stubbed by some later
+/// build.
+fn release(item: &mut Item, fate: Option<Fate>, cache: &mut ChunkCache) {
+    let (body, stub) = (shows_body(fate), fate != Some(Fate::Dropped));
+    cache.release(item.chunk, body, stub);
+    if !body && !item.part.is_released() {
         item.part = Arc::new(item.part.released());
     }
-    if let (Some(Fate::Dropped), Some(stub)) = (fate, item.stub.as_mut())
-        && !stub.is_released()
+    if let (false, Some(held)) = (stub, item.stub.as_mut())
+        && !held.is_released()
     {
-        *stub = Arc::new(stub.released());
+        *held = Arc::new(held.released());
     }
 }

@@ -99,7 +99,7 @@ impl ContextBuilder {
             return Ok(None);
         };
         let fate = |i: usize| Some(layout.fates[i]);
-        self.settle_texts(state, &mut window.items, fate, preparer, Some(cache))?;
+        self.settle_texts(state, &mut window.items, fate, preparer, cache)?;
         let planner = Planner {
             items: &window.items,
             ..base
@@ -117,7 +117,6 @@ impl ContextBuilder {
         report_plan(carry, previous, assembly, &layout);
         carry.planned = still_planned(&window.items, &ladder, &layout);
         carry.grow_to(state, appended, latest_user);
-        cache.give_back_all(window.items, std::iter::empty());
         // Every chunk this build did not render came from the last one.
         cache.stats.chunks_cached = carry.chunks - cache.stats.chunks_rendered;
         cache.stats.replanned = true;
@@ -156,17 +155,12 @@ impl ContextBuilder {
         };
         for index in planned {
             let chunk = &state.chunks[index];
-            let prepared = self.prepared(index, chunk, preparer, Some(cache))?;
+            let prepared = self.prepared(index, chunk, preparer, cache)?;
             let retention = preparer.policy.retention_of(chunk, turns_after(index));
             let stub = match retention {
-                Retention::Disposable => {
-                    self.stub(index, chunk, &prepared.part, preparer, Some(cache))
-                }
+                Retention::Disposable => self.stub(index, chunk, &prepared.part, preparer, cache),
                 _ => None,
             };
-            let lent = (retention == Retention::Disposable).then(|| stub.clone());
-            // The cache keeps what it lent: the window holds second handles.
-            cache.give_back(index, Arc::clone(&prepared.part), lent);
             let id = match index < carry.chunks {
                 true => carry.result.decisions[index].id.clone(),
                 false => appended[index - carry.chunks].row.id.clone(),
@@ -185,7 +179,6 @@ impl ContextBuilder {
                 role: prepared.role,
                 part: prepared.part,
                 stub,
-                disposable: retention == Retention::Disposable,
                 protected: protects(chunk, retention)
                     || latest_user.is_some_and(|latest| index >= latest),
                 priority: preparer.policy.priority_of(chunk),
@@ -205,8 +198,7 @@ impl ContextBuilder {
     ) -> Result<Vec<Arc<CountedText>>> {
         let mut system = self.system_parts(state, &preparer.ctx, preparer.counter)?;
         for &index in &carry.system_chunks {
-            let prepared = self.prepared(index, &state.chunks[index], preparer, Some(cache))?;
-            cache.give_back(index, Arc::clone(&prepared.part), None);
+            let prepared = self.prepared(index, &state.chunks[index], preparer, cache)?;
             system.push(prepared.part);
         }
         Ok(system)

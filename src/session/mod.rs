@@ -212,7 +212,7 @@ impl ContextSession {
         let pass = Pass {
             policy,
             previous: self.previous.as_ref(),
-            cache: Some(&mut self.cache),
+            cache: &mut self.cache,
         };
         let result = self.builder.build_with(&self.state, pass)?;
         let cut = PreviousCut::by_position(&result.decisions);
