@@ -41,9 +41,10 @@ pub struct BuildStats {
 /// removed), and clears it when a setting that shapes rendering changes.
 /// Slots by position spare every build a hash lookup per chunk.
 ///
-/// A build gets shared handles to what it asks for, and tells the cache
-/// which texts its prompt will not show ([`release`](ChunkCache::release)):
-/// their counts stay, their text goes.
+/// A build gets shared handles to what it asks for, and hands back those
+/// whose text its prompt will not show
+/// ([`hold_released`](ChunkCache::hold_released)): their counts stay, their
+/// text goes.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ChunkCache {
     slots: Vec<Option<Entry>>,
@@ -169,20 +170,27 @@ impl ChunkCache {
         }
     }
 
-    /// Lets go of the texts of the chunk at `index` that a build's prompt
-    /// will not show, keeping their counts: its body unless `body`, and its
-    /// stub too unless `stub`.
-    pub(crate) fn release(&mut self, index: usize, body: bool, stub: bool) {
+    /// Holds the build's own handles to the rendering and stub of the chunk
+    /// at `index` where the build let their text go (see
+    /// [`CountedText::released`]): the cache keeps no text the prompt does
+    /// not show, and the two share one record of the counts.
+    pub(crate) fn hold_released(
+        &mut self,
+        index: usize,
+        part: &Arc<CountedText>,
+        stub: Option<&Arc<CountedText>>,
+    ) {
         let Some(entry) = self.slots.get_mut(index).and_then(Option::as_mut) else {
             return;
         };
-        if !body && !entry.part.is_released() {
-            entry.part = Arc::new(entry.part.released());
+        if part.is_released() && !entry.part.is_released() {
+            entry.part = Arc::clone(part);
         }
-        if let (false, Some(held)) = (stub, entry.stub.as_mut())
+        if let (Some(stub), Some(held)) = (stub, entry.stub.as_mut())
+            && stub.is_released()
             && !held.is_released()
         {
-            *held = Arc::new(held.released());
+            *held = Arc::clone(stub);
         }
     }
 

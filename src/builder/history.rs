@@ -424,14 +424,13 @@ fn shows_stub(fate: Option<Fate>) -> bool {
 /// let go only with its chunk dropped: a kept body is stubbed by some later
 /// build.
 fn release(item: &mut Item, fate: Option<Fate>, cache: &mut ChunkCache) {
-    let (body, stub) = (shows_body(fate), fate != Some(Fate::Dropped));
-    cache.release(item.chunk, body, stub);
-    if !body && !item.part.is_released() {
+    if !shows_body(fate) && !item.part.is_released() {
         item.part = Arc::new(item.part.released());
     }
-    if let (false, Some(held)) = (stub, item.stub.as_mut())
-        && !held.is_released()
+    if let (Some(Fate::Dropped), Some(stub)) = (fate, item.stub.as_mut())
+        && !stub.is_released()
     {
-        *held = Arc::new(held.released());
+        *stub = Arc::new(stub.released());
     }
+    cache.hold_released(item.chunk, &item.part, item.stub.as_ref());
 }
