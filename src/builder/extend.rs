@@ -10,12 +10,14 @@
 //! stubbed, and the new chunks, in no unit of the old ones, stay whole.
 //! So when the last build's messages with the new chunks appended fit the
 //! budget, they are the pipeline's result, byte for byte; `tests/session.rs`
-//! holds the two equal on random sessions. Everything else runs the full
-//! pipeline: a cut that no longer fits, edits and removals, custom
-//! renderers, a summarizer, a changed policy or counter, a new chunk that
-//! shares a call id with an old one or renders into the system message,
-//! caps that name chunks or tools (their warnings depend on the chunks),
-//! a last build without history or without its elided-history marker.
+//! holds the two equal on random sessions. When they do not fit, or a unit
+//! whose protection lifts reaches back before the last turn, the plan runs
+//! again over the last prompt ([`replan`](super::replan)). Everything else
+//! runs the full pipeline: edits and removals, custom renderers, a
+//! summarizer, a changed policy or counter, a new chunk that shares a call
+//! id with an old one or renders into the system message, caps that name
+//! chunks or tools (their warnings depend on the chunks), a last build
+//! without history or without its elided-history marker.
 
 use std::sync::Arc;
 
@@ -158,9 +160,10 @@ struct Growth<'a> {
 }
 
 impl ContextBuilder {
-    /// This turn's build as the extension of `carry`'s, which it then
-    /// becomes; `None` when the full pipeline must build it (see the module
-    /// docs), `carry` unchanged. New chunks go through `cache`.
+    /// This turn's build as the extension of `carry`'s, or planned again
+    /// over its prompt; `carry` becomes it, and `previous` records its cut.
+    /// `None` when the full pipeline must build it (see the module docs).
+    /// New chunks go through `cache`.
     ///
     /// # Errors
     ///
