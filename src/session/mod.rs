@@ -4,12 +4,15 @@
 //! The session keeps each chunk's exact counts, and the rendered text of
 //! those its prompt shows, so a turn tokenizes only the chunks added or
 //! changed since the last build (and, rarely, renders again a chunk whose
-//! text it let go and that comes back); everything else is work linear in
-//! the number of chunks. It also keeps its last build, so the
+//! text it let go and that comes back). It also keeps its last build: the
 //! cut made to fit the budget stays put between trims (the elision frontier
-//! only moves forward) and `stable_prefix_tokens` is reported every turn.
-//! A build is byte-identical to a cold [`ContextBuilder::build`] of the same
-//! state given the same previous build.
+//! only moves forward), `stable_prefix_tokens` is reported every turn, and
+//! a turn that only appended chunks extends that build, or plans again
+//! over its prompt when the cut must move, at a cost that does not grow
+//! with the session (see `ContextBuilder::extend`); other turns run the
+//! full pipeline, linear in the number of chunks. A build is
+//! byte-identical to a cold [`ContextBuilder::build`] of the same state
+//! given the same previous build.
 
 use std::collections::HashSet;
 
