@@ -10,7 +10,8 @@
 //! built again. The peak covers generating the session, its cache, the
 //! previous build it keeps, and each build while it runs with its result.
 //! A second run has the caller still hold the cold result during the warm
-//! build.
+//! build. Then the first loop runs on sessions of about 2M, 4M and 10M
+//! tokens (heap only): memory must grow linearly with the session.
 
 #[path = "../examples/support/session_gen.rs"]
 mod session_gen;
@@ -98,7 +99,7 @@ fn trim_heap() {
 
 /// One turn loop; heap figures are above `tables`, the live bytes once the
 /// tokenizer tables are loaded.
-fn run(builder: &ContextBuilder, tables: usize, hold_cold_result: bool) -> Run {
+fn run(builder: &ContextBuilder, tables: usize, turns: usize, hold_cold_result: bool) -> Run {
     // Loading the tokenizer frees its scratch (decompressed and interim
     // tables); hand that memory back first, or the session would grow into it unseen.
     trim_heap();
@@ -107,7 +108,7 @@ fn run(builder: &ContextBuilder, tables: usize, hold_cold_result: bool) -> Run {
     let rss_reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
     PEAK.store(LIVE.load(Relaxed), Relaxed);
 
-    let state = session_gen::session(1, 900, 1);
+    let state = session_gen::session(1, turns, 1);
     let text = text_bytes(&state);
     let state_bytes = LIVE.load(Relaxed) - tables;
     let mut session = ContextSession::new(builder.clone(), state).expect("a valid session");
@@ -133,12 +134,15 @@ fn run(builder: &ContextBuilder, tables: usize, hold_cold_result: bool) -> Run {
     run
 }
 
+/// Generated turns per million tokens.
+const TURNS_PER_MILLION: usize = 900;
+
 /// Chooses the run in a child process, so that each starts from a fresh heap.
 const RUN_VAR: &str = "AGENT_CONTEXT_MEMORY_RUN";
 
 fn main() {
     let Ok(which) = std::env::var(RUN_VAR) else {
-        for which in ["drop", "hold"] {
+        for which in ["drop", "hold", "scale-2", "scale-4", "scale-10"] {
             let exe = std::env::current_exe().expect("the bench's own path");
             let status = std::process::Command::new(exe)
                 .env(RUN_VAR, which)
@@ -149,6 +153,10 @@ fn main() {
         return;
     };
     let hold = which == "hold";
+    // "scale-N": the same loop on a session of about N million tokens.
+    let millions: usize = which
+        .strip_prefix("scale-")
+        .map_or(1, |n| n.parse().expect("a number of millions"));
     // Load the tables first: they are shared by every session in the process.
     let mut builder = ContextBuilder::new();
     builder.model("gpt-4o").max_tokens(128_000);
@@ -159,8 +167,18 @@ fn main() {
     let tables = LIVE.load(Relaxed);
 
     let mb = |bytes: usize| bytes as f64 / 1e6;
-    let run = run(&builder, tables, hold);
+    let run = run(&builder, tables, millions * TURNS_PER_MILLION, hold);
     let ratio = |bytes: usize| bytes as f64 / run.text as f64;
+    if millions > 1 {
+        println!(
+            "scale {millions}M: text {:.1} MB in {} chunks; peak heap {:.1} MB = {:.2}x the text",
+            mb(run.text),
+            run.chunks,
+            mb(run.heap_peak),
+            ratio(run.heap_peak)
+        );
+        return;
+    }
     if !hold {
         println!(
             "tokenizer: first use of o200k_base in this process (tables) took \
