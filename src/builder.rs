@@ -18,12 +18,11 @@ use crate::budget::{
     framing_table, group_units, plan_steps,
 };
 use crate::chunk_cache::ChunkCache;
-use crate::chunk_id::ChunkId;
 use crate::error::{ErrorKind, Result};
 use crate::format::{FormatOptions, FragmentFormat, render_fragments};
 use crate::memory::MemoryState;
 use crate::message::{
-    BuildResult, ContextMessage, MessageFingerprint, Resolved, Summary, Truncation,
+    BuildResult, ContextMessage, Resolved, Summary, Truncation, fingerprints, included,
 };
 use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
@@ -607,40 +606,16 @@ impl ContextBuilder {
             summary,
         } = assembled;
         let messages: Rows<ContextMessage> = messages.into();
-        let fingerprints: Rows<MessageFingerprint> = messages
-            .iter()
-            .zip(&growable_prefix_tokens)
-            .map(|(message, &growable): (&ContextMessage, &usize)| {
-                MessageFingerprint::of(message, growable)
-            })
-            .collect();
+        let fingerprints = fingerprints(&messages, &growable_prefix_tokens);
         let stable_prefix_tokens =
             previous.map(|p| p.stable_prefix_tokens(&messages, &fingerprints));
-        let included: Rows<ChunkId> = messages
-            .iter()
-            .flat_map(|m| m.chunk_ids.iter().cloned())
-            .collect();
+        let included = included(&messages);
         let excluded = decisions
             .iter()
             .filter(|d| !d.is_included())
             .map(|d| d.id.clone())
             .collect();
-        let truncated = decisions
-            .iter()
-            .filter_map(|d| match d.decision {
-                Decision::Truncated {
-                    tokens_before,
-                    tokens_after,
-                    cap,
-                } => Some(Truncation {
-                    id: d.id.clone(),
-                    tokens_before,
-                    tokens_after,
-                    cap,
-                }),
-                _ => None,
-            })
-            .collect();
+        let truncated = decisions.iter().filter_map(Truncation::of).collect();
         BuildResult {
             model: self.model.clone(),
             encoding: budget.counter.encoding_name().to_owned(),

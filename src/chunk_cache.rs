@@ -17,7 +17,8 @@ pub struct BuildStats {
     pub chunks_rendered: usize,
     /// Tokens of the chunks this build rendered: the text it had to tokenize.
     pub tokens_counted: usize,
-    /// Chunks served from the cache.
+    /// Chunks this build did not render: served from the cache, or carried
+    /// over from the last build.
     pub chunks_cached: usize,
     /// Of the chunks rendered, those rendered again because the build kept
     /// one whose text had been let go (see the README's Sessions section).

@@ -7,7 +7,7 @@ use std::hash::Hasher;
 use serde::Serialize;
 use smallvec::SmallVec;
 
-use crate::budget::{ChunkDecision, Elision};
+use crate::budget::{ChunkDecision, Decision, Elision};
 use crate::chunk_id::ChunkId;
 use crate::error::Result;
 use crate::message_text::MessageText;
@@ -43,6 +43,25 @@ pub struct Truncation {
     pub tokens_after: usize,
     /// The cap on the whole rendered chunk, tag and marker included.
     pub cap: usize,
+}
+
+impl Truncation {
+    /// The truncation `decision` records, if its chunk was kept truncated.
+    pub(crate) fn of(decision: &ChunkDecision) -> Option<Truncation> {
+        match decision.decision {
+            Decision::Truncated {
+                tokens_before,
+                tokens_after,
+                cap,
+            } => Some(Truncation {
+                id: decision.id.clone(),
+                tokens_before,
+                tokens_after,
+                cap,
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// The result of a build.
@@ -162,6 +181,27 @@ impl MessageFingerprint {
             growable,
         }
     }
+}
+
+/// The fingerprints of `messages`, whose first `growable` content tokens
+/// (one figure per message) stay if they grow.
+pub(crate) fn fingerprints(
+    messages: &Rows<ContextMessage>,
+    growable: &[usize],
+) -> Rows<MessageFingerprint> {
+    messages
+        .iter()
+        .zip(growable)
+        .map(|(message, &growable)| MessageFingerprint::of(message, growable))
+        .collect()
+}
+
+/// The ids of the chunks in `messages`, in order.
+pub(crate) fn included(messages: &Rows<ContextMessage>) -> Rows<ChunkId> {
+    messages
+        .iter()
+        .flat_map(|m| m.chunk_ids.iter().cloned())
+        .collect()
 }
 
 /// The hash a [`MessageFingerprint`] keeps of a message's content.

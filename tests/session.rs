@@ -87,7 +87,8 @@ proptest! {
     #![proptest_config(proptest_config())]
 
     /// Turns that only append: extended, planned again over the last
-    /// prompt, or built in full, every build equals the cold one.
+    /// prompt, or built in full, every build equals the cold one, failures
+    /// included.
     #[test]
     fn appending_turns_build_as_cold_builds_whatever_the_settings(
         state in session(60),
@@ -98,16 +99,21 @@ proptest! {
         thinking_priority in prop::option::of(0i64..100),
         user_first in any::<bool>(),
         no_framing in any::<bool>(),
-        without_thinking in any::<bool>(),
+        left_out in prop::sample::subsequence(
+            vec![ChunkKind::Thinking, ChunkKind::Environment, ChunkKind::Workflow, ChunkKind::Delegation],
+            0..3,
+        ),
+        estimated in any::<bool>(),
     ) {
         let mut builder = ContextBuilder::new();
         builder.max_tokens(max_tokens).user_first(user_first);
         if no_framing {
             builder.framing(agent_context::tokens::Framing::None);
         }
-        if without_thinking {
-            builder.exclude_kinds([ChunkKind::Thinking]);
+        if estimated {
+            builder.model("claude-sonnet-4");
         }
+        builder.exclude_kinds(left_out);
         let policy = builder.policy_mut();
         policy.low_water = low_water;
         policy.recent_turns = recent_turns;
@@ -593,5 +599,85 @@ fn turns_an_extension_cannot_build_are_planned_again_or_run_the_full_pipeline() 
         [
             Full, Full, Extended, Full, Extended, Full, Extended, Replanned, Extended, Extended
         ]
+    );
+}
+
+#[test]
+fn a_filtered_result_stays_out_of_the_unit_planned_again() {
+    // The first build drops w0, whose result the filter leaves out: the
+    // next turn, planned again, must not count that result as dropped.
+    let mut builder = ContextBuilder::new();
+    builder
+        .max_tokens(328)
+        .exclude_kinds([ChunkKind::Environment]);
+    builder.policy_mut().low_water = 1.0;
+    let assistant = |id: &str| serde_json::json!({"id": id, "kind": "agent", "role": "assistant", "text": "ok ".repeat(30)});
+    let turns = [
+        serde_json::json!([
+            user("u0", 40),
+            call("w0", "k0"),
+            result("r0", "k0", 60),
+            assistant("a0"),
+            user("u1", 40),
+            assistant("a1"),
+            user("u2", 40),
+            assistant("a2"),
+        ]),
+        serde_json::json!([assistant("a3")]),
+        serde_json::json!([user("u3", 40), assistant("a4")]),
+    ];
+    let paths = turn_paths(&builder, &turns);
+    assert!(paths[1..].contains(&Path::Replanned), "{paths:?}");
+}
+
+#[test]
+fn a_new_chunk_whose_cap_is_too_small_is_named_as_the_pipeline_names_it() {
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(4_000);
+    builder
+        .policy_mut()
+        .caps
+        .set_kind(ChunkKind::Environment, Some(24));
+    let long = |c: &str| format!("{c}{}", "x".repeat(300));
+    let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
+    let first =
+        MemoryState::from_json_value(serde_json::json!({"chunks": [user("u0", 5)]})).unwrap();
+    session.extend(first.chunks).unwrap();
+    session.build().unwrap();
+    let turn = serde_json::json!({"chunks": [
+        call("w1", &long("a")), result("r1", &long("a"), 5),
+        call("w2", &long("b")), result("r2", &long("b"), 5),
+    ]});
+    session
+        .extend(MemoryState::from_json_value(turn).unwrap().chunks)
+        .unwrap();
+    let expected = cold(&builder, session.state(), None).unwrap_err();
+    assert_eq!(
+        session.build().unwrap_err().to_string(),
+        expected.to_string()
+    );
+}
+
+#[test]
+fn a_turn_handed_to_the_full_pipeline_counts_each_chunk_once() {
+    let mut session = ContextSession::new(ContextBuilder::new(), MemoryState::new()).unwrap();
+    let first = serde_json::json!({"chunks": [user("u1", 5), call("w1", "k1")]});
+    session
+        .extend(MemoryState::from_json_value(first).unwrap().chunks)
+        .unwrap();
+    session.build().unwrap();
+    // A system chunk sends the turn to the full pipeline after the new
+    // user turn was rendered.
+    let turn = serde_json::json!({"chunks": [user("u2", 5), {"id": "s1", "kind": "system", "text": "repo"}]});
+    session
+        .extend(MemoryState::from_json_value(turn).unwrap().chunks)
+        .unwrap();
+    session.build().unwrap();
+    let stats = session.stats();
+    assert_eq!((stats.extended, stats.replanned), (false, false));
+    assert_eq!(
+        (stats.chunks_rendered, stats.chunks_cached),
+        (2, 2),
+        "{stats:?}"
     );
 }

@@ -33,7 +33,7 @@ use crate::budget::{
     tool_call,
 };
 use crate::chunk_cache::ChunkCache;
-use crate::chunk_id::{ChunkId, fingerprint};
+use crate::chunk_id::fingerprint;
 use crate::error::Result;
 use crate::memory::{MemoryChunk, MemoryState};
 use crate::message::{BuildResult, ContextMessage, MessageFingerprint, Truncation};
@@ -109,9 +109,18 @@ impl Carry {
             }
         }
         if let Some(first) = first_dropped {
+            // The unit's members are the chunks the budget dropped with it:
+            // one the filters left out shares its call id, not its unit.
             let call = tool_call(&state.chunks[first]);
+            let rows = &result.decisions;
             let in_unit = |index: &usize| match call {
-                Some(call) => tool_call(&state.chunks[*index]) == Some(call),
+                Some(call) => {
+                    tool_call(&state.chunks[*index]) == Some(call)
+                        && rows[*index].decision
+                            == (Decision::Dropped {
+                                reason: DropReason::Budget,
+                            })
+                }
                 None => *index == first,
             };
             planned.extend((first..state.chunks.len()).filter(in_unit));
@@ -152,8 +161,9 @@ pub(super) struct Appended<'s> {
 /// The new items grouped into messages: the first group may extend the
 /// last build's last message.
 struct Growth<'a> {
-    /// Whether the first group joins the last message.
-    extends_last: bool,
+    /// When the first group joins the last message: the content tokens of
+    /// that message's parts, each followed by the separator.
+    joined_before: Option<usize>,
     groups: Vec<(Role, SmallVec<[&'a Appended<'a>; 4]>)>,
     /// Tokens of the grown prompt.
     total: usize,
@@ -260,7 +270,9 @@ impl ContextBuilder {
             }
         }
         let mut appended = Vec::with_capacity(new.len());
-        for (offset, chunk) in new.iter().enumerate() {
+        // Newest first, as the pipeline walks: a failing chunk is the one
+        // it would name.
+        for (offset, chunk) in new.iter().enumerate().rev() {
             let index = carry.chunks + offset;
             let mut row = ChunkDecision {
                 id: cache.id(index, &chunk.id),
@@ -299,6 +311,7 @@ impl ContextBuilder {
                 part,
             });
         }
+        appended.reverse();
         Ok(Some(appended))
     }
 
@@ -363,17 +376,14 @@ impl ContextBuilder {
         let priming = self.framing.priming();
         let mut stable = old_total - priming;
         let mut groups = growth.groups.iter();
-        if growth.extends_last
-            && let Some((_, parts)) = groups.next()
-            && let (Some(message), Some(print), Some(last)) = (
-                result.messages.last_mut(),
-                result.fingerprints.last_mut(),
-                result.last_part.as_ref(),
-            )
+        // The first group is taken only with the message it joins.
+        if let (Some(joined_before), Some(message), Some(print)) = (
+            growth.joined_before,
+            result.messages.last_mut(),
+            result.fingerprints.last_mut(),
+        ) && let Some((_, parts)) = groups.next()
         {
             stable = stable - message.tokens + print.growable;
-            let before = message.tokens - framing[role_index(message.role)];
-            let joined_before = before - last.alone() + last.joined();
             append_parts(message, parts);
             let (content, growable) = grown_counts(joined_before, parts);
             message.tokens = framing[role_index(message.role)] + content;
@@ -450,7 +460,7 @@ fn grow<'a>(last: &BuildResult, appended: &'a [Appended<'a>], framing: &[usize; 
         }
     }
     let mut total = last.token_count;
-    let mut extends_last = false;
+    let mut joined_before = None;
     let mut rest = &groups[..];
     if let (Some((role, parts)), Some(message), Some(part)) = (
         groups.first(),
@@ -458,17 +468,18 @@ fn grow<'a>(last: &BuildResult, appended: &'a [Appended<'a>], framing: &[usize; 
         last.last_part.as_ref(),
     ) && *role == message.role
     {
-        extends_last = true;
         let before = message.tokens - framing[role_index(*role)];
-        let (grown, _) = grown_counts(before - part.alone() + part.joined(), parts);
+        let joined = before - part.alone() + part.joined();
+        let (grown, _) = grown_counts(joined, parts);
         total += grown - before;
+        joined_before = Some(joined);
         rest = &groups[1..];
     }
     for (role, parts) in rest {
         total += framing[role_index(*role)] + grown_counts(0, parts).0;
     }
     Growth {
-        extends_last,
+        joined_before,
         groups,
         total,
     }
@@ -520,25 +531,15 @@ impl Carry {
     fn record_rows(&mut self, appended: &[Appended<'_>]) {
         let result = &mut self.result;
         for a in appended {
-            let id: ChunkId = a.row.id.clone();
+            let id = a.row.id.clone();
             if a.part.is_some() {
                 result.included.push(id);
             } else {
                 result.excluded.push(id);
                 self.excluded_at.push(a.index);
             }
-            if let Decision::Truncated {
-                tokens_before,
-                tokens_after,
-                cap,
-            } = a.row.decision
-            {
-                result.truncated.push(Truncation {
-                    id: a.row.id.clone(),
-                    tokens_before,
-                    tokens_after,
-                    cap,
-                });
+            if let Some(cut) = Truncation::of(&a.row) {
+                result.truncated.push(cut);
                 self.truncated_at.push(a.index);
             }
             result.decisions.push(a.row.clone());

@@ -26,7 +26,7 @@ use crate::chunk_cache::ChunkCache;
 use crate::chunk_id::ChunkId;
 use crate::error::Result;
 use crate::memory::MemoryState;
-use crate::message::{BuildResult, MessageFingerprint, Truncation};
+use crate::message::{BuildResult, Truncation, fingerprints, included};
 use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
 use crate::roles::{ChunkKind, Retention};
@@ -75,7 +75,10 @@ impl ContextBuilder {
             .filter_map(|chunk| Some((chunk.call_id.as_deref()?, NO_UNIT)))
             .collect();
         let units = group_units(&mut window.items, chunks, &mut calls);
-        let id_of = |chunk: usize| &window.prepared[position(&window.items, chunk)].id;
+        let id_of = |chunk: usize| match chunk < carry.chunks {
+            true => &carry.result.decisions[chunk].id,
+            false => &appended[chunk - carry.chunks].row.id,
+        };
         let (steps, sticky) = plan_steps(&window.items, &units, id_of, Some(&previous.cut));
         let ladder = Ladder {
             units,
@@ -104,12 +107,10 @@ impl ContextBuilder {
             items: &window.items,
             ..base
         };
-        let id = |chunk: usize| window.prepared[position(&window.items, chunk)].id.clone();
-        let system_id = |chunk: usize| carry.result.decisions[chunk].id.clone();
         let assembly = assemble(&planner, &layout, &carry.system_chunks, |chunk| {
-            match chunk < carry.chunks && carry.system_chunks.contains(&chunk) {
-                true => system_id(chunk),
-                false => id(chunk),
+            match chunk < carry.chunks {
+                true => carry.result.decisions[chunk].id.clone(),
+                false => appended[chunk - carry.chunks].row.id.clone(),
             }
         });
         drop(planner);
@@ -259,20 +260,7 @@ impl Relisted {
             self.excluded.push((index, id));
         }
         if truncated(row) != was.1 {
-            let cut = match row.decision {
-                Decision::Truncated {
-                    tokens_before,
-                    tokens_after,
-                    cap,
-                } => Some(Truncation {
-                    id: row.id.clone(),
-                    tokens_before,
-                    tokens_after,
-                    cap,
-                }),
-                _ => None,
-            };
-            self.truncated.push((index, cut));
+            self.truncated.push((index, Truncation::of(row)));
         }
     }
 
@@ -337,11 +325,6 @@ pub(super) fn latest_user(carry: &Carry, appended: &[Appended<'_>]) -> Option<us
         .or(carry.latest_user)
 }
 
-/// The position of the item of chunk `chunk` (items are in chunk order).
-fn position(items: &[Item], chunk: usize) -> usize {
-    items.partition_point(|item| item.chunk < chunk)
-}
-
 /// The chunks the last build dropped that this plan leaves out, and their
 /// tokens: all it dropped but those planned again.
 fn frozen_counts(carry: &Carry, window: &Window) -> (usize, usize) {
@@ -378,16 +361,9 @@ fn still_planned(items: &[Item], ladder: &Ladder, layout: &Layout) -> Vec<usize>
 fn report_plan(carry: &mut Carry, previous: &PreviousBuild, assembly: Assembly, layout: &Layout) {
     let result = &mut carry.result;
     let messages: Rows<_> = assembly.messages.into();
-    let fingerprints: Rows<MessageFingerprint> = messages
-        .iter()
-        .zip(&assembly.growable)
-        .map(|(message, &growable)| MessageFingerprint::of(message, growable))
-        .collect();
+    let fingerprints = fingerprints(&messages, &assembly.growable);
     result.stable_prefix_tokens = Some(previous.stable_prefix_tokens(&messages, &fingerprints));
-    result.included = messages
-        .iter()
-        .flat_map(|m| m.chunk_ids.iter().cloned())
-        .collect::<Rows<ChunkId>>();
+    result.included = included(&messages);
     result.messages = messages;
     result.fingerprints = fingerprints;
     result.token_count = layout.total;

@@ -212,12 +212,17 @@ impl ContextSession {
             previous.follow(&result);
             return Ok(result);
         }
+        // New chunks a turn rendered before handing over to the full
+        // pipeline are rendered once: the pipeline finds them cached.
+        let rendered_before = self.cache.stats.chunks_rendered;
         let pass = Pass {
             policy,
             previous: self.previous.as_ref(),
             cache: &mut self.cache,
         };
         let result = self.builder.build_with(&self.state, pass)?;
+        let cached = &mut self.cache.stats.chunks_cached;
+        *cached = cached.saturating_sub(rendered_before);
         let cut = PreviousCut::by_position(&result.decisions);
         self.previous = Some(PreviousBuild::new(&result, cut));
         self.carry = Some(Carry::new(result.clone(), &self.state, policy));
