@@ -1,8 +1,9 @@
 //! Long sessions: cold builds of 1M to 10M tokens into a 128k budget beside
 //! one pass of our own counting (and of tiktoken-rs's `encode_ordinary`)
 //! over the same rendered bytes; warm turns at 250k, 1M and 10M tokens
-//! beside their floor, tokenizing only the new turn; planning over 10k
-//! chunks; loading the tokenizer.
+//! beside their floor, tokenizing only the new turn; 10k chunks built
+//! again with nothing new, and through the full pipeline with the cut
+//! forgotten; loading the tokenizer.
 //!
 //! `cargo bench --bench session`. Inputs come from the deterministic
 //! generator in `examples/support/session_gen.rs`.
@@ -206,7 +207,7 @@ fn plan_10k(c: &mut Criterion) {
     for budget in [BUDGET, 32_000] {
         let mut session = ContextSession::new(builder(budget), state.clone()).unwrap();
         session.build().unwrap();
-        // Nothing new: the build is planning and assembling 10k cached chunks.
+        // Nothing new: the build extends the last one by no chunks.
         group.bench_function(format!("10k-chunks-{budget}"), |b| {
             b.iter(|| session.build().unwrap())
         });

@@ -1,12 +1,13 @@
 //! A session's turn whose last cut, with the new chunks, no longer fits:
 //! the plan runs again, over the chunks it can change only.
 //!
-//! Given the last build as previous, the pipeline plans every chunk but
-//! those the last build dropped, which it drops again unplanned, all but
-//! the oldest dropped unit (the elided-history marker stands there). So
-//! its plan is over the chunks in the last prompt (outside the system
-//! message), that oldest unit and the new chunks: the plan here, with the
-//! same planner, ladder and previous cut. The other rows are carried over;
+//! Given the last build as previous, the pipeline repeats its cut first:
+//! every unit it dropped is dropped again, so those chunks only add their
+//! count and tokens to the elided-history marker (most it does not even
+//! plan). The plan here covers the chunks in the last prompt (outside the
+//! system message), the oldest dropped unit (the marker stands there) and
+//! the new chunks, with the same planner, ladder and previous cut, and takes
+//! the other dropped chunks as that sum. The other rows are carried over;
 //! the rows of the planned chunks that change are replaced, and the lists
 //! of chunks left out and truncated updated in place. The cost is the
 //! prompt's, not the session's. When the planner finds the protected
