@@ -1,12 +1,12 @@
 //! [`ChunkId`]: a chunk id shared between a session and every build's report.
 
-use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::ops::Deref;
 use std::sync::Arc;
 
 use serde::Serialize;
+
+use crate::str_like::str_like;
 
 /// A chunk's id as it appears in a [`BuildResult`](crate::BuildResult).
 ///
@@ -77,64 +77,4 @@ impl Ord for ChunkId {
     }
 }
 
-impl Deref for ChunkId {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl Borrow<str> for ChunkId {
-    fn borrow(&self) -> &str {
-        &self.0
-    }
-}
-
-impl AsRef<str> for ChunkId {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for ChunkId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl PartialEq<str> for ChunkId {
-    fn eq(&self, other: &str) -> bool {
-        &*self.0 == other
-    }
-}
-
-impl PartialEq<&str> for ChunkId {
-    fn eq(&self, other: &&str) -> bool {
-        &*self.0 == *other
-    }
-}
-
-impl PartialEq<String> for ChunkId {
-    fn eq(&self, other: &String) -> bool {
-        *self.0 == **other
-    }
-}
-
-impl PartialEq<ChunkId> for String {
-    fn eq(&self, other: &ChunkId) -> bool {
-        **self == *other.0
-    }
-}
-
-impl PartialEq<ChunkId> for str {
-    fn eq(&self, other: &ChunkId) -> bool {
-        *self == *other.0
-    }
-}
-
-impl PartialEq<ChunkId> for &str {
-    fn eq(&self, other: &ChunkId) -> bool {
-        **self == *other.0
-    }
-}
+str_like!(ChunkId);

@@ -67,7 +67,8 @@
 //!
 //! 1. leaves, importing nothing above them: ids (`chunk_id`), `roles`,
 //!    `error`, JSON input (`json_scan`, `json_input`, `json_text`), the
-//!    fragment tree (`fragment`), and the report's shared lists and texts
+//!    fragment tree (`fragment`), the string impls ids and texts share
+//!    (`str_like`), and the report's shared lists and texts
 //!    ([`Rows`], [`MessageText`]);
 //! 2. the model: `memory`, and `memory_schema`, which reads it from JSON;
 //! 3. [`tokens`], [`render`] (escaping included), [`format`](mod@format);
@@ -105,6 +106,7 @@ pub mod render;
 mod roles;
 mod rows;
 mod session;
+mod str_like;
 pub mod tokens;
 
 pub use budget::planner::Elision;

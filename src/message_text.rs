@@ -1,12 +1,12 @@
 //! [`MessageText`]: a message's content, shared between a session and
 //! every build's report.
 
-use std::borrow::Borrow;
 use std::fmt;
-use std::ops::Deref;
 use std::sync::Arc;
 
 use serde::Serialize;
+
+use crate::str_like::str_like;
 
 /// The content of a [`ContextMessage`](crate::ContextMessage): immutable
 /// text behind a reference count.
@@ -44,70 +44,10 @@ impl From<MessageText> for String {
     }
 }
 
-impl Deref for MessageText {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl AsRef<str> for MessageText {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl Borrow<str> for MessageText {
-    fn borrow(&self) -> &str {
-        &self.0
-    }
-}
-
 impl fmt::Debug for MessageText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&*self.0, f)
     }
 }
 
-impl fmt::Display for MessageText {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl PartialEq<str> for MessageText {
-    fn eq(&self, other: &str) -> bool {
-        &*self.0 == other
-    }
-}
-
-impl PartialEq<&str> for MessageText {
-    fn eq(&self, other: &&str) -> bool {
-        &*self.0 == *other
-    }
-}
-
-impl PartialEq<String> for MessageText {
-    fn eq(&self, other: &String) -> bool {
-        *self.0 == **other
-    }
-}
-
-impl PartialEq<MessageText> for str {
-    fn eq(&self, other: &MessageText) -> bool {
-        *self == *other.0
-    }
-}
-
-impl PartialEq<MessageText> for &str {
-    fn eq(&self, other: &MessageText) -> bool {
-        **self == *other.0
-    }
-}
-
-impl PartialEq<MessageText> for String {
-    fn eq(&self, other: &MessageText) -> bool {
-        **self == *other.0
-    }
-}
+str_like!(MessageText);
