@@ -47,6 +47,7 @@ pub(crate) use units::{
 };
 
 use crate::chunk_id::ChunkId;
+use crate::memory::MemoryChunk;
 pub(crate) use crate::render::{ELIDED_TAG, HISTORY_START_TAG, SUMMARY_TAG};
 use crate::roles::ChunkKind;
 
@@ -120,6 +121,23 @@ pub struct ChunkDecision {
 }
 
 impl ChunkDecision {
+    /// The decision on `chunk` (whose shared id is `id`) before anything
+    /// else is known of it: left out by the filters, with its own
+    /// priority. A build that selects the chunk says more.
+    pub(crate) fn filtered(id: ChunkId, chunk: &MemoryChunk, policy: &Policy) -> Self {
+        ChunkDecision {
+            id,
+            kind: chunk.kind,
+            tokens: 0,
+            priority: policy.priority_of(chunk),
+            protected: false,
+            decision: Decision::Dropped {
+                reason: DropReason::Filtered,
+            },
+            truncated_from: None,
+        }
+    }
+
     /// Whether the chunk is in the prompt, in any form.
     pub fn is_included(&self) -> bool {
         !matches!(self.decision, Decision::Dropped { .. })

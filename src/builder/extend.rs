@@ -33,7 +33,7 @@ use crate::budget::{
     tool_call,
 };
 use crate::chunk_cache::ChunkCache;
-use crate::chunk_id::fingerprint;
+use crate::chunk_id::{ChunkId, fingerprint};
 use crate::error::Result;
 use crate::memory::{MemoryChunk, MemoryState};
 use crate::message::{BuildResult, ContextMessage, MessageFingerprint, Truncation};
@@ -141,6 +141,17 @@ impl Carry {
     }
 }
 
+impl Carry {
+    /// The shared id of the chunk at `index`: one the last build reported,
+    /// or one of the `appended` since.
+    pub(super) fn id_of<'a>(&'a self, appended: &'a [Appended<'_>], index: usize) -> &'a ChunkId {
+        match index < self.chunks {
+            true => &self.result.decisions[index].id,
+            false => &appended[index - self.chunks].row.id,
+        }
+    }
+}
+
 /// Whether the build's filters left the chunk of `row` out.
 fn is_filtered(row: &ChunkDecision) -> bool {
     row.decision
@@ -208,9 +219,8 @@ impl ContextBuilder {
         let lifted = self.lifted(state, carry, latest_user, policy);
         let growth = grow(&carry.result, &appended, &framing);
         let Some(lifted) = lifted.filter(|_| growth.total <= carry.result.budget) else {
-            return self.replan(
-                state, &preparer, &counter, carry, previous, cache, &appended,
-            );
+            let turn = (&appended[..], latest_user);
+            return self.replan(state, &preparer, &counter, carry, previous, cache, turn);
         };
         // Nothing fails from here: the last build becomes this one.
         self.apply(carry, &growth, &framing);
@@ -274,17 +284,8 @@ impl ContextBuilder {
         // it would name.
         for (offset, chunk) in new.iter().enumerate().rev() {
             let index = carry.chunks + offset;
-            let mut row = ChunkDecision {
-                id: cache.id(index, &chunk.id),
-                kind: chunk.kind,
-                tokens: 0,
-                priority: preparer.policy.priority_of(chunk),
-                protected: false,
-                decision: Decision::Dropped {
-                    reason: DropReason::Filtered,
-                },
-                truncated_from: None,
-            };
+            let mut row =
+                ChunkDecision::filtered(cache.id(index, &chunk.id), chunk, preparer.policy);
             let mut part = None;
             if self.selects(chunk, only_ids.as_ref()) {
                 let mut prepared = self.prepared(index, chunk, preparer, cache)?;
@@ -489,8 +490,10 @@ fn grow<'a>(last: &BuildResult, appended: &'a [Appended<'a>], framing: &[usize; 
 /// (each followed by the separator) once `parts` follow them, and the
 /// tokens that stay put if it grows again (see `MessageFingerprint`).
 fn grown_counts(joined_before: usize, parts: &[&Appended<'_>]) -> (usize, usize) {
-    let counted = |a: &&Appended<'_>| a.part.as_ref().map(|(_, part)| Arc::clone(part));
-    let parts: SmallVec<[Arc<CountedText>; 4]> = parts.iter().filter_map(counted).collect();
+    let parts: SmallVec<[&CountedText; 4]> = parts
+        .iter()
+        .filter_map(|a| a.part.as_ref().map(|(_, part)| &**part))
+        .collect();
     let Some((last, rest)) = parts.split_last() else {
         return (joined_before, joined_before);
     };

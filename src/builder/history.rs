@@ -221,17 +221,7 @@ impl ContextBuilder {
         cache: &mut ChunkCache,
     ) -> Result<()> {
         let id = cache.id(index, &chunk.id);
-        let mut decision = ChunkDecision {
-            id,
-            kind: chunk.kind,
-            tokens: 0,
-            priority: walk.preparer.policy.priority_of(chunk),
-            protected: false,
-            decision: Decision::Dropped {
-                reason: DropReason::Filtered,
-            },
-            truncated_from: None,
-        };
+        let mut decision = ChunkDecision::filtered(id, chunk, walk.preparer.policy);
         if let Some((priority, tokens)) = frozen.get(index) {
             cache.count_cached();
             decision.truncated_from = cache.truncated_from(index);
@@ -363,7 +353,9 @@ impl ContextBuilder {
             let fate = fate(i);
             let chunk = &state.chunks[item.chunk];
             if shows_body(fate) && item.part.is_released() {
-                item.part = self.restored(item.chunk, chunk, preparer, cache)?.part;
+                let restored = self.restored(item.chunk, chunk, preparer, cache)?.part;
+                debug_assert_eq!(restored.alone(), item.part.alone(), "renders the same");
+                item.part = restored;
             }
             if shows_stub(fate) && item.stub.as_ref().is_some_and(|s| s.is_released()) {
                 cache.forget_stub(item.chunk);

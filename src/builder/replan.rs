@@ -60,9 +60,8 @@ impl ContextBuilder {
         carry: &mut Carry,
         previous: &mut PreviousBuild,
         cache: &mut ChunkCache,
-        appended: &[Appended<'_>],
+        (appended, latest_user): (&[Appended<'_>], Option<usize>),
     ) -> Result<Option<BuildResult>> {
-        let latest_user = latest_user(carry, appended);
         let mut window = self.window(state, preparer, carry, cache, appended, latest_user)?;
         if !all_start_clean(&window.items) {
             return Ok(None);
@@ -76,10 +75,7 @@ impl ContextBuilder {
             .filter_map(|chunk| Some((chunk.call_id.as_deref()?, NO_UNIT)))
             .collect();
         let units = group_units(&mut window.items, chunks, &mut calls);
-        let id_of = |chunk: usize| match chunk < carry.chunks {
-            true => &carry.result.decisions[chunk].id,
-            false => &appended[chunk - carry.chunks].row.id,
-        };
+        let id_of = |chunk: usize| carry.id_of(appended, chunk);
         let (steps, sticky) = plan_steps(&window.items, &units, id_of, Some(&previous.cut));
         let ladder = Ladder {
             units,
@@ -109,10 +105,7 @@ impl ContextBuilder {
             ..base
         };
         let assembly = assemble(&planner, &layout, &carry.system_chunks, |chunk| {
-            match chunk < carry.chunks {
-                true => carry.result.decisions[chunk].id.clone(),
-                false => appended[chunk - carry.chunks].row.id.clone(),
-            }
+            carry.id_of(appended, chunk).clone()
         });
         drop(planner);
         self.record_plan(carry, previous, &window, &layout, appended);
@@ -163,19 +156,11 @@ impl ContextBuilder {
                 Retention::Disposable => self.stub(index, chunk, &prepared.part, preparer, cache),
                 _ => None,
             };
-            let id = match index < carry.chunks {
-                true => carry.result.decisions[index].id.clone(),
-                false => appended[index - carry.chunks].row.id.clone(),
-            };
-            window.prepared.push(ChunkDecision {
-                id,
-                kind: chunk.kind,
-                tokens: prepared.part.alone(),
-                priority: preparer.policy.priority_of(chunk),
-                protected: false,
-                decision: prepared.decision,
-                truncated_from: None,
-            });
+            let id = carry.id_of(appended, index).clone();
+            let mut row = ChunkDecision::filtered(id, chunk, preparer.policy);
+            row.tokens = prepared.part.alone();
+            row.decision = prepared.decision;
+            window.prepared.push(row);
             window.items.push(Item {
                 chunk: index,
                 role: prepared.role,
