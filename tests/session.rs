@@ -681,3 +681,34 @@ fn a_turn_handed_to_the_full_pipeline_counts_each_chunk_once() {
         "{stats:?}"
     );
 }
+
+#[test]
+fn a_forked_session_goes_on_apart_from_its_original() {
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(2_000);
+    let mut original = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
+    let first =
+        serde_json::json!({"chunks": [user("u1", 30), call("w1", "k1"), result("r1", "k1", 40)]});
+    original
+        .extend(MemoryState::from_json_value(first).unwrap().chunks)
+        .unwrap();
+    let before = original.build().unwrap();
+    let mut fork = original.clone();
+    fork.reserve(8);
+    fork.push(MemoryChunk::agent("a1", Role::Assistant, "Fixed."))
+        .unwrap();
+    let forked = fork.build().unwrap();
+    assert!(fork.stats().extended, "{:?}", fork.stats());
+    assert_eq!(forked, cold(&builder, fork.state(), Some(&before)).unwrap());
+    // The original neither sees the fork's chunk nor loses its own turn.
+    assert_eq!(original.state().chunks.len(), 3);
+    original
+        .push(MemoryChunk::agent("a1", Role::Assistant, "Another answer."))
+        .unwrap();
+    let own = original.build().unwrap();
+    assert_eq!(
+        own,
+        cold(&builder, original.state(), Some(&before)).unwrap()
+    );
+    assert_ne!(own.messages, forked.messages);
+}
