@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::budget::Decision;
+use crate::budget::{Decision, MIN_CAP};
 use crate::chunk_id::ChunkId;
 use crate::error::Result;
 use crate::prepare::PreparedChunk;
@@ -13,15 +13,17 @@ use crate::tokens::parts::CountedText;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct BuildStats {
-    /// Chunks rendered and counted by this build (cache misses).
+    /// Chunks rendered by this build: those new or changed (or whose cap
+    /// changed), rendered and counted, and those restored.
     pub chunks_rendered: usize,
-    /// Tokens of the chunks this build rendered: the text it had to tokenize.
+    /// Tokens of the chunks this build counted: the text it had to tokenize.
     pub tokens_counted: usize,
     /// Chunks this build did not render: served from the cache, or carried
     /// over from the last build.
     pub chunks_cached: usize,
     /// Of the chunks rendered, those rendered again because the build kept
     /// one whose text had been let go (see the README's Sessions section).
+    /// A chunk rendered whole keeps its counts and is not counted again.
     pub chunks_restored: usize,
     /// Whether the build extended the last one instead of planning every
     /// chunk again: the turn only appended chunks and the last cut, with
@@ -69,6 +71,15 @@ struct Entry {
     stub_known: bool,
 }
 
+impl Entry {
+    /// Whether this rendering is the one `cap` gives: the same cap, or a
+    /// chunk rendered whole that `cap` would not cut either.
+    fn serves(&self, cap: Option<usize>) -> bool {
+        let fits = |cap: usize| self.part.alone() <= cap.max(MIN_CAP);
+        self.cap == cap || (self.truncated.is_none() && cap.is_none_or(fits))
+    }
+}
+
 impl ChunkCache {
     /// The chunk at `index` rendered under `cap`, from the cache or from
     /// `prepare`.
@@ -82,7 +93,7 @@ impl ChunkCache {
             .slots
             .get(index)
             .and_then(Option::as_ref)
-            .filter(|e| e.cap == cap)
+            .filter(|e| e.serves(cap))
         {
             self.stats.chunks_cached += 1;
             return Ok(PreparedChunk {
@@ -119,7 +130,56 @@ impl ChunkCache {
     /// if the cache holds it.
     pub(crate) fn peek(&self, index: usize, cap: Option<usize>) -> Option<(usize, Role)> {
         let entry = self.slots.get(index)?.as_ref()?;
-        (entry.cap == cap).then(|| (entry.part.alone(), entry.role))
+        entry.serves(cap).then(|| (entry.part.alone(), entry.role))
+    }
+
+    /// The role and counts of the chunk at `index` rendered whole (no cap
+    /// cut it), if the cache holds them.
+    pub(crate) fn whole(&self, index: usize) -> Option<(Role, &CountedText)> {
+        let entry = self.slots.get(index)?.as_ref()?;
+        entry
+            .truncated
+            .is_none()
+            .then(|| (entry.role, entry.part.as_ref()))
+    }
+
+    /// Fills the empty slot of the chunk at `index` with counts kept
+    /// elsewhere (a store) of its whole rendering, without the text; they
+    /// were counted with `encoding`, as every slot must be
+    /// ([`count_with`](ChunkCache::count_with)).
+    pub(crate) fn seed(&mut self, index: usize, role: Role, part: CountedText) {
+        if self.slots.len() <= index {
+            self.slots.resize_with(index + 1, || None);
+        }
+        self.slots[index].get_or_insert_with(|| Entry {
+            part: Arc::new(part),
+            stub: None,
+            cap: None,
+            truncated: None,
+            role,
+            stub_known: false,
+        });
+    }
+
+    /// Gives back the text of the chunk at `index`, rendered whole again
+    /// after the cache let it go, if it has the chunk's counts: rendering
+    /// gives the same text, so the counts hold and nothing is counted.
+    pub(crate) fn restore_whole(
+        &mut self,
+        index: usize,
+        render: impl FnOnce() -> String,
+    ) -> Option<PreparedChunk> {
+        let entry = self.slots.get_mut(index)?.as_mut()?;
+        if entry.truncated.is_some() || !entry.part.is_released() {
+            return None;
+        }
+        entry.part = Arc::new(entry.part.with_text(render()));
+        self.stats.chunks_rendered += 1;
+        Some(PreparedChunk {
+            role: entry.role,
+            part: Arc::clone(&entry.part),
+            decision: Decision::Kept,
+        })
     }
 
     /// Tokens of the chunk at `index` before its cap cut it, if it did.

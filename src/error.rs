@@ -240,6 +240,42 @@ pub enum ErrorKind {
         /// The provider, e.g. `Anthropic`.
         provider: String,
     },
+    /// A save whose view of the branch is stale: another writer moved the
+    /// branch's head since this engine loaded it. Nothing was written.
+    #[error(
+        "conflict on branch {branch:?} of chat {chat:?}: expected its head at {}, found {}; \
+         another writer saved first: reload the chat and apply the change again",
+        head_name(*expected),
+        head_name(*actual)
+    )]
+    Conflict {
+        /// The chat.
+        chat: String,
+        /// The branch whose head moved.
+        branch: String,
+        /// The head the engine loaded (`None`: the branch was empty).
+        expected: Option<i64>,
+        /// The head the store holds.
+        actual: Option<i64>,
+    },
+    /// A chat, branch, checkpoint or chunk that a store operation names does
+    /// not exist, or a name to create is taken or invalid.
+    #[error("chat {chat:?}: {message}")]
+    Chat {
+        /// The chat.
+        chat: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// The database behind a store failed, or holds what this version
+    /// cannot read.
+    #[error("store {location}: {message}")]
+    Store {
+        /// The database: a file path, `:memory:` or a server.
+        location: String,
+        /// What went wrong and, where known, how to fix it.
+        message: String,
+    },
     /// Reading input or writing output failed.
     #[error("{context}: {source}")]
     Io {
@@ -251,7 +287,11 @@ pub enum ErrorKind {
     },
 }
 
-/// How an error message names the type of a JSON value ("an array", …).
+/// A branch head in a message: its node id, or `empty`.
+fn head_name(head: Option<i64>) -> String {
+    head.map_or_else(|| "empty".to_owned(), |node| format!("node {node}"))
+}
+
 /// `64 tokens`, or `0 tokens (raised to the floor of 64)` when the cap
 /// asked for was below the floor: the caller sees the number they set.
 fn cap_asked(asked: usize, cap: usize) -> String {
@@ -262,6 +302,7 @@ fn cap_asked(asked: usize, cap: usize) -> String {
     }
 }
 
+/// How an error message names the type of a JSON value ("an array", …).
 pub(crate) fn json_type_name(value: &serde_json::Value) -> &'static str {
     use serde_json::Value;
     match value {

@@ -106,6 +106,7 @@ pub mod render;
 mod roles;
 mod rows;
 mod session;
+pub mod store;
 mod str_like;
 pub mod tokens;
 

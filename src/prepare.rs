@@ -155,11 +155,16 @@ impl Preparer<'_> {
     }
 
     fn render(&self, chunk: &MemoryChunk, renderer: &dyn ChunkRenderer) -> CountedText {
+        CountedText::new(self.render_text(chunk, renderer), self.counter)
+    }
+
+    /// `chunk` rendered whole, not counted.
+    pub(crate) fn render_text(&self, chunk: &MemoryChunk, renderer: &dyn ChunkRenderer) -> String {
         let mut text = String::with_capacity(body_len(chunk) + RENDER_SLACK);
         renderer.render(chunk, &self.ctx, &mut text);
         // A session keeps every rendered chunk: hold no spare capacity.
         text.shrink_to_fit();
-        CountedText::new(text, self.counter)
+        text
     }
 }
 

@@ -164,11 +164,20 @@ fn an_unchanged_session_renders_nothing_and_keeps_its_prefix() {
         second.stable_prefix_tokens,
         Some(first.messages.iter().map(|m| m.tokens).sum())
     );
-    // A changed cap re-renders the chunks it applies to.
+    // A cap that does not cut a chunk keeps its rendering; one that cuts it
+    // renders it again.
     let mut policy = Policy::default();
     policy.caps.set_kind(ChunkKind::Agent, Some(100));
     session.build_with(&policy).unwrap();
+    assert_eq!(session.stats().chunks_rendered, 0);
+    session
+        .update(MemoryChunk::agent("u1", Role::User, "hello ".repeat(500)))
+        .unwrap();
+    session.build().unwrap();
     assert_eq!(session.stats().chunks_rendered, 1);
+    let capped = session.build_with(&policy).unwrap();
+    assert_eq!(session.stats().chunks_rendered, 1);
+    assert_eq!(capped.truncated.len(), 1);
 }
 
 #[test]

@@ -379,8 +379,22 @@ impl ContextBuilder {
         preparer: &Preparer<'_>,
         cache: &mut ChunkCache,
     ) -> Result<PreparedChunk> {
-        cache.forget_rendering(index);
         cache.stats.chunks_restored += 1;
+        let renderer = self.renderers.renderer_for(chunk);
+        let render = || preparer.render_text(chunk, renderer);
+        if let Some(restored) = cache.restore_whole(index, render) {
+            debug_assert_eq!(
+                Some(restored.part.as_ref()),
+                preparer
+                    .prepare(index, chunk, renderer, None)
+                    .ok()
+                    .as_ref()
+                    .map(|p| p.part.as_ref()),
+                "renders and counts the same"
+            );
+            return Ok(restored);
+        }
+        cache.forget_rendering(index);
         self.prepared(index, chunk, preparer, cache)
     }
 }

@@ -73,6 +73,38 @@ impl CountedText {
         }
     }
 
+    /// Counts kept elsewhere (a store), without the text: `[head,
+    /// tail_alone, tail_joined]` and `clean_start`, as
+    /// [`counts`](CountedText::counts) gave them.
+    pub(crate) fn from_counts(
+        [head, tail_alone, tail_joined]: [usize; 3],
+        clean_start: bool,
+    ) -> Self {
+        CountedText {
+            text: String::new(),
+            head,
+            tail_alone,
+            tail_joined,
+            clean_start,
+            released: true,
+        }
+    }
+
+    /// The counts a store keeps: `[head, tail_alone, tail_joined]`.
+    pub(crate) fn counts(&self) -> [usize; 3] {
+        [self.head, self.tail_alone, self.tail_joined]
+    }
+
+    /// The text these counts were made of, given back: the caller
+    /// rendered it again with the settings it was counted under.
+    pub(crate) fn with_text(&self, text: String) -> CountedText {
+        CountedText {
+            text,
+            released: false,
+            ..*self
+        }
+    }
+
     /// Whether the text was let go (see [`released`](CountedText::released)).
     pub(crate) fn is_released(&self) -> bool {
         self.released

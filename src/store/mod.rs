@@ -1,0 +1,340 @@
+//! Durable chats: the [`Store`] trait a database implements, and
+//! [`SqliteStore`], the embedded backend.
+//!
+//! A chat is a graph of chunks. Each stored chunk is a *node* with a parent
+//! (the chunk before it), so a branch is only a name for its last node, its
+//! *head*, and its chunks are the path from the root to that head. Nodes are
+//! never edited: a save adds nodes and moves one head, so a writer whose
+//! view is stale is told by the head it expected ([`ErrorKind::Conflict`](crate::ErrorKind::Conflict)),
+//! whatever the other writer did. Checkpoints name nodes too.
+//!
+//! A store keeps the chunks as the session JSON writes them (the *codec*,
+//! versioned by [`CHUNK_CODEC`]) and, beside each, its exact token counts
+//! under the rendering settings they were counted with (opaque text to the
+//! store; see [`CountRecord`]), so a fresh process plans a long chat without
+//! tokenizing it again.
+//!
+//! Every operation names its chat, and every query a backend runs is scoped
+//! by it and takes all values as parameters: ids of any content are data.
+
+mod schema;
+mod sqlite;
+
+use serde_json::Value;
+
+use crate::error::Result;
+
+pub use sqlite::SqliteStore;
+
+/// A node's id: unique in its store and never reused, so a head seen once
+/// names the same node for as long as it exists.
+pub type NodeId = i64;
+
+/// The version of the chunk codec: the chunk JSON of the session format.
+/// A store keeps it beside every chunk, so a chunk written by a later
+/// version of this crate is refused with a clear error instead of misread.
+pub const CHUNK_CODEC: u32 = 1;
+
+/// The branch every chat starts with.
+pub const MAIN_BRANCH: &str = "main";
+
+/// A chat as [`Store::chats`] lists it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ChatSummary {
+    /// The chat's id.
+    pub id: String,
+    /// Free JSON the caller attached (an object; `{}` unless set).
+    pub metadata: Value,
+    /// The branch an engine opens unless told otherwise.
+    pub active_branch: String,
+    /// When the chat was created, in milliseconds since the Unix epoch.
+    pub created_at_ms: i64,
+    /// When a save last changed it, in milliseconds since the Unix epoch.
+    pub updated_at_ms: i64,
+}
+
+/// A branch as [`Store::branches`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BranchSummary {
+    /// The branch's name.
+    pub name: String,
+    /// Its last node (`None` while it is empty).
+    pub head: Option<NodeId>,
+    /// How many chunks it holds: the length of the path to its head.
+    pub chunks: usize,
+    /// Whether it is the chat's active branch.
+    pub active: bool,
+}
+
+/// A checkpoint: a name for a node of the chat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CheckpointSummary {
+    /// The checkpoint's name.
+    pub name: String,
+    /// The node it names (`None`: taken on an empty branch).
+    pub node: Option<NodeId>,
+}
+
+/// A stored chunk, as [`Store::load`] returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoredChunk {
+    /// Its node.
+    pub node: NodeId,
+    /// The codec its JSON was written with.
+    pub codec: u32,
+    /// The chunk as the session JSON writes it.
+    pub json: String,
+    /// Its counts under the key [`Store::load`] asked for, if stored.
+    pub counts: Option<String>,
+}
+
+/// A branch's content: its head, the chat's system lane and the chunks on
+/// the path to the head, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LoadedBranch {
+    /// The branch's name.
+    pub branch: String,
+    /// Its head, which a [`Save`] of this view must expect.
+    pub head: Option<NodeId>,
+    /// The chat's system prompt and fragments, as [`Save::system`] wrote them.
+    pub system: Option<String>,
+    /// The chunks, oldest first.
+    pub chunks: Vec<StoredChunk>,
+}
+
+/// A chunk's counts under one set of rendering settings: `key` names the
+/// settings (encoding, escaping, renderer version), `value` holds the
+/// counts. Both are opaque to a store, which keeps at most one value per
+/// node and key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountRecord {
+    /// The rendering settings.
+    pub key: String,
+    /// The counts.
+    pub value: String,
+}
+
+/// A chunk to store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NewChunk {
+    /// The chunk's id (kept beside the JSON to look chunks up).
+    pub chunk_id: String,
+    /// The JSON, written with [`CHUNK_CODEC`].
+    pub json: String,
+    /// Its counts, if known.
+    pub counts: Option<CountRecord>,
+}
+
+impl NewChunk {
+    /// A chunk to store, with its counts if known.
+    pub fn new(chunk_id: String, json: String, counts: Option<CountRecord>) -> Self {
+        NewChunk {
+            chunk_id,
+            json,
+            counts,
+        }
+    }
+}
+
+/// One atomic change to a branch: new chunks hung under `parent`, which
+/// become the branch's head, and the chat's system lane. A store writes
+/// all of it or nothing, and nothing at all unless the branch's head is
+/// still `expected_head`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Save {
+    /// The branch to move.
+    pub branch: String,
+    /// The head the writer last saw.
+    pub expected_head: Option<NodeId>,
+    /// The node the new chunks follow: the head to append, an earlier node
+    /// to replace what follows it (`None`: the root).
+    pub parent: Option<NodeId>,
+    /// The chunks, oldest first; the last becomes the head. With none, the
+    /// head does not move.
+    pub chunks: Vec<NewChunk>,
+    /// The first node the new chunks stand in for, when they replace the
+    /// path from it to the head: once no branch or checkpoint reaches it,
+    /// it and the nodes below it are deleted.
+    pub replaces: Option<NodeId>,
+    /// The chat's new system lane, if it changed.
+    pub system: Option<String>,
+}
+
+impl Save {
+    /// A save of `chunks` appended to `branch`, whose head the writer saw
+    /// at `head`.
+    pub fn append(branch: &str, head: Option<NodeId>, chunks: Vec<NewChunk>) -> Self {
+        Save {
+            branch: branch.to_owned(),
+            expected_head: head,
+            parent: head,
+            chunks,
+            replaces: None,
+            system: None,
+        }
+    }
+
+    /// The same save, replacing the path from `node` to the head: the new
+    /// chunks hang under `parent`, the replaced node's parent.
+    pub fn replacing(mut self, node: NodeId, parent: Option<NodeId>) -> Self {
+        self.replaces = Some(node);
+        self.parent = parent;
+        self
+    }
+
+    /// The same save, writing the chat's system lane too.
+    pub fn with_system(mut self, system: String) -> Self {
+        self.system = Some(system);
+        self
+    }
+}
+
+/// What a save wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Saved {
+    /// The branch's head now.
+    pub head: Option<NodeId>,
+    /// The nodes of the new chunks, in order.
+    pub nodes: Vec<NodeId>,
+}
+
+/// What a provider billed for one request of a chat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Usage {
+    /// The model the request went to.
+    pub model: String,
+    /// Input tokens billed (with any cache reads and writes).
+    pub input_tokens: u64,
+    /// Output tokens billed.
+    pub output_tokens: u64,
+    /// The prompt's `o200k_base` count, when it was estimated: what
+    /// calibration learns from (see [`Calibration`](crate::tokens::Calibration)).
+    pub base_tokens: Option<u64>,
+}
+
+/// A database of durable chats. [`SqliteStore`] is the embedded default;
+/// a server database implements the same operations.
+///
+/// A backend must make each method one transaction, scope every query by
+/// its `chat`, and pass every value as a parameter. [`save`](Store::save)
+/// must serialize with every other save to the same branch (from any
+/// process) and refuse, writing nothing, when the branch's head is not the
+/// one expected.
+pub trait Store: Send + Sync + std::fmt::Debug {
+    /// Where the store is, for messages: a path, `:memory:`, a server.
+    fn location(&self) -> String;
+
+    /// The chat, created with an empty `main` branch (active) if missing.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Store`](crate::ErrorKind::Store) if the database fails.
+    fn open_chat(&self, chat: &str) -> Result<ChatSummary>;
+
+    /// The chat, if it exists.
+    ///
+    /// # Errors
+    ///
+    /// As [`open_chat`](Store::open_chat).
+    fn chat(&self, chat: &str) -> Result<Option<ChatSummary>>;
+
+    /// Every chat, by id.
+    ///
+    /// # Errors
+    ///
+    /// As [`open_chat`](Store::open_chat).
+    fn chats(&self) -> Result<Vec<ChatSummary>>;
+
+    /// Replaces the chat's metadata.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the chat does not exist.
+    fn set_metadata(&self, chat: &str, metadata: &Value) -> Result<()>;
+
+    /// The branch's head, the system lane and the chunks to the head, each
+    /// with its counts under `count_key` when given and stored.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the chat or branch does
+    /// not exist.
+    fn load(&self, chat: &str, branch: &str, count_key: Option<&str>) -> Result<LoadedBranch>;
+
+    /// Writes `save` in one transaction.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Conflict`](crate::ErrorKind::Conflict) if the branch's
+    /// head is not `save.expected_head`; [`ErrorKind::Chat`](crate::ErrorKind::Chat)
+    /// if the chat or branch does not exist. Either way nothing is written.
+    fn save(&self, chat: &str, save: &Save) -> Result<Saved>;
+
+    /// Stores counts of stored nodes under `key`, keeping any already there.
+    ///
+    /// # Errors
+    ///
+    /// As [`open_chat`](Store::open_chat).
+    fn put_counts(&self, chat: &str, key: &str, counts: &[(NodeId, String)]) -> Result<()>;
+
+    /// The chat's branches, by name.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the chat does not exist.
+    fn branches(&self, chat: &str) -> Result<Vec<BranchSummary>>;
+
+    /// Creates a branch whose head is `head` (a node of the chat, or `None`
+    /// for an empty branch).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the name is taken or
+    /// empty, or `head` is not a node of the chat.
+    fn create_branch(&self, chat: &str, name: &str, head: Option<NodeId>) -> Result<()>;
+
+    /// Makes `name` the chat's active branch.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if there is no such branch.
+    fn switch_branch(&self, chat: &str, name: &str) -> Result<()>;
+
+    /// Names `node` as checkpoint `name`, moving the name if it exists.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the name is empty or
+    /// `node` is not a node of the chat.
+    fn set_checkpoint(&self, chat: &str, name: &str, node: Option<NodeId>) -> Result<()>;
+
+    /// The chat's checkpoints, by name.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the chat does not exist.
+    fn checkpoints(&self, chat: &str) -> Result<Vec<CheckpointSummary>>;
+
+    /// Records what a provider billed for a request of the chat.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the chat does not exist.
+    fn record_usage(&self, chat: &str, usage: &Usage) -> Result<()>;
+
+    /// Every usage recorded for the chat, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the chat does not exist.
+    fn usage(&self, chat: &str) -> Result<Vec<Usage>>;
+}

@@ -1,0 +1,750 @@
+//! [`SqliteStore`]: durable chats in one SQLite file (bundled SQLite, no
+//! system library needed).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use serde_json::Value;
+
+use super::schema::{CURRENT_VERSION, MIGRATIONS};
+use super::{
+    BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, LoadedBranch, MAIN_BRANCH, NodeId,
+    Save, Saved, Store, StoredChunk, Usage,
+};
+use crate::error::{ErrorKind, Result};
+
+/// How long a writer waits for another's transaction before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Durable chats in a SQLite file.
+///
+/// * **Crash safety**: write-ahead log, `synchronous=FULL`, one immediate
+///   transaction per save: a process killed at any instant leaves each save
+///   wholly present or wholly absent.
+/// * **Writers**: saves from several processes serialize on the file's
+///   write lock (waiting up to 30 s); none is lost, and a stale one is
+///   refused with [`ErrorKind::Conflict`].
+/// * **Privacy**: a file it creates is readable by its owner only (0600 on
+///   Unix), and so are its write-ahead log and shared-memory files.
+///
+/// ```
+/// use agent_context::store::{SqliteStore, Store};
+///
+/// let store = SqliteStore::in_memory()?;
+/// let chat = store.open_chat("support-42")?;
+/// assert_eq!(chat.active_branch, "main");
+/// # Ok::<(), agent_context::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct SqliteStore {
+    connection: Mutex<Connection>,
+    location: String,
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the store at `path`, migrating a store
+    /// written by an earlier version.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Store`] if the file cannot be opened or created, is not
+    /// a store, or was written by a later version of this crate.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let location = path.display().to_string();
+        create_private(path).map_err(|e| ErrorKind::Store {
+            location: location.clone(),
+            message: format!("cannot create the database file: {e}"),
+        })?;
+        let connection = Connection::open(path).map_err(db_error(&location))?;
+        SqliteStore::with_connection(connection, location, true)
+    }
+
+    /// A store in memory, gone when dropped: for tests and one-off tools.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Store`] if SQLite fails to start.
+    pub fn in_memory() -> Result<Self> {
+        let location = ":memory:".to_owned();
+        let connection = Connection::open_in_memory().map_err(db_error(&location))?;
+        SqliteStore::with_connection(connection, location, false)
+    }
+
+    /// The path the store was opened at, if it is a file.
+    pub fn path(&self) -> Option<PathBuf> {
+        (self.location != ":memory:").then(|| PathBuf::from(&self.location))
+    }
+
+    fn with_connection(mut connection: Connection, location: String, file: bool) -> Result<Self> {
+        let fail = db_error(&location);
+        connection.busy_timeout(BUSY_TIMEOUT).map_err(&fail)?;
+        if file {
+            let mode: String = connection
+                .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+                .map_err(&fail)?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                return Err(store_error(
+                    &location,
+                    format!("the file cannot use a write-ahead log (journal mode {mode})"),
+                ));
+            }
+        }
+        connection
+            .execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
+            .map_err(&fail)?;
+        migrate(&mut connection, &location)?;
+        drop(fail);
+        Ok(SqliteStore {
+            connection: Mutex::new(connection),
+            location,
+        })
+    }
+
+    fn connection(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave a transaction open:
+        // rusqlite rolls it back on drop.
+        self.connection.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `work` in one transaction, committed if it succeeds.
+    fn write<T>(&self, work: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut connection = self.connection();
+        let fail = db_error(&self.location);
+        let tx = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&fail)?;
+        let value = work(&tx)?;
+        tx.commit().map_err(&fail)?;
+        Ok(value)
+    }
+
+    /// Runs `work` on one consistent snapshot.
+    fn read<T>(&self, work: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut connection = self.connection();
+        let tx = connection
+            .transaction_with_behavior(TransactionBehavior::Deferred)
+            .map_err(db_error(&self.location))?;
+        work(&tx)
+    }
+
+    fn fail(&self) -> impl Fn(rusqlite::Error) -> crate::Error + '_ {
+        db_error(&self.location)
+    }
+}
+
+impl Store for SqliteStore {
+    fn location(&self) -> String {
+        self.location.clone()
+    }
+
+    fn open_chat(&self, chat: &str) -> Result<ChatSummary> {
+        self.write(|tx| {
+            let now = now_ms();
+            let created = tx
+                .execute(
+                    "INSERT INTO chats (id, metadata, active_branch, created_at, updated_at) \
+                     VALUES (?1, '{}', ?2, ?3, ?3) ON CONFLICT (id) DO NOTHING",
+                    params![chat, MAIN_BRANCH, now],
+                )
+                .map_err(self.fail())?;
+            if created > 0 {
+                tx.execute(
+                    "INSERT INTO branches (chat, name, head) VALUES (?1, ?2, NULL)",
+                    params![chat, MAIN_BRANCH],
+                )
+                .map_err(self.fail())?;
+            }
+            self.summary(tx, chat)?.ok_or_else(|| no_chat(chat))
+        })
+    }
+
+    fn chat(&self, chat: &str) -> Result<Option<ChatSummary>> {
+        self.read(|tx| self.summary(tx, chat))
+    }
+
+    fn chats(&self) -> Result<Vec<ChatSummary>> {
+        self.read(|tx| {
+            let mut statement = tx
+                .prepare(
+                    "SELECT id, metadata, active_branch, created_at, updated_at \
+                     FROM chats ORDER BY id",
+                )
+                .map_err(self.fail())?;
+            let rows = statement
+                .query_map([], summary_row)
+                .map_err(self.fail())?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(self.fail())?;
+            rows.into_iter()
+                .map(|row| row.into_summary(&self.location))
+                .collect()
+        })
+    }
+
+    fn set_metadata(&self, chat: &str, metadata: &Value) -> Result<()> {
+        self.write(|tx| {
+            let changed = tx
+                .execute(
+                    "UPDATE chats SET metadata = ?2, updated_at = ?3 WHERE id = ?1",
+                    params![chat, metadata.to_string(), now_ms()],
+                )
+                .map_err(self.fail())?;
+            if changed == 0 {
+                return Err(no_chat(chat));
+            }
+            Ok(())
+        })
+    }
+
+    fn load(&self, chat: &str, branch: &str, count_key: Option<&str>) -> Result<LoadedBranch> {
+        self.read(|tx| {
+            let system: Option<String> = tx
+                .query_row("SELECT system FROM chats WHERE id = ?1", [chat], |row| {
+                    row.get(0)
+                })
+                .optional()
+                .map_err(self.fail())?
+                .ok_or_else(|| no_chat(chat))?;
+            let head = branch_head(tx, chat, branch)
+                .map_err(self.fail())?
+                .ok_or_else(|| no_branch(chat, branch))?;
+            let chunks = match head {
+                Some(head) => self.path_to(tx, chat, head, count_key)?,
+                None => Vec::new(),
+            };
+            Ok(LoadedBranch {
+                branch: branch.to_owned(),
+                head,
+                system,
+                chunks,
+            })
+        })
+    }
+
+    fn save(&self, chat: &str, save: &Save) -> Result<Saved> {
+        self.write(|tx| {
+            let actual = branch_head(tx, chat, &save.branch)
+                .map_err(self.fail())?
+                .ok_or_else(|| self.missing_branch(tx, chat, &save.branch))?;
+            if actual != save.expected_head {
+                return Err(ErrorKind::Conflict {
+                    chat: chat.to_owned(),
+                    branch: save.branch.clone(),
+                    expected: save.expected_head,
+                    actual,
+                }
+                .into());
+            }
+            let nodes = self.insert_chunks(tx, chat, save)?;
+            let head = nodes.last().copied().or(actual);
+            tx.execute(
+                "UPDATE branches SET head = ?3 WHERE chat = ?1 AND name = ?2",
+                params![chat, save.branch, head],
+            )
+            .map_err(self.fail())?;
+            if let Some(replaced) = save.replaces {
+                self.prune(tx, chat, replaced)?;
+            }
+            let now = now_ms();
+            match &save.system {
+                Some(system) => tx.execute(
+                    "UPDATE chats SET system = ?2, updated_at = ?3 WHERE id = ?1",
+                    params![chat, system, now],
+                ),
+                None => tx.execute(
+                    "UPDATE chats SET updated_at = ?2 WHERE id = ?1",
+                    params![chat, now],
+                ),
+            }
+            .map_err(self.fail())?;
+            Ok(Saved { head, nodes })
+        })
+    }
+
+    fn put_counts(&self, chat: &str, key: &str, counts: &[(NodeId, String)]) -> Result<()> {
+        self.write(|tx| {
+            let mut statement = tx
+                .prepare(
+                    "INSERT INTO counts (node, key, value) \
+                     SELECT id, ?3, ?4 FROM nodes WHERE id = ?1 AND chat = ?2 \
+                     ON CONFLICT (node, key) DO NOTHING",
+                )
+                .map_err(self.fail())?;
+            for (node, value) in counts {
+                statement
+                    .execute(params![node, chat, key, value])
+                    .map_err(self.fail())?;
+            }
+            Ok(())
+        })
+    }
+
+    fn branches(&self, chat: &str) -> Result<Vec<BranchSummary>> {
+        self.read(|tx| {
+            let active = self
+                .summary(tx, chat)?
+                .ok_or_else(|| no_chat(chat))?
+                .active_branch;
+            let mut statement = tx
+                .prepare(
+                    "SELECT b.name, b.head, COALESCE(n.position + 1, 0) FROM branches b \
+                     LEFT JOIN nodes n ON n.id = b.head AND n.chat = b.chat \
+                     WHERE b.chat = ?1 ORDER BY b.name",
+                )
+                .map_err(self.fail())?;
+            let rows = statement
+                .query_map([chat], |row| {
+                    let name: String = row.get(0)?;
+                    Ok(BranchSummary {
+                        active: name == active,
+                        name,
+                        head: row.get(1)?,
+                        chunks: row.get::<_, i64>(2)?.try_into().unwrap_or(0),
+                    })
+                })
+                .map_err(self.fail())?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(self.fail())
+        })
+    }
+
+    fn create_branch(&self, chat: &str, name: &str, head: Option<NodeId>) -> Result<()> {
+        self.write(|tx| {
+            self.check_name(tx, chat, name, "branch")?;
+            self.check_node(tx, chat, head)?;
+            if branch_head(tx, chat, name).map_err(self.fail())?.is_some() {
+                return Err(chat_error(
+                    chat,
+                    format!("a branch named {name:?} exists; choose another name"),
+                ));
+            }
+            tx.execute(
+                "INSERT INTO branches (chat, name, head) VALUES (?1, ?2, ?3)",
+                params![chat, name, head],
+            )
+            .map_err(self.fail())?;
+            Ok(())
+        })
+    }
+
+    fn switch_branch(&self, chat: &str, name: &str) -> Result<()> {
+        self.write(|tx| {
+            if branch_head(tx, chat, name).map_err(self.fail())?.is_none() {
+                return Err(self.missing_branch(tx, chat, name));
+            }
+            tx.execute(
+                "UPDATE chats SET active_branch = ?2, updated_at = ?3 WHERE id = ?1",
+                params![chat, name, now_ms()],
+            )
+            .map_err(self.fail())?;
+            Ok(())
+        })
+    }
+
+    fn set_checkpoint(&self, chat: &str, name: &str, node: Option<NodeId>) -> Result<()> {
+        self.write(|tx| {
+            self.check_name(tx, chat, name, "checkpoint")?;
+            self.check_node(tx, chat, node)?;
+            tx.execute(
+                "INSERT INTO checkpoints (chat, name, node) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (chat, name) DO UPDATE SET node = excluded.node",
+                params![chat, name, node],
+            )
+            .map_err(self.fail())?;
+            Ok(())
+        })
+    }
+
+    fn checkpoints(&self, chat: &str) -> Result<Vec<CheckpointSummary>> {
+        self.read(|tx| {
+            self.summary(tx, chat)?.ok_or_else(|| no_chat(chat))?;
+            let mut statement = tx
+                .prepare("SELECT name, node FROM checkpoints WHERE chat = ?1 ORDER BY name")
+                .map_err(self.fail())?;
+            let rows = statement
+                .query_map([chat], |row| {
+                    Ok(CheckpointSummary {
+                        name: row.get(0)?,
+                        node: row.get(1)?,
+                    })
+                })
+                .map_err(self.fail())?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(self.fail())
+        })
+    }
+
+    fn record_usage(&self, chat: &str, usage: &Usage) -> Result<()> {
+        self.write(|tx| {
+            self.summary(tx, chat)?.ok_or_else(|| no_chat(chat))?;
+            let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+            tx.execute(
+                "INSERT INTO usage (chat, at, model, input_tokens, output_tokens, base_tokens) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    chat,
+                    now_ms(),
+                    usage.model,
+                    as_i64(usage.input_tokens),
+                    as_i64(usage.output_tokens),
+                    usage.base_tokens.map(as_i64),
+                ],
+            )
+            .map_err(self.fail())?;
+            Ok(())
+        })
+    }
+
+    fn usage(&self, chat: &str) -> Result<Vec<Usage>> {
+        self.read(|tx| {
+            self.summary(tx, chat)?.ok_or_else(|| no_chat(chat))?;
+            let mut statement = tx
+                .prepare(
+                    "SELECT model, input_tokens, output_tokens, base_tokens FROM usage \
+                     WHERE chat = ?1 ORDER BY rowid",
+                )
+                .map_err(self.fail())?;
+            let as_u64 = |n: i64| u64::try_from(n).unwrap_or(0);
+            let rows = statement
+                .query_map([chat], |row| {
+                    Ok(Usage {
+                        model: row.get(0)?,
+                        input_tokens: as_u64(row.get(1)?),
+                        output_tokens: as_u64(row.get(2)?),
+                        base_tokens: row.get::<_, Option<i64>>(3)?.map(as_u64),
+                    })
+                })
+                .map_err(self.fail())?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(self.fail())
+        })
+    }
+}
+
+impl SqliteStore {
+    fn summary(&self, tx: &Transaction<'_>, chat: &str) -> Result<Option<ChatSummary>> {
+        tx.query_row(
+            "SELECT id, metadata, active_branch, created_at, updated_at FROM chats WHERE id = ?1",
+            [chat],
+            summary_row,
+        )
+        .optional()
+        .map_err(self.fail())?
+        .map(|row| row.into_summary(&self.location))
+        .transpose()
+    }
+
+    /// The chunks from the root to `head`, oldest first.
+    fn path_to(
+        &self,
+        tx: &Transaction<'_>,
+        chat: &str,
+        head: NodeId,
+        count_key: Option<&str>,
+    ) -> Result<Vec<StoredChunk>> {
+        let mut statement = tx
+            .prepare_cached(
+                "WITH RECURSIVE path (id) AS ( \
+                   SELECT ?2 \
+                   UNION ALL \
+                   SELECT n.parent FROM nodes n JOIN path p ON n.id = p.id \
+                   WHERE n.chat = ?1 AND n.parent IS NOT NULL) \
+                 SELECT n.id, n.codec, n.body, c.value FROM path \
+                 JOIN nodes n ON n.id = path.id AND n.chat = ?1 \
+                 LEFT JOIN counts c ON c.node = n.id AND c.key = ?3 \
+                 ORDER BY n.position",
+            )
+            .map_err(self.fail())?;
+        let rows = statement
+            .query_map(params![chat, head, count_key], |row| {
+                Ok(StoredChunk {
+                    node: row.get(0)?,
+                    codec: row.get(1)?,
+                    json: row.get(2)?,
+                    counts: row.get(3)?,
+                })
+            })
+            .map_err(self.fail())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.fail())
+    }
+
+    /// Inserts the save's chunks as a chain under its parent.
+    fn insert_chunks(&self, tx: &Transaction<'_>, chat: &str, save: &Save) -> Result<Vec<NodeId>> {
+        let first_position: i64 = match save.parent {
+            Some(parent) => {
+                self.position_of(tx, chat, parent)?
+                    .ok_or_else(|| no_node(chat, parent))?
+                    + 1
+            }
+            None => 0,
+        };
+        let mut insert_node = tx
+            .prepare_cached(
+                "INSERT INTO nodes (chat, parent, position, chunk_id, codec, body) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .map_err(self.fail())?;
+        let mut insert_counts = tx
+            .prepare_cached("INSERT INTO counts (node, key, value) VALUES (?1, ?2, ?3)")
+            .map_err(self.fail())?;
+        let mut parent = save.parent;
+        let mut nodes = Vec::with_capacity(save.chunks.len());
+        for (position, chunk) in (first_position..).zip(&save.chunks) {
+            insert_node
+                .execute(params![
+                    chat,
+                    parent,
+                    position,
+                    chunk.chunk_id,
+                    CHUNK_CODEC,
+                    chunk.json
+                ])
+                .map_err(self.fail())?;
+            let node = tx.last_insert_rowid();
+            if let Some(counts) = &chunk.counts {
+                insert_counts
+                    .execute(params![node, counts.key, counts.value])
+                    .map_err(self.fail())?;
+            }
+            nodes.push(node);
+            parent = Some(node);
+        }
+        Ok(nodes)
+    }
+
+    /// Deletes `node` and the nodes below it unless a branch or checkpoint
+    /// reaches one of them.
+    fn prune(&self, tx: &Transaction<'_>, chat: &str, node: NodeId) -> Result<()> {
+        const BELOW: &str = "WITH RECURSIVE below (id) AS ( \
+               SELECT ?2 \
+               UNION ALL \
+               SELECT n.id FROM nodes n JOIN below b ON n.parent = b.id WHERE n.chat = ?1)";
+        let reached: bool = tx
+            .query_row(
+                &format!(
+                    "{BELOW} SELECT EXISTS (SELECT 1 FROM branches WHERE chat = ?1 AND head IN below) \
+                     OR EXISTS (SELECT 1 FROM checkpoints WHERE chat = ?1 AND node IN below)"
+                ),
+                params![chat, node],
+                |row| row.get(0),
+            )
+            .map_err(self.fail())?;
+        if !reached {
+            tx.execute(
+                &format!("{BELOW} DELETE FROM nodes WHERE chat = ?1 AND id IN below"),
+                params![chat, node],
+            )
+            .map_err(self.fail())?;
+        }
+        Ok(())
+    }
+
+    fn position_of(&self, tx: &Transaction<'_>, chat: &str, node: NodeId) -> Result<Option<i64>> {
+        tx.query_row(
+            "SELECT position FROM nodes WHERE id = ?1 AND chat = ?2",
+            params![node, chat],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(self.fail())
+    }
+
+    fn check_node(&self, tx: &Transaction<'_>, chat: &str, node: Option<NodeId>) -> Result<()> {
+        match node {
+            Some(node) if self.position_of(tx, chat, node)?.is_none() => Err(no_node(chat, node)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks the chat exists and `name` is usable for a branch or checkpoint.
+    fn check_name(&self, tx: &Transaction<'_>, chat: &str, name: &str, what: &str) -> Result<()> {
+        self.summary(tx, chat)?.ok_or_else(|| no_chat(chat))?;
+        if name.is_empty() {
+            return Err(chat_error(chat, format!("a {what} name cannot be empty")));
+        }
+        Ok(())
+    }
+
+    /// The error for a branch that `branch_head` did not find: the chat's
+    /// or the branch's.
+    fn missing_branch(&self, tx: &Transaction<'_>, chat: &str, branch: &str) -> crate::Error {
+        match self.summary(tx, chat) {
+            Ok(Some(_)) => no_branch(chat, branch),
+            Ok(None) => no_chat(chat),
+            Err(error) => error,
+        }
+    }
+}
+
+/// The head of `branch`: `None` if there is no such branch, `Some(None)`
+/// if it is empty.
+fn branch_head(
+    tx: &Transaction<'_>,
+    chat: &str,
+    branch: &str,
+) -> rusqlite::Result<Option<Option<NodeId>>> {
+    tx.prepare_cached("SELECT head FROM branches WHERE chat = ?1 AND name = ?2")?
+        .query_row(params![chat, branch], |row| row.get(0))
+        .optional()
+}
+
+/// A chats row, before its metadata is parsed.
+struct SummaryRow {
+    id: String,
+    metadata: String,
+    active_branch: String,
+    created_at_ms: i64,
+    updated_at_ms: i64,
+}
+
+fn summary_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SummaryRow> {
+    Ok(SummaryRow {
+        id: row.get(0)?,
+        metadata: row.get(1)?,
+        active_branch: row.get(2)?,
+        created_at_ms: row.get(3)?,
+        updated_at_ms: row.get(4)?,
+    })
+}
+
+impl SummaryRow {
+    fn into_summary(self, location: &str) -> Result<ChatSummary> {
+        let metadata = serde_json::from_str(&self.metadata).map_err(|e| {
+            store_error(
+                location,
+                format!("chat {:?} has unreadable metadata: {e}", self.id),
+            )
+        })?;
+        Ok(ChatSummary {
+            id: self.id,
+            metadata,
+            active_branch: self.active_branch,
+            created_at_ms: self.created_at_ms,
+            updated_at_ms: self.updated_at_ms,
+        })
+    }
+}
+
+/// Brings the schema to [`CURRENT_VERSION`], in one transaction.
+fn migrate(connection: &mut Connection, location: &str) -> Result<()> {
+    let fail = db_error(location);
+    let tx = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(&fail)?;
+    let has_table: bool = tx
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version')",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(&fail)?;
+    let version: u32 = if has_table {
+        tx.query_row("SELECT version FROM schema_version", [], |row| row.get(0))
+            .map_err(&fail)?
+    } else {
+        let other_tables: i64 = tx
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(&fail)?;
+        if other_tables > 0 {
+            return Err(store_error(
+                location,
+                "the file is a SQLite database but not an agent-context store; give another path"
+                    .into(),
+            ));
+        }
+        0
+    };
+    if version > CURRENT_VERSION {
+        return Err(store_error(
+            location,
+            format!(
+                "the store has schema version {version}, written by a later version of \
+                 agent-context; this one reads up to version {CURRENT_VERSION}: upgrade \
+                 agent-context"
+            ),
+        ));
+    }
+    for (from, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        tx.execute_batch(migration).map_err(|e| {
+            store_error(
+                location,
+                format!("migrating the schema from version {from}: {e}"),
+            )
+        })?;
+    }
+    tx.commit().map_err(&fail)
+}
+
+/// Creates `path` readable by its owner only, if it does not exist.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn db_error(location: &str) -> impl Fn(rusqlite::Error) -> crate::Error + '_ {
+    move |error| {
+        let hint = match error.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                " (another process held the database for longer than the 30 s wait; retry)"
+            }
+            Some(rusqlite::ErrorCode::NotADatabase) => " (the file is not a SQLite database)",
+            Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen) => {
+                " (check the file's and its directory's permissions)"
+            }
+            _ => "",
+        };
+        store_error(location, format!("{error}{hint}"))
+    }
+}
+
+fn store_error(location: &str, message: String) -> crate::Error {
+    ErrorKind::Store {
+        location: location.to_owned(),
+        message,
+    }
+    .into()
+}
+
+fn chat_error(chat: &str, message: String) -> crate::Error {
+    ErrorKind::Chat {
+        chat: chat.to_owned(),
+        message,
+    }
+    .into()
+}
+
+fn no_chat(chat: &str) -> crate::Error {
+    chat_error(chat, "no such chat in the store".into())
+}
+
+fn no_branch(chat: &str, branch: &str) -> crate::Error {
+    chat_error(
+        chat,
+        format!("no branch named {branch:?}; list them with `chat branches`"),
+    )
+}
+
+fn no_node(chat: &str, node: NodeId) -> crate::Error {
+    chat_error(chat, format!("node {node} is not a node of this chat"))
+}
