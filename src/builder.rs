@@ -5,6 +5,7 @@ mod forecast;
 mod frozen;
 mod history;
 mod replan;
+mod stored;
 
 pub(crate) use extend::Carry;
 use history::History;
@@ -285,6 +286,16 @@ impl ContextBuilder {
         &mut self.policy
     }
 
+    /// The model builds count for.
+    pub(crate) fn model_name(&self) -> &str {
+        &self.model
+    }
+
+    /// The calibration the builder's estimates use (a shared handle).
+    pub(crate) fn calibration_handle(&self) -> &Calibration {
+        &self.calibration
+    }
+
     /// The policy builds run with.
     pub(crate) fn current_policy(&self) -> &Policy {
         &self.policy
@@ -341,13 +352,7 @@ impl ContextBuilder {
     ///
     /// As [`build`](ContextBuilder::build).
     pub fn resolve(&self, state: &MemoryState) -> Result<Resolved> {
-        let result = self.build(state)?;
-        let system_prompt = result.system_message().map(|m| m.content.to_string());
-        let messages = result.history().cloned().collect();
-        Ok(Resolved {
-            system_prompt,
-            messages,
-        })
+        Ok(self.build(state)?.resolved())
     }
 
     /// Builds the prompt of `state`.

@@ -133,6 +133,11 @@ impl ChunkCache {
         entry.serves(cap).then(|| (entry.part.alone(), entry.role))
     }
 
+    /// Whether the slot of the chunk at `index` holds a rendering.
+    pub(crate) fn holds(&self, index: usize) -> bool {
+        self.slots.get(index).is_some_and(Option::is_some)
+    }
+
     /// The role and counts of the chunk at `index` rendered whole (no cap
     /// cut it), if the cache holds them.
     pub(crate) fn whole(&self, index: usize) -> Option<(Role, &CountedText)> {

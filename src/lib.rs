@@ -89,6 +89,7 @@ pub mod budget;
 mod builder;
 mod chunk_cache;
 mod chunk_id;
+mod engine;
 mod error;
 mod explain;
 pub mod format;
@@ -114,6 +115,7 @@ pub use budget::planner::Elision;
 pub use builder::{ContextBuilder, DEFAULT_MODEL};
 pub use chunk_cache::BuildStats;
 pub use chunk_id::ChunkId;
+pub use engine::ContextEngine;
 pub use error::{ChunkLocation, Error, ErrorKind, JsonPlace, JsonProblem, Result};
 pub use format::{FormatOptions, FragmentFormat};
 pub use fragment::{

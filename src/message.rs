@@ -133,6 +133,15 @@ impl BuildResult {
         let skip = usize::from(self.system_message().is_some());
         self.messages.iter().skip(skip)
     }
+
+    /// The system prompt split off from the messages, for callers that
+    /// send it apart (Anthropic's `system`, say).
+    pub fn resolved(&self) -> Resolved {
+        Resolved {
+            system_prompt: self.system_message().map(|m| m.content.to_string()),
+            messages: self.history().cloned().collect(),
+        }
+    }
 }
 
 /// A build split for callers that send the system prompt apart from the

@@ -71,6 +71,22 @@ impl PreviousCut {
         }
     }
 
+    /// Keeps positions aligned when the chunk at `index`, with `old_id`,
+    /// is replaced by one with `new_id`: the new chunk was cut only if a
+    /// chunk with its id was cut and then removed.
+    pub(crate) fn replace(&mut self, index: usize, old_id: &str, new_id: &str) {
+        if let PreviousCut::ByPosition { marks, removed } = self
+            && index < marks.len()
+            && old_id != new_id
+        {
+            let mark = marks[index];
+            if mark != Fate::Kept {
+                removed.insert(old_id.into(), mark);
+            }
+            marks[index] = removed.get(new_id).copied().unwrap_or_default();
+        }
+    }
+
     /// Whether the chunk at `index`, with `id`, was stubbed.
     pub(crate) fn was_stubbed(&self, index: usize, id: &ChunkId) -> bool {
         self.fate(index, id) == Fate::Stubbed

@@ -53,6 +53,11 @@ impl TagSet {
         }
     }
 
+    /// The names, lowercased, in the order first inserted.
+    pub(crate) fn names(&self) -> &[String] {
+        &self.names
+    }
+
     /// Whether `name` is in the set (case-insensitively).
     pub(crate) fn contains(&self, name: &str) -> bool {
         self.names.iter().any(|n| n.eq_ignore_ascii_case(name))

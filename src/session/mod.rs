@@ -15,6 +15,7 @@
 //! given the same previous build.
 
 use std::collections::HashSet;
+use std::ops::Range;
 
 use rustc_hash::FxHashMap;
 
@@ -23,6 +24,7 @@ use crate::builder::{Carry, ContextBuilder, Pass};
 use crate::chunk_cache::{BuildStats, ChunkCache};
 use crate::chunk_id::fingerprint;
 use crate::error::{ChunkLocation, ErrorKind, Result};
+use crate::fragment::Fragment;
 use crate::memory::{DUPLICATE_ID, MemoryChunk, MemoryState, chunk_error};
 use crate::message::BuildResult;
 use crate::previous::PreviousBuild;
@@ -151,6 +153,68 @@ impl ContextSession {
         self.carry = None;
         self.state.chunks[index] = chunk;
         Ok(())
+    }
+
+    /// Replaces the chunk with `id` by `chunk`, in place, and returns it;
+    /// `chunk` may have another id (one no other chunk has).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chunk`] if no chunk has `id`, or `chunk` is invalid or
+    /// its id is taken; the session is unchanged.
+    pub fn replace(&mut self, id: &str, chunk: MemoryChunk) -> Result<MemoryChunk> {
+        let index = self.index_of(id)?;
+        if chunk.id != id {
+            self.check_new(&chunk, index)?;
+        }
+        chunk.validate_at(index)?;
+        self.cache.forget(index);
+        self.carry = None;
+        if let Some(previous) = self.previous.as_mut() {
+            previous.cut.replace(index, id, &chunk.id);
+        }
+        self.ids.remove(id);
+        self.ids.insert(&chunk.id);
+        Ok(std::mem::replace(&mut self.state.chunks[index], chunk))
+    }
+
+    /// Sets the system prompt.
+    pub fn set_system_prompt(&mut self, prompt: Option<String>) {
+        self.carry = None;
+        self.state.system_prompt = prompt;
+    }
+
+    /// Sets the fragments of structured system context.
+    pub fn set_fragments(&mut self, fragments: Vec<Fragment>) {
+        self.carry = None;
+        self.state.fragments = fragments;
+    }
+
+    /// The builder the session builds with.
+    pub fn builder(&self) -> &ContextBuilder {
+        &self.builder
+    }
+
+    /// The key a store keeps this session's counts under, if they can be
+    /// kept (see `builder::stored`).
+    pub(crate) fn count_key(&self) -> Result<Option<String>> {
+        self.builder.count_key()
+    }
+
+    /// The counts a store keeps of the chunks in `range`, rendering and
+    /// counting those the session has not.
+    pub(crate) fn counts_to_keep(&mut self, range: Range<usize>) -> Result<Vec<Option<String>>> {
+        self.builder
+            .counts_to_keep(&self.state, range, &mut self.cache)
+    }
+
+    /// Takes in counts a store kept, `(chunk index, counts)`, for chunks
+    /// not rendered yet.
+    pub(crate) fn seed_counts<'a>(
+        &mut self,
+        kept: impl IntoIterator<Item = (usize, &'a str)>,
+    ) -> Result<()> {
+        self.builder.seed_counts(kept, &mut self.cache)
     }
 
     /// Removes the chunk with `id` and returns it.

@@ -294,13 +294,20 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn branches(&self, chat: &str) -> Result<Vec<BranchSummary>>;
 
     /// Creates a branch whose head is `head` (a node of the chat, or `None`
-    /// for an empty branch).
+    /// for an empty branch), and with `switch` makes it the active branch
+    /// in the same transaction.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the name is taken or
     /// empty, or `head` is not a node of the chat.
-    fn create_branch(&self, chat: &str, name: &str, head: Option<NodeId>) -> Result<()>;
+    fn create_branch(
+        &self,
+        chat: &str,
+        name: &str,
+        head: Option<NodeId>,
+        switch: bool,
+    ) -> Result<()>;
 
     /// Makes `name` the chat's active branch.
     ///

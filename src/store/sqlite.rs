@@ -311,7 +311,13 @@ impl Store for SqliteStore {
         })
     }
 
-    fn create_branch(&self, chat: &str, name: &str, head: Option<NodeId>) -> Result<()> {
+    fn create_branch(
+        &self,
+        chat: &str,
+        name: &str,
+        head: Option<NodeId>,
+        switch: bool,
+    ) -> Result<()> {
         self.write(|tx| {
             self.check_name(tx, chat, name, "branch")?;
             self.check_node(tx, chat, head)?;
@@ -326,6 +332,9 @@ impl Store for SqliteStore {
                 params![chat, name, head],
             )
             .map_err(self.fail())?;
+            if switch {
+                set_active(tx, chat, name).map_err(self.fail())?;
+            }
             Ok(())
         })
     }
@@ -335,11 +344,7 @@ impl Store for SqliteStore {
             if branch_head(tx, chat, name).map_err(self.fail())?.is_none() {
                 return Err(self.missing_branch(tx, chat, name));
             }
-            tx.execute(
-                "UPDATE chats SET active_branch = ?2, updated_at = ?3 WHERE id = ?1",
-                params![chat, name, now_ms()],
-            )
-            .map_err(self.fail())?;
+            set_active(tx, chat, name).map_err(self.fail())?;
             Ok(())
         })
     }
@@ -590,6 +595,13 @@ fn branch_head(
     tx.prepare_cached("SELECT head FROM branches WHERE chat = ?1 AND name = ?2")?
         .query_row(params![chat, branch], |row| row.get(0))
         .optional()
+}
+
+fn set_active(tx: &Transaction<'_>, chat: &str, branch: &str) -> rusqlite::Result<usize> {
+    tx.execute(
+        "UPDATE chats SET active_branch = ?2, updated_at = ?3 WHERE id = ?1",
+        params![chat, branch, now_ms()],
+    )
 }
 
 /// A chats row, before its metadata is parsed.

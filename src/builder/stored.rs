@@ -1,0 +1,163 @@
+//! The counts a store keeps beside each chunk, so that a fresh process
+//! plans a stored chat without tokenizing it again.
+//!
+//! A chunk's counts hold for the text it renders to, so they are kept
+//! under a *count key* naming everything that shapes that text and its
+//! tokens: this crate's version, the encoding, the escape mode and the
+//! protected tags. Only builds whose chunks all fall to the default
+//! renderers and whose counts are exact have a key: a custom renderer or
+//! counter is code the key cannot name, and an estimate's factor moves.
+//! Only a chunk's whole rendering is kept; one a cap cuts is rendered and
+//! counted again by the build that cuts it.
+
+use std::hash::{Hash, Hasher};
+use std::ops::Range;
+
+use super::ContextBuilder;
+use crate::chunk_cache::ChunkCache;
+use crate::error::Result;
+use crate::memory::MemoryState;
+use crate::prepare::Preparer;
+use crate::render::RenderContext;
+use crate::roles::Role;
+use crate::tokens::parts::CountedText;
+
+impl ContextBuilder {
+    /// The key this builder's counts are kept under, or `None` when its
+    /// counts cannot be kept (see the module's docs).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the
+    /// tokenizer fails to load.
+    pub(crate) fn count_key(&self) -> Result<Option<String>> {
+        if self.counter.is_some() || !self.renderers.only_default() {
+            return Ok(None);
+        }
+        let counter = self.counter_in_use()?;
+        if !counter.is_exact() {
+            return Ok(None);
+        }
+        let mut hasher = rustc_hash::FxHasher::default();
+        (self.escape, self.renderers.tag_set().names()).hash(&mut hasher);
+        Ok(Some(format!(
+            "{} {} {:016x}",
+            env!("CARGO_PKG_VERSION"),
+            counter.encoding_name(),
+            hasher.finish()
+        )))
+    }
+
+    /// The counts to keep of the chunks of `state` in `range`, each whole
+    /// rendering taken from `cache` or rendered and counted into it;
+    /// `None` for a chunk the cache holds cut by a cap.
+    ///
+    /// # Errors
+    ///
+    /// As [`count_key`](ContextBuilder::count_key).
+    pub(crate) fn counts_to_keep(
+        &self,
+        state: &MemoryState,
+        range: Range<usize>,
+        cache: &mut ChunkCache,
+    ) -> Result<Vec<Option<String>>> {
+        let counter = self.counter_in_use()?;
+        cache.count_with(counter.encoding_name());
+        let preparer = Preparer {
+            counter: counter.as_ref(),
+            ctx: RenderContext::new(self.escape, self.renderers.tag_set()),
+            policy: self.current_policy(),
+        };
+        let mut kept = Vec::with_capacity(range.len());
+        for index in range {
+            let chunk = &state.chunks[index];
+            if !cache.holds(index) {
+                let renderer = self.renderers.renderer_for(chunk);
+                cache.prepared(index, None, || {
+                    preparer.prepare(index, chunk, renderer, None)
+                })?;
+            }
+            kept.push(cache.whole(index).map(|(role, part)| encode(role, part)));
+        }
+        Ok(kept)
+    }
+
+    /// Puts kept counts (`(index, counts)`, as [`counts_to_keep`]
+    /// wrote them) in the empty slots of `cache`; counts that do not read
+    /// are left out, and the chunk is counted when built.
+    ///
+    /// [`counts_to_keep`]: ContextBuilder::counts_to_keep
+    ///
+    /// # Errors
+    ///
+    /// As [`count_key`](ContextBuilder::count_key).
+    pub(crate) fn seed_counts<'a>(
+        &self,
+        kept: impl IntoIterator<Item = (usize, &'a str)>,
+        cache: &mut ChunkCache,
+    ) -> Result<()> {
+        let counter = self.counter_in_use()?;
+        cache.count_with(counter.encoding_name());
+        for (index, text) in kept {
+            if let Some((role, part)) = decode(text) {
+                cache.seed(index, role, part);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `role head tail_alone tail_joined clean_start`, e.g. `user 812 3 4 1`.
+fn encode(role: Role, part: &CountedText) -> String {
+    let [head, alone, joined] = part.counts();
+    let clean = u8::from(part.clean_start);
+    format!("{} {head} {alone} {joined} {clean}", role.as_str())
+}
+
+fn decode(text: &str) -> Option<(Role, CountedText)> {
+    let mut fields = text.split(' ');
+    let role = match fields.next()? {
+        "system" => Role::System,
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        _ => return None,
+    };
+    let mut number = || fields.next()?.parse::<usize>().ok();
+    let counts = [number()?, number()?, number()?];
+    let clean_start = match number()? {
+        0 => false,
+        1 => true,
+        _ => return None,
+    };
+    fields
+        .next()
+        .is_none()
+        .then(|| (role, CountedText::from_counts(counts, clean_start)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::{Encoding, TiktokenCounter};
+
+    #[test]
+    fn counts_read_back_as_written_and_nothing_else_reads() {
+        let counter = TiktokenCounter::new(Encoding::O200kBase).unwrap();
+        let part = CountedText::new("<a>\nbody text\n</a>".into(), &counter);
+        let text = encode(Role::Assistant, &part);
+        let (role, back) = decode(&text).unwrap();
+        assert_eq!(role, Role::Assistant);
+        assert_eq!(back.counts(), part.counts());
+        assert_eq!(back.clean_start, part.clean_start);
+        for bad in [
+            "",
+            "user 1 2 3",
+            "user 1 2 3 2",
+            "user 1 2 3 1 9",
+            "bot 1 2 3 1",
+            "user -1 2 3 1",
+        ] {
+            assert!(decode(bad).is_none(), "{bad:?} read");
+        }
+    }
+}

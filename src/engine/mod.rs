@@ -1,0 +1,382 @@
+//! [`ContextEngine`]: a durable chat in a [`Store`], built within the budget.
+//!
+//! The engine loads a branch of a chat into a [`ContextSession`], takes
+//! changes (new chunks, the system lane, a replaced assistant message) as
+//! pending, and writes all of them in one [`save`](ContextEngine::save).
+//! Counts travel with the chunks: the engine stores each chunk's exact
+//! counts when it saves it and seeds the session with them when it loads,
+//! so a fresh process renders only what its prompt shows and tokenizes
+//! nothing it stored.
+
+mod branches;
+mod load;
+
+use std::sync::Arc;
+
+use crate::budget::Policy;
+use crate::builder::ContextBuilder;
+use crate::error::{ErrorKind, Result};
+use crate::fragment::Fragment;
+use crate::memory::{MemoryChunk, MemoryState};
+use crate::message::BuildResult;
+use crate::roles::{ChunkKind, Role};
+use crate::session::ContextSession;
+use crate::store::{CountRecord, NewChunk, NodeId, Save, Store, Usage};
+use crate::tokens::{Encoding, TiktokenCounter, TokenCounter};
+
+/// A durable chat, built turn after turn within the budget.
+///
+/// ```
+/// use std::sync::Arc;
+/// use agent_context::store::SqliteStore;
+/// use agent_context::{ContextBuilder, ContextEngine, MemoryChunk, Role};
+///
+/// let store = Arc::new(SqliteStore::in_memory()?);
+/// let mut builder = ContextBuilder::new();
+/// builder.model("gpt-4o").max_tokens(8_000);
+/// let mut engine = ContextEngine::open(store.clone(), "chat-1", builder.clone())?;
+/// engine.push(MemoryChunk::agent("u1", Role::User, "Fix the test."))?;
+/// engine.save()?;
+///
+/// // Another process, or after a restart:
+/// let mut engine = ContextEngine::open(store, "chat-1", builder)?;
+/// let result = engine.build()?;
+/// assert_eq!(result.included, ["u1"]);
+/// # Ok::<(), agent_context::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct ContextEngine {
+    store: Arc<dyn Store>,
+    chat: String,
+    branch: String,
+    /// The branch's head when loaded or last saved: what a save expects.
+    head: Option<NodeId>,
+    /// The node of each stored chunk, in session order; the session's
+    /// chunks past these are pending.
+    nodes: Vec<NodeId>,
+    session: ContextSession,
+    /// The first stored chunk replaced since the last save: the save
+    /// writes the branch again from there.
+    replaced_from: Option<usize>,
+    system_changed: bool,
+    /// Stored chunks loaded without counts under the session's key.
+    uncounted: Vec<usize>,
+    /// The last build, for [`track_usage`](ContextEngine::track_usage).
+    last_build: Option<BuildResult>,
+}
+
+impl ContextEngine {
+    /// Opens `chat` (created if missing) on its active branch, to build
+    /// with `builder`'s settings; usage recorded for the chat calibrates
+    /// the builder's estimates.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Store`] if the store fails or holds chunks this version
+    /// cannot read; as [`ContextSession::new`] for invalid stored chunks.
+    pub fn open(store: Arc<dyn Store>, chat: &str, builder: ContextBuilder) -> Result<Self> {
+        let summary = store.open_chat(chat)?;
+        ContextEngine::open_branch(store, chat, &summary.active_branch, builder)
+    }
+
+    /// Opens `branch` of `chat` (the chat created if missing), without
+    /// making it the active branch.
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](ContextEngine::open); [`ErrorKind::Chat`] if there is no
+    /// such branch.
+    pub fn open_branch(
+        store: Arc<dyn Store>,
+        chat: &str,
+        branch: &str,
+        builder: ContextBuilder,
+    ) -> Result<Self> {
+        store.open_chat(chat)?;
+        for usage in store.usage(chat)? {
+            if let Some(base) = usage.base_tokens {
+                let as_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+                // Recorded only after it calibrated once: it does again.
+                let _ = builder.calibration_handle().observe_counts(
+                    &usage.model,
+                    as_usize(base),
+                    as_usize(usage.input_tokens),
+                );
+            }
+        }
+        let session = ContextSession::new(builder, MemoryState::new())?;
+        let mut engine = ContextEngine {
+            store,
+            chat: chat.to_owned(),
+            branch: branch.to_owned(),
+            head: None,
+            nodes: Vec::new(),
+            session,
+            replaced_from: None,
+            system_changed: false,
+            uncounted: Vec::new(),
+            last_build: None,
+        };
+        engine.load()?;
+        Ok(engine)
+    }
+
+    /// The chat's id.
+    pub fn chat(&self) -> &str {
+        &self.chat
+    }
+
+    /// The branch the engine works on.
+    pub fn branch(&self) -> &str {
+        &self.branch
+    }
+
+    /// The branch's head as the engine last loaded or saved it.
+    pub fn head(&self) -> Option<NodeId> {
+        self.head
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The session: the branch's chunks and the pending changes.
+    pub fn session(&self) -> &ContextSession {
+        &self.session
+    }
+
+    /// The memory the engine builds: stored chunks, then pending ones.
+    pub fn state(&self) -> &MemoryState {
+        self.session.state()
+    }
+
+    /// The builder's settings (changing them renders every chunk again).
+    pub fn builder_mut(&mut self) -> &mut ContextBuilder {
+        self.session.builder_mut()
+    }
+
+    /// Whether there are changes to save.
+    pub fn has_pending(&self) -> bool {
+        self.session.state().chunks.len() > self.nodes.len()
+            || self.replaced_from.is_some()
+            || self.system_changed
+    }
+
+    /// Appends a chunk, pending until [`save`](ContextEngine::save).
+    ///
+    /// # Errors
+    ///
+    /// As [`ContextSession::push`]: an invalid chunk or an id already on
+    /// the branch; nothing changes.
+    pub fn push(&mut self, chunk: MemoryChunk) -> Result<()> {
+        self.session.push(chunk)
+    }
+
+    /// Appends chunks, all or none, pending until [`save`](ContextEngine::save).
+    ///
+    /// # Errors
+    ///
+    /// As [`ContextSession::extend`]; nothing changes.
+    pub fn extend(&mut self, chunks: impl IntoIterator<Item = MemoryChunk>) -> Result<()> {
+        self.session.extend(chunks)
+    }
+
+    /// Sets the chat's system prompt, pending until saved.
+    pub fn set_system_prompt(&mut self, prompt: Option<String>) {
+        self.session.set_system_prompt(prompt);
+        self.system_changed = true;
+    }
+
+    /// Sets the chat's fragments (the system lane), pending until saved.
+    pub fn set(&mut self, fragments: Vec<Fragment>) {
+        self.session.set_fragments(fragments);
+        self.system_changed = true;
+    }
+
+    /// Replaces the branch's latest assistant message (an `agent` chunk
+    /// with role `assistant`; a pending one first, then a stored one) by
+    /// `chunk`, in place, or appends `chunk` if there is none. Builds see
+    /// the change at once; the store at [`save`](ContextEngine::save), which
+    /// writes the branch again from the replaced chunk (other branches and
+    /// checkpoints that reach the old one keep it).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chunk`] if `chunk` is not an assistant message, is
+    /// invalid, or takes an id another chunk has; nothing changes.
+    pub fn replace_last_assistant(&mut self, chunk: MemoryChunk) -> Result<()> {
+        if chunk.kind != ChunkKind::Agent || chunk.role != Some(Role::Assistant) {
+            return Err(ErrorKind::Chunk {
+                location: crate::error::ChunkLocation {
+                    index: self.state().chunks.len(),
+                    id: Some(chunk.id.clone()),
+                },
+                field: "kind".into(),
+                message: "the replacement of the last assistant message must be an `agent` \
+                          chunk with role `assistant`"
+                    .into(),
+            }
+            .into());
+        }
+        let chunks = &self.session.state().chunks;
+        let last = chunks
+            .iter()
+            .rposition(|c| c.kind == ChunkKind::Agent && c.role == Some(Role::Assistant));
+        let Some(index) = last else {
+            return self.session.push(chunk);
+        };
+        let id = chunks[index].id.clone();
+        self.session.replace(&id, chunk)?;
+        if index < self.nodes.len() {
+            self.replaced_from = Some(self.replaced_from.map_or(index, |i| i.min(index)));
+        }
+        Ok(())
+    }
+
+    /// Writes every pending change in one transaction: on success they
+    /// are stored; on error nothing is.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Conflict`] if another writer moved the branch's head
+    /// since this engine loaded or saved it (then [`reload`](ContextEngine::reload)
+    /// and apply the change again); [`ErrorKind::Store`] if the store fails.
+    /// The engine keeps its pending changes.
+    pub fn save(&mut self) -> Result<()> {
+        if !self.has_pending() {
+            return Ok(());
+        }
+        let from = self.replaced_from.unwrap_or(self.nodes.len());
+        let chunks = self.chunks_to_store(from)?;
+        let mut save = Save::append(&self.branch, self.head, chunks);
+        if self.replaced_from.is_some() {
+            let parent = from.checked_sub(1).map(|i| self.nodes[i]);
+            save = save.replacing(self.nodes[from], parent);
+        }
+        if self.system_changed {
+            save = save.with_system(load::system_lane_json(self.state()));
+        }
+        let saved = self.store.save(&self.chat, &save)?;
+        self.nodes.truncate(from);
+        self.nodes.extend(saved.nodes);
+        self.head = saved.head;
+        self.replaced_from = None;
+        self.system_changed = false;
+        Ok(())
+    }
+
+    /// The chunks from `from` on, with their counts when they can be kept.
+    fn chunks_to_store(&mut self, from: usize) -> Result<Vec<NewChunk>> {
+        let end = self.state().chunks.len();
+        let key = self.session.count_key()?;
+        let counts = match &key {
+            Some(_) => self.session.counts_to_keep(from..end)?,
+            None => vec![None; end - from],
+        };
+        let chunks = &self.session.state().chunks[from..];
+        chunks
+            .iter()
+            .zip(counts)
+            .map(|(chunk, value)| {
+                let json = serde_json::to_string(chunk).map_err(|e| ErrorKind::Store {
+                    location: self.store.location(),
+                    message: format!("chunk {:?} could not be written as JSON: {e}", chunk.id),
+                })?;
+                let counts = key
+                    .clone()
+                    .zip(value)
+                    .map(|(key, value)| CountRecord { key, value });
+                Ok(NewChunk::new(chunk.id.clone(), json, counts))
+            })
+            .collect()
+    }
+
+    /// Builds this turn's prompt with the builder's policy (the session's
+    /// incremental build).
+    ///
+    /// # Errors
+    ///
+    /// As [`ContextSession::build`].
+    pub fn build(&mut self) -> Result<BuildResult> {
+        let result = self.session.build()?;
+        self.last_build = Some(result.clone());
+        Ok(result)
+    }
+
+    /// Builds this turn's prompt with `policy`; the result's
+    /// [`resolved`](BuildResult::resolved) splits off the system prompt.
+    ///
+    /// # Errors
+    ///
+    /// As [`ContextSession::build_with`].
+    pub fn resolve(&mut self, policy: &Policy) -> Result<BuildResult> {
+        let result = self.session.build_with(policy)?;
+        self.last_build = Some(result.clone());
+        Ok(result)
+    }
+
+    /// Stores the counts of stored chunks that were loaded without them
+    /// (stored by other settings, or before counts were kept), as the
+    /// session has them now, so the next process need not count them.
+    /// Returns how many it stored.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Store`] if the store fails.
+    pub fn keep_counts(&mut self) -> Result<usize> {
+        let Some(key) = self.session.count_key()? else {
+            return Ok(0);
+        };
+        let mut kept = Vec::new();
+        for index in std::mem::take(&mut self.uncounted) {
+            let counts = self.session.counts_to_keep(index..index + 1)?;
+            if let Some(Some(value)) = counts.into_iter().next() {
+                kept.push((self.nodes[index], value));
+            }
+        }
+        self.store.put_counts(&self.chat, &key, &kept)?;
+        Ok(kept.len())
+    }
+
+    /// Records what the provider billed for the last built prompt. For a
+    /// model counted by estimate, the billed input calibrates the builder's
+    /// estimates (see [`Calibration`](crate::tokens::Calibration)), now and
+    /// whenever the chat is opened again.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Option`] if the input figure cannot be for the last
+    /// prompt (nothing is recorded); [`ErrorKind::Store`] if the store fails.
+    pub fn track_usage(&mut self, input_tokens: u64, output_tokens: u64) -> Result<()> {
+        let model = self.session.builder().model_name().to_owned();
+        let mut base_tokens = None;
+        if let Some(result) = self.last_build.as_ref().filter(|r| !r.token_count_exact) {
+            let base = TiktokenCounter::new(Encoding::O200kBase)?;
+            let tokens: usize = result.messages.iter().map(|m| base.count(&m.content)).sum();
+            let billed = usize::try_from(input_tokens).unwrap_or(usize::MAX);
+            self.session.builder().calibration_handle().observe_counts(
+                &result.model,
+                tokens,
+                billed,
+            )?;
+            base_tokens = Some(tokens as u64);
+        }
+        let usage = Usage {
+            model,
+            input_tokens,
+            output_tokens,
+            base_tokens,
+        };
+        self.store.record_usage(&self.chat, &usage)
+    }
+
+    /// Drops the pending changes and loads the branch again as stored.
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](ContextEngine::open).
+    pub fn reload(&mut self) -> Result<()> {
+        self.load()
+    }
+}
