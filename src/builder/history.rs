@@ -251,7 +251,7 @@ impl ContextBuilder {
         cache: &mut ChunkCache,
     ) -> Result<()> {
         let (preparer, selection) = (walk.preparer, walk.selection);
-        let prepared = self.prepared(index, chunk, preparer, cache)?;
+        let mut prepared = self.prepared(index, chunk, preparer, cache)?;
         decision.tokens = prepared.part.alone();
         decision.decision = prepared.decision;
         let retention = preparer
@@ -271,6 +271,10 @@ impl ContextBuilder {
                 walk.misplaced = Some(misplaced_call(index, chunk));
             }
             decision.protected = true;
+            if prepared.part.is_released() {
+                // Counts a store kept: the system message shows the text.
+                prepared = self.restored(index, chunk, preparer, cache)?;
+            }
             walk.history.system_parts.push(prepared.part);
             walk.history.system_chunks.push(index);
         } else {

@@ -185,7 +185,11 @@ impl ContextBuilder {
     ) -> Result<Vec<Arc<CountedText>>> {
         let mut system = self.system_parts(state, &preparer.ctx, preparer.counter)?;
         for &index in &carry.system_chunks {
-            let prepared = self.prepared(index, &state.chunks[index], preparer, cache)?;
+            let chunk = &state.chunks[index];
+            let mut prepared = self.prepared(index, chunk, preparer, cache)?;
+            if prepared.part.is_released() {
+                prepared = self.restored(index, chunk, preparer, cache)?;
+            }
             system.push(prepared.part);
         }
         Ok(system)

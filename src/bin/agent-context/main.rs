@@ -9,11 +9,14 @@ use agent_context::format::{
 use agent_context::tokens::{
     Calibration, EstimateFactor, counter_for_model_calibrated, estimate_warning,
 };
-use agent_context::{DEFAULT_MODEL, ErrorKind, adapter, fragments_from_json, parse_json};
+use agent_context::{
+    BuildResult, ContextBuilder, DEFAULT_MODEL, ErrorKind, adapter, fragments_from_json, parse_json,
+};
 use clap::{Parser, Subcommand, ValueEnum};
 use input::{Expected, InputLimit, JsonInput, read_input};
 use options::{BuildOptions, parse_estimate_factor, unused_factor_warning};
 
+mod chat;
 mod input;
 mod options;
 mod replay;
@@ -36,6 +39,9 @@ enum Command {
     Render(RenderArgs),
     /// Replay a recorded session turn by turn, building after each turn.
     Replay(replay::ReplayArgs),
+    /// Durable chats in a store: append, build, export, branches.
+    #[command(subcommand)]
+    Chat(chat::ChatCommand),
 }
 
 #[derive(clap::Args)]
@@ -47,12 +53,8 @@ struct BuildArgs {
     options: BuildOptions,
     #[command(flatten)]
     input: JsonInput,
-    /// What to print.
-    #[arg(long, value_enum, default_value_t = OutputArg::Report)]
-    output: OutputArg,
-    /// Write a breakdown of every decision to standard error.
-    #[arg(long)]
-    explain: bool,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 #[derive(clap::Args)]
@@ -125,6 +127,7 @@ fn main() -> ExitCode {
         Command::Count(args) => count(args).map_err(Failure::from),
         Command::Render(args) => render(args).map_err(Failure::from),
         Command::Replay(args) => replay::run(args),
+        Command::Chat(command) => chat::run(command).map_err(Failure::from),
     };
     let outcome = outcome.and_then(|stdout| {
         let mut out = std::io::stdout().lock();
@@ -174,6 +177,7 @@ fn exit_code(kind: &ErrorKind) -> u8 {
         | ErrorKind::CapTooSmall { .. }
         | ErrorKind::UnknownCapTarget { .. }
         | ErrorKind::Fragment { .. }
+        | ErrorKind::Chat { .. }
         | ErrorKind::Io { .. } => 2,
         _ => 1,
     }
@@ -182,26 +186,56 @@ fn exit_code(kind: &ErrorKind) -> u8 {
 /// Builds, returning everything for stdout so nothing is half-written on error.
 fn build(args: BuildArgs) -> agent_context::Result<String> {
     let state = input::read_session(&args.file, &args.input)?;
-    let mut builder = args.options.builder()?;
-    builder.user_first(matches!(args.output, OutputArg::Anthropic));
+    let builder = args.output.builder(&args.options)?;
     let result = builder.build(&state)?;
-    if args.explain {
-        eprint!("{}", result.explain());
-    } else {
-        for warning in &result.warnings {
+    args.output.print(&result, &args.options)
+}
+
+/// What `build` and `chat build` print, and how.
+#[derive(clap::Args)]
+pub(crate) struct OutputArgs {
+    /// What to print.
+    #[arg(long, value_enum, default_value_t = OutputArg::Report)]
+    output: OutputArg,
+    /// Write a breakdown of every decision to standard error.
+    #[arg(long)]
+    explain: bool,
+}
+
+impl OutputArgs {
+    /// The builder of `options`, set for this output.
+    pub(crate) fn builder(&self, options: &BuildOptions) -> agent_context::Result<ContextBuilder> {
+        let mut builder = options.builder()?;
+        builder.user_first(matches!(self.output, OutputArg::Anthropic));
+        Ok(builder)
+    }
+
+    /// Writes the warnings (or the breakdown) to stderr and returns stdout.
+    pub(crate) fn print(
+        &self,
+        result: &BuildResult,
+        options: &BuildOptions,
+    ) -> agent_context::Result<String> {
+        if self.explain {
+            eprint!("{}", result.explain());
+        } else {
+            for warning in &result.warnings {
+                eprintln!("warning: {warning}");
+            }
+        }
+        let factor = options.estimate_factor;
+        if let Some(warning) =
+            unused_factor_warning(factor, &result.model, result.token_count_exact)
+        {
             eprintln!("warning: {warning}");
         }
+        Ok(match self.output {
+            OutputArg::Report => pretty(&serde_json::to_value(result).unwrap_or_default()),
+            OutputArg::Openai => pretty(&adapter::openai(result)),
+            OutputArg::Anthropic => pretty(&adapter::anthropic(result)?),
+            OutputArg::Text => adapter::text(result),
+        })
     }
-    let factor = args.options.estimate_factor;
-    if let Some(warning) = unused_factor_warning(factor, &result.model, result.token_count_exact) {
-        eprintln!("warning: {warning}");
-    }
-    Ok(match args.output {
-        OutputArg::Report => pretty(&serde_json::to_value(&result).unwrap_or_default()),
-        OutputArg::Openai => pretty(&adapter::openai(&result)),
-        OutputArg::Anthropic => pretty(&adapter::anthropic(&result)?),
-        OutputArg::Text => adapter::text(&result),
-    })
 }
 
 fn count(args: CountArgs) -> agent_context::Result<String> {
@@ -311,7 +345,7 @@ fn not_a_fragments_document(value: &serde_json::Value) -> ErrorKind {
     }
 }
 
-fn pretty(value: &serde_json::Value) -> String {
+pub(crate) fn pretty(value: &serde_json::Value) -> String {
     let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
     text.push('\n');
     text

@@ -1,0 +1,381 @@
+//! `agent-context chat …`: durable chats in a SQLite store, from the shell.
+//! Every verb prints one JSON object on stdout.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use agent_context::store::{SqliteStore, Store};
+use agent_context::{ContextBuilder, ContextEngine, DEFAULT_MODEL, ErrorKind, MemoryState, Result};
+use clap::Subcommand;
+use serde_json::{Value, json};
+
+use crate::input::{Expected, JsonInput, read_input};
+use crate::options::BuildOptions;
+use crate::{OutputArgs, pretty};
+
+/// How many times `chat append` tries again when another writer saved to
+/// the branch between its load and its save.
+const APPEND_ATTEMPTS: u32 = 64;
+
+#[derive(Subcommand)]
+pub(crate) enum ChatCommand {
+    /// Append chunks (a session JSON, or JSON Lines of chunks) in one save.
+    Append(AppendArgs),
+    /// Build a branch's prompt, as `build` does on its export.
+    Build(ChatBuildArgs),
+    /// Print a branch as session JSON.
+    Export(Target),
+    /// Start a new branch before a chunk, and switch to it.
+    Rewind(RewindArgs),
+    /// Create a branch at a branch's head, without switching.
+    Fork(ForkArgs),
+    /// Make a branch the chat's active branch.
+    Switch(NamedArgs),
+    /// Name a branch's head as a checkpoint.
+    Checkpoint(NamedArgs),
+    /// Start a new branch at a checkpoint, and switch to it.
+    Restore(RestoreArgs),
+    /// List a chat's branches and checkpoints.
+    Branches(ChatArgs),
+    /// List the chats of a store.
+    List(StoreArgs),
+}
+
+#[derive(clap::Args)]
+pub(crate) struct StoreArgs {
+    /// The store: a SQLite file, created on first write.
+    #[arg(long, value_name = "PATH", default_value = "agent-context.db")]
+    db: String,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct ChatArgs {
+    #[command(flatten)]
+    store: StoreArgs,
+    /// The chat's id.
+    #[arg(long, value_name = "ID")]
+    chat: String,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct Target {
+    #[command(flatten)]
+    chat: ChatArgs,
+    /// The branch (default: the chat's active branch).
+    #[arg(long, value_name = "NAME")]
+    branch: Option<String>,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct AppendArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Replace the branch's latest assistant message with the input, which
+    /// must be exactly one `agent` chunk with role `assistant`.
+    #[arg(long)]
+    replace_last_assistant: bool,
+    /// The model whose counts are stored with the chunks (a build for
+    /// another encoding counts them when it first needs them).
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    model: String,
+    /// Session JSON or JSON Lines file, or `-` (the default) for standard input.
+    #[arg(default_value = "-")]
+    file: String,
+    #[command(flatten)]
+    input: JsonInput,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct ChatBuildArgs {
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    options: BuildOptions,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct RewindArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The chunk to rewind to: the new branch holds what came before it.
+    #[arg(long, value_name = "CHUNK_ID")]
+    to: String,
+    /// The new branch's name (default: the branch's name with the next `-vN`).
+    #[arg(long)]
+    name: Option<String>,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct ForkArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The new branch's name.
+    #[arg(long)]
+    name: String,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct NamedArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The branch or checkpoint name.
+    name: String,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct RestoreArgs {
+    #[command(flatten)]
+    chat: ChatArgs,
+    /// The checkpoint.
+    checkpoint: String,
+    /// The new branch's name (default: the active branch's name with the
+    /// next `-vN`).
+    #[arg(long)]
+    name: Option<String>,
+}
+
+pub(crate) fn run(command: ChatCommand) -> Result<String> {
+    let value = match command {
+        ChatCommand::Append(args) => append(&args)?,
+        ChatCommand::Build(args) => return build(&args),
+        ChatCommand::Export(target) => {
+            let engine = target.open_existing(ContextBuilder::new())?;
+            serde_json::to_value(engine.state()).unwrap_or_default()
+        }
+        ChatCommand::Rewind(args) => {
+            let mut engine = args.target.open_existing(ContextBuilder::new())?;
+            engine.rewind(&args.to, args.name.as_deref())?;
+            position(&engine)
+        }
+        ChatCommand::Fork(args) => {
+            let mut engine = args.target.open_existing(ContextBuilder::new())?;
+            engine.fork(&args.name)?;
+            json!({"chat": engine.chat(), "branch": args.name, "head": engine.head()})
+        }
+        ChatCommand::Switch(args) => {
+            let mut engine = args.target.open_existing(ContextBuilder::new())?;
+            engine.switch_branch(&args.name)?;
+            position(&engine)
+        }
+        ChatCommand::Checkpoint(args) => {
+            let mut engine = args.target.open_existing(ContextBuilder::new())?;
+            engine.checkpoint(&args.name)?;
+            json!({"chat": engine.chat(), "checkpoint": args.name, "node": engine.head()})
+        }
+        ChatCommand::Restore(args) => {
+            let target = Target {
+                chat: args.chat,
+                branch: None,
+            };
+            let mut engine = target.open_existing(ContextBuilder::new())?;
+            engine.restore(&args.checkpoint, args.name.as_deref())?;
+            position(&engine)
+        }
+        ChatCommand::Branches(args) => branches(&args)?,
+        ChatCommand::List(args) => list(&args)?,
+    };
+    Ok(pretty(&value))
+}
+
+/// Where an engine stands: its chat, branch and head.
+fn position(engine: &ContextEngine) -> Value {
+    json!({"chat": engine.chat(), "branch": engine.branch(), "head": engine.head()})
+}
+
+/// Appends in one save, trying again from a fresh load when another writer
+/// saved first. The input is read and checked before the store is opened.
+fn append(args: &AppendArgs) -> Result<Value> {
+    let input = read_chunks(&args.file, &args.input)?;
+    if args.replace_last_assistant && input.chunks.len() != 1 {
+        return Err(ErrorKind::Option {
+            option: "replace-last-assistant".into(),
+            message: format!(
+                "the input must be exactly one assistant chunk to replace the last one, and it \
+                 has {} chunks",
+                input.chunks.len()
+            ),
+        }
+        .into());
+    }
+    let store = open_store(&args.target.chat.store.db, true)?;
+    let mut builder = ContextBuilder::new();
+    builder.model(&args.model);
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let mut engine = args.target.open(&store, builder.clone())?;
+        let appended = apply(&mut engine, &input, args.replace_last_assistant)?;
+        match engine.save() {
+            Ok(()) => {
+                let mut out = position(&engine);
+                out["appended"] = json!(appended);
+                if args.replace_last_assistant {
+                    out["replaced"] = json!(appended == 0);
+                }
+                return Ok(out);
+            }
+            Err(error)
+                if matches!(error.kind(), ErrorKind::Conflict { .. })
+                    && attempts < APPEND_ATTEMPTS =>
+            {
+                continue;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// Puts the input in the engine as pending changes; returns how many
+/// chunks it appends.
+fn apply(engine: &mut ContextEngine, input: &MemoryState, replace: bool) -> Result<usize> {
+    if input.system_prompt.is_some() {
+        engine.set_system_prompt(input.system_prompt.clone());
+    }
+    if !input.fragments.is_empty() {
+        engine.set(input.fragments.clone());
+    }
+    if let (true, Some(chunk)) = (replace, input.chunks.first()) {
+        let before = engine.state().chunks.len();
+        engine.replace_last_assistant(chunk.clone())?;
+        return Ok(engine.state().chunks.len() - before);
+    }
+    engine.extend(input.chunks.iter().cloned())?;
+    Ok(input.chunks.len())
+}
+
+fn build(args: &ChatBuildArgs) -> Result<String> {
+    let builder = args.output.builder(&args.options)?;
+    let mut engine = args.target.open_existing(builder)?;
+    let result = engine.build()?;
+    // Counts the store lacked for these settings are kept for the next
+    // process; the build stands even if they cannot be written.
+    if let Err(error) = engine.keep_counts() {
+        eprintln!("warning: the counts of this build could not be stored: {error}");
+    }
+    args.output.print(&result, &args.options)
+}
+
+fn branches(args: &ChatArgs) -> Result<Value> {
+    let store = open_store(&args.store.db, false)?;
+    require_chat(&store, &args.chat)?;
+    let branches: Vec<Value> = store
+        .branches(&args.chat)?
+        .into_iter()
+        .map(|b| json!({"name": b.name, "head": b.head, "chunks": b.chunks, "active": b.active}))
+        .collect();
+    let checkpoints: Vec<Value> = store
+        .checkpoints(&args.chat)?
+        .into_iter()
+        .map(|c| json!({"name": c.name, "node": c.node}))
+        .collect();
+    Ok(json!({"chat": args.chat, "branches": branches, "checkpoints": checkpoints}))
+}
+
+fn list(args: &StoreArgs) -> Result<Value> {
+    let store = open_store(&args.db, false)?;
+    let chats: Vec<Value> = store
+        .chats()?
+        .into_iter()
+        .map(|c| {
+            json!({
+                "id": c.id,
+                "active_branch": c.active_branch,
+                "metadata": c.metadata,
+                "created_at_ms": c.created_at_ms,
+                "updated_at_ms": c.updated_at_ms,
+            })
+        })
+        .collect();
+    Ok(json!({"chats": chats}))
+}
+
+impl Target {
+    /// The engine on this target, the chat created if missing.
+    fn open(&self, store: &Arc<dyn Store>, builder: ContextBuilder) -> Result<ContextEngine> {
+        let store = Arc::clone(store);
+        match &self.branch {
+            Some(branch) => ContextEngine::open_branch(store, &self.chat.chat, branch, builder),
+            None => ContextEngine::open(store, &self.chat.chat, builder),
+        }
+    }
+
+    /// The engine on this target of an existing store and chat.
+    fn open_existing(&self, builder: ContextBuilder) -> Result<ContextEngine> {
+        let store = open_store(&self.chat.store.db, false)?;
+        require_chat(&store, &self.chat.chat)?;
+        self.open(&store, builder)
+    }
+}
+
+/// The store at `db`; without `create`, a missing file is an error rather
+/// than a new empty store.
+fn open_store(db: &str, create: bool) -> Result<Arc<dyn Store>> {
+    if !create && !Path::new(db).exists() {
+        return Err(ErrorKind::Option {
+            option: "db".into(),
+            message: format!(
+                "no store at {db:?}; `chat append` creates one, or pass --db with an existing store"
+            ),
+        }
+        .into());
+    }
+    Ok(Arc::new(SqliteStore::open(db)?))
+}
+
+fn require_chat(store: &Arc<dyn Store>, chat: &str) -> Result<()> {
+    if store.chat(chat)?.is_none() {
+        return Err(ErrorKind::Chat {
+            chat: chat.to_owned(),
+            message: "no such chat in the store; list them with `chat list`".into(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// The input of `chat append`: a session JSON, or JSON Lines of chunks
+/// (one chunk object per line; blank lines skipped), as a session.
+fn read_chunks(file: &str, input: &JsonInput) -> Result<MemoryState> {
+    let text = read_input(file, input.limit(), Expected::Session)?;
+    let options = input.parse_options();
+    match agent_context::parse_json(&text, options) {
+        Ok(Value::Object(object)) if object.contains_key("kind") => {
+            MemoryState::from_json_value(json!({"chunks": [Value::Object(object)]}))
+        }
+        Ok(value) => MemoryState::from_json_value(value),
+        Err(whole) => {
+            let mut lines = text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty());
+            let first_is_chunk = lines.next().is_some_and(|(_, line)| {
+                matches!(
+                    agent_context::parse_json(line, options),
+                    Ok(Value::Object(_))
+                )
+            });
+            if !first_is_chunk {
+                return Err(whole);
+            }
+            json_lines(&text, options)
+        }
+    }
+}
+
+/// JSON Lines of chunks as a session; an error names the line.
+fn json_lines(text: &str, options: agent_context::ParseOptions) -> Result<MemoryState> {
+    let mut chunks = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value = agent_context::parse_json(line, options).map_err(|error| ErrorKind::Io {
+            context: format!("reading JSON Lines, line {}", number + 1),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, error.to_string()),
+        })?;
+        chunks.push(value);
+    }
+    MemoryState::from_json_value(json!({ "chunks": chunks }))
+}
