@@ -1,0 +1,506 @@
+//! The store conformance suite: one set of tests, run against every
+//! backend (a SQLite file, SQLite in memory), through the engine and the
+//! `Store` trait.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agent_context::store::{MAIN_BRANCH, Save, SqliteStore, Store};
+use agent_context::{
+    ContextBuilder, ContextEngine, ErrorKind, MemoryChunk, MemoryState, Role, fragment, role,
+};
+use common::*;
+use proptest::prelude::*;
+use serde_json::json;
+
+/// A backend under test: a store, and how to open it again as a fresh
+/// process would.
+struct Backend {
+    name: &'static str,
+    store: Arc<dyn Store>,
+    dir: Option<PathBuf>,
+}
+
+impl Backend {
+    /// The store as a new process finds it (the same handle, in memory).
+    fn reopen(&self) -> Arc<dyn Store> {
+        match &self.dir {
+            Some(dir) => Arc::new(SqliteStore::open(dir.join("chats.db")).unwrap()),
+            None => Arc::clone(&self.store),
+        }
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+fn temp_dir() -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("agent-context-store-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Every backend, empty.
+fn backends() -> Vec<Backend> {
+    let dir = temp_dir();
+    vec![
+        Backend {
+            name: "sqlite file",
+            store: Arc::new(SqliteStore::open(dir.join("chats.db")).unwrap()),
+            dir: Some(dir),
+        },
+        Backend {
+            name: "sqlite memory",
+            store: Arc::new(SqliteStore::in_memory().unwrap()),
+            dir: None,
+        },
+    ]
+}
+
+fn builder() -> ContextBuilder {
+    let mut builder = ContextBuilder::new();
+    builder.model("gpt-4o").max_tokens(2_000);
+    builder
+}
+
+fn open(store: &Arc<dyn Store>, chat: &str) -> ContextEngine {
+    ContextEngine::open(Arc::clone(store), chat, builder()).unwrap()
+}
+
+fn user(id: &str, text: &str) -> MemoryChunk {
+    MemoryChunk::agent(id, Role::User, text)
+}
+
+fn assistant(id: &str, text: &str) -> MemoryChunk {
+    MemoryChunk::agent(id, Role::Assistant, text)
+}
+
+fn ids(engine: &ContextEngine) -> Vec<String> {
+    engine.state().chunks.iter().map(|c| c.id.clone()).collect()
+}
+
+fn long_state(turns: usize) -> MemoryState {
+    let mut state = MemoryState::new()
+        .with_system_prompt("You are a careful agent.")
+        .with_fragment(role("Reviewer"));
+    for turn in 0..turns {
+        let words = "lorem ipsum dolor sit amet ".repeat(20 + turn % 7);
+        state = state
+            .with_chunk(user(
+                &format!("u{turn}"),
+                &format!("question {turn}: {words}"),
+            ))
+            .with_chunk(assistant(
+                &format!("a{turn}"),
+                &format!("answer {turn}: {words}"),
+            ));
+    }
+    state
+}
+
+#[test]
+fn batches_appended_come_back_as_they_went_in() {
+    for backend in backends() {
+        let state = long_state(12);
+        let mut engine = open(&backend.store, "chat");
+        engine.set_system_prompt(state.system_prompt.clone());
+        engine.set(state.fragments.clone());
+        for batch in state.chunks.chunks(5) {
+            engine.extend(batch.iter().cloned()).unwrap();
+            engine.save().unwrap();
+        }
+        assert!(!engine.has_pending());
+        let again = open(&backend.reopen(), "chat");
+        assert_eq!(again.state(), &state, "{}", backend.name);
+        assert_eq!(again.head(), engine.head(), "{}", backend.name);
+        let branches = again.branches().unwrap();
+        assert_eq!(branches.len(), 1);
+        assert_eq!((branches[0].chunks, branches[0].active), (24, true));
+    }
+}
+
+#[test]
+fn a_batch_with_an_invalid_chunk_stores_nothing() {
+    for backend in backends() {
+        let mut engine = open(&backend.store, "chat");
+        engine.push(user("u1", "hello")).unwrap();
+        engine.save().unwrap();
+        let head = engine.head();
+        let bad = MemoryChunk::new("bad", agent_context::ChunkKind::Agent); // no role
+        let batch = vec![assistant("a1", "hi"), bad, user("u2", "more")];
+        assert!(engine.extend(batch).is_err());
+        let duplicate = vec![assistant("a1", "hi"), user("u1", "again")];
+        assert!(engine.extend(duplicate).is_err());
+        assert!(!engine.has_pending());
+        engine.save().unwrap();
+        let again = open(&backend.reopen(), "chat");
+        assert_eq!(ids(&again), ["u1"], "{}", backend.name);
+        assert_eq!(again.head(), head);
+    }
+}
+
+#[test]
+fn a_stale_engine_gets_a_conflict_and_writes_nothing() {
+    for backend in backends() {
+        let mut first = open(&backend.store, "chat");
+        let mut second = open(&backend.store, "chat");
+        first.push(user("u1", "from the first")).unwrap();
+        first.save().unwrap();
+        second.push(user("v1", "from the second")).unwrap();
+        let error = second.save().unwrap_err();
+        match error.kind() {
+            ErrorKind::Conflict {
+                expected, actual, ..
+            } => {
+                assert_eq!(*expected, None);
+                assert_eq!(*actual, first.head());
+            }
+            other => panic!("{}: expected a conflict, got {other:?}", backend.name),
+        }
+        assert!(second.has_pending(), "the change is kept to apply again");
+        assert_eq!(ids(&open(&backend.reopen(), "chat")), ["u1"]);
+        // Reloaded, it applies its change on top.
+        second.reload().unwrap();
+        second.push(user("v1", "from the second")).unwrap();
+        second.save().unwrap();
+        assert_eq!(ids(&open(&backend.reopen(), "chat")), ["u1", "v1"]);
+    }
+}
+
+#[test]
+fn rewind_fork_checkpoint_and_restore_leave_other_branches_intact() {
+    for backend in backends() {
+        let mut engine = open(&backend.store, "chat");
+        engine
+            .extend([
+                user("u1", "a"),
+                assistant("a1", "b"),
+                user("u2", "c"),
+                assistant("a2", "d"),
+            ])
+            .unwrap();
+        engine.save().unwrap();
+        let main_head = engine.head();
+        engine.checkpoint("four").unwrap();
+        engine.fork("spare").unwrap();
+        assert_eq!(engine.branch(), MAIN_BRANCH, "a fork does not switch");
+
+        let name = engine.rewind("u2", None).unwrap();
+        assert_eq!(name, "main-v2");
+        assert_eq!(ids(&engine), ["u1", "a1"]);
+        engine.push(user("u2", "another question")).unwrap();
+        engine.save().unwrap();
+        assert_eq!(
+            engine.rewind("u2", None).unwrap(),
+            "main-v3",
+            "{}",
+            backend.name
+        );
+        assert_eq!(ids(&engine), ["u1", "a1"]);
+
+        // A new process opens the active branch.
+        let fresh = open(&backend.reopen(), "chat");
+        assert_eq!(fresh.branch(), "main-v3");
+        let branches = fresh.branches().unwrap();
+        let summary: Vec<_> = branches
+            .iter()
+            .map(|b| (b.name.as_str(), b.chunks, b.active))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("main", 4, false),
+                ("main-v2", 3, false),
+                ("main-v3", 2, true),
+                ("spare", 4, false)
+            ]
+        );
+        let main = ContextEngine::open_branch(backend.reopen(), "chat", "main", builder()).unwrap();
+        assert_eq!(ids(&main), ["u1", "a1", "u2", "a2"]);
+        assert_eq!(main.head(), main_head);
+
+        let restored = engine.restore("four", Some("back")).unwrap();
+        assert_eq!(restored, "back");
+        assert_eq!(ids(&engine), ["u1", "a1", "u2", "a2"]);
+        engine.switch_branch("main-v2").unwrap();
+        assert_eq!(ids(&engine), ["u1", "a1", "u2"]);
+        assert_eq!(
+            engine.state().chunks[2].text.as_deref(),
+            Some("another question")
+        );
+
+        // Unsaved changes block moving off the branch; bad names are errors.
+        engine.push(user("u9", "pending")).unwrap();
+        assert!(matches!(
+            engine.switch_branch("main").unwrap_err().kind(),
+            ErrorKind::Chat { .. }
+        ));
+        assert!(matches!(
+            engine.rewind("a1", None).unwrap_err().kind(),
+            ErrorKind::Chat { .. }
+        ));
+        engine.reload().unwrap();
+        assert!(engine.rewind("nope", None).is_err());
+        assert!(engine.restore("nope", None).is_err());
+        assert!(engine.fork("main").is_err(), "the name is taken");
+        assert!(engine.switch_branch("nope").is_err());
+        assert!(engine.fork("").is_err());
+    }
+}
+
+#[test]
+fn replacing_the_last_assistant_message_rewrites_only_this_branch() {
+    for backend in backends() {
+        let mut engine = open(&backend.store, "chat");
+        // No assistant message yet: the replacement is appended.
+        engine.push(user("u1", "question")).unwrap();
+        engine
+            .replace_last_assistant(assistant("a1", "draft"))
+            .unwrap();
+        assert_eq!(ids(&engine), ["u1", "a1"]);
+        // A pending one is replaced before it is ever stored.
+        engine
+            .replace_last_assistant(assistant("a1", "second draft"))
+            .unwrap();
+        engine.save().unwrap();
+        engine.checkpoint("drafted").unwrap();
+        // A stored one is replaced in place, with what follows it kept.
+        let mut call = MemoryChunk::new("t1", agent_context::ChunkKind::Workflow)
+            .with_action("tool_call")
+            .with_tool("bash")
+            .with_call_id("k1");
+        call.text = Some("ls".into());
+        engine.push(call).unwrap();
+        engine.save().unwrap();
+        engine
+            .replace_last_assistant(assistant("a1-final", "final answer"))
+            .unwrap();
+        assert_eq!(ids(&engine), ["u1", "a1-final", "t1"]);
+        engine.save().unwrap();
+        let fresh = open(&backend.reopen(), "chat");
+        assert_eq!(ids(&fresh), ["u1", "a1-final", "t1"], "{}", backend.name);
+        assert_eq!(
+            fresh.state().chunks[1].text.as_deref(),
+            Some("final answer")
+        );
+        // The checkpoint still names the draft.
+        let mut other = open(&backend.reopen(), "chat");
+        other.restore("drafted", None).unwrap();
+        assert_eq!(ids(&other), ["u1", "a1"]);
+        assert_eq!(
+            other.state().chunks[1].text.as_deref(),
+            Some("second draft")
+        );
+        // Only an assistant message can replace one.
+        assert!(engine.replace_last_assistant(user("x", "no")).is_err());
+        assert!(
+            engine
+                .replace_last_assistant(assistant("u1", "taken id"))
+                .is_err()
+        );
+    }
+}
+
+#[test]
+fn ids_of_any_content_are_data_and_chats_stay_apart() {
+    let hostile = [
+        "'; DROP TABLE chats; --".to_owned(),
+        "quote \" and ' and `".to_owned(),
+        "nul\0byte".to_owned(),
+        "x".repeat(10_240),
+        "é 🦀 \u{202e}".to_owned(),
+        String::new(),
+    ];
+    for backend in backends() {
+        for (n, chat) in hostile.iter().enumerate() {
+            let mut engine = open(&backend.store, chat);
+            for (m, id) in hostile.iter().enumerate().filter(|(_, id)| !id.is_empty()) {
+                engine.push(user(&format!("{id}{n}{m}"), id)).unwrap();
+            }
+            engine.save().unwrap();
+            engine
+                .fork(chat)
+                .unwrap_or_else(|_| assert!(chat.is_empty()));
+            engine.checkpoint(&format!("{chat}!")).unwrap();
+        }
+        let store = backend.reopen();
+        assert_eq!(
+            store.chats().unwrap().len(),
+            hostile.len(),
+            "{}",
+            backend.name
+        );
+        for (n, chat) in hostile.iter().enumerate() {
+            let engine = open(&store, chat);
+            let expected: Vec<String> = hostile
+                .iter()
+                .enumerate()
+                .filter(|(_, id)| !id.is_empty())
+                .map(|(m, id)| format!("{id}{n}{m}"))
+                .collect();
+            assert_eq!(ids(&engine), expected, "{}: chat {n}", backend.name);
+            assert_eq!(engine.checkpoints().unwrap().len(), 1);
+        }
+    }
+}
+
+#[test]
+fn a_fresh_process_builds_a_stored_chat_without_counting_it_again() {
+    for backend in backends() {
+        let state = long_state(40);
+        let mut engine = open(&backend.store, "chat");
+        engine.set_system_prompt(state.system_prompt.clone());
+        engine.extend(state.chunks.iter().cloned()).unwrap();
+        engine.save().unwrap();
+        let mut fresh = open(&backend.reopen(), "chat");
+        let result = fresh.build().unwrap();
+        let stats = fresh.session().stats();
+        assert_eq!(stats.tokens_counted, 0, "{}: {stats:?}", backend.name);
+        assert!(!result.excluded.is_empty(), "the budget cuts the chat");
+        let cold = builder().build(fresh.state()).unwrap();
+        assert_eq!(
+            serde_json::to_string(&result).unwrap(),
+            serde_json::to_string(&cold).unwrap()
+        );
+        // Another encoding counts, then keeps its counts for the next one.
+        let mut other = builder();
+        other.model("gpt-4");
+        let mut engine = ContextEngine::open(backend.reopen(), "chat", other.clone()).unwrap();
+        engine.build().unwrap();
+        assert!(engine.session().stats().tokens_counted > 0);
+        assert_eq!(engine.keep_counts().unwrap(), 80);
+        let mut engine = ContextEngine::open(backend.reopen(), "chat", other).unwrap();
+        engine.build().unwrap();
+        assert_eq!(engine.session().stats().tokens_counted, 0);
+    }
+}
+
+#[test]
+fn usage_is_recorded_and_calibrates_estimates_on_every_open() {
+    for backend in backends() {
+        let mut estimated = ContextBuilder::new();
+        estimated.model("claude-sonnet-4").max_tokens(50_000);
+        let mut engine =
+            ContextEngine::open(backend.store.clone(), "chat", estimated.clone()).unwrap();
+        engine.extend(long_state(3).chunks).unwrap();
+        engine.save().unwrap();
+        let before = engine.build().unwrap().token_count;
+        engine.track_usage(before as u64 * 3, 120).unwrap();
+        let after = engine.build().unwrap().token_count;
+        assert!(after > before, "{before} -> {after}");
+        let usage = backend.reopen().usage("chat").unwrap();
+        assert_eq!(usage.len(), 1);
+        assert_eq!(
+            (usage[0].input_tokens, usage[0].output_tokens),
+            (before as u64 * 3, 120)
+        );
+        let mut fresh = ContextEngine::open(backend.reopen(), "chat", estimated).unwrap();
+        assert_eq!(
+            fresh.build().unwrap().token_count,
+            after,
+            "{}",
+            backend.name
+        );
+    }
+}
+
+#[test]
+fn the_system_lane_and_metadata_are_stored() {
+    for backend in backends() {
+        let mut engine = open(&backend.store, "chat");
+        engine.set_system_prompt(Some("Be brief.".into()));
+        engine.set(vec![fragment("config", [json!({"debug": true})])]);
+        engine.push(user("u1", "hi")).unwrap();
+        engine.save().unwrap();
+        backend
+            .store
+            .set_metadata("chat", &json!({"owner": "ops"}))
+            .unwrap();
+        let store = backend.reopen();
+        let fresh = open(&store, "chat");
+        assert_eq!(fresh.state().system_prompt.as_deref(), Some("Be brief."));
+        assert_eq!(fresh.state().fragments, engine.state().fragments);
+        let chat = store.chat("chat").unwrap().unwrap();
+        assert_eq!(chat.metadata, json!({"owner": "ops"}));
+        assert!(store.set_metadata("missing", &json!({})).is_err());
+    }
+}
+
+#[test]
+fn a_save_to_a_missing_branch_or_chat_is_refused() {
+    for backend in backends() {
+        let store = &backend.store;
+        store.open_chat("chat").unwrap();
+        let save = Save::append("nope", None, Vec::new());
+        assert!(matches!(
+            store.save("chat", &save).unwrap_err().kind(),
+            ErrorKind::Chat { .. }
+        ));
+        assert!(matches!(
+            store.save("other", &save).unwrap_err().kind(),
+            ErrorKind::Chat { .. }
+        ));
+        assert!(store.branches("other").is_err());
+        assert!(
+            store
+                .create_branch("chat", "b", Some(12_345), false)
+                .is_err()
+        );
+        assert!(store.set_checkpoint("chat", "c", Some(12_345)).is_err());
+    }
+}
+
+proptest! {
+    #![proptest_config(proptest_config())]
+
+    /// `chat build` is `build` of `chat export`: a chat stored in batches
+    /// and built by a fresh engine gives the cold build of its export.
+    #[test]
+    fn a_stored_chat_builds_as_its_export(
+        state in session(24),
+        max_tokens in 300usize..4_000,
+        splits in prop::collection::vec(1usize..6, 1..8),
+    ) {
+        let backend = backends().remove(0);
+        let mut engine = open(&backend.store, "chat");
+        engine.set_system_prompt(state.system_prompt.clone());
+        let mut rest = state.chunks.as_slice();
+        for split in splits.iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let (batch, after) = rest.split_at((*split).min(rest.len()));
+            engine.extend(batch.iter().cloned()).unwrap();
+            engine.save().unwrap();
+            rest = after;
+        }
+        engine.save().unwrap();
+        let mut settings = builder();
+        settings.max_tokens(max_tokens);
+        let mut fresh = ContextEngine::open(backend.reopen(), "chat", settings.clone()).unwrap();
+        let export = serde_json::to_string(fresh.state()).unwrap();
+        let exported = MemoryState::from_json_str(&export).unwrap();
+        prop_assert_eq!(&exported, &state);
+        match (fresh.build(), settings.build(&exported)) {
+            (Ok(stored), Ok(cold)) => {
+                prop_assert_eq!(serde_json::to_string(&stored).unwrap(), serde_json::to_string(&cold).unwrap());
+                if stored.truncated.is_empty() {
+                    prop_assert_eq!(fresh.session().stats().tokens_counted, 0);
+                }
+            }
+            (Err(stored), Err(cold)) => prop_assert_eq!(stored.to_string(), cold.to_string()),
+            (stored, cold) => prop_assert!(false, "stored {stored:?} vs cold {cold:?}"),
+        }
+    }
+}
