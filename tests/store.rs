@@ -504,3 +504,122 @@ proptest! {
         }
     }
 }
+
+/// A store written by schema version 1 (before counts and usage): it opens,
+/// is migrated in place, and its chats load, build and take new chunks.
+#[test]
+fn a_store_of_the_previous_schema_version_is_migrated() {
+    let dir = temp_dir();
+    let path = dir.join("v1.db");
+    std::fs::copy(V1_FIXTURE, &path).unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
+    let version: u32 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT version FROM schema_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, 2);
+    let mut engine = open(&store, "fixture");
+    assert_eq!(ids(&engine), ["u1", "a1", "u2", "a2"]);
+    assert_eq!(
+        engine.state().system_prompt.as_deref(),
+        Some("You are terse.")
+    );
+    assert_eq!(engine.checkpoints().unwrap().len(), 1);
+    let cold = builder().build(engine.state()).unwrap();
+    assert_eq!(engine.build().unwrap(), cold);
+    assert_eq!(
+        engine.keep_counts().unwrap(),
+        4,
+        "counts are kept from now on"
+    );
+    engine.push(user("u3", "and now?")).unwrap();
+    engine.save().unwrap();
+    let old = ContextEngine::open_branch(Arc::clone(&store), "fixture", "old", builder()).unwrap();
+    assert_eq!(ids(&old), ["u1", "a1"]);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A store written by a later version is refused, and so is a SQLite file
+/// that is no store; neither is changed.
+#[test]
+fn a_newer_store_or_another_database_is_refused() {
+    let dir = temp_dir();
+    let newer = dir.join("newer.db");
+    drop(SqliteStore::open(&newer).unwrap());
+    let connection = rusqlite::Connection::open(&newer).unwrap();
+    connection
+        .execute("UPDATE schema_version SET version = 99", [])
+        .unwrap();
+    let error = SqliteStore::open(&newer).unwrap_err().to_string();
+    assert!(
+        error.contains("schema version 99") && error.contains("upgrade"),
+        "{error}"
+    );
+    let other = dir.join("other.db");
+    rusqlite::Connection::open(&other)
+        .unwrap()
+        .execute("CREATE TABLE notes (text TEXT)", [])
+        .unwrap();
+    let error = SqliteStore::open(&other).unwrap_err().to_string();
+    assert!(error.contains("not an agent-context store"), "{error}");
+    let garbage = dir.join("garbage.db");
+    std::fs::write(
+        &garbage,
+        "this is not a database, just text that is long enough ".repeat(20),
+    )
+    .unwrap();
+    assert!(SqliteStore::open(&garbage).is_err());
+    // A chunk written by a later codec is refused by name.
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.join("codec.db")).unwrap());
+    let mut engine = open(&store, "chat");
+    engine.push(user("u1", "hi")).unwrap();
+    engine.save().unwrap();
+    rusqlite::Connection::open(dir.join("codec.db"))
+        .unwrap()
+        .execute("UPDATE nodes SET codec = 7", [])
+        .unwrap();
+    let error = ContextEngine::open(store, "chat", builder())
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("chunk codec 7"), "{error}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+const V1_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/store-v1.db");
+
+/// Writes `tests/fixtures/store-v1.db` in the layout of schema version 1,
+/// as that version's migration created it: run with `--ignored` only to
+/// make the fixture again. One chat, four chunks, a second branch at the
+/// second chunk and a checkpoint.
+#[test]
+#[ignore = "writes the committed fixture"]
+fn write_the_v1_fixture() {
+    let _ = std::fs::remove_file(V1_FIXTURE);
+    let db = rusqlite::Connection::open(V1_FIXTURE).unwrap();
+    db.execute_batch(
+        "CREATE TABLE schema_version (version INTEGER NOT NULL);
+         INSERT INTO schema_version (version) VALUES (1);
+         CREATE TABLE chats (id TEXT PRIMARY KEY, metadata TEXT NOT NULL DEFAULT '{}',
+             system TEXT, active_branch TEXT NOT NULL, created_at INTEGER NOT NULL,
+             updated_at INTEGER NOT NULL);
+         CREATE TABLE nodes (id INTEGER PRIMARY KEY AUTOINCREMENT,
+             chat TEXT NOT NULL REFERENCES chats (id), parent INTEGER REFERENCES nodes (id),
+             position INTEGER NOT NULL, chunk_id TEXT NOT NULL, codec INTEGER NOT NULL,
+             body TEXT NOT NULL);
+         CREATE INDEX nodes_by_parent ON nodes (chat, parent);
+         CREATE TABLE branches (chat TEXT NOT NULL REFERENCES chats (id), name TEXT NOT NULL,
+             head INTEGER REFERENCES nodes (id), PRIMARY KEY (chat, name));
+         CREATE TABLE checkpoints (chat TEXT NOT NULL REFERENCES chats (id), name TEXT NOT NULL,
+             node INTEGER REFERENCES nodes (id), PRIMARY KEY (chat, name));
+         INSERT INTO chats VALUES ('fixture', '{}', '{\"system_prompt\":\"You are terse.\",\"chunks\":[]}',
+             'main', 1795400000000, 1795400000000);
+         INSERT INTO nodes VALUES
+             (1, 'fixture', NULL, 0, 'u1', 1, '{\"id\":\"u1\",\"kind\":\"agent\",\"role\":\"user\",\"text\":\"Fix the test.\"}'),
+             (2, 'fixture', 1, 1, 'a1', 1, '{\"id\":\"a1\",\"kind\":\"agent\",\"role\":\"assistant\",\"text\":\"Reading it.\"}'),
+             (3, 'fixture', 2, 2, 'u2', 1, '{\"id\":\"u2\",\"kind\":\"agent\",\"role\":\"user\",\"text\":\"Go on.\"}'),
+             (4, 'fixture', 3, 3, 'a2', 1, '{\"id\":\"a2\",\"kind\":\"agent\",\"role\":\"assistant\",\"text\":\"Fixed.\"}');
+         INSERT INTO branches VALUES ('fixture', 'main', 4), ('fixture', 'old', 2);
+         INSERT INTO checkpoints VALUES ('fixture', 'done', 4);",
+    )
+    .unwrap();
+}
