@@ -56,6 +56,8 @@
 //! * [`budget`]: what is protected, what moves together, what was decided.
 //! * [`ContextBuilder`] → [`BuildResult`]: messages, counts, decisions.
 //! * [`ContextSession`]: the same, turn after turn, at the cost of what is new.
+//! * [`ContextEngine`] over a [`store::Store`]: durable chats with branches
+//!   and checkpoints, saved atomically, built within the budget.
 //! * [`adapter`]: OpenAI, Anthropic and plain-text output.
 //! * [`Fragment`] and [`format`](mod@format): structured system context (role, hints,
 //!   terms, guardrails, config) rendered as XML, Markdown, TOML or TOON.
@@ -71,6 +73,7 @@
 //!    (`str_like`), and the report's shared lists and texts
 //!    ([`Rows`], [`MessageText`]);
 //! 2. the model: `memory`, and `memory_schema`, which reads it from JSON;
+//!    and the [`store`] of durable chats, which keeps chunks as JSON;
 //! 3. [`tokens`], [`render`] (escaping included), [`format`](mod@format);
 //! 4. the plan: [`budget`] (policy, units, decisions);
 //! 5. the pipeline: `prepare` (render and count each chunk), `message`
@@ -78,7 +81,8 @@
 //!    carries over) and `chunk_cache`;
 //! 6. [`ContextBuilder`] (`builder`, whose `extend` and `replan` build a
 //!    session's appending turn from its last build) and [`ContextSession`]
-//!    (`session`);
+//!    (`session`), then [`ContextEngine`] (`engine`: a chat of a store,
+//!    built through a session);
 //! 7. [`adapter`] and `explain`; the CLI (`src/bin`) sits on top.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
