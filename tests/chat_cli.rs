@@ -1,0 +1,201 @@
+//! `agent-context chat …`: the README's walk-through on the bundled data,
+//! and `chat build` against `build` of `chat export`, byte for byte.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::cli::{Run, run};
+use serde_json::Value;
+
+const DATA: [&str; 2] = ["data/coding-agent.json", "data/research-agent.json"];
+
+fn data(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A store path in a fresh directory of its own.
+fn fresh_db(name: &str) -> (PathBuf, String) {
+    let dir =
+        std::env::temp_dir().join(format!("agent-context-chat-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("agent-context.db").display().to_string();
+    (dir, db)
+}
+
+fn ok(run: Run) -> Value {
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    serde_json::from_str(&run.stdout).unwrap_or(Value::String(run.stdout))
+}
+
+#[test]
+fn chat_build_is_build_of_chat_export_byte_for_byte() {
+    let (dir, db) = fresh_db("build");
+    for (n, file) in DATA.iter().enumerate() {
+        let chat = format!("chat-{n}");
+        let appended = ok(run(
+            &["chat", "append", "--db", &db, "--chat", &chat, &data(file)],
+            "",
+        ));
+        assert_eq!(appended["branch"], "main");
+        let export = run(&["chat", "export", "--db", &db, "--chat", &chat], "");
+        assert_eq!(export.code, 0);
+        for output in ["report", "openai", "anthropic", "text"] {
+            for budget in [
+                ["--max-tokens", "4000", "--reserve", "500"],
+                ["--max-tokens", "200000", "--reserve", "0"],
+            ] {
+                let mut flags = vec!["--output", output];
+                flags.extend(budget);
+                let mut chat_args = vec!["chat", "build", "--db", &db, "--chat", &chat];
+                chat_args.extend(&flags);
+                let mut build_args = vec!["build", "-"];
+                build_args.extend(&flags);
+                let stored = run(&chat_args, "");
+                let cold = run(&build_args, &export.stdout);
+                assert_eq!(stored.code, 0, "{}", stored.stderr);
+                assert_eq!(stored.stdout, cold.stdout, "{file} {flags:?}");
+                assert_eq!(stored.stderr, cold.stderr, "{file} {flags:?}");
+            }
+        }
+        // The export is the input, as the session format writes it.
+        let input: Value =
+            serde_json::from_str(&std::fs::read_to_string(data(file)).unwrap()).unwrap();
+        let exported: Value = serde_json::from_str(&export.stdout).unwrap();
+        assert_eq!(exported["chunks"], input["chunks"]);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn the_readme_walk_through_runs() {
+    let (dir, db) = fresh_db("walk");
+    let chat = |args: &[&str], stdin: &str| {
+        let mut all = vec!["chat", args[0], "--db", db.as_str(), "--chat", "demo"];
+        all.extend(&args[1..]);
+        run(&all, stdin)
+    };
+    ok(chat(&["append", &data(DATA[0])], ""));
+    let text = chat(
+        &[
+            "build",
+            "--max-tokens",
+            "4000",
+            "--reserve",
+            "500",
+            "--output",
+            "text",
+        ],
+        "",
+    );
+    assert_eq!(text.code, 0);
+    assert!(
+        text.stdout.contains("<elided_history"),
+        "the budget cuts the chat"
+    );
+    ok(chat(&["checkpoint", "before-retry"], ""));
+    let rewound = ok(chat(&["rewind", "--to", "c10"], ""));
+    assert_eq!(rewound["branch"], "main-v2");
+    let turn = r#"{"id": "u9", "kind": "agent", "role": "user", "text": "Try another fix."}"#;
+    let appended = ok(chat(&["append"], turn));
+    assert_eq!(appended["appended"], 1);
+    let branches = ok(chat(&["branches"], ""));
+    let names: Vec<_> = branches["branches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["name"].clone(), b["chunks"].clone(), b["active"].clone()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            (Value::from("main"), Value::from(40), Value::from(false)),
+            (Value::from("main-v2"), Value::from(10), Value::from(true))
+        ]
+    );
+    let restored = ok(chat(&["restore", "before-retry"], ""));
+    assert_eq!(restored["branch"], "main-v3");
+    let export = ok(chat(&["export"], ""));
+    assert_eq!(export["chunks"].as_array().unwrap().len(), 40);
+    let listed = ok(run(&["chat", "list", "--db", &db], ""));
+    assert_eq!(listed["chats"][0]["active_branch"], "main-v3");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn bad_input_exits_2_and_writes_nothing() {
+    let (dir, db) = fresh_db("bad");
+    // Invalid JSON: not even the store file is created.
+    let bad = run(
+        &["chat", "append", "--db", &db, "--chat", "c"],
+        "{\"chunks\": [",
+    );
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(!Path::new(&db).exists());
+    // A bad line of JSON Lines is named.
+    let lines = "{\"id\": \"u1\", \"kind\": \"agent\", \"role\": \"user\", \"text\": \"a\"}\n{\"id\": \"u2\",\n";
+    let bad = run(&["chat", "append", "--db", &db, "--chat", "c"], lines);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("line 2"), "{}", bad.stderr);
+    // JSON Lines append; a duplicate id is refused with nothing written.
+    ok(run(
+        &["chat", "append", "--db", &db, "--chat", "c"],
+        &lines.replace(
+            ",\n",
+            ", \"kind\": \"agent\", \"role\": \"assistant\", \"text\": \"b\"}\n",
+        ),
+    ));
+    let dup = run(
+        &["chat", "append", "--db", &db, "--chat", "c"],
+        "{\"id\": \"u1\", \"kind\": \"thinking\", \"text\": \"again\"}",
+    );
+    assert_eq!(dup.code, 2);
+    assert!(dup.stderr.contains("duplicate id"), "{}", dup.stderr);
+    let export = ok(run(&["chat", "export", "--db", &db, "--chat", "c"], ""));
+    assert_eq!(export["chunks"].as_array().unwrap().len(), 2);
+    // Reading verbs create nothing.
+    let missing = run(&["chat", "export", "--db", &db, "--chat", "nope"], "");
+    assert_eq!(missing.code, 2);
+    assert!(missing.stderr.contains("no such chat"));
+    let no_store = dir.join("none.db").display().to_string();
+    assert_eq!(run(&["chat", "list", "--db", &no_store], "").code, 2);
+    assert!(!Path::new(&no_store).exists());
+    // Replacing needs exactly one assistant chunk.
+    let two = "{\"id\": \"x\", \"kind\": \"agent\", \"role\": \"assistant\", \"text\": \"a\"}\n{\"id\": \"y\", \"kind\": \"agent\", \"role\": \"assistant\", \"text\": \"b\"}";
+    assert_eq!(
+        run(
+            &[
+                "chat",
+                "append",
+                "--db",
+                &db,
+                "--chat",
+                "c",
+                "--replace-last-assistant"
+            ],
+            two
+        )
+        .code,
+        2
+    );
+    let replaced = ok(run(
+        &[
+            "chat",
+            "append",
+            "--db",
+            &db,
+            "--chat",
+            "c",
+            "--replace-last-assistant",
+        ],
+        &two[..two.find('\n').unwrap()],
+    ));
+    assert_eq!(replaced["replaced"], true);
+    let export = ok(run(&["chat", "export", "--db", &db, "--chat", "c"], ""));
+    assert_eq!(export["chunks"][1]["id"], "x");
+    let _ = std::fs::remove_dir_all(dir);
+}
