@@ -166,24 +166,8 @@ fn bad_input_exits_2_and_writes_nothing() {
     assert!(!Path::new(&no_store).exists());
     // Replacing needs exactly one assistant chunk.
     let two = "{\"id\": \"x\", \"kind\": \"agent\", \"role\": \"assistant\", \"text\": \"a\"}\n{\"id\": \"y\", \"kind\": \"agent\", \"role\": \"assistant\", \"text\": \"b\"}";
-    assert_eq!(
-        run(
-            &[
-                "chat",
-                "append",
-                "--db",
-                &db,
-                "--chat",
-                "c",
-                "--replace-last-assistant"
-            ],
-            two
-        )
-        .code,
-        2
-    );
-    let replaced = ok(run(
-        &[
+    let replace = |input: &str| {
+        let args = [
             "chat",
             "append",
             "--db",
@@ -191,9 +175,11 @@ fn bad_input_exits_2_and_writes_nothing() {
             "--chat",
             "c",
             "--replace-last-assistant",
-        ],
-        &two[..two.find('\n').unwrap()],
-    ));
+        ];
+        run(&args, input)
+    };
+    assert_eq!(replace(two).code, 2);
+    let replaced = ok(replace(&two[..two.find('\n').unwrap()]));
     assert_eq!(replaced["replaced"], true);
     let export = ok(run(&["chat", "export", "--db", &db, "--chat", "c"], ""));
     assert_eq!(export["chunks"][1]["id"], "x");
