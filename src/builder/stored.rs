@@ -21,31 +21,42 @@ use crate::prepare::Preparer;
 use crate::render::RenderContext;
 use crate::roles::Role;
 use crate::tokens::parts::CountedText;
+use crate::tokens::{Encoding, Route, TiktokenCounter, route};
 
 impl ContextBuilder {
+    /// The encoding kept counts are counted with, or `None` when this
+    /// builder's counts cannot be kept (see the module's docs). Known from
+    /// the model's name: no tables are loaded.
+    fn kept_encoding(&self) -> Option<Encoding> {
+        if self.counter.is_some() || !self.renderers.only_default() {
+            return None;
+        }
+        match route(&self.model) {
+            Route::Exact(encoding) => Some(encoding),
+            _ => None,
+        }
+    }
+
     /// The key this builder's counts are kept under, or `None` when its
     /// counts cannot be kept (see the module's docs).
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the
-    /// tokenizer fails to load.
-    pub(crate) fn count_key(&self) -> Result<Option<String>> {
-        if self.counter.is_some() || !self.renderers.only_default() {
-            return Ok(None);
-        }
-        let counter = self.counter_in_use()?;
-        if !counter.is_exact() {
-            return Ok(None);
-        }
+    pub(crate) fn count_key(&self) -> Option<String> {
+        let encoding = self.kept_encoding()?;
         let mut hasher = rustc_hash::FxHasher::default();
         (self.escape, self.renderers.tag_set().names()).hash(&mut hasher);
-        Ok(Some(format!(
+        Some(format!(
             "{} {} {:016x}",
             env!("CARGO_PKG_VERSION"),
-            counter.encoding_name(),
+            encoding.name(),
             hasher.finish()
-        )))
+        ))
+    }
+
+    /// Loads the tables of this builder's encoding on another thread, so
+    /// that a caller reading a stored chat meanwhile finds them loaded.
+    pub(crate) fn load_tables_in_background(&self) {
+        if let Some(encoding) = self.kept_encoding() {
+            std::thread::spawn(move || TiktokenCounter::new(encoding).is_ok());
+        }
     }
 
     /// The counts to keep of the chunks of `state` in `range`, each whole
@@ -54,7 +65,8 @@ impl ContextBuilder {
     ///
     /// # Errors
     ///
-    /// As [`count_key`](ContextBuilder::count_key).
+    /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the
+    /// tokenizer fails to load.
     pub(crate) fn counts_to_keep(
         &self,
         state: &MemoryState,
@@ -84,26 +96,24 @@ impl ContextBuilder {
 
     /// Puts kept counts (`(index, counts)`, as [`counts_to_keep`]
     /// wrote them) in the empty slots of `cache`; counts that do not read
-    /// are left out, and the chunk is counted when built.
+    /// are left out, and the chunk is counted when built. A builder whose
+    /// counts cannot be kept takes none.
     ///
     /// [`counts_to_keep`]: ContextBuilder::counts_to_keep
-    ///
-    /// # Errors
-    ///
-    /// As [`count_key`](ContextBuilder::count_key).
     pub(crate) fn seed_counts<'a>(
         &self,
         kept: impl IntoIterator<Item = (usize, &'a str)>,
         cache: &mut ChunkCache,
-    ) -> Result<()> {
-        let counter = self.counter_in_use()?;
-        cache.count_with(counter.encoding_name());
+    ) {
+        let Some(encoding) = self.kept_encoding() else {
+            return;
+        };
+        cache.count_with(encoding.name());
         for (index, text) in kept {
             if let Some((role, part)) = decode(text) {
                 cache.seed(index, role, part);
             }
         }
-        Ok(())
     }
 }
 
@@ -138,7 +148,6 @@ fn decode(text: &str) -> Option<(Role, CountedText)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokens::{Encoding, TiktokenCounter};
 
     #[test]
     fn counts_read_back_as_written_and_nothing_else_reads() {

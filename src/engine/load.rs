@@ -13,7 +13,10 @@ impl ContextEngine {
     /// Replaces the session by the branch as stored, seeded with the
     /// stored counts; pending changes are dropped.
     pub(super) fn load(&mut self) -> Result<()> {
-        let key = self.session.count_key()?;
+        let key = self.session.count_key();
+        // A build needs the tables (for the system prompt and markers, and
+        // what the store has no counts for): they load while the store reads.
+        self.session.builder().load_tables_in_background();
         let loaded = self.store.load(&self.chat, &self.branch, key.as_deref())?;
         let location = self.store.location();
         let mut state = match &loaded.system {
@@ -28,7 +31,7 @@ impl ContextEngine {
             .collect::<Result<_>>()?;
         let mut session = ContextSession::new(self.session.builder().clone(), state)?;
         let counted = loaded.chunks.iter().enumerate();
-        session.seed_counts(counted.filter_map(|(i, c)| Some((i, c.counts.as_deref()?))))?;
+        session.seed_counts(counted.filter_map(|(i, c)| Some((i, c.counts.as_deref()?))));
         self.uncounted = match key {
             Some(_) => (0..loaded.chunks.len())
                 .filter(|&i| loaded.chunks[i].counts.is_none())

@@ -75,7 +75,10 @@ impl ContextEngine {
     /// [`ErrorKind::Store`] if the store fails or holds chunks this version
     /// cannot read; as [`ContextSession::new`] for invalid stored chunks.
     pub fn open(store: Arc<dyn Store>, chat: &str, builder: ContextBuilder) -> Result<Self> {
-        let summary = store.open_chat(chat)?;
+        let summary = match store.chat(chat)? {
+            Some(summary) => summary,
+            None => store.open_chat(chat)?,
+        };
         ContextEngine::open_branch(store, chat, &summary.active_branch, builder)
     }
 
@@ -92,7 +95,9 @@ impl ContextEngine {
         branch: &str,
         builder: ContextBuilder,
     ) -> Result<Self> {
-        store.open_chat(chat)?;
+        if store.chat(chat)?.is_none() {
+            store.open_chat(chat)?;
+        }
         for usage in store.usage(chat)? {
             if let Some(base) = usage.base_tokens {
                 let as_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
@@ -269,7 +274,7 @@ impl ContextEngine {
     /// The chunks from `from` on, with their counts when they can be kept.
     fn chunks_to_store(&mut self, from: usize) -> Result<Vec<NewChunk>> {
         let end = self.state().chunks.len();
-        let key = self.session.count_key()?;
+        let key = self.session.count_key();
         let counts = match &key {
             Some(_) => self.session.counts_to_keep(from..end)?,
             None => vec![None; end - from],
@@ -325,7 +330,7 @@ impl ContextEngine {
     ///
     /// [`ErrorKind::Store`] if the store fails.
     pub fn keep_counts(&mut self) -> Result<usize> {
-        let Some(key) = self.session.count_key()? else {
+        let Some(key) = self.session.count_key() else {
             return Ok(0);
         };
         let mut kept = Vec::new();

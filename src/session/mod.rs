@@ -197,7 +197,7 @@ impl ContextSession {
 
     /// The key a store keeps this session's counts under, if they can be
     /// kept (see `builder::stored`).
-    pub(crate) fn count_key(&self) -> Result<Option<String>> {
+    pub(crate) fn count_key(&self) -> Option<String> {
         self.builder.count_key()
     }
 
@@ -210,11 +210,8 @@ impl ContextSession {
 
     /// Takes in counts a store kept, `(chunk index, counts)`, for chunks
     /// not rendered yet.
-    pub(crate) fn seed_counts<'a>(
-        &mut self,
-        kept: impl IntoIterator<Item = (usize, &'a str)>,
-    ) -> Result<()> {
-        self.builder.seed_counts(kept, &mut self.cache)
+    pub(crate) fn seed_counts<'a>(&mut self, kept: impl IntoIterator<Item = (usize, &'a str)>) {
+        self.builder.seed_counts(kept, &mut self.cache);
     }
 
     /// Removes the chunk with `id` and returns it.

@@ -82,9 +82,7 @@ impl SqliteStore {
         let fail = db_error(&location);
         connection.busy_timeout(BUSY_TIMEOUT).map_err(&fail)?;
         if file {
-            let mode: String = connection
-                .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-                .map_err(&fail)?;
+            let mode = wal_mode(&connection).map_err(&fail)?;
             if !mode.eq_ignore_ascii_case("wal") {
                 return Err(store_error(
                     &location,
@@ -641,12 +639,55 @@ impl SummaryRow {
     }
 }
 
-/// Brings the schema to [`CURRENT_VERSION`], in one transaction.
+/// Switches the file to write-ahead logging. Setting the journal mode
+/// does not wait on a busy file as statements do (two processes creating
+/// one store at once meet here), so it is retried for as long as the busy
+/// timeout allows.
+fn wal_mode(connection: &Connection) -> rusqlite::Result<String> {
+    let start = std::time::Instant::now();
+    loop {
+        match connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)) {
+            Err(error)
+                if error.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && start.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Brings the schema to [`CURRENT_VERSION`], in one transaction. A store
+/// already there is only read, so readers do not queue behind writers.
 fn migrate(connection: &mut Connection, location: &str) -> Result<()> {
     let fail = db_error(location);
+    let current = {
+        let tx = connection.transaction().map_err(&fail)?;
+        schema_version(&tx, location)?
+    };
+    if current == CURRENT_VERSION {
+        return Ok(());
+    }
     let tx = connection
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(&fail)?;
+    let version = schema_version(&tx, location)?;
+    for (from, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        tx.execute_batch(migration).map_err(|e| {
+            store_error(
+                location,
+                format!("migrating the schema from version {from}: {e}"),
+            )
+        })?;
+    }
+    tx.commit().map_err(&fail)
+}
+
+/// The store's schema version (0 for an empty file), refusing a file that
+/// is no store and a version newer than this crate writes.
+fn schema_version(tx: &Transaction<'_>, location: &str) -> Result<u32> {
+    let fail = db_error(location);
     let has_table: bool = tx
         .query_row(
             "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version')",
@@ -684,15 +725,7 @@ fn migrate(connection: &mut Connection, location: &str) -> Result<()> {
             ),
         ));
     }
-    for (from, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-        tx.execute_batch(migration).map_err(|e| {
-            store_error(
-                location,
-                format!("migrating the schema from version {from}: {e}"),
-            )
-        })?;
-    }
-    tx.commit().map_err(&fail)
+    Ok(version)
 }
 
 /// Creates `path` readable by its owner only, if it does not exist.
@@ -718,7 +751,7 @@ fn db_error(location: &str) -> impl Fn(rusqlite::Error) -> crate::Error + '_ {
     move |error| {
         let hint = match error.sqlite_error_code() {
             Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
-                " (another process held the database for longer than the 30 s wait; retry)"
+                " (another process is writing the database and held it past the wait; retry)"
             }
             Some(rusqlite::ErrorCode::NotADatabase) => " (the file is not a SQLite database)",
             Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen) => {
