@@ -21,7 +21,7 @@ use crate::prepare::Preparer;
 use crate::render::RenderContext;
 use crate::roles::Role;
 use crate::tokens::parts::CountedText;
-use crate::tokens::{Encoding, Route, TiktokenCounter, route};
+use crate::tokens::{Encoding, Route, route};
 
 impl ContextBuilder {
     /// The encoding kept counts are counted with, or `None` when this
@@ -49,14 +49,6 @@ impl ContextBuilder {
             encoding.name(),
             hasher.finish()
         ))
-    }
-
-    /// Loads the tables of this builder's encoding on another thread, so
-    /// that a caller reading a stored chat meanwhile finds them loaded.
-    pub(crate) fn load_tables_in_background(&self) {
-        if let Some(encoding) = self.kept_encoding() {
-            std::thread::spawn(move || TiktokenCounter::new(encoding).is_ok());
-        }
     }
 
     /// The counts to keep of the chunks of `state` in `range`, each whole
@@ -148,6 +140,7 @@ fn decode(text: &str) -> Option<(Role, CountedText)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tokens::TiktokenCounter;
 
     #[test]
     fn counts_read_back_as_written_and_nothing_else_reads() {

@@ -247,6 +247,7 @@ fn apply(engine: &mut ContextEngine, input: &MemoryState, replace: bool) -> Resu
 
 fn build(args: &ChatBuildArgs) -> Result<String> {
     let builder = args.output.builder(&args.options)?;
+    builder.load_tables_in_background();
     let mut engine = args.target.open_existing(builder)?;
     let result = engine.build()?;
     // Counts the store lacked for these settings are kept for the next

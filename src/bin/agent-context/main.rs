@@ -185,8 +185,9 @@ fn exit_code(kind: &ErrorKind) -> u8 {
 
 /// Builds, returning everything for stdout so nothing is half-written on error.
 fn build(args: BuildArgs) -> agent_context::Result<String> {
-    let state = input::read_session(&args.file, &args.input)?;
     let builder = args.output.builder(&args.options)?;
+    builder.load_tables_in_background();
+    let state = input::read_session(&args.file, &args.input)?;
     let result = builder.build(&state)?;
     args.output.print(&result, &args.options)
 }
@@ -230,7 +231,7 @@ impl OutputArgs {
             eprintln!("warning: {warning}");
         }
         Ok(match self.output {
-            OutputArg::Report => pretty(&serde_json::to_value(result).unwrap_or_default()),
+            OutputArg::Report => pretty_of(result),
             OutputArg::Openai => pretty(&adapter::openai(result)),
             OutputArg::Anthropic => pretty(&adapter::anthropic(result)?),
             OutputArg::Text => adapter::text(result),
@@ -343,6 +344,14 @@ fn not_a_fragments_document(value: &serde_json::Value) -> ErrorKind {
              ({{\"fragments\": [...]}}), but {found}; pass --data to render any JSON value"
         ),
     }
+}
+
+/// `value` as pretty JSON, written straight from its `Serialize` impl
+/// (no intermediate `Value`), with a final newline.
+fn pretty_of(value: &impl serde::Serialize) -> String {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 pub(crate) fn pretty(value: &serde_json::Value) -> String {
