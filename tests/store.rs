@@ -623,3 +623,60 @@ fn write_the_v1_fixture() {
     )
     .unwrap();
 }
+
+/// Found in review: counts kept while a replacement is pending belong to
+/// the replacement, not to the stored node; a chunk whose JSON reads back
+/// differently is refused with nothing written; opening a branch of a
+/// missing chat creates nothing; another database is left as it was.
+#[test]
+fn review_regressions() {
+    for backend in backends() {
+        let mut engine = open(&backend.store, "chat");
+        engine
+            .extend([user("u1", "question"), assistant("a1", "short")])
+            .unwrap();
+        engine.save().unwrap();
+        let mut other = builder();
+        other.model("gpt-4");
+        let mut engine = ContextEngine::open(backend.reopen(), "chat", other.clone()).unwrap();
+        engine
+            .replace_last_assistant(assistant("a1", &"a much longer answer ".repeat(40)))
+            .unwrap();
+        engine.keep_counts().unwrap();
+        engine.reload().unwrap();
+        let mut fresh = ContextEngine::open(backend.reopen(), "chat", other.clone()).unwrap();
+        assert_eq!(
+            fresh.build().unwrap(),
+            other.build(fresh.state()).unwrap(),
+            "{}",
+            backend.name
+        );
+
+        let mut nulled = MemoryChunk::new("n1", agent_context::ChunkKind::Thinking);
+        nulled.data = Some(serde_json::Value::Null.into());
+        fresh.push(nulled).unwrap();
+        let error = fresh.save().unwrap_err();
+        assert!(matches!(error.kind(), ErrorKind::Chunk { .. }), "{error}");
+        assert_eq!(ids(&open(&backend.reopen(), "chat")), ["u1", "a1"]);
+
+        let missing = ContextEngine::open_branch(backend.reopen(), "new", "feature", builder());
+        assert!(matches!(
+            missing.unwrap_err().kind(),
+            ErrorKind::Chat { .. }
+        ));
+        assert!(backend.reopen().chat("new").unwrap().is_none());
+    }
+    let dir = temp_dir();
+    let other = dir.join("other.db");
+    rusqlite::Connection::open(&other)
+        .unwrap()
+        .execute("CREATE TABLE notes (text TEXT)", [])
+        .unwrap();
+    assert!(SqliteStore::open(&other).is_err());
+    let mode: String = rusqlite::Connection::open(&other)
+        .unwrap()
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode, "delete", "the refused file keeps its journal mode");
+    let _ = std::fs::remove_dir_all(dir);
+}

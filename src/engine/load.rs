@@ -66,6 +66,37 @@ fn decode_chunk(index: usize, stored: &StoredChunk, location: &str) -> Result<Me
     chunk_from_value(index, value)
 }
 
+/// `chunk` (the `index`-th of the session) as the store keeps it, refused
+/// unless it reads back as the same chunk: a chunk built in Rust can hold
+/// what its JSON cannot say (`data: null` reads back as no data, a
+/// `created_at` object is not read at all), and storing it would change it
+/// or make the chat unreadable.
+pub(super) fn stored_json(chunk: &MemoryChunk, index: usize) -> Result<String> {
+    let refuse = |message: String| ErrorKind::Chunk {
+        location: crate::error::ChunkLocation {
+            index,
+            id: Some(chunk.id.clone()),
+        },
+        field: "(chunk)".into(),
+        message,
+    };
+    let json = serde_json::to_string(chunk)
+        .map_err(|e| refuse(format!("cannot be written as JSON: {e}")))?;
+    let back = value_from_str(&json)
+        .map_err(|e| refuse(e.to_string()))
+        .and_then(|value| chunk_from_value(index, value).map_err(|e| refuse(e.to_string())));
+    match back {
+        Ok(back) if &back == chunk => Ok(json),
+        Ok(_) => Err(refuse(
+            "its JSON reads back as another chunk (is `data` null?); store what the session \
+             format can say"
+                .into(),
+        )
+        .into()),
+        Err(error) => Err(error.into()),
+    }
+}
+
 /// The system prompt and fragments of `state` as the store keeps them:
 /// the session JSON with no chunks.
 pub(super) fn system_lane_json(state: &MemoryState) -> String {

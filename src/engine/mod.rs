@@ -21,7 +21,7 @@ use crate::memory::{MemoryChunk, MemoryState};
 use crate::message::BuildResult;
 use crate::roles::{ChunkKind, Role};
 use crate::session::ContextSession;
-use crate::store::{CountRecord, NewChunk, NodeId, Save, Store, Usage};
+use crate::store::{CountRecord, MAIN_BRANCH, NewChunk, NodeId, Save, Store, Usage};
 use crate::tokens::{Encoding, TiktokenCounter, TokenCounter};
 
 /// A durable chat, built turn after turn within the budget.
@@ -96,6 +96,16 @@ impl ContextEngine {
         builder: ContextBuilder,
     ) -> Result<Self> {
         if store.chat(chat)?.is_none() {
+            if branch != MAIN_BRANCH {
+                return Err(ErrorKind::Chat {
+                    chat: chat.to_owned(),
+                    message: format!(
+                        "no branch named {branch:?}: the chat does not exist yet, and a new \
+                         chat has only {MAIN_BRANCH:?}"
+                    ),
+                }
+                .into());
+            }
             store.open_chat(chat)?;
         }
         for usage in store.usage(chat)? {
@@ -283,11 +293,9 @@ impl ContextEngine {
         chunks
             .iter()
             .zip(counts)
-            .map(|(chunk, value)| {
-                let json = serde_json::to_string(chunk).map_err(|e| ErrorKind::Store {
-                    location: self.store.location(),
-                    message: format!("chunk {:?} could not be written as JSON: {e}", chunk.id),
-                })?;
+            .enumerate()
+            .map(|(offset, (chunk, value))| {
+                let json = load::stored_json(chunk, from + offset)?;
                 let counts = key
                     .clone()
                     .zip(value)
@@ -333,6 +341,9 @@ impl ContextEngine {
         let Some(key) = self.session.count_key() else {
             return Ok(0);
         };
+        // A chunk replaced since the load is no longer its node's chunk.
+        let replaced = self.replaced_from.unwrap_or(usize::MAX);
+        self.uncounted.retain(|&index| index < replaced);
         let mut kept = Vec::new();
         for index in std::mem::take(&mut self.uncounted) {
             let counts = self.session.counts_to_keep(index..index + 1)?;

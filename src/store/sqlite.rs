@@ -81,6 +81,11 @@ impl SqliteStore {
     fn with_connection(mut connection: Connection, location: String, file: bool) -> Result<Self> {
         let fail = db_error(&location);
         connection.busy_timeout(BUSY_TIMEOUT).map_err(&fail)?;
+        // Refuse another database before changing anything in it.
+        {
+            let tx = connection.transaction().map_err(&fail)?;
+            schema_version(&tx, &location)?;
+        }
         if file {
             let mode = wal_mode(&connection).map_err(&fail)?;
             if !mode.eq_ignore_ascii_case("wal") {

@@ -4,8 +4,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use agent_context::store::{SqliteStore, Store};
-use agent_context::{ContextBuilder, ContextEngine, DEFAULT_MODEL, ErrorKind, MemoryState, Result};
+use agent_context::store::{MAIN_BRANCH, SqliteStore, Store};
+use agent_context::{
+    ChunkKind, ContextBuilder, ContextEngine, DEFAULT_MODEL, ErrorKind, MemoryState, Result, Role,
+};
 use clap::Subcommand;
 use serde_json::{Value, json};
 
@@ -199,7 +201,26 @@ fn append(args: &AppendArgs) -> Result<Value> {
         }
         .into());
     }
-    let store = open_store(&args.target.chat.store.db, true)?;
+    if let (true, Some(chunk)) = (args.replace_last_assistant, input.chunks.first())
+        && !(chunk.kind == ChunkKind::Agent && chunk.role == Some(Role::Assistant))
+    {
+        return Err(ErrorKind::Option {
+            option: "replace-last-assistant".into(),
+            message: format!(
+                "chunk {:?} is no assistant message (an `agent` chunk with role `assistant`), \
+                 so it cannot replace one",
+                chunk.id
+            ),
+        }
+        .into());
+    }
+    let db = &args.target.chat.store.db;
+    let other_branch = args
+        .target
+        .branch
+        .as_deref()
+        .is_some_and(|b| b != MAIN_BRANCH);
+    let store = open_store(db, !other_branch)?;
     let mut builder = ContextBuilder::new();
     builder.model(&args.model);
     let mut attempts = 0;
