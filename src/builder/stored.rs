@@ -124,7 +124,9 @@ fn decode(text: &str) -> Option<(Role, CountedText)> {
         "assistant" => Role::Assistant,
         _ => return None,
     };
-    let mut number = || fields.next()?.parse::<usize>().ok();
+    // At most u32::MAX each, so sums of them cannot overflow: counts are
+    // read from a file another process may have written.
+    let mut number = || fields.next()?.parse::<u32>().ok().map(|n| n as usize);
     let counts = [number()?, number()?, number()?];
     let clean_start = match number()? {
         0 => false,
