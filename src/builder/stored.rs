@@ -160,6 +160,7 @@ mod tests {
             "user 1 2 3 1 9",
             "bot 1 2 3 1",
             "user -1 2 3 1",
+            "user 18446744073709551615 2 3 1",
         ] {
             assert!(decode(bad).is_none(), "{bad:?} read");
         }
