@@ -288,11 +288,9 @@ impl ContextBuilder {
                 ChunkDecision::filtered(cache.id(index, &chunk.id), chunk, preparer.policy);
             let mut part = None;
             if self.selects(chunk, only_ids.as_ref()) {
-                let mut prepared = self.prepared(index, chunk, preparer, cache)?;
-                if prepared.part.is_released() {
-                    // A build that failed let its text go.
-                    prepared = self.restored(index, chunk, preparer, cache)?;
-                }
+                // A build that failed may have let its text go.
+                let prepared = self.prepared(index, chunk, preparer, cache)?;
+                let prepared = self.with_text(prepared, index, chunk, preparer, cache)?;
                 row.tokens = prepared.part.alone();
                 row.decision = prepared.decision;
                 if is_orphan_result(chunk, &calls) {

@@ -251,7 +251,7 @@ impl ContextBuilder {
         cache: &mut ChunkCache,
     ) -> Result<()> {
         let (preparer, selection) = (walk.preparer, walk.selection);
-        let mut prepared = self.prepared(index, chunk, preparer, cache)?;
+        let prepared = self.prepared(index, chunk, preparer, cache)?;
         decision.tokens = prepared.part.alone();
         decision.decision = prepared.decision;
         let retention = preparer
@@ -271,11 +271,9 @@ impl ContextBuilder {
                 walk.misplaced = Some(misplaced_call(index, chunk));
             }
             decision.protected = true;
-            if prepared.part.is_released() {
-                // Counts a store kept: the system message shows the text.
-                prepared = self.restored(index, chunk, preparer, cache)?;
-            }
-            walk.history.system_parts.push(prepared.part);
+            // The system message shows it: a store may have kept only counts.
+            let shown = self.with_text(prepared, index, chunk, preparer, cache)?;
+            walk.history.system_parts.push(shown.part);
             walk.history.system_chunks.push(index);
         } else {
             let stub = match retention {
@@ -323,6 +321,27 @@ impl ContextBuilder {
         let by_default = self.renderers.renders_by_default(chunk);
         let cap = preparer.cap_for(chunk, renderer, by_default);
         cache.prepared(index, cap, || preparer.prepare(index, chunk, renderer, cap))
+    }
+
+    /// `prepared` (the chunk at `index`, from the cache) with its text,
+    /// rendered again if the cache let it go or holds only counts a store
+    /// kept: for a chunk the prompt surely shows.
+    ///
+    /// # Errors
+    ///
+    /// As [`Preparer::prepare`].
+    pub(super) fn with_text(
+        &self,
+        prepared: PreparedChunk,
+        index: usize,
+        chunk: &MemoryChunk,
+        preparer: &Preparer<'_>,
+        cache: &mut ChunkCache,
+    ) -> Result<PreparedChunk> {
+        if prepared.part.is_released() {
+            return self.restored(index, chunk, preparer, cache);
+        }
+        Ok(prepared)
     }
 
     /// The stub of `chunk` (rendered as `part`), from the cache when it has it.

@@ -186,10 +186,8 @@ impl ContextBuilder {
         let mut system = self.system_parts(state, &preparer.ctx, preparer.counter)?;
         for &index in &carry.system_chunks {
             let chunk = &state.chunks[index];
-            let mut prepared = self.prepared(index, chunk, preparer, cache)?;
-            if prepared.part.is_released() {
-                prepared = self.restored(index, chunk, preparer, cache)?;
-            }
+            let prepared = self.prepared(index, chunk, preparer, cache)?;
+            let prepared = self.with_text(prepared, index, chunk, preparer, cache)?;
             system.push(prepared.part);
         }
         Ok(system)
