@@ -247,12 +247,23 @@ impl Calibration {
         if result.token_count_exact {
             return Ok(self.factor(&result.model));
         }
-        let base = TiktokenCounter::new(Encoding::O200kBase)?;
-        let base_tokens = result
-            .messages
-            .iter()
-            .map(|message| base.count(&message.content))
-            .sum();
+        let base_tokens = base_tokens(result)?;
         self.observe_counts(&result.model, base_tokens, billed_tokens)
     }
+}
+
+/// The `o200k_base` count of `result`'s message contents, framing left
+/// out: the base an estimate's factor is learned against.
+///
+/// # Errors
+///
+/// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the
+/// `o200k_base` tables fail to load.
+pub(crate) fn base_tokens(result: &BuildResult) -> Result<usize> {
+    let base = TiktokenCounter::new(Encoding::O200kBase)?;
+    Ok(result
+        .messages
+        .iter()
+        .map(|message| base.count(&message.content))
+        .sum())
 }

@@ -11,7 +11,6 @@
 //! counted again by the build that cuts it.
 
 use std::hash::{Hash, Hasher};
-use std::ops::Range;
 
 use super::ContextBuilder;
 use crate::chunk_cache::ChunkCache;
@@ -51,7 +50,7 @@ impl ContextBuilder {
         ))
     }
 
-    /// The counts to keep of the chunks of `state` in `range`, each whole
+    /// The counts to keep of the chunks of `state` at `indices`, each whole
     /// rendering taken from `cache` or rendered and counted into it;
     /// `None` for a chunk the cache holds cut by a cap.
     ///
@@ -62,7 +61,7 @@ impl ContextBuilder {
     pub(crate) fn counts_to_keep(
         &self,
         state: &MemoryState,
-        range: Range<usize>,
+        indices: impl ExactSizeIterator<Item = usize>,
         cache: &mut ChunkCache,
     ) -> Result<Vec<Option<String>>> {
         let counter = self.counter_in_use()?;
@@ -72,8 +71,8 @@ impl ContextBuilder {
             ctx: RenderContext::new(self.escape, self.renderers.tag_set()),
             policy: self.current_policy(),
         };
-        let mut kept = Vec::with_capacity(range.len());
-        for index in range {
+        let mut kept = Vec::with_capacity(indices.len());
+        for index in indices {
             let chunk = &state.chunks[index];
             if !cache.holds(index) {
                 let renderer = self.renderers.renderer_for(chunk);

@@ -18,11 +18,10 @@ use crate::builder::ContextBuilder;
 use crate::error::{ErrorKind, Result};
 use crate::fragment::Fragment;
 use crate::memory::{MemoryChunk, MemoryState};
-use crate::message::BuildResult;
+use crate::message::{BuildResult, base_tokens};
 use crate::roles::{ChunkKind, Role};
 use crate::session::ContextSession;
 use crate::store::{CountRecord, MAIN_BRANCH, NewChunk, NodeId, Save, Store, Usage};
-use crate::tokens::{Encoding, TiktokenCounter, TokenCounter};
 
 /// A durable chat, built turn after turn within the budget.
 ///
@@ -79,7 +78,7 @@ impl ContextEngine {
             Some(summary) => summary,
             None => store.open_chat(chat)?,
         };
-        ContextEngine::open_branch(store, chat, &summary.active_branch, builder)
+        ContextEngine::load_branch(store, chat, &summary.active_branch, builder)
     }
 
     /// Opens `branch` of `chat` (the chat created if missing), without
@@ -108,6 +107,17 @@ impl ContextEngine {
             }
             store.open_chat(chat)?;
         }
+        ContextEngine::load_branch(store, chat, branch, builder)
+    }
+
+    /// Opens `branch` of the existing `chat`, calibrating `builder` with
+    /// the chat's recorded usage.
+    fn load_branch(
+        store: Arc<dyn Store>,
+        chat: &str,
+        branch: &str,
+        builder: ContextBuilder,
+    ) -> Result<Self> {
         for usage in store.usage(chat)? {
             if let Some(base) = usage.base_tokens {
                 let as_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
@@ -344,13 +354,13 @@ impl ContextEngine {
         // A chunk replaced since the load is no longer its node's chunk.
         let replaced = self.replaced_from.unwrap_or(usize::MAX);
         self.uncounted.retain(|&index| index < replaced);
-        let mut kept = Vec::new();
-        for index in std::mem::take(&mut self.uncounted) {
-            let counts = self.session.counts_to_keep(index..index + 1)?;
-            if let Some(Some(value)) = counts.into_iter().next() {
-                kept.push((self.nodes[index], value));
-            }
-        }
+        let uncounted = std::mem::take(&mut self.uncounted);
+        let counts = self.session.counts_to_keep(uncounted.iter().copied())?;
+        let kept: Vec<(NodeId, String)> = uncounted
+            .iter()
+            .zip(counts)
+            .filter_map(|(&index, value)| Some((self.nodes[index], value?)))
+            .collect();
         self.store.put_counts(&self.chat, &key, &kept)?;
         Ok(kept.len())
     }
@@ -366,23 +376,22 @@ impl ContextEngine {
     /// prompt (nothing is recorded); [`ErrorKind::Store`] if the store fails.
     pub fn track_usage(&mut self, input_tokens: u64, output_tokens: u64) -> Result<()> {
         let model = self.session.builder().model_name().to_owned();
-        let mut base_tokens = None;
+        let mut base = None;
         if let Some(result) = self.last_build.as_ref().filter(|r| !r.token_count_exact) {
-            let base = TiktokenCounter::new(Encoding::O200kBase)?;
-            let tokens: usize = result.messages.iter().map(|m| base.count(&m.content)).sum();
+            let tokens = base_tokens(result)?;
             let billed = usize::try_from(input_tokens).unwrap_or(usize::MAX);
             self.session.builder().calibration_handle().observe_counts(
                 &result.model,
                 tokens,
                 billed,
             )?;
-            base_tokens = Some(tokens as u64);
+            base = Some(tokens as u64);
         }
         let usage = Usage {
             model,
             input_tokens,
             output_tokens,
-            base_tokens,
+            base_tokens: base,
         };
         self.store.record_usage(&self.chat, &usage)
     }

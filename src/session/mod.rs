@@ -15,7 +15,6 @@
 //! given the same previous build.
 
 use std::collections::HashSet;
-use std::ops::Range;
 
 use rustc_hash::FxHashMap;
 
@@ -201,11 +200,14 @@ impl ContextSession {
         self.builder.count_key()
     }
 
-    /// The counts a store keeps of the chunks in `range`, rendering and
+    /// The counts a store keeps of the chunks at `indices`, rendering and
     /// counting those the session has not.
-    pub(crate) fn counts_to_keep(&mut self, range: Range<usize>) -> Result<Vec<Option<String>>> {
+    pub(crate) fn counts_to_keep(
+        &mut self,
+        indices: impl ExactSizeIterator<Item = usize>,
+    ) -> Result<Vec<Option<String>>> {
         self.builder
-            .counts_to_keep(&self.state, range, &mut self.cache)
+            .counts_to_keep(&self.state, indices, &mut self.cache)
     }
 
     /// Takes in counts a store kept, `(chunk index, counts)`, for chunks
