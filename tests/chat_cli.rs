@@ -3,9 +3,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::cli::{Run, run};
+use common::temp::TempDir;
 use serde_json::Value;
 
 const DATA: [&str; 2] = ["data/coding-agent.json", "data/research-agent.json"];
@@ -18,11 +19,8 @@ fn data(name: &str) -> String {
 }
 
 /// A store path in a fresh directory of its own.
-fn fresh_db(name: &str) -> (PathBuf, String) {
-    let dir =
-        std::env::temp_dir().join(format!("agent-context-chat-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+fn fresh_db(name: &str) -> (TempDir, String) {
+    let dir = TempDir::new(&format!("chat-{name}"));
     let db = dir.join("agent-context.db").display().to_string();
     (dir, db)
 }
@@ -34,7 +32,7 @@ fn ok(run: Run) -> Value {
 
 #[test]
 fn chat_build_is_build_of_chat_export_byte_for_byte() {
-    let (dir, db) = fresh_db("build");
+    let (_dir, db) = fresh_db("build");
     for (n, file) in DATA.iter().enumerate() {
         let chat = format!("chat-{n}");
         let appended = ok(run(
@@ -68,12 +66,11 @@ fn chat_build_is_build_of_chat_export_byte_for_byte() {
         let exported: Value = serde_json::from_str(&export.stdout).unwrap();
         assert_eq!(exported["chunks"], input["chunks"]);
     }
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn the_readme_walk_through_runs() {
-    let (dir, db) = fresh_db("walk");
+    let (_dir, db) = fresh_db("walk");
     let chat = |args: &[&str], stdin: &str| {
         let mut all = vec!["chat", args[0], "--db", db.as_str(), "--chat", "demo"];
         all.extend(&args[1..]);
@@ -123,7 +120,6 @@ fn the_readme_walk_through_runs() {
     assert_eq!(export["chunks"].as_array().unwrap().len(), 40);
     let listed = ok(run(&["chat", "list", "--db", &db], ""));
     assert_eq!(listed["chats"][0]["active_branch"], "main-v3");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -183,5 +179,4 @@ fn bad_input_exits_2_and_writes_nothing() {
     assert_eq!(replaced["replaced"], true);
     let export = ok(run(&["chat", "export", "--db", &db, "--chat", "c"], ""));
     assert_eq!(export["chunks"][1]["id"], "x");
-    let _ = std::fs::remove_dir_all(dir);
 }

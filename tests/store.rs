@@ -4,14 +4,13 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_context::store::{MAIN_BRANCH, Save, SqliteStore, Store};
 use agent_context::{
     ContextBuilder, ContextEngine, ErrorKind, MemoryChunk, MemoryState, Role, fragment, role,
 };
+use common::temp::TempDir;
 use common::*;
 use proptest::prelude::*;
 use serde_json::json;
@@ -21,7 +20,7 @@ use serde_json::json;
 struct Backend {
     name: &'static str,
     store: Arc<dyn Store>,
-    dir: Option<PathBuf>,
+    dir: Option<TempDir>,
 }
 
 impl Backend {
@@ -34,26 +33,9 @@ impl Backend {
     }
 }
 
-impl Drop for Backend {
-    fn drop(&mut self) {
-        if let Some(dir) = &self.dir {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    }
-}
-
-fn temp_dir() -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("agent-context-store-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// Every backend, empty.
 fn backends() -> Vec<Backend> {
-    let dir = temp_dir();
+    let dir = TempDir::new("store");
     vec![
         Backend {
             name: "sqlite file",
@@ -509,7 +491,7 @@ proptest! {
 /// is migrated in place, and its chats load, build and take new chunks.
 #[test]
 fn a_store_of_the_previous_schema_version_is_migrated() {
-    let dir = temp_dir();
+    let dir = TempDir::new("store");
     let path = dir.join("v1.db");
     std::fs::copy(V1_FIXTURE, &path).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
@@ -536,14 +518,13 @@ fn a_store_of_the_previous_schema_version_is_migrated() {
     engine.save().unwrap();
     let old = ContextEngine::open_branch(Arc::clone(&store), "fixture", "old", builder()).unwrap();
     assert_eq!(ids(&old), ["u1", "a1"]);
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// A store written by a later version is refused, and so is a SQLite file
 /// that is no store; neither is changed.
 #[test]
 fn a_newer_store_or_another_database_is_refused() {
-    let dir = temp_dir();
+    let dir = TempDir::new("store");
     let newer = dir.join("newer.db");
     drop(SqliteStore::open(&newer).unwrap());
     let connection = rusqlite::Connection::open(&newer).unwrap();
@@ -582,7 +563,6 @@ fn a_newer_store_or_another_database_is_refused() {
         .unwrap_err()
         .to_string();
     assert!(error.contains("chunk codec 7"), "{error}");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 const V1_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/store-v1.db");
@@ -666,7 +646,7 @@ fn review_regressions() {
         ));
         assert!(backend.reopen().chat("new").unwrap().is_none());
     }
-    let dir = temp_dir();
+    let dir = TempDir::new("store");
     let other = dir.join("other.db");
     rusqlite::Connection::open(&other)
         .unwrap()
@@ -678,5 +658,4 @@ fn review_regressions() {
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))
         .unwrap();
     assert_eq!(mode, "delete", "the refused file keeps its journal mode");
-    let _ = std::fs::remove_dir_all(dir);
 }

@@ -6,12 +6,13 @@
 //! `chat append`, so a kill hits the process that holds the database open.
 #![cfg(unix)]
 
+mod common;
+
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -20,37 +21,14 @@ use agent_context::store::{MAIN_BRANCH, SqliteStore, Store};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 
+use common::temp::TempDir;
+
 /// Chunks per `chat append`: a batch is stored whole or not at all.
 const BATCH: usize = 3;
 
 const CHAT: &str = "c";
 
 const SIGKILL: i32 = 9;
-
-/// A directory under the temp dir, removed with what it holds on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("agent-context-{name}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// `path` with `suffix` appended: SQLite's `-wal` and `-shm` files.
 fn sidecar(path: &Path, suffix: &str) -> PathBuf {
