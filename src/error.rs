@@ -258,6 +258,22 @@ pub enum ErrorKind {
         /// The head the store holds.
         actual: Option<i64>,
     },
+    /// A save of the system lane (system prompt and fragments) whose view
+    /// is stale: another writer changed it since this engine loaded it.
+    /// Nothing was written.
+    #[error(
+        "conflict on the system prompt and fragments of chat {chat:?}: expected version \
+         {expected}, found {actual}; another writer changed them first: reload the chat and \
+         apply the change again"
+    )]
+    SystemConflict {
+        /// The chat.
+        chat: String,
+        /// The version the engine loaded.
+        expected: u64,
+        /// The version the store holds.
+        actual: u64,
+    },
     /// A chat, branch, checkpoint or chunk that a store operation names does
     /// not exist, or a name to create is taken or invalid.
     #[error("chat {chat:?}: {message}")]
@@ -285,6 +301,18 @@ pub enum ErrorKind {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl ErrorKind {
+    /// Whether another writer saved first ([`Conflict`](ErrorKind::Conflict)
+    /// or [`SystemConflict`](ErrorKind::SystemConflict)): nothing was
+    /// written, and reloading and applying the change again is the fix.
+    pub fn is_conflict(&self) -> bool {
+        matches!(
+            self,
+            ErrorKind::Conflict { .. } | ErrorKind::SystemConflict { .. }
+        )
+    }
 }
 
 /// A branch head in a message: its node id, or `empty`.

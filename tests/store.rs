@@ -420,6 +420,40 @@ fn the_system_lane_and_metadata_are_stored() {
 }
 
 #[test]
+fn a_stale_system_lane_gets_a_conflict_and_writes_nothing() {
+    for backend in backends() {
+        let mut first = open(&backend.store, "chat");
+        let mut second = open(&backend.store, "chat");
+        first.set_system_prompt(Some("first".into()));
+        first.save().unwrap();
+        // Appending alone does not depend on the system lane.
+        second.push(user("u1", "hi")).unwrap();
+        second.save().unwrap();
+        second.set_system_prompt(Some("second".into()));
+        second.push(user("u2", "again")).unwrap();
+        let error = second.save().unwrap_err();
+        match error.kind() {
+            ErrorKind::SystemConflict {
+                expected, actual, ..
+            } => assert_eq!((*expected, *actual), (0, 1), "{}", backend.name),
+            other => panic!("{}: expected a conflict, got {other:?}", backend.name),
+        }
+        assert!(error.kind().is_conflict());
+        let stored = open(&backend.reopen(), "chat");
+        assert_eq!(stored.state().system_prompt.as_deref(), Some("first"));
+        assert_eq!(ids(&stored), ["u1"], "nothing of the refused save is written");
+        // Reloaded, its change lands, and the first engine is now stale.
+        second.reload().unwrap();
+        second.set_system_prompt(Some("second".into()));
+        second.save().unwrap();
+        first.set_system_prompt(Some("third".into()));
+        assert!(first.save().unwrap_err().kind().is_conflict());
+        let stored = open(&backend.reopen(), "chat");
+        assert_eq!(stored.state().system_prompt.as_deref(), Some("second"));
+    }
+}
+
+#[test]
 fn a_save_to_a_missing_branch_or_chat_is_refused() {
     for backend in backends() {
         let store = &backend.store;
@@ -499,7 +533,7 @@ fn a_store_of_the_previous_schema_version_is_migrated() {
         .unwrap()
         .query_row("SELECT version FROM schema_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     let mut engine = open(&store, "fixture");
     assert_eq!(ids(&engine), ["u1", "a1", "u2", "a2"]);
     assert_eq!(

@@ -3,8 +3,8 @@
 //!
 //! A chunk's counts hold for the text it renders to, so they are kept
 //! under a *count key* naming everything that shapes that text and its
-//! tokens: this crate's version, the encoding, the escape mode and the
-//! protected tags. Only builds whose chunks all fall to the default
+//! tokens: this crate's version and [`COUNT_FORMAT`], the encoding, the
+//! escape mode and the protected tags. Only builds whose chunks all fall to the default
 //! renderers and whose counts are exact have a key: a custom renderer or
 //! counter is code the key cannot name, and an estimate's factor moves.
 //! Only a chunk's whole rendering is kept; one a cap cuts is rendered and
@@ -21,6 +21,12 @@ use crate::render::RenderContext;
 use crate::roles::Role;
 use crate::tokens::parts::CountedText;
 use crate::tokens::{Encoding, Route, route};
+
+/// The version of what a kept count means: bumped whenever a chunk's
+/// rendering or the layout of its kept counts changes, so that counts kept
+/// by a build of the same crate version before the change are not read as
+/// counts of the new rendering. (A release bumps the crate version too.)
+const COUNT_FORMAT: u32 = 1;
 
 impl ContextBuilder {
     /// The encoding kept counts are counted with, or `None` when this
@@ -43,7 +49,7 @@ impl ContextBuilder {
         let mut hasher = rustc_hash::FxHasher::default();
         (self.escape, self.renderers.tag_set().names()).hash(&mut hasher);
         Some(format!(
-            "{} {} {:016x}",
+            "{}+{COUNT_FORMAT} {} {:016x}",
             env!("CARGO_PKG_VERSION"),
             encoding.name(),
             hasher.finish()

@@ -40,6 +40,7 @@ impl ContextEngine {
         };
         self.nodes = loaded.chunks.iter().map(|c| c.node).collect();
         self.head = loaded.head;
+        self.system_version = loaded.system_version;
         self.session = session;
         self.replaced_from = None;
         self.system_changed = false;

@@ -58,6 +58,9 @@ pub struct ContextEngine {
     /// writes the branch again from there.
     replaced_from: Option<usize>,
     system_changed: bool,
+    /// The system lane's version when loaded or last saved: what a save
+    /// that writes it expects.
+    system_version: u64,
     /// Stored chunks loaded without counts under the session's key.
     uncounted: Vec<usize>,
     /// The last build, for [`track_usage`](ContextEngine::track_usage).
@@ -139,6 +142,7 @@ impl ContextEngine {
             session,
             replaced_from: None,
             system_changed: false,
+            system_version: 0,
             uncounted: Vec::new(),
             last_build: None,
         };
@@ -265,8 +269,10 @@ impl ContextEngine {
     /// # Errors
     ///
     /// [`ErrorKind::Conflict`] if another writer moved the branch's head
-    /// since this engine loaded or saved it (then [`reload`](ContextEngine::reload)
-    /// and apply the change again); [`ErrorKind::Store`] if the store fails.
+    /// since this engine loaded or saved it, [`ErrorKind::SystemConflict`]
+    /// if this save sets the system prompt or fragments and another writer
+    /// set them since (either way, [`reload`](ContextEngine::reload) and
+    /// apply the change again); [`ErrorKind::Store`] if the store fails.
     /// The engine keeps its pending changes.
     pub fn save(&mut self) -> Result<()> {
         if !self.has_pending() {
@@ -280,12 +286,17 @@ impl ContextEngine {
             save = save.replacing(self.nodes[from], parent);
         }
         if self.system_changed {
-            save = save.with_system(load::system_lane_json(self.state()));
+            save = save.with_system(load::system_lane_json(self.state()), self.system_version);
         }
         let saved = self.store.save(&self.chat, &save)?;
         self.nodes.truncate(from);
         self.nodes.extend(saved.nodes);
         self.head = saved.head;
+        if self.system_changed {
+            // Only a save that wrote the lane may take its version: another
+            // writer's lane, unseen here, must still conflict.
+            self.system_version = saved.system_version;
+        }
         self.replaced_from = None;
         self.system_changed = false;
         Ok(())

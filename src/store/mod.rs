@@ -103,6 +103,9 @@ pub struct LoadedBranch {
     pub head: Option<NodeId>,
     /// The chat's system prompt and fragments, as [`Save::system`] wrote them.
     pub system: Option<String>,
+    /// The system lane's version, which a [`Save`] that writes it must
+    /// expect: 0 until first written, then one more per write.
+    pub system_version: u64,
     /// The chunks, oldest first.
     pub chunks: Vec<StoredChunk>,
 }
@@ -165,6 +168,9 @@ pub struct Save {
     pub replaces: Option<NodeId>,
     /// The chat's new system lane, if it changed.
     pub system: Option<String>,
+    /// The system lane's version the writer last saw; checked only when
+    /// `system` is written.
+    pub expected_system_version: u64,
 }
 
 impl Save {
@@ -178,6 +184,7 @@ impl Save {
             chunks,
             replaces: None,
             system: None,
+            expected_system_version: 0,
         }
     }
 
@@ -189,9 +196,11 @@ impl Save {
         self
     }
 
-    /// The same save, writing the chat's system lane too.
-    pub fn with_system(mut self, system: String) -> Self {
+    /// The same save, writing the chat's system lane too, whose version
+    /// the writer saw at `expected_version`.
+    pub fn with_system(mut self, system: String, expected_version: u64) -> Self {
         self.system = Some(system);
+        self.expected_system_version = expected_version;
         self
     }
 }
@@ -204,6 +213,8 @@ pub struct Saved {
     pub head: Option<NodeId>,
     /// The nodes of the new chunks, in order.
     pub nodes: Vec<NodeId>,
+    /// The system lane's version now.
+    pub system_version: u64,
 }
 
 /// What a provider billed for one request of a chat.
@@ -226,9 +237,9 @@ pub struct Usage {
 ///
 /// A backend must make each method one transaction, scope every query by
 /// its `chat`, and pass every value as a parameter. [`save`](Store::save)
-/// must serialize with every other save to the same branch (from any
-/// process) and refuse, writing nothing, when the branch's head is not the
-/// one expected.
+/// must serialize with every other save to the same chat (from any
+/// process) and refuse, writing nothing, when the branch's head or the
+/// system lane's version is not the one expected.
 pub trait Store: Send + Sync + std::fmt::Debug {
     /// Where the store is, for messages: a path, `:memory:`, a server.
     fn location(&self) -> String;
@@ -275,7 +286,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// # Errors
     ///
     /// [`ErrorKind::Conflict`](crate::ErrorKind::Conflict) if the branch's
-    /// head is not `save.expected_head`; [`ErrorKind::Chat`](crate::ErrorKind::Chat)
+    /// head is not `save.expected_head`, [`ErrorKind::SystemConflict`](crate::ErrorKind::SystemConflict)
+    /// if it writes the system lane and its version is not
+    /// `save.expected_system_version`; [`ErrorKind::Chat`](crate::ErrorKind::Chat)
     /// if the chat or branch does not exist. Either way nothing is written.
     fn save(&self, chat: &str, save: &Save) -> Result<Saved>;
 

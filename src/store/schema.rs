@@ -5,7 +5,7 @@
 //! version stored, so every version's stores keep loading.
 
 /// The schema version this crate writes.
-pub(crate) const CURRENT_VERSION: u32 = 2;
+pub(crate) const CURRENT_VERSION: u32 = 3;
 
 pub(crate) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
     // 1: chats, chunks as nodes of a graph, branches and checkpoints.
@@ -61,4 +61,8 @@ pub(crate) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
      );
      CREATE INDEX usage_by_chat ON usage (chat);
      UPDATE schema_version SET version = 2;",
+    // 3: a version for the system lane, so a writer that saw an older one
+    // is refused instead of overwriting it.
+    "ALTER TABLE chats ADD COLUMN system_version INTEGER NOT NULL DEFAULT 0;
+     UPDATE schema_version SET version = 3;",
 ];

@@ -204,13 +204,7 @@ impl Store for SqliteStore {
 
     fn load(&self, chat: &str, branch: &str, count_key: Option<&str>) -> Result<LoadedBranch> {
         self.read(|tx| {
-            let system: Option<String> = tx
-                .query_row("SELECT system FROM chats WHERE id = ?1", [chat], |row| {
-                    row.get(0)
-                })
-                .optional()
-                .map_err(self.fail())?
-                .ok_or_else(|| no_chat(chat))?;
+            let (system, system_version) = self.system_lane(tx, chat)?;
             let head = branch_head(tx, chat, branch)
                 .map_err(self.fail())?
                 .ok_or_else(|| no_branch(chat, branch))?;
@@ -222,6 +216,7 @@ impl Store for SqliteStore {
                 branch: branch.to_owned(),
                 head,
                 system,
+                system_version,
                 chunks,
             })
         })
@@ -241,6 +236,15 @@ impl Store for SqliteStore {
                 }
                 .into());
             }
+            let (_, mut system_version) = self.system_lane(tx, chat)?;
+            if save.system.is_some() && system_version != save.expected_system_version {
+                return Err(ErrorKind::SystemConflict {
+                    chat: chat.to_owned(),
+                    expected: save.expected_system_version,
+                    actual: system_version,
+                }
+                .into());
+            }
             let nodes = self.insert_chunks(tx, chat, save)?;
             let head = nodes.last().copied().or(actual);
             tx.execute(
@@ -253,17 +257,25 @@ impl Store for SqliteStore {
             }
             let now = now_ms();
             match &save.system {
-                Some(system) => tx.execute(
-                    "UPDATE chats SET system = ?2, updated_at = ?3 WHERE id = ?1",
-                    params![chat, system, now],
-                ),
+                Some(system) => {
+                    system_version += 1;
+                    tx.execute(
+                        "UPDATE chats SET system = ?2, system_version = system_version + 1, \
+                         updated_at = ?3 WHERE id = ?1",
+                        params![chat, system, now],
+                    )
+                }
                 None => tx.execute(
                     "UPDATE chats SET updated_at = ?2 WHERE id = ?1",
                     params![chat, now],
                 ),
             }
             .map_err(self.fail())?;
-            Ok(Saved { head, nodes })
+            Ok(Saved {
+                head,
+                nodes,
+                system_version,
+            })
         })
     }
 
@@ -443,6 +455,20 @@ impl SqliteStore {
         .map_err(self.fail())?
         .map(|row| row.into_summary(&self.location))
         .transpose()
+    }
+
+    /// The chat's system lane and its version.
+    fn system_lane(&self, tx: &Transaction<'_>, chat: &str) -> Result<(Option<String>, u64)> {
+        let (system, version): (Option<String>, i64) = tx
+            .query_row(
+                "SELECT system, system_version FROM chats WHERE id = ?1",
+                [chat],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()
+            .map_err(self.fail())?
+            .ok_or_else(|| no_chat(chat))?;
+        Ok((system, u64::try_from(version).unwrap_or(0)))
     }
 
     /// The chunks from the root to `head`, oldest first.

@@ -238,8 +238,7 @@ fn append(args: &AppendArgs) -> Result<Value> {
                 return Ok(out);
             }
             Err(error)
-                if matches!(error.kind(), ErrorKind::Conflict { .. })
-                    && attempts < APPEND_ATTEMPTS =>
+                if error.kind().is_conflict() && attempts < APPEND_ATTEMPTS =>
             {
                 continue;
             }
