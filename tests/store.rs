@@ -441,7 +441,11 @@ fn a_stale_system_lane_gets_a_conflict_and_writes_nothing() {
         assert!(error.kind().is_conflict());
         let stored = open(&backend.reopen(), "chat");
         assert_eq!(stored.state().system_prompt.as_deref(), Some("first"));
-        assert_eq!(ids(&stored), ["u1"], "nothing of the refused save is written");
+        assert_eq!(
+            ids(&stored),
+            ["u1"],
+            "nothing of the refused save is written"
+        );
         // Reloaded, its change lands, and the first engine is now stale.
         second.reload().unwrap();
         second.set_system_prompt(Some("second".into()));

@@ -17,7 +17,7 @@
 //! Every operation names its chat, and every query a backend runs is scoped
 //! by it and takes all values as parameters: ids of any content are data.
 
-mod schema;
+mod errors;
 mod sqlite;
 
 use serde_json::Value;
@@ -25,6 +25,13 @@ use serde_json::Value;
 use crate::error::Result;
 
 pub use sqlite::SqliteStore;
+
+/// Milliseconds since the Unix epoch, as stores keep times.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
 
 /// A node's id: unique in its store and never reused, so a head seen once
 /// names the same node for as long as it exists.

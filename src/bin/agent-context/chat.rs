@@ -237,9 +237,7 @@ fn append(args: &AppendArgs) -> Result<Value> {
                 }
                 return Ok(out);
             }
-            Err(error)
-                if error.kind().is_conflict() && attempts < APPEND_ATTEMPTS =>
-            {
+            Err(error) if error.kind().is_conflict() && attempts < APPEND_ATTEMPTS => {
                 continue;
             }
             Err(error) => return Err(error),

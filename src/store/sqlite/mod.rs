@@ -3,17 +3,22 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde_json::Value;
 
-use super::schema::{CURRENT_VERSION, MIGRATIONS};
+mod schema;
+
+use super::errors::{
+    chat_error, check_expected, no_branch, no_chat, no_node, store_error, unreadable_metadata,
+};
 use super::{
     BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, LoadedBranch, MAIN_BRANCH, NodeId,
-    Save, Saved, Store, StoredChunk, Usage,
+    Save, Saved, Store, StoredChunk, Usage, now_ms,
 };
 use crate::error::{ErrorKind, Result};
+use schema::{CURRENT_VERSION, MIGRATIONS};
 
 /// How long a writer waits for another's transaction before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -227,24 +232,8 @@ impl Store for SqliteStore {
             let actual = branch_head(tx, chat, &save.branch)
                 .map_err(self.fail())?
                 .ok_or_else(|| self.missing_branch(tx, chat, &save.branch))?;
-            if actual != save.expected_head {
-                return Err(ErrorKind::Conflict {
-                    chat: chat.to_owned(),
-                    branch: save.branch.clone(),
-                    expected: save.expected_head,
-                    actual,
-                }
-                .into());
-            }
             let (_, mut system_version) = self.system_lane(tx, chat)?;
-            if save.system.is_some() && system_version != save.expected_system_version {
-                return Err(ErrorKind::SystemConflict {
-                    chat: chat.to_owned(),
-                    expected: save.expected_system_version,
-                    actual: system_version,
-                }
-                .into());
-            }
+            check_expected(chat, save, actual, system_version)?;
             let nodes = self.insert_chunks(tx, chat, save)?;
             let head = nodes.last().copied().or(actual);
             tx.execute(
@@ -654,12 +643,8 @@ fn summary_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SummaryRow> {
 
 impl SummaryRow {
     fn into_summary(self, location: &str) -> Result<ChatSummary> {
-        let metadata = serde_json::from_str(&self.metadata).map_err(|e| {
-            store_error(
-                location,
-                format!("chat {:?} has unreadable metadata: {e}", self.id),
-            )
-        })?;
+        let metadata = serde_json::from_str(&self.metadata)
+            .map_err(|e| unreadable_metadata(location, &self.id, &e))?;
         Ok(ChatSummary {
             id: self.id,
             metadata,
@@ -772,12 +757,6 @@ fn create_private(path: &Path) -> std::io::Result<()> {
     }
 }
 
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 fn db_error(location: &str) -> impl Fn(rusqlite::Error) -> crate::Error + '_ {
     move |error| {
         let hint = match error.sqlite_error_code() {
@@ -792,35 +771,4 @@ fn db_error(location: &str) -> impl Fn(rusqlite::Error) -> crate::Error + '_ {
         };
         store_error(location, format!("{error}{hint}"))
     }
-}
-
-fn store_error(location: &str, message: String) -> crate::Error {
-    ErrorKind::Store {
-        location: location.to_owned(),
-        message,
-    }
-    .into()
-}
-
-fn chat_error(chat: &str, message: String) -> crate::Error {
-    ErrorKind::Chat {
-        chat: chat.to_owned(),
-        message,
-    }
-    .into()
-}
-
-fn no_chat(chat: &str) -> crate::Error {
-    chat_error(chat, "no such chat in the store".into())
-}
-
-fn no_branch(chat: &str, branch: &str) -> crate::Error {
-    chat_error(
-        chat,
-        format!("no branch named {branch:?}; list them with `chat branches`"),
-    )
-}
-
-fn no_node(chat: &str, node: NodeId) -> crate::Error {
-    chat_error(chat, format!("node {node} is not a node of this chat"))
 }
