@@ -1,12 +1,12 @@
 //! The store conformance suite: one set of tests, run against every
-//! backend (a SQLite file, SQLite in memory), through the engine and the
-//! `Store` trait.
+//! backend (a SQLite file, SQLite in memory and, with the `postgres`
+//! feature, a PostgreSQL server), through the engine and the `Store` trait.
 
 mod common;
 
 use std::sync::Arc;
 
-use agent_context::store::{MAIN_BRANCH, Save, SqliteStore, Store};
+use agent_context::store::{self, MAIN_BRANCH, Save, SqliteStore, Store};
 use agent_context::{
     ContextBuilder, ContextEngine, ErrorKind, MemoryChunk, MemoryState, Role, fragment, role,
 };
@@ -20,34 +20,52 @@ use serde_json::json;
 struct Backend {
     name: &'static str,
     store: Arc<dyn Store>,
-    dir: Option<TempDir>,
+    /// Where a fresh process finds the store (`None`: in memory).
+    location: Option<String>,
+    /// What holds the store's data until the test ends.
+    _scratch: Box<dyn std::any::Any>,
 }
 
 impl Backend {
     /// The store as a new process finds it (the same handle, in memory).
     fn reopen(&self) -> Arc<dyn Store> {
-        match &self.dir {
-            Some(dir) => Arc::new(SqliteStore::open(dir.join("chats.db")).unwrap()),
+        match &self.location {
+            Some(location) => store::open(location, false).unwrap(),
             None => Arc::clone(&self.store),
+        }
+    }
+
+    fn at(name: &'static str, location: String, scratch: Box<dyn std::any::Any>) -> Backend {
+        Backend {
+            name,
+            store: store::open(&location, true).unwrap(),
+            location: Some(location),
+            _scratch: scratch,
         }
     }
 }
 
-/// Every backend, empty.
+/// Every backend, empty: a SQLite file, SQLite in memory, and with the
+/// `postgres` feature a schema on the test server.
 fn backends() -> Vec<Backend> {
     let dir = TempDir::new("store");
-    vec![
-        Backend {
-            name: "sqlite file",
-            store: Arc::new(SqliteStore::open(dir.join("chats.db")).unwrap()),
-            dir: Some(dir),
-        },
+    let path = dir.join("chats.db").display().to_string();
+    let mut backends = vec![
+        Backend::at("sqlite file", path, Box::new(dir)),
         Backend {
             name: "sqlite memory",
             store: Arc::new(SqliteStore::in_memory().unwrap()),
-            dir: None,
+            location: None,
+            _scratch: Box::new(()),
         },
-    ]
+    ];
+    #[cfg(feature = "postgres")]
+    {
+        let schema = common::postgres::Schema::new("store");
+        let url = schema.url().to_owned();
+        backends.push(Backend::at("postgres", url, Box::new(schema)));
+    }
+    backends
 }
 
 fn builder() -> ContextBuilder {

@@ -72,3 +72,18 @@ pub(super) fn check_expected(
     }
     Ok(())
 }
+
+/// Refuses a branch or checkpoint name no one could type.
+pub(super) fn check_name(chat: &str, name: &str, what: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(chat_error(chat, format!("a {what} name cannot be empty")));
+    }
+    Ok(())
+}
+
+pub(super) fn branch_exists(chat: &str, name: &str) -> crate::Error {
+    chat_error(
+        chat,
+        format!("a branch named {name:?} exists; choose another name"),
+    )
+}

@@ -18,13 +18,73 @@
 //! by it and takes all values as parameters: ids of any content are data.
 
 mod errors;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
+
+use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::error::Result;
+use crate::error::{ErrorKind, Result};
 
+#[cfg(feature = "postgres")]
+pub use postgres::{DEFAULT_POOL_SIZE, DEFAULT_SCHEMA, PostgresStore};
 pub use sqlite::SqliteStore;
+
+/// Whether `location` names a PostgreSQL server rather than a file:
+/// it starts with `postgres://` or `postgresql://`.
+pub fn is_postgres_url(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
+/// Opens the store `location` names: a PostgreSQL URL (see
+/// [`is_postgres_url`]) is a `PostgresStore` (built with the `postgres`
+/// feature), anything else the path of a [`SqliteStore`] file. Without
+/// `create`, a store that does not exist yet is an error, and nothing is
+/// created.
+///
+/// # Errors
+///
+/// [`ErrorKind::Option`] (option `db`) for a URL that cannot be read, a
+/// PostgreSQL URL in a build without the `postgres` feature, or a missing
+/// store without `create`; otherwise as the backend's `open`.
+pub fn open(location: &str, create: bool) -> Result<Arc<dyn Store>> {
+    if is_postgres_url(location) {
+        return open_postgres(location, create);
+    }
+    if !create && !Path::new(location).exists() {
+        return Err(ErrorKind::Option {
+            option: "db".into(),
+            message: format!(
+                "no store at {location:?}; `chat append` creates one, or pass --db with an \
+                 existing store"
+            ),
+        }
+        .into());
+    }
+    Ok(Arc::new(SqliteStore::open(location)?))
+}
+
+#[cfg(feature = "postgres")]
+fn open_postgres(url: &str, create: bool) -> Result<Arc<dyn Store>> {
+    Ok(Arc::new(match create {
+        true => PostgresStore::open(url)?,
+        false => PostgresStore::open_existing(url)?,
+    }))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(_url: &str, _create: bool) -> Result<Arc<dyn Store>> {
+    Err(ErrorKind::Option {
+        option: "db".into(),
+        message: "this build has no PostgreSQL store: build agent-context with `--features \
+                  postgres`, or give the path of a SQLite file"
+            .into(),
+    }
+    .into())
+}
 
 /// Milliseconds since the Unix epoch, as stores keep times.
 fn now_ms() -> i64 {

@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 pub mod cli;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod temp;
 
 use std::collections::{HashMap, HashSet};

@@ -1,10 +1,10 @@
-//! `agent-context chat …`: durable chats in a SQLite store, from the shell.
+//! `agent-context chat …`: durable chats in a SQLite file or on a
+//! PostgreSQL server, from the shell.
 //! Every verb prints one JSON object on stdout.
 
-use std::path::Path;
 use std::sync::Arc;
 
-use agent_context::store::{MAIN_BRANCH, SqliteStore, Store};
+use agent_context::store::{self, MAIN_BRANCH, Store};
 use agent_context::{
     ChunkKind, ContextBuilder, ContextEngine, DEFAULT_MODEL, ErrorKind, MemoryState, Result, Role,
 };
@@ -45,8 +45,10 @@ pub(crate) enum ChatCommand {
 
 #[derive(clap::Args)]
 pub(crate) struct StoreArgs {
-    /// The store: a SQLite file, created on first write.
-    #[arg(long, value_name = "PATH", default_value = "agent-context.db")]
+    /// The store: the path of a SQLite file, or a PostgreSQL URL
+    /// (postgres://user@host/db[?schema=name], with the `postgres`
+    /// feature); created on first write.
+    #[arg(long, value_name = "PATH|URL", default_value = "agent-context.db")]
     db: String,
 }
 
@@ -220,7 +222,7 @@ fn append(args: &AppendArgs) -> Result<Value> {
         .branch
         .as_deref()
         .is_some_and(|b| b != MAIN_BRANCH);
-    let store = open_store(db, !other_branch)?;
+    let store = store::open(db, !other_branch)?;
     let mut builder = ContextBuilder::new();
     builder.model(&args.model);
     let mut attempts = 0;
@@ -277,7 +279,7 @@ fn build(args: &ChatBuildArgs) -> Result<String> {
 }
 
 fn branches(args: &ChatArgs) -> Result<Value> {
-    let store = open_store(&args.store.db, false)?;
+    let store = store::open(&args.store.db, false)?;
     require_chat(&store, &args.chat)?;
     let branches: Vec<Value> = store
         .branches(&args.chat)?
@@ -293,7 +295,7 @@ fn branches(args: &ChatArgs) -> Result<Value> {
 }
 
 fn list(args: &StoreArgs) -> Result<Value> {
-    let store = open_store(&args.db, false)?;
+    let store = store::open(&args.db, false)?;
     let chats: Vec<Value> = store
         .chats()?
         .into_iter()
@@ -322,25 +324,10 @@ impl Target {
 
     /// The engine on this target of an existing store and chat.
     fn open_existing(&self, builder: ContextBuilder) -> Result<ContextEngine> {
-        let store = open_store(&self.chat.store.db, false)?;
+        let store = store::open(&self.chat.store.db, false)?;
         require_chat(&store, &self.chat.chat)?;
         self.open(&store, builder)
     }
-}
-
-/// The store at `db`; without `create`, a missing file is an error rather
-/// than a new empty store.
-fn open_store(db: &str, create: bool) -> Result<Arc<dyn Store>> {
-    if !create && !Path::new(db).exists() {
-        return Err(ErrorKind::Option {
-            option: "db".into(),
-            message: format!(
-                "no store at {db:?}; `chat append` creates one, or pass --db with an existing store"
-            ),
-        }
-        .into());
-    }
-    Ok(Arc::new(SqliteStore::open(db)?))
 }
 
 fn require_chat(store: &Arc<dyn Store>, chat: &str) -> Result<()> {

@@ -11,7 +11,8 @@ use serde_json::Value;
 mod schema;
 
 use super::errors::{
-    chat_error, check_expected, no_branch, no_chat, no_node, store_error, unreadable_metadata,
+    branch_exists, check_expected, check_name, no_branch, no_chat, no_node, store_error,
+    unreadable_metadata,
 };
 use super::{
     BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, LoadedBranch, MAIN_BRANCH, NodeId,
@@ -326,10 +327,7 @@ impl Store for SqliteStore {
             self.check_name(tx, chat, name, "branch")?;
             self.check_node(tx, chat, head)?;
             if branch_head(tx, chat, name).map_err(self.fail())?.is_some() {
-                return Err(chat_error(
-                    chat,
-                    format!("a branch named {name:?} exists; choose another name"),
-                ));
+                return Err(branch_exists(chat, name));
             }
             tx.execute(
                 "INSERT INTO branches (chat, name, head) VALUES (?1, ?2, ?3)",
@@ -586,10 +584,7 @@ impl SqliteStore {
     /// Checks the chat exists and `name` is usable for a branch or checkpoint.
     fn check_name(&self, tx: &Transaction<'_>, chat: &str, name: &str, what: &str) -> Result<()> {
         self.summary(tx, chat)?.ok_or_else(|| no_chat(chat))?;
-        if name.is_empty() {
-            return Err(chat_error(chat, format!("a {what} name cannot be empty")));
-        }
-        Ok(())
+        check_name(chat, name, what)
     }
 
     /// The error for a branch that `branch_head` did not find: the chat's

@@ -1,0 +1,684 @@
+//! [`PostgresStore`]: durable chats on a PostgreSQL server, shared by every
+//! process that points at it.
+
+mod location;
+mod schema;
+
+use postgres::{IsolationLevel, NoTls, Row, Transaction};
+use r2d2_postgres::PostgresConnectionManager;
+use r2d2_postgres::r2d2::{Pool, PooledConnection};
+use serde_json::Value;
+
+use super::errors::{
+    branch_exists, check_expected, check_name, no_branch, no_chat, no_node, store_error,
+    unreadable_metadata,
+};
+use super::{
+    BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, LoadedBranch, MAIN_BRANCH, NodeId,
+    Save, Saved, Store, StoredChunk, Usage, now_ms,
+};
+use crate::error::Result;
+use location::Location;
+pub use location::{DEFAULT_POOL_SIZE, DEFAULT_SCHEMA};
+
+/// Durable chats on a PostgreSQL server.
+///
+/// `open("postgres://user[:password]@host[:port]/database")` connects
+/// (without TLS: see below), creates the store's tables in their own
+/// schema if missing (`agent_context`, or `?schema=name`) and migrates a
+/// store written by an earlier version. It keeps a pool of connections
+/// (at most 8, or `?pool_size=n`) for the threads that share it. The
+/// driver's own URL parameters (`connect_timeout`, `application_name`,
+/// …) are passed on.
+///
+/// * **One transaction per save.** A save's chunks, counts, head and
+///   system lane commit together or not at all; a client killed mid-save
+///   leaves nothing of it (the server rolls its transaction back).
+/// * **Writers serialize.** Every write locks its chat's row first
+///   (`SELECT … FOR UPDATE`), so saves to a chat from any number of
+///   processes and machines take turns; a stale one is refused with
+///   [`ErrorKind::Conflict`](crate::ErrorKind::Conflict) or
+///   [`ErrorKind::SystemConflict`](crate::ErrorKind::SystemConflict), and
+///   none is lost. Reads see one snapshot (repeatable read).
+/// * **TLS is off**: connections are plain TCP or a Unix socket, so use
+///   it on loopback, a private network or through a tunnel; a URL asking
+///   for `sslmode=require` fails to connect.
+#[derive(Debug)]
+pub struct PostgresStore {
+    pool: Pool<PostgresConnectionManager<NoTls>>,
+    location: String,
+    schema: String,
+}
+
+impl PostgresStore {
+    /// Connects to the store at `url`, creating or migrating its tables.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Option`](crate::ErrorKind::Option) for a URL it cannot
+    /// read; [`ErrorKind::Store`](crate::ErrorKind::Store) if the server
+    /// cannot be reached or refuses, the schema holds tables that are no
+    /// store, or the store was written by a later version of this crate.
+    pub fn open(url: &str) -> Result<Self> {
+        PostgresStore::connect(url, true)
+    }
+
+    /// Connects to the store at `url` without creating it.
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](PostgresStore::open), and [`ErrorKind::Store`](crate::ErrorKind::Store)
+    /// if there is no store in the schema.
+    pub fn open_existing(url: &str) -> Result<Self> {
+        PostgresStore::connect(url, false)
+    }
+
+    /// The schema the store's tables are in.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    fn connect(url: &str, create: bool) -> Result<Self> {
+        let Location {
+            config,
+            schema,
+            pool_size,
+            display,
+        } = Location::parse(url)?;
+        let mut client = config.connect(NoTls).map_err(db_error(&display))?;
+        schema::migrate(&mut client, &schema, &display, create)?;
+        // The pool keeps the connection it was given no use: it opens its
+        // own, lazily, and checks each before lending it.
+        drop(client);
+        let pool = Pool::builder()
+            .max_size(pool_size)
+            .min_idle(Some(0))
+            .build_unchecked(PostgresConnectionManager::new(config, NoTls));
+        Ok(PostgresStore {
+            pool,
+            location: display,
+            schema,
+        })
+    }
+
+    fn client(&self) -> Result<PooledConnection<PostgresConnectionManager<NoTls>>> {
+        self.pool.get().map_err(|e| {
+            store_error(
+                &self.location,
+                format!("no connection to the server: {e}; check that it is up and reachable"),
+            )
+        })
+    }
+
+    /// Runs `work` in one transaction, committed if it succeeds. A write
+    /// that names a chat locks its row first (see [`lock_chat`]).
+    fn write<T>(&self, work: impl FnOnce(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut client = self.client()?;
+        let mut tx = client.transaction().map_err(self.fail())?;
+        let value = work(&mut tx)?;
+        tx.commit().map_err(self.fail())?;
+        Ok(value)
+    }
+
+    /// Runs `work` on one consistent snapshot.
+    fn read<T>(&self, work: impl FnOnce(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut client = self.client()?;
+        let mut tx = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(self.fail())?;
+        work(&mut tx)
+    }
+
+    fn fail(&self) -> impl Fn(postgres::Error) -> crate::Error + '_ {
+        db_error(&self.location)
+    }
+}
+
+impl Store for PostgresStore {
+    fn location(&self) -> String {
+        self.location.clone()
+    }
+
+    fn open_chat(&self, chat: &str) -> Result<ChatSummary> {
+        self.write(|tx| {
+            let now = now_ms();
+            let created = tx
+                .execute(
+                    "INSERT INTO chats (id, metadata, active_branch, created_at, updated_at) \
+                     VALUES ($1, '{}', $2, $3, $3) ON CONFLICT (id) DO NOTHING",
+                    &[&chat.as_bytes(), &MAIN_BRANCH.as_bytes(), &now],
+                )
+                .map_err(self.fail())?;
+            if created > 0 {
+                tx.execute(
+                    "INSERT INTO branches (chat, name, head) VALUES ($1, $2, NULL)",
+                    &[&chat.as_bytes(), &MAIN_BRANCH.as_bytes()],
+                )
+                .map_err(self.fail())?;
+            }
+            self.summary(tx, chat)?.ok_or_else(|| no_chat(chat))
+        })
+    }
+
+    fn chat(&self, chat: &str) -> Result<Option<ChatSummary>> {
+        self.read(|tx| self.summary(tx, chat))
+    }
+
+    fn chats(&self) -> Result<Vec<ChatSummary>> {
+        self.read(|tx| {
+            tx.query(&format!("{SUMMARY} ORDER BY id"), &[])
+                .map_err(self.fail())?
+                .iter()
+                .map(|row| self.summary_of(row))
+                .collect()
+        })
+    }
+
+    fn set_metadata(&self, chat: &str, metadata: &Value) -> Result<()> {
+        self.write(|tx| {
+            self.lock_chat(tx, chat)?;
+            tx.execute(
+                "UPDATE chats SET metadata = $2, updated_at = $3 WHERE id = $1",
+                &[&chat.as_bytes(), &metadata.to_string(), &now_ms()],
+            )
+            .map_err(self.fail())?;
+            Ok(())
+        })
+    }
+
+    fn load(&self, chat: &str, branch: &str, count_key: Option<&str>) -> Result<LoadedBranch> {
+        self.read(|tx| {
+            let row = tx
+                .query_opt(
+                    "SELECT system, system_version FROM chats WHERE id = $1",
+                    &[&chat.as_bytes()],
+                )
+                .map_err(self.fail())?
+                .ok_or_else(|| no_chat(chat))?;
+            let system: Option<String> = self.column(&row, 0)?;
+            let system_version = self.version_of(&row, 1)?;
+            let head = self
+                .branch_head(tx, chat, branch)?
+                .ok_or_else(|| no_branch(chat, branch))?;
+            let chunks = match head {
+                Some(head) => self.path_to(tx, chat, head, count_key)?,
+                None => Vec::new(),
+            };
+            Ok(LoadedBranch {
+                branch: branch.to_owned(),
+                head,
+                system,
+                system_version,
+                chunks,
+            })
+        })
+    }
+
+    fn save(&self, chat: &str, save: &Save) -> Result<Saved> {
+        self.write(|tx| {
+            let mut system_version = self.lock_chat(tx, chat)?;
+            let actual = self
+                .branch_head(tx, chat, &save.branch)?
+                .ok_or_else(|| no_branch(chat, &save.branch))?;
+            check_expected(chat, save, actual, system_version)?;
+            let nodes = self.insert_chunks(tx, chat, save)?;
+            let head = nodes.last().copied().or(actual);
+            tx.execute(
+                "UPDATE branches SET head = $3 WHERE chat = $1 AND name = $2",
+                &[&chat.as_bytes(), &save.branch.as_bytes(), &head],
+            )
+            .map_err(self.fail())?;
+            if let Some(replaced) = save.replaces {
+                self.prune(tx, chat, replaced)?;
+            }
+            match &save.system {
+                Some(system) => {
+                    system_version += 1;
+                    tx.execute(
+                        "UPDATE chats SET system = $2, system_version = system_version + 1, \
+                         updated_at = $3 WHERE id = $1",
+                        &[&chat.as_bytes(), system, &now_ms()],
+                    )
+                }
+                None => tx.execute(
+                    "UPDATE chats SET updated_at = $2 WHERE id = $1",
+                    &[&chat.as_bytes(), &now_ms()],
+                ),
+            }
+            .map_err(self.fail())?;
+            Ok(Saved {
+                head,
+                nodes,
+                system_version,
+            })
+        })
+    }
+
+    fn put_counts(&self, chat: &str, key: &str, counts: &[(NodeId, String)]) -> Result<()> {
+        self.write(|tx| {
+            if self.lock_chat(tx, chat).is_err() {
+                // No chat, no nodes: nothing to keep counts of.
+                return Ok(());
+            }
+            let nodes: Vec<NodeId> = counts.iter().map(|(node, _)| *node).collect();
+            let values: Vec<&str> = counts.iter().map(|(_, value)| value.as_str()).collect();
+            tx.execute(
+                "INSERT INTO counts (node, key, value) \
+                 SELECT n.id, $2, c.value FROM UNNEST($3::bigint[], $4::text[]) AS c (node, value) \
+                 JOIN nodes n ON n.id = c.node AND n.chat = $1 \
+                 ON CONFLICT (node, key) DO NOTHING",
+                &[&chat.as_bytes(), &key, &nodes, &values],
+            )
+            .map_err(self.fail())?;
+            Ok(())
+        })
+    }
+
+    fn branches(&self, chat: &str) -> Result<Vec<BranchSummary>> {
+        self.read(|tx| {
+            let active = self
+                .summary(tx, chat)?
+                .ok_or_else(|| no_chat(chat))?
+                .active_branch;
+            tx.query(
+                "SELECT b.name, b.head, COALESCE(n.position + 1, 0) FROM branches b \
+                 LEFT JOIN nodes n ON n.id = b.head AND n.chat = b.chat \
+                 WHERE b.chat = $1 ORDER BY b.name",
+                &[&chat.as_bytes()],
+            )
+            .map_err(self.fail())?
+            .iter()
+            .map(|row| {
+                let name = self.text(row, 0)?;
+                Ok(BranchSummary {
+                    active: name == active,
+                    name,
+                    head: self.column(row, 1)?,
+                    chunks: usize::try_from(self.column::<i64>(row, 2)?).unwrap_or(0),
+                })
+            })
+            .collect()
+        })
+    }
+
+    fn create_branch(
+        &self,
+        chat: &str,
+        name: &str,
+        head: Option<NodeId>,
+        switch: bool,
+    ) -> Result<()> {
+        self.write(|tx| {
+            self.lock_chat(tx, chat)?;
+            check_name(chat, name, "branch")?;
+            self.check_node(tx, chat, head)?;
+            if self.branch_head(tx, chat, name)?.is_some() {
+                return Err(branch_exists(chat, name));
+            }
+            tx.execute(
+                "INSERT INTO branches (chat, name, head) VALUES ($1, $2, $3)",
+                &[&chat.as_bytes(), &name.as_bytes(), &head],
+            )
+            .map_err(self.fail())?;
+            if switch {
+                self.set_active(tx, chat, name)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn switch_branch(&self, chat: &str, name: &str) -> Result<()> {
+        self.write(|tx| {
+            self.lock_chat(tx, chat)?;
+            if self.branch_head(tx, chat, name)?.is_none() {
+                return Err(no_branch(chat, name));
+            }
+            self.set_active(tx, chat, name)
+        })
+    }
+
+    fn set_checkpoint(&self, chat: &str, name: &str, node: Option<NodeId>) -> Result<()> {
+        self.write(|tx| {
+            self.lock_chat(tx, chat)?;
+            check_name(chat, name, "checkpoint")?;
+            self.check_node(tx, chat, node)?;
+            tx.execute(
+                "INSERT INTO checkpoints (chat, name, node) VALUES ($1, $2, $3) \
+                 ON CONFLICT (chat, name) DO UPDATE SET node = excluded.node",
+                &[&chat.as_bytes(), &name.as_bytes(), &node],
+            )
+            .map_err(self.fail())?;
+            Ok(())
+        })
+    }
+
+    fn checkpoints(&self, chat: &str) -> Result<Vec<CheckpointSummary>> {
+        self.read(|tx| {
+            self.summary(tx, chat)?.ok_or_else(|| no_chat(chat))?;
+            tx.query(
+                "SELECT name, node FROM checkpoints WHERE chat = $1 ORDER BY name",
+                &[&chat.as_bytes()],
+            )
+            .map_err(self.fail())?
+            .iter()
+            .map(|row| {
+                Ok(CheckpointSummary {
+                    name: self.text(row, 0)?,
+                    node: self.column(row, 1)?,
+                })
+            })
+            .collect()
+        })
+    }
+
+    fn record_usage(&self, chat: &str, usage: &Usage) -> Result<()> {
+        self.write(|tx| {
+            self.lock_chat(tx, chat)?;
+            let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+            tx.execute(
+                "INSERT INTO usage (chat, at, model, input_tokens, output_tokens, base_tokens) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                &[
+                    &chat.as_bytes(),
+                    &now_ms(),
+                    &usage.model.as_bytes(),
+                    &as_i64(usage.input_tokens),
+                    &as_i64(usage.output_tokens),
+                    &usage.base_tokens.map(as_i64),
+                ],
+            )
+            .map_err(self.fail())?;
+            Ok(())
+        })
+    }
+
+    fn usage(&self, chat: &str) -> Result<Vec<Usage>> {
+        self.read(|tx| {
+            self.summary(tx, chat)?.ok_or_else(|| no_chat(chat))?;
+            let as_u64 = |n: i64| u64::try_from(n).unwrap_or(0);
+            tx.query(
+                "SELECT model, input_tokens, output_tokens, base_tokens FROM usage \
+                 WHERE chat = $1 ORDER BY id",
+                &[&chat.as_bytes()],
+            )
+            .map_err(self.fail())?
+            .iter()
+            .map(|row| {
+                Ok(Usage {
+                    model: self.text(row, 0)?,
+                    input_tokens: as_u64(self.column(row, 1)?),
+                    output_tokens: as_u64(self.column(row, 2)?),
+                    base_tokens: self.column::<Option<i64>>(row, 3)?.map(as_u64),
+                })
+            })
+            .collect()
+        })
+    }
+}
+
+/// The columns of a chat's summary, in [`PostgresStore::summary_of`]'s order.
+const SUMMARY: &str = "SELECT id, metadata, active_branch, created_at, updated_at FROM chats";
+
+impl PostgresStore {
+    /// Locks the chat's row until the transaction ends, so that writes to
+    /// the chat take turns; returns its system lane's version.
+    fn lock_chat(&self, tx: &mut Transaction<'_>, chat: &str) -> Result<u64> {
+        let row = tx
+            .query_opt(
+                "SELECT system_version FROM chats WHERE id = $1 FOR UPDATE",
+                &[&chat.as_bytes()],
+            )
+            .map_err(self.fail())?
+            .ok_or_else(|| no_chat(chat))?;
+        self.version_of(&row, 0)
+    }
+
+    fn summary(&self, tx: &mut Transaction<'_>, chat: &str) -> Result<Option<ChatSummary>> {
+        tx.query_opt(&format!("{SUMMARY} WHERE id = $1"), &[&chat.as_bytes()])
+            .map_err(self.fail())?
+            .map(|row| self.summary_of(&row))
+            .transpose()
+    }
+
+    fn summary_of(&self, row: &Row) -> Result<ChatSummary> {
+        let id = self.text(row, 0)?;
+        let metadata: String = self.column(row, 1)?;
+        let metadata = serde_json::from_str(&metadata)
+            .map_err(|e| unreadable_metadata(&self.location, &id, &e))?;
+        Ok(ChatSummary {
+            id,
+            metadata,
+            active_branch: self.text(row, 2)?,
+            created_at_ms: self.column(row, 3)?,
+            updated_at_ms: self.column(row, 4)?,
+        })
+    }
+
+    /// The head of `branch`: `None` if there is no such branch, `Some(None)`
+    /// if it is empty.
+    fn branch_head(
+        &self,
+        tx: &mut Transaction<'_>,
+        chat: &str,
+        branch: &str,
+    ) -> Result<Option<Option<NodeId>>> {
+        tx.query_opt(
+            "SELECT head FROM branches WHERE chat = $1 AND name = $2",
+            &[&chat.as_bytes(), &branch.as_bytes()],
+        )
+        .map_err(self.fail())?
+        .map(|row| self.column(&row, 0))
+        .transpose()
+    }
+
+    fn set_active(&self, tx: &mut Transaction<'_>, chat: &str, branch: &str) -> Result<()> {
+        tx.execute(
+            "UPDATE chats SET active_branch = $2, updated_at = $3 WHERE id = $1",
+            &[&chat.as_bytes(), &branch.as_bytes(), &now_ms()],
+        )
+        .map_err(self.fail())?;
+        Ok(())
+    }
+
+    /// The chunks from the root to `head`, oldest first.
+    fn path_to(
+        &self,
+        tx: &mut Transaction<'_>,
+        chat: &str,
+        head: NodeId,
+        count_key: Option<&str>,
+    ) -> Result<Vec<StoredChunk>> {
+        tx.query(
+            "WITH RECURSIVE path (id) AS ( \
+               SELECT $2::bigint \
+               UNION ALL \
+               SELECT n.parent FROM nodes n JOIN path p ON n.id = p.id \
+               WHERE n.chat = $1 AND n.parent IS NOT NULL) \
+             SELECT n.id, n.codec, n.body, c.value FROM path \
+             JOIN nodes n ON n.id = path.id AND n.chat = $1 \
+             LEFT JOIN counts c ON c.node = n.id AND c.key = $3 \
+             ORDER BY n.position",
+            &[&chat.as_bytes(), &head, &count_key],
+        )
+        .map_err(self.fail())?
+        .iter()
+        .map(|row| {
+            Ok(StoredChunk {
+                node: self.column(row, 0)?,
+                codec: u32::try_from(self.column::<i32>(row, 1)?).unwrap_or(u32::MAX),
+                json: self.column(row, 2)?,
+                counts: self.column(row, 3)?,
+            })
+        })
+        .collect()
+    }
+
+    /// Inserts the save's chunks as a chain under its parent, in one
+    /// statement per table: the ids are drawn first, so each chunk's
+    /// parent is known before any is inserted.
+    fn insert_chunks(
+        &self,
+        tx: &mut Transaction<'_>,
+        chat: &str,
+        save: &Save,
+    ) -> Result<Vec<NodeId>> {
+        if save.chunks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let first_position: i64 = match save.parent {
+            Some(parent) => {
+                self.position_of(tx, chat, parent)?
+                    .ok_or_else(|| no_node(chat, parent))?
+                    + 1
+            }
+            None => 0,
+        };
+        let count = i64::try_from(save.chunks.len()).unwrap_or(i64::MAX);
+        let mut nodes = tx
+            .query(
+                "SELECT nextval(pg_get_serial_sequence('nodes', 'id')) \
+                 FROM generate_series(1, $1::bigint)",
+                &[&count],
+            )
+            .map_err(self.fail())?
+            .iter()
+            .map(|row| self.column::<i64>(row, 0))
+            .collect::<Result<Vec<NodeId>>>()?;
+        nodes.sort_unstable();
+        let parents: Vec<Option<NodeId>> = std::iter::once(save.parent)
+            .chain(nodes.iter().map(|&node| Some(node)))
+            .take(nodes.len())
+            .collect();
+        let positions: Vec<i64> = (first_position..).take(nodes.len()).collect();
+        let chunk_ids: Vec<&[u8]> = save.chunks.iter().map(|c| c.chunk_id.as_bytes()).collect();
+        let bodies: Vec<&str> = save.chunks.iter().map(|c| c.json.as_str()).collect();
+        let codec = i32::try_from(CHUNK_CODEC).unwrap_or(i32::MAX);
+        tx.execute(
+            "INSERT INTO nodes (id, chat, parent, position, chunk_id, codec, body) \
+             SELECT id, $1, parent, position, chunk_id, $2, body \
+             FROM UNNEST($3::bigint[], $4::bigint[], $5::bigint[], $6::bytea[], $7::text[]) \
+               AS t (id, parent, position, chunk_id, body)",
+            &[
+                &chat.as_bytes(),
+                &codec,
+                &nodes,
+                &parents,
+                &positions,
+                &chunk_ids,
+                &bodies,
+            ],
+        )
+        .map_err(self.fail())?;
+        let counted = nodes.iter().zip(&save.chunks);
+        let (counted_nodes, records): (Vec<NodeId>, Vec<_>) = counted
+            .filter_map(|(node, chunk)| Some((*node, chunk.counts.as_ref()?)))
+            .unzip();
+        if !counted_nodes.is_empty() {
+            let keys: Vec<&str> = records.iter().map(|r| r.key.as_str()).collect();
+            let values: Vec<&str> = records.iter().map(|r| r.value.as_str()).collect();
+            tx.execute(
+                "INSERT INTO counts (node, key, value) \
+                 SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[])",
+                &[&counted_nodes, &keys, &values],
+            )
+            .map_err(self.fail())?;
+        }
+        Ok(nodes)
+    }
+
+    /// Deletes `node` and the nodes below it unless a branch or checkpoint
+    /// reaches one of them.
+    fn prune(&self, tx: &mut Transaction<'_>, chat: &str, node: NodeId) -> Result<()> {
+        const BELOW: &str = "WITH RECURSIVE below (id) AS ( \
+               SELECT $2::bigint \
+               UNION ALL \
+               SELECT n.id FROM nodes n JOIN below b ON n.parent = b.id WHERE n.chat = $1)";
+        let row = tx
+            .query_one(
+                &format!(
+                    "{BELOW} SELECT EXISTS (SELECT 1 FROM branches WHERE chat = $1 AND head IN \
+                     (SELECT id FROM below)) OR EXISTS (SELECT 1 FROM checkpoints WHERE chat = $1 \
+                     AND node IN (SELECT id FROM below))"
+                ),
+                &[&chat.as_bytes(), &node],
+            )
+            .map_err(self.fail())?;
+        if !self.column::<bool>(&row, 0)? {
+            tx.execute(
+                &format!(
+                    "{BELOW} DELETE FROM nodes WHERE chat = $1 AND id IN (SELECT id FROM below)"
+                ),
+                &[&chat.as_bytes(), &node],
+            )
+            .map_err(self.fail())?;
+        }
+        Ok(())
+    }
+
+    fn position_of(
+        &self,
+        tx: &mut Transaction<'_>,
+        chat: &str,
+        node: NodeId,
+    ) -> Result<Option<i64>> {
+        tx.query_opt(
+            "SELECT position FROM nodes WHERE id = $1 AND chat = $2",
+            &[&node, &chat.as_bytes()],
+        )
+        .map_err(self.fail())?
+        .map(|row| self.column(&row, 0))
+        .transpose()
+    }
+
+    fn check_node(&self, tx: &mut Transaction<'_>, chat: &str, node: Option<NodeId>) -> Result<()> {
+        match node {
+            Some(node) if self.position_of(tx, chat, node)?.is_none() => Err(no_node(chat, node)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Column `index` of `row`, or a store error naming it (never a panic).
+    fn column<'a, T: postgres::types::FromSql<'a>>(&self, row: &'a Row, index: usize) -> Result<T> {
+        row.try_get(index).map_err(self.fail())
+    }
+
+    /// A name or id column (`BYTEA`), which this store only writes as UTF-8.
+    fn text(&self, row: &Row, index: usize) -> Result<String> {
+        String::from_utf8(self.column::<Vec<u8>>(row, index)?).map_err(|_| {
+            store_error(
+                &self.location,
+                format!("column {index} holds a name that is not UTF-8"),
+            )
+        })
+    }
+
+    fn version_of(&self, row: &Row, index: usize) -> Result<u64> {
+        Ok(u64::try_from(self.column::<i64>(row, index)?).unwrap_or(0))
+    }
+}
+
+/// A driver error as one line: the server's message, code and detail, or
+/// the driver's with its causes.
+fn describe(error: &postgres::Error) -> String {
+    if let Some(db) = error.as_db_error() {
+        let mut message = format!("{} ({})", db.message(), db.code().code());
+        if let Some(detail) = db.detail() {
+            message.push_str(&format!("; {detail}"));
+        }
+        return message;
+    }
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    message
+}
+
+fn db_error(location: &str) -> impl Fn(postgres::Error) -> crate::Error + '_ {
+    move |error| store_error(location, describe(&error))
+}
