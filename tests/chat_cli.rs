@@ -25,6 +25,21 @@ fn fresh_db(name: &str) -> (TempDir, String) {
     (dir, db)
 }
 
+/// A fresh store of every backend: a SQLite path and, with the `postgres`
+/// feature, a URL naming a schema of its own on the test server. Each
+/// comes with what holds it until the test ends.
+fn fresh_dbs(name: &str) -> Vec<(Box<dyn std::any::Any>, String)> {
+    let (dir, db) = fresh_db(name);
+    let mut dbs: Vec<(Box<dyn std::any::Any>, String)> = vec![(Box::new(dir), db)];
+    #[cfg(feature = "postgres")]
+    {
+        let schema = common::postgres::Schema::new(name);
+        let url = schema.url().to_owned();
+        dbs.push((Box::new(schema), url));
+    }
+    dbs
+}
+
 fn ok(run: Run) -> Value {
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     serde_json::from_str(&run.stdout).unwrap_or(Value::String(run.stdout))
@@ -32,15 +47,20 @@ fn ok(run: Run) -> Value {
 
 #[test]
 fn chat_build_is_build_of_chat_export_byte_for_byte() {
-    let (_dir, db) = fresh_db("build");
+    for (_held, db) in fresh_dbs("build") {
+        chat_build_is_build_of_chat_export_in(&db);
+    }
+}
+
+fn chat_build_is_build_of_chat_export_in(db: &str) {
     for (n, file) in DATA.iter().enumerate() {
         let chat = format!("chat-{n}");
         let appended = ok(run(
-            &["chat", "append", "--db", &db, "--chat", &chat, &data(file)],
+            &["chat", "append", "--db", db, "--chat", &chat, &data(file)],
             "",
         ));
         assert_eq!(appended["branch"], "main");
-        let export = run(&["chat", "export", "--db", &db, "--chat", &chat], "");
+        let export = run(&["chat", "export", "--db", db, "--chat", &chat], "");
         assert_eq!(export.code, 0);
         for output in ["report", "openai", "anthropic", "text"] {
             for budget in [
@@ -49,15 +69,15 @@ fn chat_build_is_build_of_chat_export_byte_for_byte() {
             ] {
                 let mut flags = vec!["--output", output];
                 flags.extend(budget);
-                let mut chat_args = vec!["chat", "build", "--db", &db, "--chat", &chat];
+                let mut chat_args = vec!["chat", "build", "--db", db, "--chat", &chat];
                 chat_args.extend(&flags);
                 let mut build_args = vec!["build", "-"];
                 build_args.extend(&flags);
                 let stored = run(&chat_args, "");
                 let cold = run(&build_args, &export.stdout);
                 assert_eq!(stored.code, 0, "{}", stored.stderr);
-                assert_eq!(stored.stdout, cold.stdout, "{file} {flags:?}");
-                assert_eq!(stored.stderr, cold.stderr, "{file} {flags:?}");
+                assert_eq!(stored.stdout, cold.stdout, "{db} {file} {flags:?}");
+                assert_eq!(stored.stderr, cold.stderr, "{db} {file} {flags:?}");
             }
         }
         // The export is the input, as the session format writes it.
@@ -70,9 +90,14 @@ fn chat_build_is_build_of_chat_export_byte_for_byte() {
 
 #[test]
 fn the_readme_walk_through_runs() {
-    let (_dir, db) = fresh_db("walk");
+    for (_held, db) in fresh_dbs("walk") {
+        the_readme_walk_through_runs_in(&db);
+    }
+}
+
+fn the_readme_walk_through_runs_in(db: &str) {
     let chat = |args: &[&str], stdin: &str| {
-        let mut all = vec!["chat", args[0], "--db", db.as_str(), "--chat", "demo"];
+        let mut all = vec!["chat", args[0], "--db", db, "--chat", "demo"];
         all.extend(&args[1..]);
         run(&all, stdin)
     };
@@ -118,7 +143,7 @@ fn the_readme_walk_through_runs() {
     assert_eq!(restored["branch"], "main-v3");
     let export = ok(chat(&["export"], ""));
     assert_eq!(export["chunks"].as_array().unwrap().len(), 40);
-    let listed = ok(run(&["chat", "list", "--db", &db], ""));
+    let listed = ok(run(&["chat", "list", "--db", db], ""));
     assert_eq!(listed["chats"][0]["active_branch"], "main-v3");
 }
 
@@ -179,4 +204,41 @@ fn bad_input_exits_2_and_writes_nothing() {
     assert_eq!(replaced["replaced"], true);
     let export = ok(run(&["chat", "export", "--db", &db, "--chat", "c"], ""));
     assert_eq!(export["chunks"][1]["id"], "x");
+}
+
+/// A PostgreSQL URL: reading verbs on a schema with no store create
+/// nothing, bad parameters and unreachable servers exit with the reason,
+/// and no message shows the password.
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_urls_are_checked_and_their_passwords_kept_out_of_messages() {
+    let schema = common::postgres::Schema::new("cli_url");
+    let missing = run(&["chat", "list", "--db", schema.url()], "");
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(missing.stderr.contains("no store at"), "{}", missing.stderr);
+    let schemas = schema
+        .client()
+        .query(
+            "SELECT 1 FROM information_schema.schemata WHERE schema_name LIKE 't_cli_url%'",
+            &[],
+        )
+        .unwrap();
+    assert!(schemas.is_empty(), "a reading verb created the schema");
+    let bad = run(
+        &[
+            "chat",
+            "list",
+            "--db",
+            &format!("{}&pool_size=0", schema.url()),
+        ],
+        "",
+    );
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(bad.stderr.contains("pool_size"), "{}", bad.stderr);
+    // Port 1 on loopback: nothing listens there.
+    let unreachable = "postgres://ops:hunter2@127.0.0.1:1/db?connect_timeout=2";
+    let down = run(&["chat", "list", "--db", unreachable], "");
+    assert_eq!(down.code, 1, "{}", down.stderr);
+    assert!(down.stderr.contains("127.0.0.1:1"), "{}", down.stderr);
+    assert!(!down.stderr.contains("hunter2"), "{}", down.stderr);
 }
