@@ -715,3 +715,56 @@ fn review_regressions() {
         .unwrap();
     assert_eq!(mode, "delete", "the refused file keeps its journal mode");
 }
+
+/// A PostgreSQL schema written by a later version is refused, and so is a
+/// schema holding other tables; neither is changed. Two processes' worth
+/// of stores opening one new schema at once both find it created once.
+#[cfg(feature = "postgres")]
+#[test]
+fn a_newer_postgres_store_or_another_schema_is_refused() {
+    use agent_context::store::PostgresStore;
+    let newer = common::postgres::Schema::new("newer");
+    drop(PostgresStore::open(newer.url()).unwrap());
+    newer
+        .client()
+        .batch_execute("UPDATE schema_version SET version = 99")
+        .unwrap();
+    let error = PostgresStore::open(newer.url()).unwrap_err().to_string();
+    assert!(
+        error.contains("schema version 99") && error.contains("upgrade"),
+        "{error}"
+    );
+    let other = common::postgres::Schema::new("other");
+    let mut client = other.client();
+    let name = other.url().rsplit_once("schema=").unwrap().1.to_owned();
+    client
+        .batch_execute(&format!(
+            "CREATE SCHEMA {name}; CREATE TABLE {name}.notes (text TEXT)"
+        ))
+        .unwrap();
+    let error = PostgresStore::open(other.url()).unwrap_err().to_string();
+    assert!(error.contains("no agent-context store"), "{error}");
+    let tables = client
+        .query(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
+            &[&name],
+        )
+        .unwrap();
+    assert_eq!(tables.len(), 1, "the refused schema is untouched");
+
+    let racing = common::postgres::Schema::new("racing");
+    let openers: Vec<_> = (0..4)
+        .map(|_| {
+            let url = racing.url().to_owned();
+            std::thread::spawn(move || PostgresStore::open(&url).map(|_| ()))
+        })
+        .collect();
+    for opener in openers {
+        opener.join().unwrap().unwrap();
+    }
+    let versions = racing
+        .client()
+        .query("SELECT version FROM schema_version", &[])
+        .unwrap();
+    assert_eq!(versions.len(), 1, "created once");
+}
