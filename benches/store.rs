@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_context::store::{NewChunk, NodeId, Save, SqliteStore, Store};
-use agent_context::{ChunkKind, ContextBuilder, ContextEngine, MemoryChunk, MemoryState, Role};
+use agent_context::{ContextBuilder, ContextEngine, MemoryState};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 
@@ -153,29 +153,6 @@ fn total_tokens(state: &MemoryState) -> usize {
     all.build(state).expect("fits").token_count
 }
 
-/// One turn of about 8 KB: a user message, a tool call, its result and
-/// the assistant's reply.
-fn turn(rng: &mut session_gen::Rng, n: usize) -> Vec<MemoryChunk> {
-    let mut text = |words, bytes| {
-        let mut text = session_gen::prose(rng, words);
-        text.truncate(text.floor_char_boundary(bytes));
-        text
-    };
-    let call = format!("bench-call-{n}");
-    vec![
-        MemoryChunk::agent(format!("bench-user-{n}"), Role::User, text(120, 600)),
-        MemoryChunk::new(format!("bench-tool-{n}"), ChunkKind::Workflow)
-            .with_tool("bash")
-            .with_call_id(&call)
-            .with_data(json!({"command": "cargo test --workspace"})),
-        MemoryChunk::new(format!("bench-result-{n}"), ChunkKind::Environment)
-            .with_tool("bash")
-            .with_call_id(&call)
-            .with_text(text(1_300, 6_500)),
-        MemoryChunk::agent(format!("bench-answer-{n}"), Role::Assistant, text(180, 900)),
-    ]
-}
-
 /// An engine kept open between appends, as a runtime keeps it, on a branch
 /// of its own at the 1M-token head (the chat's `main` stays as exported),
 /// moved to a new one every [`APPENDS_PER_BRANCH`] appends.
@@ -212,7 +189,7 @@ impl<'a> Appender<'a> {
             self.engine = branch_at_head(self.fixture, &self.store, self.branches);
             self.branches += 1;
         }
-        let chunks = turn(&mut self.rng, self.turns);
+        let chunks = session_gen::appended_turn(&mut self.rng, self.turns);
         self.turns += 1;
         let start = Instant::now();
         self.engine.extend(chunks).expect("valid chunks");
@@ -243,7 +220,7 @@ fn percentile(times: &[Duration], fraction: f64) -> Duration {
 fn append(c: &mut Criterion, fixture: &Fixture) {
     let mut appender = Appender::new(fixture);
     let mut rng = session_gen::Rng::new(7);
-    let bytes: usize = turn(&mut rng, 0)
+    let bytes: usize = session_gen::appended_turn(&mut rng, 0)
         .iter()
         .map(|c| serde_json::to_string(c).expect("serializes").len())
         .sum();
@@ -280,7 +257,7 @@ fn append(c: &mut Criterion, fixture: &Fixture) {
         b.iter_custom(|iterations| {
             let mut timed = Duration::ZERO;
             for _ in 0..iterations {
-                let chunks = turn(&mut rng, 1_000_000 + raw_turns)
+                let chunks = session_gen::appended_turn(&mut rng, 1_000_000 + raw_turns)
                     .iter()
                     .map(|c| {
                         let json = serde_json::to_string(c).expect("serializes");

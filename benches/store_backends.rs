@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_context::store::{self, Store};
-use agent_context::{ChunkKind, ContextBuilder, ContextEngine, MemoryChunk, Role};
+use agent_context::{ContextBuilder, ContextEngine};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 
@@ -68,29 +68,6 @@ impl Backend {
     }
 }
 
-/// One turn of about 8 KB: a user message, a tool call, its result and
-/// the assistant's reply.
-fn turn(rng: &mut session_gen::Rng, n: usize) -> Vec<MemoryChunk> {
-    let mut text = |words, bytes| {
-        let mut text = session_gen::prose(rng, words);
-        text.truncate(text.floor_char_boundary(bytes));
-        text
-    };
-    let call = format!("bench-call-{n}");
-    vec![
-        MemoryChunk::agent(format!("bench-user-{n}"), Role::User, text(120, 600)),
-        MemoryChunk::new(format!("bench-tool-{n}"), ChunkKind::Workflow)
-            .with_tool("bash")
-            .with_call_id(&call)
-            .with_data(json!({"command": "cargo test --workspace"})),
-        MemoryChunk::new(format!("bench-result-{n}"), ChunkKind::Environment)
-            .with_tool("bash")
-            .with_call_id(&call)
-            .with_text(text(1_300, 6_500)),
-        MemoryChunk::agent(format!("bench-answer-{n}"), Role::Assistant, text(180, 900)),
-    ]
-}
-
 fn median(times: &mut [Duration]) -> Duration {
     times.sort_unstable();
     times[times.len() / 2]
@@ -133,7 +110,7 @@ fn appends(c: &mut Criterion, backends: &[Backend]) {
             b.iter_custom(|iterations| {
                 let mut timed = Duration::ZERO;
                 for _ in 0..iterations {
-                    let chunks = turn(&mut rng, turns);
+                    let chunks = session_gen::appended_turn(&mut rng, turns);
                     turns += 1;
                     let start = Instant::now();
                     engine.extend(chunks).expect("valid chunks");

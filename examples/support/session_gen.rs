@@ -202,3 +202,26 @@ pub fn session(seed: u64, turns: usize, scale: usize) -> MemoryState {
     }
     state
 }
+
+/// One turn of about 8 KB to append, for the store benches: a user message, a tool call, its result and
+/// the assistant's reply.
+pub fn appended_turn(rng: &mut Rng, n: usize) -> Vec<MemoryChunk> {
+    let mut text = |words, bytes| {
+        let mut text = prose(rng, words);
+        text.truncate(text.floor_char_boundary(bytes));
+        text
+    };
+    let call = format!("bench-call-{n}");
+    vec![
+        MemoryChunk::agent(format!("bench-user-{n}"), Role::User, text(120, 600)),
+        MemoryChunk::new(format!("bench-tool-{n}"), ChunkKind::Workflow)
+            .with_tool("bash")
+            .with_call_id(&call)
+            .with_data(json!({"command": "cargo test --workspace"})),
+        MemoryChunk::new(format!("bench-result-{n}"), ChunkKind::Environment)
+            .with_tool("bash")
+            .with_call_id(&call)
+            .with_text(text(1_300, 6_500)),
+        MemoryChunk::agent(format!("bench-answer-{n}"), Role::Assistant, text(180, 900)),
+    ]
+}

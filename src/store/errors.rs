@@ -87,3 +87,18 @@ pub(super) fn branch_exists(chat: &str, name: &str) -> crate::Error {
         format!("a branch named {name:?} exists; choose another name"),
     )
 }
+
+/// Refuses a store whose schema `version` is newer than `current`, the
+/// newest this crate reads.
+pub(super) fn check_schema_version(location: &str, version: u32, current: u32) -> Result<()> {
+    if version > current {
+        return Err(store_error(
+            location,
+            format!(
+                "the store has schema version {version}, written by a later version of \
+                 agent-context; this one reads up to version {current}: upgrade agent-context"
+            ),
+        ));
+    }
+    Ok(())
+}

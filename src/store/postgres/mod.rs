@@ -17,7 +17,7 @@ use super::{
     BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, LoadedBranch, MAIN_BRANCH, NodeId,
     Save, Saved, Store, StoredChunk, Usage, now_ms,
 };
-use crate::error::Result;
+use crate::error::{ErrorKind, Result};
 use location::Location;
 pub use location::{DEFAULT_POOL_SIZE, DEFAULT_SCHEMA};
 
@@ -259,10 +259,11 @@ impl Store for PostgresStore {
 
     fn put_counts(&self, chat: &str, key: &str, counts: &[(NodeId, String)]) -> Result<()> {
         self.write(|tx| {
-            if self.lock_chat(tx, chat).is_err() {
+            match self.lock_chat(tx, chat) {
                 // No chat, no nodes: nothing to keep counts of.
-                return Ok(());
-            }
+                Err(error) if matches!(error.kind(), ErrorKind::Chat { .. }) => return Ok(()),
+                other => other?,
+            };
             let nodes: Vec<NodeId> = counts.iter().map(|(node, _)| *node).collect();
             let values: Vec<&str> = counts.iter().map(|(_, value)| value.as_str()).collect();
             tx.execute(

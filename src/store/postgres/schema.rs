@@ -72,7 +72,7 @@ use postgres::Client;
 
 use super::db_error;
 use crate::error::{ErrorKind, Result};
-use crate::store::errors::store_error;
+use crate::store::errors::{check_schema_version, store_error};
 
 /// Brings the store in `schema` to [`CURRENT_VERSION`] (creating the schema
 /// with `create`), in one transaction. Processes that start together take
@@ -161,15 +161,6 @@ fn schema_version(
         .map_err(&fail)?;
     let version: i32 = row.try_get(0).map_err(&fail)?;
     let version = u32::try_from(version).unwrap_or(u32::MAX);
-    if version > CURRENT_VERSION {
-        return Err(store_error(
-            location,
-            format!(
-                "the store has schema version {version}, written by a later version of \
-                 agent-context; this one reads up to version {CURRENT_VERSION}: upgrade \
-                 agent-context"
-            ),
-        ));
-    }
+    check_schema_version(location, version, CURRENT_VERSION)?;
     Ok(Some(version))
 }

@@ -11,8 +11,8 @@ use serde_json::Value;
 mod schema;
 
 use super::errors::{
-    branch_exists, check_expected, check_name, no_branch, no_chat, no_node, store_error,
-    unreadable_metadata,
+    branch_exists, check_expected, check_name, check_schema_version, no_branch, no_chat, no_node,
+    store_error, unreadable_metadata,
 };
 use super::{
     BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, LoadedBranch, MAIN_BRANCH, NodeId,
@@ -726,16 +726,7 @@ fn schema_version(tx: &Transaction<'_>, location: &str) -> Result<u32> {
         }
         0
     };
-    if version > CURRENT_VERSION {
-        return Err(store_error(
-            location,
-            format!(
-                "the store has schema version {version}, written by a later version of \
-                 agent-context; this one reads up to version {CURRENT_VERSION}: upgrade \
-                 agent-context"
-            ),
-        ));
-    }
+    check_schema_version(location, version, CURRENT_VERSION)?;
     Ok(version)
 }
 
