@@ -26,7 +26,6 @@ use std::time::{Duration, Instant};
 use agent_context::store::{NewChunk, NodeId, Save, SqliteStore, Store};
 use agent_context::{ContextBuilder, ContextEngine, MemoryState};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
-use serde_json::json;
 
 /// Generated turns per million tokens (as in `benches/session.rs`).
 const TURNS_PER_MILLION: usize = 900;
