@@ -4,6 +4,7 @@
 mod location;
 mod schema;
 
+use postgres::types::Type;
 use postgres::{IsolationLevel, NoTls, Row, Transaction};
 use r2d2_postgres::PostgresConnectionManager;
 use r2d2_postgres::r2d2::{Pool, PooledConnection};
@@ -146,16 +147,23 @@ impl Store for PostgresStore {
         self.write(|tx| {
             let now = now_ms();
             let created = tx
-                .execute(
+                .execute_typed(
                     "INSERT INTO chats (id, metadata, active_branch, created_at, updated_at) \
                      VALUES ($1, '{}', $2, $3, $3) ON CONFLICT (id) DO NOTHING",
-                    &[&chat.as_bytes(), &MAIN_BRANCH.as_bytes(), &now],
+                    &[
+                        (&chat.as_bytes(), Type::BYTEA),
+                        (&MAIN_BRANCH.as_bytes(), Type::BYTEA),
+                        (&now, Type::INT8),
+                    ],
                 )
                 .map_err(self.fail())?;
             if created > 0 {
-                tx.execute(
+                tx.execute_typed(
                     "INSERT INTO branches (chat, name, head) VALUES ($1, $2, NULL)",
-                    &[&chat.as_bytes(), &MAIN_BRANCH.as_bytes()],
+                    &[
+                        (&chat.as_bytes(), Type::BYTEA),
+                        (&MAIN_BRANCH.as_bytes(), Type::BYTEA),
+                    ],
                 )
                 .map_err(self.fail())?;
             }
@@ -169,7 +177,7 @@ impl Store for PostgresStore {
 
     fn chats(&self) -> Result<Vec<ChatSummary>> {
         self.read(|tx| {
-            tx.query(&format!("{SUMMARY} ORDER BY id"), &[])
+            tx.query_typed(&format!("{SUMMARY} ORDER BY id"), &[])
                 .map_err(self.fail())?
                 .iter()
                 .map(|row| self.summary_of(row))
@@ -180,9 +188,13 @@ impl Store for PostgresStore {
     fn set_metadata(&self, chat: &str, metadata: &Value) -> Result<()> {
         self.write(|tx| {
             self.lock_chat(tx, chat)?;
-            tx.execute(
+            tx.execute_typed(
                 "UPDATE chats SET metadata = $2, updated_at = $3 WHERE id = $1",
-                &[&chat.as_bytes(), &metadata.to_string(), &now_ms()],
+                &[
+                    (&chat.as_bytes(), Type::BYTEA),
+                    (&metadata.to_string(), Type::TEXT),
+                    (&now_ms(), Type::INT8),
+                ],
             )
             .map_err(self.fail())?;
             Ok(())
@@ -192,9 +204,9 @@ impl Store for PostgresStore {
     fn load(&self, chat: &str, branch: &str, count_key: Option<&str>) -> Result<LoadedBranch> {
         self.read(|tx| {
             let row = tx
-                .query_opt(
+                .query_typed_opt(
                     "SELECT system, system_version FROM chats WHERE id = $1",
-                    &[&chat.as_bytes()],
+                    &[(&chat.as_bytes(), Type::BYTEA)],
                 )
                 .map_err(self.fail())?
                 .ok_or_else(|| no_chat(chat))?;
@@ -226,9 +238,13 @@ impl Store for PostgresStore {
             check_expected(chat, save, actual, system_version)?;
             let nodes = self.insert_chunks(tx, chat, save)?;
             let head = nodes.last().copied().or(actual);
-            tx.execute(
+            tx.execute_typed(
                 "UPDATE branches SET head = $3 WHERE chat = $1 AND name = $2",
-                &[&chat.as_bytes(), &save.branch.as_bytes(), &head],
+                &[
+                    (&chat.as_bytes(), Type::BYTEA),
+                    (&save.branch.as_bytes(), Type::BYTEA),
+                    (&head, Type::INT8),
+                ],
             )
             .map_err(self.fail())?;
             if let Some(replaced) = save.replaces {
@@ -237,15 +253,19 @@ impl Store for PostgresStore {
             match &save.system {
                 Some(system) => {
                     system_version += 1;
-                    tx.execute(
+                    tx.execute_typed(
                         "UPDATE chats SET system = $2, system_version = system_version + 1, \
                          updated_at = $3 WHERE id = $1",
-                        &[&chat.as_bytes(), system, &now_ms()],
+                        &[
+                            (&chat.as_bytes(), Type::BYTEA),
+                            (system, Type::TEXT),
+                            (&now_ms(), Type::INT8),
+                        ],
                     )
                 }
-                None => tx.execute(
+                None => tx.execute_typed(
                     "UPDATE chats SET updated_at = $2 WHERE id = $1",
-                    &[&chat.as_bytes(), &now_ms()],
+                    &[(&chat.as_bytes(), Type::BYTEA), (&now_ms(), Type::INT8)],
                 ),
             }
             .map_err(self.fail())?;
@@ -266,12 +286,17 @@ impl Store for PostgresStore {
             };
             let nodes: Vec<NodeId> = counts.iter().map(|(node, _)| *node).collect();
             let values: Vec<&str> = counts.iter().map(|(_, value)| value.as_str()).collect();
-            tx.execute(
+            tx.execute_typed(
                 "INSERT INTO counts (node, key, value) \
                  SELECT n.id, $2, c.value FROM UNNEST($3::bigint[], $4::text[]) AS c (node, value) \
                  JOIN nodes n ON n.id = c.node AND n.chat = $1 \
                  ON CONFLICT (node, key) DO NOTHING",
-                &[&chat.as_bytes(), &key, &nodes, &values],
+                &[
+                    (&chat.as_bytes(), Type::BYTEA),
+                    (&key, Type::TEXT),
+                    (&nodes, Type::INT8_ARRAY),
+                    (&values, Type::TEXT_ARRAY),
+                ],
             )
             .map_err(self.fail())?;
             Ok(())
@@ -284,11 +309,11 @@ impl Store for PostgresStore {
                 .summary(tx, chat)?
                 .ok_or_else(|| no_chat(chat))?
                 .active_branch;
-            tx.query(
+            tx.query_typed(
                 "SELECT b.name, b.head, COALESCE(n.position + 1, 0) FROM branches b \
                  LEFT JOIN nodes n ON n.id = b.head AND n.chat = b.chat \
                  WHERE b.chat = $1 ORDER BY b.name",
-                &[&chat.as_bytes()],
+                &[(&chat.as_bytes(), Type::BYTEA)],
             )
             .map_err(self.fail())?
             .iter()
@@ -319,9 +344,13 @@ impl Store for PostgresStore {
             if self.branch_head(tx, chat, name)?.is_some() {
                 return Err(branch_exists(chat, name));
             }
-            tx.execute(
+            tx.execute_typed(
                 "INSERT INTO branches (chat, name, head) VALUES ($1, $2, $3)",
-                &[&chat.as_bytes(), &name.as_bytes(), &head],
+                &[
+                    (&chat.as_bytes(), Type::BYTEA),
+                    (&name.as_bytes(), Type::BYTEA),
+                    (&head, Type::INT8),
+                ],
             )
             .map_err(self.fail())?;
             if switch {
@@ -346,10 +375,14 @@ impl Store for PostgresStore {
             self.lock_chat(tx, chat)?;
             check_name(chat, name, "checkpoint")?;
             self.check_node(tx, chat, node)?;
-            tx.execute(
+            tx.execute_typed(
                 "INSERT INTO checkpoints (chat, name, node) VALUES ($1, $2, $3) \
                  ON CONFLICT (chat, name) DO UPDATE SET node = excluded.node",
-                &[&chat.as_bytes(), &name.as_bytes(), &node],
+                &[
+                    (&chat.as_bytes(), Type::BYTEA),
+                    (&name.as_bytes(), Type::BYTEA),
+                    (&node, Type::INT8),
+                ],
             )
             .map_err(self.fail())?;
             Ok(())
@@ -359,9 +392,9 @@ impl Store for PostgresStore {
     fn checkpoints(&self, chat: &str) -> Result<Vec<CheckpointSummary>> {
         self.read(|tx| {
             self.summary(tx, chat)?.ok_or_else(|| no_chat(chat))?;
-            tx.query(
+            tx.query_typed(
                 "SELECT name, node FROM checkpoints WHERE chat = $1 ORDER BY name",
-                &[&chat.as_bytes()],
+                &[(&chat.as_bytes(), Type::BYTEA)],
             )
             .map_err(self.fail())?
             .iter()
@@ -379,16 +412,16 @@ impl Store for PostgresStore {
         self.write(|tx| {
             self.lock_chat(tx, chat)?;
             let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-            tx.execute(
+            tx.execute_typed(
                 "INSERT INTO usage (chat, at, model, input_tokens, output_tokens, base_tokens) \
                  VALUES ($1, $2, $3, $4, $5, $6)",
                 &[
-                    &chat.as_bytes(),
-                    &now_ms(),
-                    &usage.model.as_bytes(),
-                    &as_i64(usage.input_tokens),
-                    &as_i64(usage.output_tokens),
-                    &usage.base_tokens.map(as_i64),
+                    (&chat.as_bytes(), Type::BYTEA),
+                    (&now_ms(), Type::INT8),
+                    (&usage.model.as_bytes(), Type::BYTEA),
+                    (&as_i64(usage.input_tokens), Type::INT8),
+                    (&as_i64(usage.output_tokens), Type::INT8),
+                    (&usage.base_tokens.map(as_i64), Type::INT8),
                 ],
             )
             .map_err(self.fail())?;
@@ -400,10 +433,10 @@ impl Store for PostgresStore {
         self.read(|tx| {
             self.summary(tx, chat)?.ok_or_else(|| no_chat(chat))?;
             let as_u64 = |n: i64| u64::try_from(n).unwrap_or(0);
-            tx.query(
+            tx.query_typed(
                 "SELECT model, input_tokens, output_tokens, base_tokens FROM usage \
                  WHERE chat = $1 ORDER BY id",
-                &[&chat.as_bytes()],
+                &[(&chat.as_bytes(), Type::BYTEA)],
             )
             .map_err(self.fail())?
             .iter()
@@ -428,9 +461,9 @@ impl PostgresStore {
     /// the chat take turns; returns its system lane's version.
     fn lock_chat(&self, tx: &mut Transaction<'_>, chat: &str) -> Result<u64> {
         let row = tx
-            .query_opt(
+            .query_typed_opt(
                 "SELECT system_version FROM chats WHERE id = $1 FOR UPDATE",
-                &[&chat.as_bytes()],
+                &[(&chat.as_bytes(), Type::BYTEA)],
             )
             .map_err(self.fail())?
             .ok_or_else(|| no_chat(chat))?;
@@ -438,10 +471,13 @@ impl PostgresStore {
     }
 
     fn summary(&self, tx: &mut Transaction<'_>, chat: &str) -> Result<Option<ChatSummary>> {
-        tx.query_opt(&format!("{SUMMARY} WHERE id = $1"), &[&chat.as_bytes()])
-            .map_err(self.fail())?
-            .map(|row| self.summary_of(&row))
-            .transpose()
+        tx.query_typed_opt(
+            &format!("{SUMMARY} WHERE id = $1"),
+            &[(&chat.as_bytes(), Type::BYTEA)],
+        )
+        .map_err(self.fail())?
+        .map(|row| self.summary_of(&row))
+        .transpose()
     }
 
     fn summary_of(&self, row: &Row) -> Result<ChatSummary> {
@@ -466,9 +502,12 @@ impl PostgresStore {
         chat: &str,
         branch: &str,
     ) -> Result<Option<Option<NodeId>>> {
-        tx.query_opt(
+        tx.query_typed_opt(
             "SELECT head FROM branches WHERE chat = $1 AND name = $2",
-            &[&chat.as_bytes(), &branch.as_bytes()],
+            &[
+                (&chat.as_bytes(), Type::BYTEA),
+                (&branch.as_bytes(), Type::BYTEA),
+            ],
         )
         .map_err(self.fail())?
         .map(|row| self.column(&row, 0))
@@ -476,9 +515,13 @@ impl PostgresStore {
     }
 
     fn set_active(&self, tx: &mut Transaction<'_>, chat: &str, branch: &str) -> Result<()> {
-        tx.execute(
+        tx.execute_typed(
             "UPDATE chats SET active_branch = $2, updated_at = $3 WHERE id = $1",
-            &[&chat.as_bytes(), &branch.as_bytes(), &now_ms()],
+            &[
+                (&chat.as_bytes(), Type::BYTEA),
+                (&branch.as_bytes(), Type::BYTEA),
+                (&now_ms(), Type::INT8),
+            ],
         )
         .map_err(self.fail())?;
         Ok(())
@@ -492,7 +535,7 @@ impl PostgresStore {
         head: NodeId,
         count_key: Option<&str>,
     ) -> Result<Vec<StoredChunk>> {
-        tx.query(
+        tx.query_typed(
             "WITH RECURSIVE path (id) AS ( \
                SELECT $2::bigint \
                UNION ALL \
@@ -502,7 +545,11 @@ impl PostgresStore {
              JOIN nodes n ON n.id = path.id AND n.chat = $1 \
              LEFT JOIN counts c ON c.node = n.id AND c.key = $3 \
              ORDER BY n.position",
-            &[&chat.as_bytes(), &head, &count_key],
+            &[
+                (&chat.as_bytes(), Type::BYTEA),
+                (&head, Type::INT8),
+                (&count_key, Type::TEXT),
+            ],
         )
         .map_err(self.fail())?
         .iter()
@@ -539,10 +586,10 @@ impl PostgresStore {
         };
         let count = i64::try_from(save.chunks.len()).unwrap_or(i64::MAX);
         let mut nodes = tx
-            .query(
+            .query_typed(
                 "SELECT nextval(pg_get_serial_sequence('nodes', 'id')) \
                  FROM generate_series(1, $1::bigint)",
-                &[&count],
+                &[(&count, Type::INT8)],
             )
             .map_err(self.fail())?
             .iter()
@@ -557,19 +604,19 @@ impl PostgresStore {
         let chunk_ids: Vec<&[u8]> = save.chunks.iter().map(|c| c.chunk_id.as_bytes()).collect();
         let bodies: Vec<&str> = save.chunks.iter().map(|c| c.json.as_str()).collect();
         let codec = i32::try_from(CHUNK_CODEC).unwrap_or(i32::MAX);
-        tx.execute(
+        tx.execute_typed(
             "INSERT INTO nodes (id, chat, parent, position, chunk_id, codec, body) \
              SELECT id, $1, parent, position, chunk_id, $2, body \
              FROM UNNEST($3::bigint[], $4::bigint[], $5::bigint[], $6::bytea[], $7::text[]) \
                AS t (id, parent, position, chunk_id, body)",
             &[
-                &chat.as_bytes(),
-                &codec,
-                &nodes,
-                &parents,
-                &positions,
-                &chunk_ids,
-                &bodies,
+                (&chat.as_bytes(), Type::BYTEA),
+                (&codec, Type::INT4),
+                (&nodes, Type::INT8_ARRAY),
+                (&parents, Type::INT8_ARRAY),
+                (&positions, Type::INT8_ARRAY),
+                (&chunk_ids, Type::BYTEA_ARRAY),
+                (&bodies, Type::TEXT_ARRAY),
             ],
         )
         .map_err(self.fail())?;
@@ -580,10 +627,14 @@ impl PostgresStore {
         if !counted_nodes.is_empty() {
             let keys: Vec<&str> = records.iter().map(|r| r.key.as_str()).collect();
             let values: Vec<&str> = records.iter().map(|r| r.value.as_str()).collect();
-            tx.execute(
+            tx.execute_typed(
                 "INSERT INTO counts (node, key, value) \
                  SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[])",
-                &[&counted_nodes, &keys, &values],
+                &[
+                    (&counted_nodes, Type::INT8_ARRAY),
+                    (&keys, Type::TEXT_ARRAY),
+                    (&values, Type::TEXT_ARRAY),
+                ],
             )
             .map_err(self.fail())?;
         }
@@ -598,21 +649,21 @@ impl PostgresStore {
                UNION ALL \
                SELECT n.id FROM nodes n JOIN below b ON n.parent = b.id WHERE n.chat = $1)";
         let row = tx
-            .query_one(
+            .query_typed_one(
                 &format!(
                     "{BELOW} SELECT EXISTS (SELECT 1 FROM branches WHERE chat = $1 AND head IN \
                      (SELECT id FROM below)) OR EXISTS (SELECT 1 FROM checkpoints WHERE chat = $1 \
                      AND node IN (SELECT id FROM below))"
                 ),
-                &[&chat.as_bytes(), &node],
+                &[(&chat.as_bytes(), Type::BYTEA), (&node, Type::INT8)],
             )
             .map_err(self.fail())?;
         if !self.column::<bool>(&row, 0)? {
-            tx.execute(
+            tx.execute_typed(
                 &format!(
                     "{BELOW} DELETE FROM nodes WHERE chat = $1 AND id IN (SELECT id FROM below)"
                 ),
-                &[&chat.as_bytes(), &node],
+                &[(&chat.as_bytes(), Type::BYTEA), (&node, Type::INT8)],
             )
             .map_err(self.fail())?;
         }
@@ -625,9 +676,9 @@ impl PostgresStore {
         chat: &str,
         node: NodeId,
     ) -> Result<Option<i64>> {
-        tx.query_opt(
+        tx.query_typed_opt(
             "SELECT position FROM nodes WHERE id = $1 AND chat = $2",
-            &[&node, &chat.as_bytes()],
+            &[(&node, Type::INT8), (&chat.as_bytes(), Type::BYTEA)],
         )
         .map_err(self.fail())?
         .map(|row| self.column(&row, 0))
