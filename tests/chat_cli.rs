@@ -30,6 +30,7 @@ fn fresh_db(name: &str) -> (TempDir, String) {
 /// comes with what holds it until the test ends.
 fn fresh_dbs(name: &str) -> Vec<(Box<dyn std::any::Any>, String)> {
     let (dir, db) = fresh_db(name);
+    #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
     let mut dbs: Vec<(Box<dyn std::any::Any>, String)> = vec![(Box::new(dir), db)];
     #[cfg(feature = "postgres")]
     {

@@ -24,126 +24,21 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use agent_context::store::PostgresStore;
+use common::batches::{
+    BATCH, Rng, assert_success, assert_writers_interleaved, batch_lines, batch_of, body, describe,
+    whole_batch_prefix,
+};
 use common::postgres::Schema;
 use common::temp::TempDir;
 use postgres::Client;
 use serde_json::Value;
 
-/// Chunks per `chat append`: a batch is stored whole or not at all.
-const BATCH: usize = 3;
 const CHAT: &str = "c";
 const SIGKILL: i32 = 9;
 /// How long any one process may run before the test gives up on it.
 const PROCESS_LIMIT: Duration = Duration::from_secs(60);
 /// How long the server may take to notice a killed client.
 const BACKEND_LIMIT: Duration = Duration::from_secs(10);
-
-/// SplitMix64: reproducible delays without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A duration uniform in `0..max`, near enough.
-    fn duration(&mut self, max: Duration) -> Duration {
-        let micros = u64::try_from(max.as_micros()).unwrap_or(u64::MAX).max(1);
-        Duration::from_micros(self.next() % micros)
-    }
-}
-
-fn chunk_id(batch: usize, index: usize) -> String {
-    format!("b{batch}-{index}")
-}
-
-/// The batch number of chunk id `b{batch}-{index}`.
-fn batch_of(id: &str) -> Option<usize> {
-    id.strip_prefix('b')?.split_once('-')?.0.parse().ok()
-}
-
-/// The text of chunk `id`, `len` bytes long and derived from the id, so a
-/// chunk stored with another chunk's text, or cut short, is caught.
-fn body(id: &str, len: usize) -> String {
-    let mut text = format!("{id}:");
-    while text.len() < len {
-        text.push_str(" the quick brown fox ");
-        text.push_str(id);
-        text.push_str(" jumps over the lazy dog.");
-    }
-    text.truncate(len);
-    text
-}
-
-/// Batch `batch` as JSON Lines, the input `chat append` reads.
-fn batch_lines(batch: usize, text_len: usize) -> String {
-    (0..BATCH)
-        .map(|index| {
-            let id = chunk_id(batch, index);
-            let chunk = serde_json::json!({
-                "id": id, "kind": "agent", "role": "user", "text": body(&id, text_len),
-            });
-            format!("{chunk}\n")
-        })
-        .collect()
-}
-
-/// The batch numbers of a branch's chunk ids, in order, if the branch is
-/// made of whole batches; says where it is not.
-fn batch_order(ids: &[String]) -> Result<Vec<usize>, String> {
-    if !ids.len().is_multiple_of(BATCH) {
-        return Err(format!("{} chunks: not whole batches: {ids:?}", ids.len()));
-    }
-    ids.chunks(BATCH)
-        .enumerate()
-        .map(|(position, run)| {
-            let batch = batch_of(&run[0]).ok_or_else(|| format!("{:?} is no batch's", run[0]))?;
-            if !(0..BATCH)
-                .map(|i| chunk_id(batch, i))
-                .eq(run.iter().cloned())
-            {
-                return Err(format!(
-                    "batch {position} on the branch is not whole: {run:?}"
-                ));
-            }
-            Ok(batch)
-        })
-        .collect()
-}
-
-/// How many batches the branch holds, if it is exactly batches `0..k` in
-/// order, each whole.
-fn whole_batch_prefix(ids: &[String]) -> Result<usize, String> {
-    let order = batch_order(ids)?;
-    match order.iter().enumerate().find(|&(i, &batch)| i != batch) {
-        Some((i, batch)) => Err(format!("batch {batch} stands where {i} should: {order:?}")),
-        None => Ok(order.len()),
-    }
-}
-
-#[test]
-fn the_batch_checks_catch_what_a_torn_store_would_show() {
-    let ids = |batches: &[usize]| -> Vec<String> {
-        batches
-            .iter()
-            .flat_map(|&b| (0..BATCH).map(move |i| chunk_id(b, i)))
-            .collect()
-    };
-    assert_eq!(whole_batch_prefix(&ids(&[0, 1, 2])), Ok(3));
-    assert!(whole_batch_prefix(&ids(&[0, 2])).is_err());
-    assert!(whole_batch_prefix(&ids(&[0, 1, 1])).is_err());
-    let mut partial = ids(&[0, 1]);
-    partial.pop();
-    assert!(whole_batch_prefix(&partial).is_err());
-    let mut interleaved = ids(&[0, 1]);
-    interleaved.swap(2, 3);
-    assert!(batch_order(&interleaved).is_err());
-    assert_eq!(batch_order(&ids(&[5, 0, 7])), Ok(vec![5, 0, 7]));
-}
 
 /// A name for the backends of this test process's writers, unique on the
 /// server (other test processes may share it).
@@ -290,23 +185,6 @@ fn export(url: &str, dir: &Path, text_len: impl Fn(usize) -> usize) -> Vec<Strin
         .collect()
 }
 
-fn assert_success(output: &Output, what: &str) {
-    assert!(
-        output.status.success(),
-        "{what}: agent-context failed ({}): {}",
-        describe(output.status),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-fn describe(status: ExitStatus) -> String {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exit code {code}"),
-        (None, Some(signal)) => format!("signal {signal}"),
-        (None, None) => "unknown status".into(),
-    }
-}
-
 /// One number from `sql`.
 fn count(client: &mut Client, sql: &str, params: &[&(dyn postgres::types::ToSql + Sync)]) -> i64 {
     client.query_one(sql, params).unwrap().get(0)
@@ -428,29 +306,10 @@ fn four_writers_appending_at_once_lose_nothing() {
     let elapsed = started.elapsed();
 
     let ids = export(&url, dir.path(), |_| TEXT_LEN);
-    assert_eq!(ids.len(), WRITERS * PER_WRITER * BATCH);
-    let order = batch_order(&ids).unwrap_or_else(|e| panic!("{e}"));
-    let mut sorted = order.clone();
-    sorted.sort_unstable();
-    assert_eq!(sorted, (0..WRITERS * PER_WRITER).collect::<Vec<_>>());
-    for writer in 0..WRITERS {
-        let own: Vec<usize> = order
-            .iter()
-            .copied()
-            .filter(|batch| batch / PER_WRITER == writer)
-            .collect();
-        assert!(
-            own.is_sorted(),
-            "writer {writer}'s batches out of order: {own:?}"
-        );
-    }
+    let switches = assert_writers_interleaved(&ids, WRITERS, PER_WRITER);
     let mut client = schema.client();
     let stored = i64::try_from(ids.len()).unwrap();
     assert_eq!(nodes(&mut client), stored, "nodes in the store (orphans?)");
-    let switches = order
-        .windows(2)
-        .filter(|w| w[0] / PER_WRITER != w[1] / PER_WRITER)
-        .count();
     eprintln!(
         "four writers: {} appends in {elapsed:.1?}; the branch switches writer {switches} times",
         WRITERS * PER_WRITER

@@ -50,6 +50,7 @@ impl Backend {
 fn backends() -> Vec<Backend> {
     let dir = TempDir::new("store");
     let path = dir.join("chats.db").display().to_string();
+    #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
     let mut backends = vec![
         Backend::at("sqlite file", path, Box::new(dir)),
         Backend {

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -21,10 +21,11 @@ use agent_context::store::{MAIN_BRANCH, SqliteStore, Store};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 
+use common::batches::{
+    BATCH, Rng, assert_success, assert_writers_interleaved, batch_lines, batch_order, body,
+    chunk_id, whole_batch_prefix,
+};
 use common::temp::TempDir;
-
-/// Chunks per `chat append`: a batch is stored whole or not at all.
-const BATCH: usize = 3;
 
 const CHAT: &str = "c";
 
@@ -35,101 +36,6 @@ fn sidecar(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
-}
-
-/// SplitMix64: reproducible delays without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`), near enough for delays.
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    /// A duration uniform in `0..max`.
-    fn duration(&mut self, max: Duration) -> Duration {
-        let micros = u64::try_from(max.as_micros()).unwrap_or(u64::MAX).max(1);
-        Duration::from_micros(self.below(micros))
-    }
-}
-
-fn chunk_id(batch: usize, index: usize) -> String {
-    format!("b{batch}-{index}")
-}
-
-/// The text of chunk `id`, `len` bytes long and derived from the id, so a
-/// chunk stored with another chunk's text, or cut short, is caught.
-fn body(id: &str, len: usize) -> String {
-    let mut text = format!("{id}:");
-    while text.len() < len {
-        text.push_str(" the quick brown fox ");
-        text.push_str(id);
-        text.push_str(" jumps over the lazy dog.");
-    }
-    text.truncate(len);
-    text
-}
-
-/// Batch `batch` as JSON Lines, the input `chat append` reads.
-fn batch_lines(batch: usize, text_len: usize) -> String {
-    (0..BATCH)
-        .map(|index| {
-            let id = chunk_id(batch, index);
-            let chunk = serde_json::json!({
-                "id": id, "kind": "agent", "role": "user", "text": body(&id, text_len),
-            });
-            format!("{chunk}\n")
-        })
-        .collect()
-}
-
-/// The batch numbers of a branch's chunk ids, in order, if the branch is
-/// made of whole batches: each run of [`BATCH`] ids is `b{n}-0`, `b{n}-1`,
-/// …, of one `n`. Says where it is not.
-fn batch_order(ids: &[String]) -> Result<Vec<usize>, String> {
-    if !ids.len().is_multiple_of(BATCH) {
-        return Err(format!(
-            "{} chunks is not a whole number of batches of {BATCH}: {ids:?}",
-            ids.len()
-        ));
-    }
-    ids.chunks(BATCH)
-        .enumerate()
-        .map(|(position, run)| {
-            let batch = run[0]
-                .strip_prefix('b')
-                .and_then(|rest| rest.split_once('-'))
-                .and_then(|(batch, _)| batch.parse::<usize>().ok())
-                .ok_or_else(|| format!("chunk id {:?} is not a batch's", run[0]))?;
-            let whole = (0..BATCH).map(|index| chunk_id(batch, index));
-            if !whole.eq(run.iter().cloned()) {
-                return Err(format!(
-                    "batch {position} on the branch is not one whole batch: {run:?}"
-                ));
-            }
-            Ok(batch)
-        })
-        .collect()
-}
-
-/// How many batches the branch holds, if it is exactly batches `0..k` in
-/// order, each whole.
-fn whole_batch_prefix(ids: &[String]) -> Result<usize, String> {
-    let order = batch_order(ids)?;
-    match order.iter().enumerate().find(|&(i, &batch)| i != batch) {
-        Some((i, batch)) => Err(format!(
-            "batch {batch} stands where batch {i} should: batches {order:?}"
-        )),
-        None => Ok(order.len()),
-    }
 }
 
 #[test]
@@ -436,23 +342,6 @@ fn a_writer_killed_at_any_moment_leaves_whole_batches() {
     );
 }
 
-fn assert_success(output: &Output, what: &str) {
-    assert!(
-        output.status.success(),
-        "{what}: agent-context failed ({}): {}",
-        describe(output.status),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-fn describe(status: ExitStatus) -> String {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exit code {code}"),
-        (None, Some(signal)) => format!("signal {signal}"),
-        (None, None) => "unknown status".into(),
-    }
-}
-
 /// The chunk ids of `chat export`.
 fn export_ids(db: &Path) -> Vec<String> {
     let output = Command::new(env!("CARGO_BIN_EXE_agent-context"))
@@ -512,26 +401,7 @@ fn two_writers_appending_at_once_lose_nothing() {
 
     assert_integrity(&db);
     let ids = export_ids(&db);
-    assert_eq!(ids.len(), 2 * PER_WRITER * BATCH);
-    let order = batch_order(&ids).unwrap_or_else(|e| panic!("{e}"));
-    let mut sorted = order.clone();
-    sorted.sort_unstable();
-    assert_eq!(sorted, (0..2 * PER_WRITER).collect::<Vec<_>>());
-    for writer in 0..2 {
-        let own: Vec<usize> = order
-            .iter()
-            .copied()
-            .filter(|batch| batch / PER_WRITER == writer)
-            .collect();
-        assert!(
-            own.is_sorted(),
-            "writer {writer}'s batches out of order: {own:?}"
-        );
-    }
-    let switches = order
-        .windows(2)
-        .filter(|w| w[0] / PER_WRITER != w[1] / PER_WRITER)
-        .count();
+    let switches = assert_writers_interleaved(&ids, 2, PER_WRITER);
     eprintln!("two writers: the branch switches writer {switches} times");
 }
 

@@ -2,6 +2,7 @@
 //! tests and example tests alike.
 #![allow(dead_code)]
 
+pub mod batches;
 pub mod cli;
 #[cfg(feature = "postgres")]
 pub mod postgres;
