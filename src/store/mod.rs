@@ -5,7 +5,7 @@
 //! (the chunk before it), so a branch is only a name for its last node, its
 //! *head*, and its chunks are the path from the root to that head. Nodes are
 //! never edited: a save adds nodes and moves one head, so a writer whose
-//! view is stale is told by the head it expected ([`ErrorKind::Conflict`](crate::ErrorKind::Conflict)),
+//! view is stale is told by the head it expected ([`ErrorKind::Conflict`]),
 //! whatever the other writer did. Checkpoints name nodes too.
 //!
 //! A store keeps the chunks as the session JSON writes them (the *codec*,
@@ -315,7 +315,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Store`](crate::ErrorKind::Store) if the database fails.
+    /// [`ErrorKind::Store`] if the database fails.
     fn open_chat(&self, chat: &str) -> Result<ChatSummary>;
 
     /// The chat, if it exists.
@@ -336,7 +336,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the chat does not exist.
+    /// [`ErrorKind::Chat`] if the chat does not exist.
     fn set_metadata(&self, chat: &str, metadata: &Value) -> Result<()>;
 
     /// The branch's head, the system lane and the chunks to the head, each
@@ -344,7 +344,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the chat or branch does
+    /// [`ErrorKind::Chat`] if the chat or branch does
     /// not exist.
     fn load(&self, chat: &str, branch: &str, count_key: Option<&str>) -> Result<LoadedBranch>;
 
@@ -352,10 +352,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Conflict`](crate::ErrorKind::Conflict) if the branch's
-    /// head is not `save.expected_head`, [`ErrorKind::SystemConflict`](crate::ErrorKind::SystemConflict)
+    /// [`ErrorKind::Conflict`] if the branch's
+    /// head is not `save.expected_head`, [`ErrorKind::SystemConflict`]
     /// if it writes the system lane and its version is not
-    /// `save.expected_system_version`; [`ErrorKind::Chat`](crate::ErrorKind::Chat)
+    /// `save.expected_system_version`; [`ErrorKind::Chat`]
     /// if the chat or branch does not exist. Either way nothing is written.
     fn save(&self, chat: &str, save: &Save) -> Result<Saved>;
 
@@ -370,7 +370,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the chat does not exist.
+    /// [`ErrorKind::Chat`] if the chat does not exist.
     fn branches(&self, chat: &str) -> Result<Vec<BranchSummary>>;
 
     /// Creates a branch whose head is `head` (a node of the chat, or `None`
@@ -379,7 +379,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the name is taken or
+    /// [`ErrorKind::Chat`] if the name is taken or
     /// empty, or `head` is not a node of the chat.
     fn create_branch(
         &self,
@@ -393,14 +393,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if there is no such branch.
+    /// [`ErrorKind::Chat`] if there is no such branch.
     fn switch_branch(&self, chat: &str, name: &str) -> Result<()>;
 
     /// Names `node` as checkpoint `name`, moving the name if it exists.
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the name is empty or
+    /// [`ErrorKind::Chat`] if the name is empty or
     /// `node` is not a node of the chat.
     fn set_checkpoint(&self, chat: &str, name: &str, node: Option<NodeId>) -> Result<()>;
 
@@ -408,20 +408,20 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the chat does not exist.
+    /// [`ErrorKind::Chat`] if the chat does not exist.
     fn checkpoints(&self, chat: &str) -> Result<Vec<CheckpointSummary>>;
 
     /// Records what a provider billed for a request of the chat.
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the chat does not exist.
+    /// [`ErrorKind::Chat`] if the chat does not exist.
     fn record_usage(&self, chat: &str, usage: &Usage) -> Result<()>;
 
     /// Every usage recorded for the chat, oldest first.
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Chat`](crate::ErrorKind::Chat) if the chat does not exist.
+    /// [`ErrorKind::Chat`] if the chat does not exist.
     fn usage(&self, chat: &str) -> Result<Vec<Usage>>;
 }

@@ -38,8 +38,8 @@ pub use location::{DEFAULT_POOL_SIZE, DEFAULT_SCHEMA};
 /// * **Writers serialize.** Every write locks its chat's row first
 ///   (`SELECT … FOR UPDATE`), so saves to a chat from any number of
 ///   processes and machines take turns; a stale one is refused with
-///   [`ErrorKind::Conflict`](crate::ErrorKind::Conflict) or
-///   [`ErrorKind::SystemConflict`](crate::ErrorKind::SystemConflict), and
+///   [`ErrorKind::Conflict`] or
+///   [`ErrorKind::SystemConflict`], and
 ///   none is lost. Reads see one snapshot (repeatable read).
 /// * **TLS is off**: connections are plain TCP or a Unix socket, so use
 ///   it on loopback, a private network or through a tunnel; a URL asking
@@ -56,8 +56,8 @@ impl PostgresStore {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Option`](crate::ErrorKind::Option) for a URL it cannot
-    /// read; [`ErrorKind::Store`](crate::ErrorKind::Store) if the server
+    /// [`ErrorKind::Option`] for a URL it cannot
+    /// read; [`ErrorKind::Store`] if the server
     /// cannot be reached or refuses, the schema holds tables that are no
     /// store, or the store was written by a later version of this crate.
     pub fn open(url: &str) -> Result<Self> {
@@ -68,7 +68,7 @@ impl PostgresStore {
     ///
     /// # Errors
     ///
-    /// As [`open`](PostgresStore::open), and [`ErrorKind::Store`](crate::ErrorKind::Store)
+    /// As [`open`](PostgresStore::open), and [`ErrorKind::Store`]
     /// if there is no store in the schema.
     pub fn open_existing(url: &str) -> Result<Self> {
         PostgresStore::connect(url, false)
