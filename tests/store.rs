@@ -471,8 +471,18 @@ fn a_stale_system_lane_gets_a_conflict_and_writes_nothing() {
         second.save().unwrap();
         first.set_system_prompt(Some("third".into()));
         assert!(first.save().unwrap_err().kind().is_conflict());
-        let stored = open(&backend.reopen(), "chat");
+        let mut stored = open(&backend.reopen(), "chat");
         assert_eq!(stored.state().system_prompt.as_deref(), Some("second"));
+        // Setting what is there writes nothing, so it cannot conflict.
+        first.reload().unwrap();
+        first.set_system_prompt(Some("second".into()));
+        first.push(user("u3", "same prompt")).unwrap();
+        stored.set_system_prompt(Some("fourth".into()));
+        stored.save().unwrap();
+        first.save().unwrap();
+        let stored = open(&backend.reopen(), "chat");
+        assert_eq!(stored.state().system_prompt.as_deref(), Some("fourth"));
+        assert_eq!(ids(&stored), ["u1", "u3"], "{}", backend.name);
     }
 }
 
@@ -768,4 +778,36 @@ fn a_newer_postgres_store_or_another_schema_is_refused() {
         .query("SELECT version FROM schema_version", &[])
         .unwrap();
     assert_eq!(versions.len(), 1, "created once");
+}
+
+/// A PostgreSQL writer waits for another's lock on its chat only as long
+/// as `lock_timeout` (30 s unless the URL says), then fails with the
+/// reason and writes nothing.
+#[cfg(feature = "postgres")]
+#[test]
+fn a_postgres_writer_waits_for_a_held_chat_only_so_long() {
+    use agent_context::store::PostgresStore;
+    let schema = common::postgres::Schema::new("lock_wait");
+    let url = format!("{}&options=-c%20lock_timeout%3D300ms", schema.url());
+    let store: Arc<dyn Store> = Arc::new(PostgresStore::open(&url).unwrap());
+    let mut engine = open(&store, "chat");
+    let mut client = schema.client();
+    let mut holder = client.transaction().unwrap();
+    holder
+        .execute(
+            "SELECT 1 FROM chats WHERE id = $1 FOR UPDATE",
+            &[&b"chat".as_slice()],
+        )
+        .unwrap();
+    engine.push(user("u1", "waits")).unwrap();
+    let started = std::time::Instant::now();
+    let error = engine.save().unwrap_err().to_string();
+    assert!(error.contains("retry"), "{error}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    holder.rollback().unwrap();
+    engine.save().unwrap();
+    assert_eq!(
+        ids(&open(&store::open(&url, false).unwrap(), "chat")),
+        ["u1"]
+    );
 }

@@ -211,16 +211,23 @@ impl ContextEngine {
         self.session.extend(chunks)
     }
 
-    /// Sets the chat's system prompt, pending until saved.
+    /// Sets the chat's system prompt, pending until saved. Setting the
+    /// prompt it has changes nothing, so it cannot conflict with another
+    /// writer's.
     pub fn set_system_prompt(&mut self, prompt: Option<String>) {
-        self.session.set_system_prompt(prompt);
-        self.system_changed = true;
+        if self.state().system_prompt != prompt {
+            self.session.set_system_prompt(prompt);
+            self.system_changed = true;
+        }
     }
 
     /// Sets the chat's fragments (the system lane), pending until saved.
+    /// Setting the fragments it has changes nothing.
     pub fn set(&mut self, fragments: Vec<Fragment>) {
-        self.session.set_fragments(fragments);
-        self.system_changed = true;
+        if self.state().fragments != fragments {
+            self.session.set_fragments(fragments);
+            self.system_changed = true;
+        }
     }
 
     /// Replaces the branch's latest assistant message (an `agent` chunk

@@ -19,6 +19,15 @@ pub const DEFAULT_POOL_SIZE: u32 = 8;
 /// How long connecting may take before it fails, unless the URL says.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a write waits for another writer's lock on its chat before it
+/// fails, unless the URL's `options` say (SQLite's writers wait as long).
+pub(super) const LOCK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a transaction may sit idle, its client silent, before the
+/// server ends it and releases its locks (a save never pauses between
+/// statements).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// A parsed store URL.
 #[derive(Debug)]
 pub(super) struct Location {
@@ -36,6 +45,17 @@ impl Location {
     /// the store's (`schema`, `pool_size`).
     pub fn parse(url: &str) -> Result<Location> {
         let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let authority = base.split_once("://").map_or(base, |(_, rest)| rest);
+        let authority = authority.split_once('/').map_or(authority, |(a, _)| a);
+        if authority.matches('@').count() > 1 {
+            // The driver would split at the first `@` and name the rest of
+            // the password as the host in its messages.
+            return Err(bad_url(
+                "more than one `@` before the host: write an `@` in the user name or password \
+                 as %40"
+                    .into(),
+            ));
+        }
         let mut schema = DEFAULT_SCHEMA.to_owned();
         let mut pool_size = DEFAULT_POOL_SIZE;
         let mut driver_params = Vec::new();
@@ -59,14 +79,7 @@ impl Location {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
-        // Every statement names its tables unqualified: the search path
-        // puts them in the store's schema. `schema` is a plain identifier,
-        // so it needs no quoting here.
-        let options = match config.get_options() {
-            Some(options) => format!("{options} -c search_path={schema}"),
-            None => format!("-c search_path={schema}"),
-        };
-        config.options(&options);
+        config.options(&session_options(config.get_options(), &schema));
         let display = display(&config, &schema);
         Ok(Location {
             config,
@@ -75,6 +88,27 @@ impl Location {
             display,
         })
     }
+}
+
+/// The settings every connection starts with: the caller's `options`,
+/// then the store's. Statements name their tables unqualified, so the
+/// search path puts them in the store's schema (a checked lower-case name,
+/// which the setting takes as it is). A writer waits at most
+/// [`LOCK_TIMEOUT`] for another's lock on a chat, as SQLite's writers wait
+/// for the file, and a transaction left idle by a stalled client is ended,
+/// releasing its locks; a caller's own setting of either is kept.
+fn session_options(caller: Option<&str>, schema: &str) -> String {
+    let mut options = caller.unwrap_or_default().to_owned();
+    for (name, value) in [
+        ("lock_timeout", LOCK_TIMEOUT),
+        ("idle_in_transaction_session_timeout", IDLE_TIMEOUT),
+    ] {
+        if !options.contains(name) {
+            options.push_str(&format!(" -c {name}={}ms", value.as_millis()));
+        }
+    }
+    options.push_str(&format!(" -c search_path={schema}"));
+    options.trim_start().to_owned()
 }
 
 /// A schema name the store can put in SQL as it is: a lower-case
@@ -158,7 +192,18 @@ mod tests {
         );
         assert_eq!(
             location.config.get_options(),
-            Some("-c search_path=fleet_a")
+            Some(
+                "-c lock_timeout=30000ms -c idle_in_transaction_session_timeout=60000ms \
+                 -c search_path=fleet_a"
+            )
+        );
+        let own = Location::parse("postgres://h/db?options=-c%20lock_timeout%3D5s").unwrap();
+        assert_eq!(
+            own.config.get_options(),
+            Some(
+                "-c lock_timeout=5s -c idle_in_transaction_session_timeout=60000ms \
+                 -c search_path=agent_context"
+            )
         );
         let default = Location::parse("postgresql://localhost/db").unwrap();
         assert_eq!(default.schema, DEFAULT_SCHEMA);
@@ -172,6 +217,7 @@ mod tests {
             ("postgres://h/db?schema=", "schema="),
             ("postgres://h/db?pool_size=0", "pool_size="),
             ("postgres://h/db?frobnicate=1", "invalid PostgreSQL URL"),
+            ("postgres://u:p@ss@h/db", "%40"),
         ] {
             let error = Location::parse(url).unwrap_err().to_string();
             assert!(error.contains(names), "{url}: {error}");

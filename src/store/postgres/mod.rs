@@ -573,9 +573,6 @@ impl PostgresStore {
         chat: &str,
         save: &Save,
     ) -> Result<Vec<NodeId>> {
-        if save.chunks.is_empty() {
-            return Ok(Vec::new());
-        }
         let first_position: i64 = match save.parent {
             Some(parent) => {
                 self.position_of(tx, chat, parent)?
@@ -584,6 +581,9 @@ impl PostgresStore {
             }
             None => 0,
         };
+        if save.chunks.is_empty() {
+            return Ok(Vec::new());
+        }
         let count = i64::try_from(save.chunks.len()).unwrap_or(i64::MAX);
         let mut nodes = tx
             .query_typed(
@@ -719,6 +719,12 @@ fn describe(error: &postgres::Error) -> String {
         let mut message = format!("{} ({})", db.message(), db.code().code());
         if let Some(detail) = db.detail() {
             message.push_str(&format!("; {detail}"));
+        }
+        if db.code() == &postgres::error::SqlState::LOCK_NOT_AVAILABLE {
+            message.push_str(&format!(
+                " (another writer held the chat past the {} s wait; retry)",
+                location::LOCK_TIMEOUT.as_secs()
+            ));
         }
         return message;
     }

@@ -38,18 +38,23 @@ pub(super) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
          body TEXT NOT NULL
      );
      CREATE INDEX nodes_by_parent ON nodes (chat, parent);
+     -- Deleting a pruned node checks what still refers to it: without
+     -- these, each check scans the whole fleet's table.
+     CREATE INDEX nodes_by_parent_alone ON nodes (parent);
      CREATE TABLE branches (
          chat BYTEA NOT NULL REFERENCES chats (id),
          name BYTEA NOT NULL,
          head BIGINT REFERENCES nodes (id),
          PRIMARY KEY (chat, name)
      );
+     CREATE INDEX branches_by_head ON branches (head);
      CREATE TABLE checkpoints (
          chat BYTEA NOT NULL REFERENCES chats (id),
          name BYTEA NOT NULL,
          node BIGINT REFERENCES nodes (id),
          PRIMARY KEY (chat, name)
      );
+     CREATE INDEX checkpoints_by_node ON checkpoints (node);
      CREATE TABLE counts (
          node BIGINT NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
          key TEXT NOT NULL,
@@ -106,9 +111,21 @@ pub(super) fn migrate(
             .into());
         }
         None => {
-            // `schema` is a checked plain identifier (see `location`).
-            tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+            // Created only if missing: `CREATE SCHEMA IF NOT EXISTS` needs
+            // the right to create on the database even when the schema is
+            // there (made ahead by an administrator, say). `schema` is a
+            // checked lower-case name; quoted, a keyword is a name too.
+            let exists = tx
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)",
+                    &[&schema],
+                )
+                .and_then(|row| row.try_get::<_, bool>(0))
                 .map_err(&fail)?;
+            if !exists {
+                tx.batch_execute(&format!("CREATE SCHEMA \"{schema}\""))
+                    .map_err(&fail)?;
+            }
             0
         }
     };
@@ -137,7 +154,10 @@ fn schema_version(
     let fail = db_error(location);
     let tables: Vec<String> = client
         .query(
-            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
+            // The catalog, not information_schema: that hides the tables
+            // this role has no rights on, which would look like no store.
+            "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')",
             &[&schema],
         )
         .map_err(&fail)?
