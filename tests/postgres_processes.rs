@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use agent_context::store::PostgresStore;
 use common::batches::{
-    BATCH, Rng, assert_success, assert_writers_interleaved, batch_lines, batch_of, body, describe,
-    whole_batch_prefix,
+    BATCH, Rng, assert_round, assert_success, assert_writers_interleaved, batch_lines, batch_of,
+    body, crash_seed, describe, whole_batch_prefix,
 };
 use common::postgres::Schema;
 use common::temp::TempDir;
@@ -475,10 +475,7 @@ fn wait_for_write(admin: &mut Client, app: &str, writer: &mut Running, limit: Du
 fn writers_killed_at_random_moments_leave_whole_batches() {
     const ROUNDS: usize = 20;
     const TEXT_LEN: usize = 64 * 1024;
-    let seed = std::env::var("AGENT_CONTEXT_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5EED_C0FF_EE00_u64);
+    let seed = crash_seed();
     let mut rng = Rng(seed);
     let schema = Schema::new("crash");
     let dir = TempDir::new("pg-crash");
@@ -526,21 +523,9 @@ fn writers_killed_at_random_moments_leave_whole_batches() {
         let ids = export(schema.url(), dir.path(), |_| TEXT_LEN);
         let stored = whole_batch_prefix(&ids)
             .unwrap_or_else(|e| panic!("round {round} (seed {seed:#x}): {e}"));
-        if killed {
-            assert!(
-                stored == batches || stored == batches + 1,
-                "round {round} (seed {seed:#x}): {batches} batches before, {stored} after a kill"
-            );
-            tally.committed_by_killed += stored - batches;
-            if stored == batches && drawn(&mut admin) > drawn_before {
-                tally.killed_mid_save += 1;
-            }
-        } else {
-            assert_eq!(
-                stored,
-                batches + 1,
-                "round {round}: a finished append is stored"
-            );
+        tally.committed_by_killed += assert_round(round, seed, batches, stored, killed);
+        if killed && stored == batches && drawn(&mut admin) > drawn_before {
+            tally.killed_mid_save += 1;
         }
         batches = stored;
         let expected = i64::try_from(batches * BATCH).unwrap();

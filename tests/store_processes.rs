@@ -22,8 +22,8 @@ use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 
 use common::batches::{
-    BATCH, Rng, assert_success, assert_writers_interleaved, batch_lines, batch_order, body,
-    chunk_id, whole_batch_prefix,
+    BATCH, Rng, assert_round, assert_success, assert_writers_interleaved, batch_lines, batch_order,
+    body, chunk_id, crash_seed, whole_batch_prefix,
 };
 use common::temp::TempDir;
 
@@ -249,10 +249,7 @@ fn a_writer_killed_at_any_moment_leaves_whole_batches() {
     const MIN_KILLS: usize = 24;
     const MAX_KILLS: usize = 60;
     const TEXT_LEN: usize = 48 * 1024;
-    let seed = std::env::var("AGENT_CONTEXT_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5EED_C0FF_EE00_u64);
+    let seed = crash_seed();
     let mut rng = Rng(seed);
     let dir = TempDir::new("crash");
     let db = dir.join("chats.db");
@@ -310,19 +307,7 @@ fn a_writer_killed_at_any_moment_leaves_whole_batches() {
         let ids = stored_ids(&db, TEXT_LEN);
         let stored = whole_batch_prefix(&ids)
             .unwrap_or_else(|e| panic!("round {round} (seed {seed:#x}): {e}"));
-        if killed {
-            assert!(
-                stored == batches || stored == batches + 1,
-                "round {round} (seed {seed:#x}): {batches} batches before, {stored} after a kill"
-            );
-            tally.committed_by_killed += stored - batches;
-        } else {
-            assert_eq!(
-                stored,
-                batches + 1,
-                "round {round}: a finished append is stored"
-            );
-        }
+        tally.committed_by_killed += assert_round(round, seed, batches, stored, killed);
         batches = stored;
         let _ = std::fs::remove_file(&input);
     }

@@ -157,3 +157,31 @@ pub fn assert_writers_interleaved(ids: &[String], writers: usize, per_writer: us
         .filter(|w| w[0] / per_writer != w[1] / per_writer)
         .count()
 }
+
+/// The crash tests' seed: `AGENT_CONTEXT_CRASH_SEED`, or a fixed one.
+pub fn crash_seed() -> u64 {
+    std::env::var("AGENT_CONTEXT_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5EED_C0FF_EE00_u64)
+}
+
+/// Checks a crash round: a killed writer leaves the `batches` stored
+/// before it or one more, a finished one exactly one more. Returns how
+/// many batches the killed writer committed (0 or 1; 0 if it finished).
+pub fn assert_round(round: usize, seed: u64, batches: usize, stored: usize, killed: bool) -> usize {
+    if killed {
+        assert!(
+            stored == batches || stored == batches + 1,
+            "round {round} (seed {seed:#x}): {batches} batches before, {stored} after a kill"
+        );
+        stored - batches
+    } else {
+        assert_eq!(
+            stored,
+            batches + 1,
+            "round {round}: a finished append is stored"
+        );
+        0
+    }
+}
