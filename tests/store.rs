@@ -811,3 +811,20 @@ fn a_postgres_writer_waits_for_a_held_chat_only_so_long() {
         ["u1"]
     );
 }
+
+/// A schema named by a keyword is a name like any other.
+#[cfg(feature = "postgres")]
+#[test]
+fn a_postgres_schema_named_by_a_keyword_works() {
+    let url = format!("{}?schema=select", common::postgres::server_url());
+    let mut engine = open(&store::open(&url, true).unwrap(), "chat");
+    engine.push(user("u1", "hi")).unwrap();
+    engine.save().unwrap();
+    let stored = ids(&open(&store::open(&url, false).unwrap(), "chat"));
+    let mut client =
+        ::postgres::Client::connect(&common::postgres::server_url(), ::postgres::NoTls).unwrap();
+    client
+        .batch_execute("DROP SCHEMA \"select\" CASCADE")
+        .unwrap();
+    assert_eq!(stored, ["u1"]);
+}
