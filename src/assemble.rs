@@ -8,6 +8,7 @@ use crate::chunk_id::ChunkId;
 use crate::memory::{MemoryChunk, MemoryState};
 use crate::message::{ContextMessage, Summary};
 use crate::prepare::Preparer;
+use crate::render::history_note;
 use crate::roles::Role;
 use crate::tokens::parts::{CountedText, join};
 
@@ -44,7 +45,7 @@ pub(crate) fn summarize(
         preparer
             .ctx
             .write_element(&mut text, SUMMARY_TAG, &attributes, Some(body));
-        CountedText::new(text, planner.counter)
+        CountedText::new(history_note(planner.protocol, text), planner.counter)
     };
     let same_cut = |s: &&Summary| s.chunks == elision.chunks && s.tokens == elision.tokens;
     let mut body = match previous.filter(same_cut) {

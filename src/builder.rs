@@ -27,7 +27,10 @@ use crate::message::{
 };
 use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
-use crate::render::{ChunkRenderer, DefaultRenderer, EscapeMode, RenderContext, RendererRegistry};
+use crate::render::{
+    ChunkRenderer, DefaultRenderer, EscapeMode, Protocol, RenderContext, RendererRegistry,
+    history_note,
+};
 use crate::roles::ChunkKind;
 use crate::rows::Rows;
 use crate::tokens::parts::CountedText;
@@ -253,6 +256,15 @@ impl ContextBuilder {
     /// The renderer registry, to register closures or protect extra tags.
     pub fn renderers_mut(&mut self) -> &mut RendererRegistry {
         &mut self.renderers
+    }
+
+    /// How the prompt speaks to the provider (default [`Protocol::Text`]).
+    /// A [native](Protocol::Native) build sends tool calls and results as
+    /// the provider's own structures: read it with a native adapter such as
+    /// [`anthropic_request`](crate::adapter::anthropic_request).
+    pub fn protocol(&mut self, protocol: Protocol) -> &mut Self {
+        self.renderers.set_protocol(protocol);
+        self
     }
 
     /// Makes the history start with a user message, as Anthropic requires:
@@ -595,7 +607,11 @@ impl ContextBuilder {
             available: budget.available,
             low_water: preparer.policy.low_water,
             frozen,
-            history_start: CountedText::new(format!("<{HISTORY_START_TAG}/>"), counter),
+            history_start: CountedText::new(
+                history_note(self.renderers.protocol(), format!("<{HISTORY_START_TAG}/>")),
+                counter,
+            ),
+            protocol: self.renderers.protocol(),
         }
     }
 
@@ -639,7 +655,8 @@ impl ContextBuilder {
             max_tokens: budget.max_tokens,
             reserve_output: self.reserve_output,
             token_count: total,
-            token_count_exact: budget.counter.is_exact(),
+            token_count_exact: budget.counter.is_exact()
+                && self.renderers.protocol() == Protocol::Text,
             messages,
             included,
             excluded,
@@ -650,6 +667,7 @@ impl ContextBuilder {
             fingerprints,
             summary,
             last_part,
+            protocol: self.renderers.protocol(),
             decisions: decisions.into(),
             warnings: budget.warnings,
         }

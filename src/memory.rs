@@ -62,6 +62,10 @@ pub struct MemoryChunk {
     /// Error text of a failed result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<Box<str>>,
+    /// The provider's signature of a `thinking` chunk (Anthropic's extended
+    /// thinking), sent back with it in native requests; text mode leaves it out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<Box<str>>,
     /// Higher keeps longer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,
@@ -98,6 +102,7 @@ impl MemoryChunk {
             status: None,
             reason: None,
             error: None,
+            signature: None,
             priority: None,
             pinned: false,
             retention: None,
@@ -161,6 +166,12 @@ impl MemoryChunk {
         self
     }
 
+    /// Sets the signature of a `thinking` chunk.
+    pub fn with_signature(mut self, signature: impl Into<String>) -> Self {
+        self.signature = Some(signature.into().into_boxed_str());
+        self
+    }
+
     /// Sets the priority.
     pub fn with_priority(mut self, priority: i64) -> Self {
         self.priority = Some(priority);
@@ -196,6 +207,13 @@ impl MemoryChunk {
             _ if self.text.is_some() && self.data.is_some() => {
                 fail("data", "give either \"text\" or \"data\", not both".into())
             }
+            (kind, _) if self.signature.is_some() && kind != ChunkKind::Thinking => fail(
+                "signature",
+                format!(
+                    "only thinking chunks carry a signature, not a {} chunk",
+                    kind.as_str()
+                ),
+            ),
             _ => Ok(()),
         }
     }

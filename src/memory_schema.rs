@@ -31,6 +31,7 @@ const CHUNK_FIELDS: &[&str] = &[
     "status",
     "reason",
     "error",
+    "signature",
     "priority",
     "pinned",
     "retention",
@@ -266,6 +267,7 @@ impl ChunkFields<'_> {
         chunk.status = self.optional_str("status")?;
         chunk.reason = self.optional_str("reason")?;
         chunk.error = self.optional_str("error")?;
+        chunk.signature = self.optional_str("signature")?;
         Ok(())
     }
 

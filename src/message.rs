@@ -9,6 +9,7 @@ use smallvec::SmallVec;
 
 use crate::budget::{ChunkDecision, Decision, Elision};
 use crate::chunk_id::ChunkId;
+use crate::render::Protocol;
 use crate::error::Result;
 use crate::message_text::MessageText;
 use crate::roles::Role;
@@ -80,7 +81,9 @@ pub struct BuildResult {
     pub reserve_output: usize,
     /// Tokens of the whole prompt, framing included: what the provider bills.
     pub token_count: usize,
-    /// Whether `token_count` is exact (false for estimates).
+    /// Whether `token_count` is exact: false for estimates, and for
+    /// [native](Protocol::Native) builds, whose framing is counted as a
+    /// bound.
     pub token_count_exact: bool,
     /// The messages, system first.
     pub messages: Rows<ContextMessage>,
@@ -114,6 +117,10 @@ pub struct BuildResult {
     /// extend that message (see `ContextBuilder::extend`).
     #[serde(skip)]
     pub(crate) last_part: Option<CountedText>,
+    /// How the history was rendered: only a [native](Protocol::Native)
+    /// build can be read by the native adapters.
+    #[serde(skip)]
+    pub(crate) protocol: Protocol,
     /// One decision per input chunk, in input order.
     pub decisions: Rows<ChunkDecision>,
     /// Things the caller should know (e.g. a budget above the model's window).

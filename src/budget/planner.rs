@@ -7,7 +7,7 @@ use smallvec::SmallVec;
 
 use crate::budget::fate::{Fate, fates_after};
 use crate::budget::units::{Item, Step, Unit};
-use crate::render::ELIDED_TAG;
+use crate::render::{ELIDED_TAG, Protocol, history_note};
 use crate::roles::Role;
 use crate::tokens::parts::{CountedText, joined_tokens};
 use crate::tokens::{Framing, TokenCounter};
@@ -100,6 +100,8 @@ pub(crate) struct Planner<'a> {
     /// their tokens: they count in the marker.
     pub(crate) frozen: (usize, usize),
     pub(crate) history_start: CountedText,
+    /// How the marker is written into the history.
+    pub(crate) protocol: Protocol,
 }
 
 impl Planner<'_> {
@@ -276,7 +278,7 @@ impl Planner<'_> {
     /// The elided-history marker for `chunks` chunks of `tokens` tokens.
     fn marker(&self, chunks: usize, tokens: usize) -> CountedText {
         let text = format!("<{ELIDED_TAG} chunks=\"{chunks}\" tokens=\"{tokens}\"/>");
-        CountedText::new(text, self.counter)
+        CountedText::new(history_note(self.protocol, text), self.counter)
     }
 
     /// Each item's fate after the first `steps` steps of the ladder, and

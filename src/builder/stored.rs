@@ -47,7 +47,12 @@ impl ContextBuilder {
     pub(crate) fn count_key(&self) -> Option<String> {
         let encoding = self.kept_encoding()?;
         let mut hasher = rustc_hash::FxHasher::default();
-        (self.escape, self.renderers.tag_set().names()).hash(&mut hasher);
+        (
+            self.escape,
+            self.renderers.protocol(),
+            self.renderers.tag_set().names(),
+        )
+            .hash(&mut hasher);
         Some(format!(
             "{}+{COUNT_FORMAT} {} {:016x}",
             env!("CARGO_PKG_VERSION"),

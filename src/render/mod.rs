@@ -7,6 +7,7 @@
 
 mod chunks;
 mod escape;
+mod native;
 mod own_tag;
 
 use std::fmt;
@@ -14,10 +15,14 @@ use std::sync::Arc;
 
 pub use chunks::{DefaultRenderer, default_tag};
 pub use escape::EscapeMode;
+pub use native::Protocol;
+
+pub(crate) use native::{ARGUMENTS_TEXT_KEY, Record, history_note, stub_note};
 
 pub(crate) use chunks::{ELIDED_TAG, HISTORY_START_TAG, SUMMARY_TAG, body_text};
 pub(crate) use escape::TagSet;
 
+use native::{NativeRenderer, TextRecords};
 use own_tag::OwnTagGuard;
 
 use crate::memory::MemoryChunk;
@@ -164,10 +169,15 @@ where
 }
 
 /// The renderers of a build: custom ones first (latest registered first), then
-/// the defaults, which accept every chunk.
+/// the defaults, which accept every chunk. In the [native](Protocol::Native)
+/// protocol the defaults send tool calls and results as the provider's own
+/// structures, and what a custom renderer writes is sent as text.
 #[derive(Clone)]
 pub struct RendererRegistry {
     custom: Vec<Arc<dyn ChunkRenderer>>,
+    /// `custom`, each wrapped to write text records (native protocol only).
+    custom_native: Vec<Arc<dyn ChunkRenderer>>,
+    protocol: Protocol,
     tags: TagSet,
 }
 
@@ -181,6 +191,7 @@ impl fmt::Debug for RendererRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RendererRegistry")
             .field("custom_renderers", &self.custom.len())
+            .field("protocol", &self.protocol)
             .field("tags", &self.tags)
             .finish()
     }
@@ -195,8 +206,29 @@ impl RendererRegistry {
         }
         RendererRegistry {
             custom: Vec::new(),
+            custom_native: Vec::new(),
+            protocol: Protocol::Text,
             tags,
         }
+    }
+
+    /// Renders for `protocol` (default [`Protocol::Text`]).
+    pub fn set_protocol(&mut self, protocol: Protocol) -> &mut Self {
+        self.protocol = protocol;
+        self.custom_native = match protocol {
+            Protocol::Text => Vec::new(),
+            Protocol::Native => self
+                .custom
+                .iter()
+                .map(|r| Arc::new(TextRecords(Arc::clone(r))) as Arc<dyn ChunkRenderer>)
+                .collect(),
+        };
+        self
+    }
+
+    /// The protocol chunks render for.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
     }
 
     /// Puts `renderer` ahead of every renderer registered so far. The tags it
@@ -208,7 +240,7 @@ impl RendererRegistry {
             self.tags.insert(&tag);
         }
         self.custom.insert(0, Arc::new(OwnTagGuard(renderer)));
-        self
+        self.set_protocol(self.protocol)
     }
 
     /// Registers closures as a renderer whose chunks all take `role` and which
@@ -264,11 +296,15 @@ impl RendererRegistry {
     /// The renderer that handles `chunk` (a custom one guarded so that its
     /// outer tag is protected in its bodies).
     pub fn renderer_for(&self, chunk: &MemoryChunk) -> &dyn ChunkRenderer {
-        self.custom
+        let (custom, default): (_, &dyn ChunkRenderer) = match self.protocol {
+            Protocol::Text => (&self.custom, &DefaultRenderer),
+            Protocol::Native => (&self.custom_native, &NativeRenderer),
+        };
+        custom
             .iter()
             .find(|r| r.can_render(chunk))
             .map(|r| r.as_ref())
-            .unwrap_or(&DefaultRenderer)
+            .unwrap_or(default)
     }
 
     pub(crate) fn tag_set(&self) -> &TagSet {

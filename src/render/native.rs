@@ -1,0 +1,264 @@
+//! The native protocol: tool calls, their results and signed thinking as
+//! the provider's own structures rather than tagged text.
+//!
+//! In native mode every chunk of the history renders to one [`Record`]: a
+//! line of compact JSON that a provider adapter later maps to a message,
+//! a content block or an input item. A record holds only what the provider
+//! is sent (the strings the model reads, JSON-escaped, with a few keys
+//! around them), so the planner counts each chunk as it is sent, and the
+//! counts of a build are an upper bound on the request (see the README's
+//! "Native requests"). Compact JSON never holds a raw line break, so the
+//! blank line that joins the chunks of a message parts its records again.
+//!
+//! Chunks in the system role keep their tagged text: the system prompt is
+//! text in every provider's request.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::memory::MemoryChunk;
+use crate::render::{ChunkRenderer, DefaultRenderer, RenderContext, body_text};
+use crate::roles::{ChunkKind, Role};
+
+/// How the prompt speaks to the provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Protocol {
+    /// Every chunk is tagged text inside `{role, content}` messages (the
+    /// design's default rendering).
+    #[default]
+    Text,
+    /// Tool calls and results, and thinking with a signature, are sent as
+    /// the provider's native structures; every other chunk as text. Read
+    /// the build with a native adapter such as
+    /// [`openai_chat_request`](crate::adapter::openai_chat_request).
+    Native,
+}
+
+/// One chunk of the history in native mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum Record {
+    /// Text the model reads as the message's own words.
+    Text { text: String },
+    /// A tool call with its arguments object.
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: Map<String, Value>,
+    },
+    /// What a tool call returned.
+    ToolResult {
+        id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        content: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+    /// Reasoning with the provider's signature.
+    Thinking { thinking: String, signature: String },
+}
+
+impl Record {
+    /// Appends this record as one line of compact JSON.
+    pub(crate) fn write(&self, out: &mut String) {
+        // Serializing plain strings and maps into memory cannot fail.
+        if let Ok(json) = serde_json::to_string(self) {
+            out.push_str(&json);
+        }
+    }
+}
+
+/// The key a call's body goes under when it is not a JSON object.
+pub(crate) const ARGUMENTS_TEXT_KEY: &str = "text";
+
+/// The body a stub shows in place of `elided_tokens` tokens.
+pub(crate) fn stub_note(elided_tokens: usize) -> String {
+    format!("[{elided_tokens} tokens elided]")
+}
+
+/// The default table in native mode.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct NativeRenderer;
+
+impl ChunkRenderer for NativeRenderer {
+    fn can_render(&self, _chunk: &MemoryChunk) -> bool {
+        true
+    }
+
+    fn role(&self, chunk: &MemoryChunk) -> Role {
+        DefaultRenderer.role(chunk)
+    }
+
+    fn render(&self, chunk: &MemoryChunk, ctx: &RenderContext<'_>, out: &mut String) {
+        match native_record(chunk) {
+            Some(record) => record.write(out),
+            None => write_as_text(&DefaultRenderer, chunk, ctx, out),
+        }
+    }
+
+    /// A native chunk's stub keeps its structure (the call, the result)
+    /// with the body replaced by a note; other chunks stub as in text mode.
+    fn render_stub(
+        &self,
+        chunk: &MemoryChunk,
+        elided_tokens: usize,
+        ctx: &RenderContext<'_>,
+        out: &mut String,
+    ) -> bool {
+        if native_record(chunk).is_none() {
+            return stub_as_text(&DefaultRenderer, chunk, elided_tokens, ctx, out);
+        }
+        let mut stub = chunk.clone();
+        stub.data = None;
+        stub.text = Some(stub_note(elided_tokens));
+        self.render(&stub, ctx, out);
+        true
+    }
+
+    fn tags(&self) -> Vec<String> {
+        DefaultRenderer.tags()
+    }
+}
+
+/// A custom renderer in native mode: what it writes is sent as text.
+pub(crate) struct TextRecords(pub(crate) Arc<dyn ChunkRenderer>);
+
+impl ChunkRenderer for TextRecords {
+    fn can_render(&self, chunk: &MemoryChunk) -> bool {
+        self.0.can_render(chunk)
+    }
+
+    fn role(&self, chunk: &MemoryChunk) -> Role {
+        self.0.role(chunk)
+    }
+
+    fn render(&self, chunk: &MemoryChunk, ctx: &RenderContext<'_>, out: &mut String) {
+        write_as_text(self.0.as_ref(), chunk, ctx, out);
+    }
+
+    fn render_stub(
+        &self,
+        chunk: &MemoryChunk,
+        elided_tokens: usize,
+        ctx: &RenderContext<'_>,
+        out: &mut String,
+    ) -> bool {
+        stub_as_text(self.0.as_ref(), chunk, elided_tokens, ctx, out)
+    }
+
+    fn tags(&self) -> Vec<String> {
+        self.0.tags()
+    }
+}
+
+/// `renderer`'s text for `chunk`, as is in the system role and as a text
+/// record elsewhere.
+fn write_as_text(
+    renderer: &dyn ChunkRenderer,
+    chunk: &MemoryChunk,
+    ctx: &RenderContext<'_>,
+    out: &mut String,
+) {
+    if renderer.role(chunk) == Role::System {
+        renderer.render(chunk, ctx, out);
+        return;
+    }
+    let mut text = String::new();
+    renderer.render(chunk, ctx, &mut text);
+    Record::Text { text }.write(out);
+}
+
+/// `renderer`'s stub of `chunk`, as [`write_as_text`] places its text.
+fn stub_as_text(
+    renderer: &dyn ChunkRenderer,
+    chunk: &MemoryChunk,
+    elided_tokens: usize,
+    ctx: &RenderContext<'_>,
+    out: &mut String,
+) -> bool {
+    let mut text = String::new();
+    if !renderer.render_stub(chunk, elided_tokens, ctx, &mut text) {
+        return false;
+    }
+    if renderer.role(chunk) == Role::System {
+        out.push_str(&text);
+    } else {
+        Record::Text { text }.write(out);
+    }
+    true
+}
+
+/// The record of a chunk the providers have a structure for, or `None`
+/// for one sent as its tagged text. Agent chunks are the message's own
+/// words; a call or result needs a `call_id` to be paired; thinking needs
+/// the signature the provider checks.
+fn native_record(chunk: &MemoryChunk) -> Option<Record> {
+    let body = || body_text(chunk).map(String::from).unwrap_or_default();
+    match chunk.kind {
+        ChunkKind::Agent => Some(Record::Text { text: body() }),
+        ChunkKind::Workflow => Some(Record::ToolCall {
+            id: chunk.call_id.as_deref()?.to_owned(),
+            name: call_name(chunk),
+            arguments: arguments(chunk),
+        }),
+        ChunkKind::Environment => Some(Record::ToolResult {
+            id: chunk.call_id.as_deref()?.to_owned(),
+            name: chunk.tool.as_deref().map(str::to_owned),
+            content: body_text(chunk)
+                .map(String::from)
+                .or_else(|| chunk.error.as_deref().map(str::to_owned))
+                .unwrap_or_default(),
+            is_error: chunk.success == Some(false),
+        }),
+        ChunkKind::Thinking => Some(Record::Thinking {
+            thinking: body(),
+            signature: chunk.signature.as_deref()?.to_owned(),
+        }),
+        _ => None,
+    }
+}
+
+/// The function a call names: its `tool`, else its action.
+fn call_name(chunk: &MemoryChunk) -> String {
+    chunk
+        .tool
+        .as_deref()
+        .or(chunk.action.as_deref())
+        .unwrap_or("tool_call")
+        .to_owned()
+}
+
+/// A call's arguments: its body when that is a JSON object (`data`, or
+/// `text` that parses as one), else the body as text under
+/// [`ARGUMENTS_TEXT_KEY`] (a cut or stubbed body is text).
+fn arguments(chunk: &MemoryChunk) -> Map<String, Value> {
+    let parsed = match (&chunk.data, &chunk.text) {
+        (Some(data), _) => data.to_value().ok(),
+        (None, Some(text)) => serde_json::from_str::<Value>(text).ok(),
+        (None, None) => Some(Value::Object(Map::new())),
+    };
+    match parsed {
+        Some(Value::Object(map)) => map,
+        _ => {
+            let text = body_text(chunk).map(String::from).unwrap_or_default();
+            Map::from_iter([(ARGUMENTS_TEXT_KEY.to_owned(), Value::String(text))])
+        }
+    }
+}
+
+/// A note the builder writes into the history itself (the elided-history
+/// marker, a summary, the history start), as `protocol` sends it.
+pub(crate) fn history_note(protocol: Protocol, text: String) -> String {
+    match protocol {
+        Protocol::Text => text,
+        Protocol::Native => {
+            let mut out = String::with_capacity(text.len() + 24);
+            Record::Text { text }.write(&mut out);
+            out
+        }
+    }
+}
