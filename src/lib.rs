@@ -131,6 +131,7 @@ pub use json_text::JsonText;
 pub use memory::{MemoryChunk, MemoryState};
 pub use message::{BuildResult, ContextMessage, Resolved, Truncation};
 pub use message_text::MessageText;
+pub use render::Protocol;
 pub use roles::{ChunkKind, Retention, Role};
 pub use rows::Rows;
 pub use session::ContextSession;

@@ -9,9 +9,9 @@ use smallvec::SmallVec;
 
 use crate::budget::{ChunkDecision, Decision, Elision};
 use crate::chunk_id::ChunkId;
-use crate::render::Protocol;
 use crate::error::Result;
 use crate::message_text::MessageText;
+use crate::render::Protocol;
 use crate::roles::Role;
 use crate::rows::Rows;
 use crate::tokens::parts::CountedText;

@@ -17,7 +17,7 @@ pub use chunks::{DefaultRenderer, default_tag};
 pub use escape::EscapeMode;
 pub use native::Protocol;
 
-pub(crate) use native::{ARGUMENTS_TEXT_KEY, Record, history_note, stub_note};
+pub(crate) use native::{Record, history_note};
 
 pub(crate) use chunks::{ELIDED_TAG, HISTORY_START_TAG, SUMMARY_TAG, body_text};
 pub(crate) use escape::TagSet;

@@ -73,10 +73,10 @@ impl Record {
 }
 
 /// The key a call's body goes under when it is not a JSON object.
-pub(crate) const ARGUMENTS_TEXT_KEY: &str = "text";
+const ARGUMENTS_TEXT_KEY: &str = "text";
 
 /// The body a stub shows in place of `elided_tokens` tokens.
-pub(crate) fn stub_note(elided_tokens: usize) -> String {
+fn stub_note(elided_tokens: usize) -> String {
     format!("[{elided_tokens} tokens elided]")
 }
 

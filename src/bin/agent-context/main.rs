@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use agent_context::adapter::NativeOptions;
 use agent_context::format::{
     Delimiter, FormatOptions, FragmentFormat, render_fragments, render_value,
 };
@@ -10,7 +11,8 @@ use agent_context::tokens::{
     Calibration, EstimateFactor, counter_for_model_calibrated, estimate_warning,
 };
 use agent_context::{
-    BuildResult, ContextBuilder, DEFAULT_MODEL, ErrorKind, adapter, fragments_from_json, parse_json,
+    BuildResult, ContextBuilder, DEFAULT_MODEL, ErrorKind, Protocol, adapter, fragments_from_json,
+    parse_json,
 };
 use clap::{Parser, Subcommand, ValueEnum};
 use input::{Expected, InputLimit, JsonInput, read_input};
@@ -103,6 +105,21 @@ enum OutputArg {
     Openai,
     Anthropic,
     Text,
+    /// OpenAI Chat Completions with native tool calls.
+    OpenaiNative,
+    /// OpenAI Responses with native function calls.
+    OpenaiResponses,
+    /// Anthropic Messages with native tool use.
+    AnthropicNative,
+}
+
+impl OutputArg {
+    fn is_native(self) -> bool {
+        matches!(
+            self,
+            OutputArg::OpenaiNative | OutputArg::OpenaiResponses | OutputArg::AnthropicNative
+        )
+    }
 }
 
 pub(crate) fn parse_format(name: &str) -> Result<FragmentFormat, String> {
@@ -201,13 +218,23 @@ pub(crate) struct OutputArgs {
     /// Write a breakdown of every decision to standard error.
     #[arg(long)]
     explain: bool,
+    /// Leave out Anthropic's `cache_control` breakpoints (anthropic-native).
+    #[arg(long)]
+    no_cache_control: bool,
 }
 
 impl OutputArgs {
     /// The builder of `options`, set for this output.
     pub(crate) fn builder(&self, options: &BuildOptions) -> agent_context::Result<ContextBuilder> {
         let mut builder = options.builder()?;
-        builder.user_first(matches!(self.output, OutputArg::Anthropic));
+        let anthropic = matches!(
+            self.output,
+            OutputArg::Anthropic | OutputArg::AnthropicNative
+        );
+        builder.user_first(anthropic);
+        if self.output.is_native() {
+            builder.protocol(Protocol::Native);
+        }
         Ok(builder)
     }
 
@@ -217,10 +244,19 @@ impl OutputArgs {
         result: &BuildResult,
         options: &BuildOptions,
     ) -> agent_context::Result<String> {
+        let mut native = NativeOptions::default();
+        native.cache_breakpoints = !self.no_cache_control;
+        let request = match self.output {
+            OutputArg::OpenaiNative => Some(adapter::openai_chat_request(result)?),
+            OutputArg::OpenaiResponses => Some(adapter::openai_responses_request(result)?),
+            OutputArg::AnthropicNative => Some(adapter::anthropic_request(result, &native)?),
+            _ => None,
+        };
+        let warnings = request.as_ref().map_or(&result.warnings, |r| &r.warnings);
         if self.explain {
             eprint!("{}", result.explain());
         } else {
-            for warning in &result.warnings {
+            for warning in warnings {
                 eprintln!("warning: {warning}");
             }
         }
@@ -230,11 +266,14 @@ impl OutputArgs {
         {
             eprintln!("warning: {warning}");
         }
+        if let Some(request) = request {
+            return Ok(pretty(&request.body));
+        }
         Ok(match self.output {
-            OutputArg::Report => pretty_of(result),
             OutputArg::Openai => pretty(&adapter::openai(result)),
             OutputArg::Anthropic => pretty(&adapter::anthropic(result)?),
             OutputArg::Text => adapter::text(result),
+            _ => pretty_of(result),
         })
     }
 }

@@ -1,4 +1,20 @@
-//! Provider shapes of a [`BuildResult`]: OpenAI chat, Anthropic messages, plain text.
+//! Provider shapes of a [`BuildResult`]: in text mode OpenAI chat,
+//! Anthropic messages and plain text; from a
+//! [native](crate::render::Protocol::Native) build, complete request bodies
+//! for OpenAI Chat Completions, OpenAI Responses and Anthropic Messages.
+
+mod anthropic_messages;
+mod cache;
+mod conversation;
+mod native;
+mod openai_chat;
+mod openai_responses;
+
+pub use anthropic_messages::anthropic_request;
+pub use cache::{CacheBreakpoint, LOOKBACK_BLOCKS, MAX_BREAKPOINTS, min_cacheable_tokens};
+pub use native::{NativeOptions, NativeRequest};
+pub use openai_chat::openai_chat_request;
+pub use openai_responses::openai_responses_request;
 
 use serde_json::{Value, json};
 
