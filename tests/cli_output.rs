@@ -82,3 +82,36 @@ fn replay_writes_each_turn_as_it_is_built() {
         "{stdout}"
     );
 }
+
+/// Each native sample of the README is a run of consecutive messages (or
+/// input items) of the request the main job's session gives.
+#[test]
+fn readme_native_samples_are_excerpts_of_the_output() {
+    for (output, list) in [
+        ("openai-native", "messages"),
+        ("openai-responses", "input"),
+        ("anthropic-native", "messages"),
+    ] {
+        let sample: serde_json::Value =
+            serde_json::from_str(sample(&format!("native-sample:{output}"))).expect("sample JSON");
+        let sample = sample.as_array().expect("the sample is an array");
+        let args = [
+            "build",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/data/coding-agent.json"),
+            "--max-tokens",
+            "4000",
+            "--reserve",
+            "500",
+            "--output",
+            output,
+        ];
+        let Run { code, stdout, .. } = run(&args, "");
+        assert_eq!(code, 0, "{output}");
+        let body: serde_json::Value = serde_json::from_str(&stdout).expect("a JSON body");
+        let items = body[list].as_array().expect("the request's list");
+        assert!(
+            !sample.is_empty() && items.windows(sample.len()).any(|w| w == sample.as_slice()),
+            "the README's {output} sample is not in its output"
+        );
+    }
+}
