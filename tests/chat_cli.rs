@@ -63,7 +63,16 @@ fn chat_build_is_build_of_chat_export_in(db: &str) {
         assert_eq!(appended["branch"], "main");
         let export = run(&["chat", "export", "--db", db, "--chat", &chat], "");
         assert_eq!(export.code, 0);
-        for output in ["report", "openai", "anthropic", "text"] {
+        let outputs = [
+            "report",
+            "openai",
+            "anthropic",
+            "text",
+            "openai-native",
+            "openai-responses",
+            "anthropic-native",
+        ];
+        for output in outputs {
             for budget in [
                 ["--max-tokens", "4000", "--reserve", "500"],
                 ["--max-tokens", "200000", "--reserve", "0"],
@@ -76,7 +85,10 @@ fn chat_build_is_build_of_chat_export_in(db: &str) {
                 build_args.extend(&flags);
                 let stored = run(&chat_args, "");
                 let cold = run(&build_args, &export.stdout);
-                assert_eq!(stored.code, 0, "{}", stored.stderr);
+                // Anthropic's max_tokens is the reserve, which must be positive.
+                let refused = output == "anthropic-native" && budget[3] == "0";
+                assert_eq!(stored.code, if refused { 2 } else { 0 }, "{}", stored.stderr);
+                assert_eq!(cold.code, stored.code, "{}", cold.stderr);
                 assert_eq!(stored.stdout, cold.stdout, "{db} {file} {flags:?}");
                 assert_eq!(stored.stderr, cold.stderr, "{db} {file} {flags:?}");
             }
