@@ -2,6 +2,42 @@
 //! Anthropic messages and plain text; from a
 //! [native](crate::render::Protocol::Native) build, complete request bodies
 //! for OpenAI Chat Completions, OpenAI Responses and Anthropic Messages.
+//!
+//! ```
+//! use agent_context::adapter::{NativeOptions, anthropic_request};
+//! use agent_context::{ChunkKind, ContextBuilder, MemoryChunk, MemoryState, Protocol, Role};
+//!
+//! let state = MemoryState::new()
+//!     .with_system_prompt("You fix bugs.")
+//!     .with_chunk(MemoryChunk::agent("u1", Role::User, "Why does add() fail?"))
+//!     .with_chunk(
+//!         MemoryChunk::new("c1", ChunkKind::Workflow)
+//!             .with_tool("read_file")
+//!             .with_call_id("call_1")
+//!             .with_data(serde_json::json!({"path": "src/lib.rs"})),
+//!     )
+//!     .with_chunk(
+//!         MemoryChunk::new("c2", ChunkKind::Environment)
+//!             .with_call_id("call_1")
+//!             .with_text("pub fn add(a: i32, b: i32) -> i32 { a - b }"),
+//!     );
+//! let mut builder = ContextBuilder::new();
+//! builder
+//!     .model("claude-sonnet-4-5")
+//!     .max_tokens(8_000)
+//!     .reserve_output(1_000)
+//!     .protocol(Protocol::Native)
+//!     .user_first(true);
+//! let request = anthropic_request(&builder.build(&state)?, &NativeOptions::default())?;
+//! let messages = &request.body["messages"];
+//! assert_eq!(messages[0]["content"][0]["text"], "Why does add() fail?");
+//! assert_eq!(messages[1]["content"][0]["type"], "tool_use");
+//! assert_eq!(messages[1]["content"][0]["input"]["path"], "src/lib.rs");
+//! assert_eq!(messages[2]["content"][0]["type"], "tool_result");
+//! assert_eq!(messages[2]["content"][0]["tool_use_id"], "call_1");
+//! assert!(request.token_count <= 7_000 && !request.token_count_exact);
+//! # Ok::<(), agent_context::Error>(())
+//! ```
 
 mod anthropic_messages;
 mod cache;

@@ -33,7 +33,9 @@ pub enum Protocol {
     /// Tool calls and results, and thinking with a signature, are sent as
     /// the provider's native structures; every other chunk as text. Read
     /// the build with a native adapter such as
-    /// [`openai_chat_request`](crate::adapter::openai_chat_request).
+    /// [`openai_chat_request`](crate::adapter::openai_chat_request): its
+    /// history messages hold one JSON record per chunk, which the text
+    /// adapters would print as they are.
     Native,
 }
 
