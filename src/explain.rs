@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use crate::budget::{ChunkDecision, Decision, DropReason};
 use crate::message::BuildResult;
+use crate::render::Protocol;
 use crate::roles::ChunkKind;
 
 const BAR_WIDTH: usize = 60;
@@ -14,10 +15,10 @@ impl BuildResult {
     /// then bars of the window by kind and by decision.
     pub fn explain(&self) -> String {
         let mut out = String::new();
-        let exact = if self.token_count_exact {
-            "exact"
-        } else {
-            "estimate"
+        let exact = match (self.token_count_exact, self.protocol) {
+            (true, _) => "exact",
+            (false, Protocol::Native) => "a bound: native records",
+            (false, _) => "estimate",
         };
         let _ = writeln!(
             out,
