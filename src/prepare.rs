@@ -109,6 +109,8 @@ impl Preparer<'_> {
         };
         let mut shortened = chunk.clone();
         shortened.data = None;
+        // A signature vouches for the whole text: a cut one is plain text.
+        shortened.signature = None;
         let mut render_with = |text: String| {
             shortened.text = Some(text);
             self.render(&shortened, renderer)

@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value, json};
 
 use super::cache::{breakpoints, min_cacheable_tokens};
-use super::native::{NativeOptions, NativeRequest, Provider, prepare};
+use super::conversation::Conversation;
+use super::native::{NativeOptions, NativeRequest, Provider, added_tokens, prepare, within_budget};
 use crate::error::{ErrorKind, Result};
 use crate::message::BuildResult;
 use crate::render::Record;
@@ -55,6 +56,7 @@ pub fn anthropic_request(result: &BuildResult, options: &NativeOptions) -> Resul
             json!({"role": role, "content": content})
         })
         .collect();
+    trim_prefill(&mut messages);
     let marks = if options.cache_breakpoints {
         breakpoints(
             conversation,
@@ -76,6 +78,10 @@ pub fn anthropic_request(result: &BuildResult, options: &NativeOptions) -> Resul
             block["cache_control"] = json!({"type": "ephemeral"});
         }
     }
+    let token_count = within_budget(
+        result,
+        prepared.request.token_count + added_tokens(result, rewritten_ids(conversation))?,
+    )?;
     let mut body = Map::new();
     body.insert("model".into(), Value::from(result.model.as_str()));
     body.insert("max_tokens".into(), Value::from(result.reserve_output));
@@ -86,8 +92,26 @@ pub fn anthropic_request(result: &BuildResult, options: &NativeOptions) -> Resul
     Ok(NativeRequest {
         body: Value::Object(body),
         cache_breakpoints: marks,
+        token_count,
         ..prepared.request
     })
+}
+
+/// Trims the end of a final assistant message's last text: Anthropic
+/// continues that message (a prefill) and refuses one ending in whitespace.
+fn trim_prefill(messages: &mut [Value]) {
+    let Some(last) = messages.last_mut().filter(|m| m["role"] == "assistant") else {
+        return;
+    };
+    let Some(block) = last["content"].as_array_mut().and_then(|c| c.last_mut()) else {
+        return;
+    };
+    if block["type"] == "text" {
+        let trimmed = block["text"].as_str().map(|t| t.trim_end().to_owned());
+        if let Some(text) = trimmed {
+            block["text"] = Value::String(text);
+        }
+    }
 }
 
 /// Refuses what the Messages API refuses: no reserve, no turn, an
@@ -165,6 +189,21 @@ fn tool_id(id: &str) -> String {
         let _ = write!(out, "{byte:02x}");
     }
     out
+}
+
+/// Each id the request writes in hex, once per block it is in, beside
+/// what it was: the longer id costs tokens the build did not count.
+fn rewritten_ids(conversation: &Conversation) -> std::vec::IntoIter<(String, String)> {
+    let ids = conversation.turns.iter().flat_map(|turn| &turn.items);
+    ids.filter_map(|item| match item {
+        Record::ToolCall { id, .. } | Record::ToolResult { id, .. } => {
+            let written = tool_id(id);
+            (written != *id).then(|| (id.clone(), written))
+        }
+        _ => None,
+    })
+    .collect::<Vec<_>>()
+    .into_iter()
 }
 
 /// What starts an id written in hex.

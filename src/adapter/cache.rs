@@ -119,22 +119,33 @@ fn stable_turn_ends(conversation: &Conversation, stable_tokens: usize) -> Vec<Tu
     let mut ends = Vec::new();
     let mut tokens = conversation.system_tokens;
     let mut blocks = 0;
+    let mut last_stable = None;
     for (index, turn) in conversation.turns.iter().enumerate() {
         tokens += turn.tokens;
         if tokens > stable_tokens {
             break;
         }
+        last_stable = Some(index);
         blocks += turn.items.len();
-        ends.push(TurnEnd {
-            turn: index,
-            block: turn.items.len().saturating_sub(1),
-            blocks_before: blocks,
-            prefix_tokens: tokens,
-        });
+        // Anthropic takes no mark on a thinking block.
+        let markable = turn
+            .items
+            .iter()
+            .rposition(|item| !matches!(item, Record::Thinking { .. }));
+        if let Some(block) = markable {
+            ends.push(TurnEnd {
+                turn: index,
+                block,
+                blocks_before: blocks,
+                prefix_tokens: tokens,
+            });
+        }
     }
+    // Only the turn the stable prefix ends on has a changed turn after it.
+    let ends_on_last = |end: &TurnEnd| Some(end.turn) == last_stable;
     if ends
         .last()
-        .is_some_and(|end| depends_on_next(&conversation.turns[end.turn]))
+        .is_some_and(|end| ends_on_last(end) && depends_on_next(&conversation.turns[end.turn]))
     {
         ends.pop();
     }

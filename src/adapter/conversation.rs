@@ -8,7 +8,7 @@
 //! tagged text, escaped like any body: no provider can pair them, and
 //! none may receive a half pair.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{ErrorKind, Result};
 use crate::message::{BuildResult, ContextMessage};
@@ -72,6 +72,8 @@ impl Conversation {
     pub(crate) fn paired(mut self) -> (Conversation, Repairs) {
         let mut repairs = Repairs::default();
         let mut answered: Vec<String> = Vec::new();
+        // Providers want every call id once per request.
+        let mut used: FxHashSet<String> = FxHashSet::default();
         for index in 0..self.turns.len() {
             let answers = self
                 .turns
@@ -80,7 +82,7 @@ impl Conversation {
                 .unwrap_or_default();
             let turn = &mut self.turns[index];
             let calls_answered = match turn.role {
-                Role::Assistant => pair_calls(turn, &answers, &mut repairs),
+                Role::Assistant => pair_calls(turn, &answers, &mut used, &mut repairs),
                 _ => Vec::new(),
             };
             if turn.role == Role::User {
@@ -92,16 +94,25 @@ impl Conversation {
         (self, repairs)
     }
 
-    /// Drops empty text (providers refuse an empty text block), then the
-    /// turns left empty, merging the neighbours that then share a role.
+    /// Drops blank text (providers refuse a text block without a visible
+    /// character), then the turns left empty, merging the neighbours that
+    /// then share a role. A dropped turn's tokens stay with the turn
+    /// before it (or the first one after it), so the running count at the
+    /// end of each turn is still the build's at the end of a message.
     fn drop_empty_text(&mut self) {
         let mut turns: Vec<Turn> = Vec::with_capacity(self.turns.len());
+        let mut carried = 0;
         for mut turn in std::mem::take(&mut self.turns) {
             turn.items
-                .retain(|item| !matches!(item, Record::Text { text } if text.is_empty()));
+                .retain(|item| !matches!(item, Record::Text { text } if text.trim().is_empty()));
             if turn.items.is_empty() {
+                match turns.last_mut() {
+                    Some(last) => last.tokens += turn.tokens,
+                    None => carried += turn.tokens,
+                }
                 continue;
             }
+            turn.tokens += std::mem::take(&mut carried);
             match turns.last_mut() {
                 Some(last) if last.role == turn.role => {
                     last.items.append(&mut turn.items);
@@ -156,13 +167,18 @@ fn answers_in(turn: &Turn) -> Vec<String> {
 }
 
 /// Sends as text every call of the assistant `turn` that the next turn's
-/// `answers` leave out, and every repeat of a call id; returns the ids of
-/// the calls left native, in order.
-fn pair_calls(turn: &mut Turn, answers: &[String], repairs: &mut Repairs) -> Vec<String> {
+/// `answers` leave out, and every call whose id an earlier call of the
+/// request `used`; returns the ids of the calls left native, in order.
+fn pair_calls(
+    turn: &mut Turn,
+    answers: &[String],
+    used: &mut FxHashSet<String>,
+    repairs: &mut Repairs,
+) -> Vec<String> {
     let mut native: Vec<String> = Vec::new();
     for item in &mut turn.items {
         if let Record::ToolCall { id, .. } = item {
-            if answers.contains(id) && !native.contains(id) {
+            if answers.contains(id) && used.insert(id.clone()) {
                 native.push(id.clone());
             } else {
                 as_text(item, repairs);

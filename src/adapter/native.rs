@@ -79,16 +79,7 @@ pub(crate) struct Prepared {
 /// overflow the budget; [`ErrorKind::Tokenizer`] if counting that fails.
 pub(crate) fn prepare(result: &BuildResult, provider: Provider) -> Result<Prepared> {
     let (conversation, repairs) = Conversation::of(result)?.paired();
-    let token_count = result.token_count + repair_cost(result, &repairs)?;
-    if token_count > result.budget {
-        return Err(ErrorKind::BudgetExceeded {
-            required: token_count,
-            available: result.budget,
-            max_tokens: result.max_tokens,
-            reserve_output: result.reserve_output,
-        }
-        .into());
-    }
+    let token_count = within_budget(result, result.token_count + repair_cost(result, &repairs)?)?;
     let mut warnings = result.warnings.clone();
     warnings.extend(provider_warning(&result.model, provider));
     if !repairs.as_text.is_empty() {
@@ -125,20 +116,48 @@ pub(crate) fn prepare(result: &BuildResult, provider: Provider) -> Result<Prepar
 
 /// The tokens sending calls and results as text adds to the build's count.
 fn repair_cost(result: &BuildResult, repairs: &Repairs) -> Result<usize> {
-    if repairs.as_text.is_empty() {
+    let line = |record: &Record| {
+        let mut line = String::new();
+        record.write(&mut line);
+        line
+    };
+    added_tokens(
+        result,
+        repairs
+            .as_text
+            .iter()
+            .map(|(was, now)| (line(was), line(now))),
+    )
+}
+
+/// The tokens the `(was, now)` replacements add to `result`'s count, each
+/// counted alone with the model's counter (not a custom one the builder
+/// may have had): they are a handful of short strings beside the build.
+pub(crate) fn added_tokens(
+    result: &BuildResult,
+    replacements: impl ExactSizeIterator<Item = (String, String)>,
+) -> Result<usize> {
+    if replacements.len() == 0 {
         return Ok(0);
     }
     let counter = counter_for_model(&result.model)?;
-    let tokens = |record: &Record| {
-        let mut line = String::new();
-        record.write(&mut line);
-        counter.count(&line)
-    };
-    Ok(repairs
-        .as_text
-        .iter()
-        .map(|(was, now)| tokens(now).saturating_sub(tokens(was)))
+    Ok(replacements
+        .map(|(was, now)| counter.count(&now).saturating_sub(counter.count(&was)))
         .sum())
+}
+
+/// `token_count`, or the error that it does not fit `result`'s budget.
+pub(crate) fn within_budget(result: &BuildResult, token_count: usize) -> Result<usize> {
+    if token_count > result.budget {
+        return Err(ErrorKind::BudgetExceeded {
+            required: token_count,
+            available: result.budget,
+            max_tokens: result.max_tokens,
+            reserve_output: result.reserve_output,
+        }
+        .into());
+    }
+    Ok(token_count)
 }
 
 /// A warning when `model` is not one of `provider`'s: the counts were made

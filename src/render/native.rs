@@ -117,6 +117,8 @@ impl ChunkRenderer for NativeRenderer {
         let mut stub = chunk.clone();
         stub.data = None;
         stub.text = Some(stub_note(elided_tokens));
+        // A signature vouches for the whole text: a stubbed one is plain text.
+        stub.signature = None;
         self.render(&stub, ctx, out);
         true
     }
@@ -196,11 +198,14 @@ fn stub_as_text(
 
 /// The record of a chunk the providers have a structure for, or `None`
 /// for one sent as its tagged text. Agent chunks are the message's own
-/// words; a call or result needs a `call_id` to be paired; thinking needs
-/// the signature the provider checks.
+/// words (a blank one keeps its tag); a call or result needs a `call_id`
+/// to be paired; thinking needs the signature the provider checks, which
+/// a cut or stubbed body no longer matches.
 fn native_record(chunk: &MemoryChunk) -> Option<Record> {
     let body = || body_text(chunk).map(String::from).unwrap_or_default();
     match chunk.kind {
+        // Providers refuse blank text: a blank turn keeps its tag.
+        ChunkKind::Agent if body().trim().is_empty() => None,
         ChunkKind::Agent => Some(Record::Text { text: body() }),
         ChunkKind::Workflow => Some(Record::ToolCall {
             id: chunk.call_id.as_deref()?.to_owned(),

@@ -252,13 +252,18 @@ impl OutputArgs {
             OutputArg::AnthropicNative => Some(adapter::anthropic_request(result, &native)?),
             _ => None,
         };
-        let warnings = request.as_ref().map_or(&result.warnings, |r| &r.warnings);
-        if self.explain {
+        let warnings = request
+            .as_ref()
+            .map_or(&result.warnings[..], |r| &r.warnings);
+        // The breakdown holds the build's warnings, not the request's own.
+        let shown = if self.explain {
             eprint!("{}", result.explain());
+            result.warnings.len().min(warnings.len())
         } else {
-            for warning in warnings {
-                eprintln!("warning: {warning}");
-            }
+            0
+        };
+        for warning in &warnings[shown..] {
+            eprintln!("warning: {warning}");
         }
         let factor = options.estimate_factor;
         if let Some(warning) =
