@@ -87,7 +87,12 @@ fn chat_build_is_build_of_chat_export_in(db: &str) {
                 let cold = run(&build_args, &export.stdout);
                 // Anthropic's max_tokens is the reserve, which must be positive.
                 let refused = output == "anthropic-native" && budget[3] == "0";
-                assert_eq!(stored.code, if refused { 2 } else { 0 }, "{}", stored.stderr);
+                assert_eq!(
+                    stored.code,
+                    if refused { 2 } else { 0 },
+                    "{}",
+                    stored.stderr
+                );
                 assert_eq!(cold.code, stored.code, "{}", cold.stderr);
                 assert_eq!(stored.stdout, cold.stdout, "{db} {file} {flags:?}");
                 assert_eq!(stored.stderr, cold.stderr, "{db} {file} {flags:?}");

@@ -152,11 +152,17 @@ fn stable_turn_ends(conversation: &Conversation, stable_tokens: usize) -> Vec<Tu
     ends
 }
 
-/// Whether how `turn` is sent depends on the turn after it.
+/// Whether how `turn` is sent depends on the turn after it: its calls are
+/// native only when answered, and a final assistant text is trimmed.
 fn depends_on_next(turn: &Turn) -> bool {
+    let trimmed_if_last = matches!(
+        turn.items.last(),
+        Some(Record::Text { text }) if text.ends_with(char::is_whitespace)
+    );
     turn.role == Role::Assistant
-        && turn.items.iter().any(|item| {
-            matches!(item, Record::ToolCall { .. })
-                || matches!(item, Record::Text { text } if text.starts_with("<tool_call"))
-        })
+        && (trimmed_if_last
+            || turn.items.iter().any(|item| {
+                matches!(item, Record::ToolCall { .. })
+                    || matches!(item, Record::Text { text } if text.starts_with("<tool_call"))
+            }))
 }

@@ -4,6 +4,7 @@
 
 pub mod batches;
 pub mod cli;
+pub mod pairing;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod temp;
