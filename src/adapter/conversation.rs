@@ -14,6 +14,7 @@ use crate::error::{ErrorKind, Result};
 use crate::message::{BuildResult, ContextMessage};
 use crate::render::{EscapeMode, Protocol, Record, RendererRegistry};
 use crate::roles::Role;
+use crate::tokens::parts::SEPARATOR;
 
 /// The history of a native build, turn by turn.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,7 +130,7 @@ impl Conversation {
 fn turn_of(message: &ContextMessage) -> Result<Turn> {
     let items = message
         .content
-        .split(RECORD_SEPARATOR)
+        .split(SEPARATOR)
         .map(|part| {
             serde_json::from_str(part).map_err(|error| {
                 crate::Error::from(ErrorKind::Option {
@@ -148,9 +149,6 @@ fn turn_of(message: &ContextMessage) -> Result<Turn> {
         tokens: message.tokens,
     })
 }
-
-/// What joins the chunks of a message (and so its records).
-const RECORD_SEPARATOR: &str = "\n\n";
 
 /// The call ids a user `turn` answers, in order.
 fn answers_in(turn: &Turn) -> Vec<String> {
@@ -232,7 +230,7 @@ fn merge_result(first: &mut Record, later: Record) {
         },
     ) = (first, later)
     {
-        content.push_str(RECORD_SEPARATOR);
+        content.push_str(SEPARATOR);
         content.push_str(&more);
         *is_error |= failed;
     }

@@ -159,24 +159,19 @@ impl ChunkRenderer for TextRecords {
     }
 }
 
-/// `renderer`'s text for `chunk`, as is in the system role and as a text
-/// record elsewhere.
+/// `renderer`'s text for `chunk`, placed by [`place_text`].
 fn write_as_text(
     renderer: &dyn ChunkRenderer,
     chunk: &MemoryChunk,
     ctx: &RenderContext<'_>,
     out: &mut String,
 ) {
-    if renderer.role(chunk) == Role::System {
-        renderer.render(chunk, ctx, out);
-        return;
-    }
     let mut text = String::new();
     renderer.render(chunk, ctx, &mut text);
-    Record::Text { text }.write(out);
+    place_text(renderer.role(chunk), text, out);
 }
 
-/// `renderer`'s stub of `chunk`, as [`write_as_text`] places its text.
+/// `renderer`'s stub of `chunk`, placed by [`place_text`].
 fn stub_as_text(
     renderer: &dyn ChunkRenderer,
     chunk: &MemoryChunk,
@@ -188,12 +183,18 @@ fn stub_as_text(
     if !renderer.render_stub(chunk, elided_tokens, ctx, &mut text) {
         return false;
     }
-    if renderer.role(chunk) == Role::System {
+    place_text(renderer.role(chunk), text, out);
+    true
+}
+
+/// Tagged `text` of a chunk in `role`: as is in the system message (text
+/// in every provider's request), a text record in the history.
+fn place_text(role: Role, text: String, out: &mut String) {
+    if role == Role::System {
         out.push_str(&text);
     } else {
         Record::Text { text }.write(out);
     }
-    true
 }
 
 /// The record of a chunk the providers have a structure for, or `None`
@@ -205,8 +206,9 @@ fn native_record(chunk: &MemoryChunk) -> Option<Record> {
     let body = || body_text(chunk).map(String::from).unwrap_or_default();
     match chunk.kind {
         // Providers refuse blank text: a blank turn keeps its tag.
-        ChunkKind::Agent if body().trim().is_empty() => None,
-        ChunkKind::Agent => Some(Record::Text { text: body() }),
+        ChunkKind::Agent => Some(body())
+            .filter(|text| !text.trim().is_empty())
+            .map(|text| Record::Text { text }),
         ChunkKind::Workflow => Some(Record::ToolCall {
             id: chunk.call_id.as_deref()?.to_owned(),
             name: call_name(chunk),
@@ -221,9 +223,10 @@ fn native_record(chunk: &MemoryChunk) -> Option<Record> {
                 .unwrap_or_default(),
             is_error: chunk.success == Some(false),
         }),
+        // The signature first: unsigned thinking is text, its body unread.
         ChunkKind::Thinking => Some(Record::Thinking {
-            thinking: body(),
             signature: chunk.signature.as_deref()?.to_owned(),
+            thinking: body(),
         }),
         _ => None,
     }
