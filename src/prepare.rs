@@ -1,11 +1,12 @@
 //! Each chunk made ready for planning: rendered, capped, stubbed, counted.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::budget::{Decision, MIN_CAP, Policy, cut_body, marker_only};
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::memory::MemoryChunk;
-use crate::render::{ChunkRenderer, RenderContext, body_text, default_tag};
+use crate::render::{ChunkRenderer, RenderContext, body_text, default_tag, named_result};
 use crate::roles::{Retention, Role};
 use crate::tokens::TokenCounter;
 use crate::tokens::parts::CountedText;
@@ -24,6 +25,9 @@ pub(crate) struct Preparer<'a> {
     pub(crate) counter: &'a dyn TokenCounter,
     pub(crate) ctx: RenderContext<'a>,
     pub(crate) policy: &'a Policy,
+    /// The session's chunks, where a result's call is looked up in native
+    /// mode (see [`named_result`]); `None` in text mode.
+    pub(crate) calls_from: Option<&'a [MemoryChunk]>,
 }
 
 impl Preparer<'_> {
@@ -64,6 +68,7 @@ impl Preparer<'_> {
         renderer: &dyn ChunkRenderer,
         cap: Option<usize>,
     ) -> Result<PreparedChunk> {
+        let chunk = &*self.named(index, chunk);
         let role = renderer.role(chunk);
         let part = self.render(chunk, renderer);
         let (part, decision) = match cap.map(|asked| (asked, asked.max(MIN_CAP))) {
@@ -140,6 +145,7 @@ impl Preparer<'_> {
     /// has at least [`STUB_MIN_TOKENS`] tokens.
     pub(crate) fn stub(
         &self,
+        index: usize,
         chunk: &MemoryChunk,
         renderer: &dyn ChunkRenderer,
         part: &CountedText,
@@ -147,6 +153,7 @@ impl Preparer<'_> {
         if part.alone() < STUB_MIN_TOKENS {
             return None;
         }
+        let chunk = &*self.named(index, chunk);
         let mut text = String::new();
         if !renderer.render_stub(chunk, part.alone(), &self.ctx, &mut text) {
             return None;
@@ -156,12 +163,29 @@ impl Preparer<'_> {
             .map(Arc::new)
     }
 
-    fn render(&self, chunk: &MemoryChunk, renderer: &dyn ChunkRenderer) -> CountedText {
-        CountedText::new(self.render_text(chunk, renderer), self.counter)
+    /// `chunk`, the `index`-th of the session, as the renderers see it.
+    fn named<'c>(&self, index: usize, chunk: &'c MemoryChunk) -> Cow<'c, MemoryChunk> {
+        match self.calls_from {
+            Some(chunks) => named_result(chunks, index, chunk),
+            None => Cow::Borrowed(chunk),
+        }
     }
 
-    /// `chunk` rendered whole, not counted.
-    pub(crate) fn render_text(&self, chunk: &MemoryChunk, renderer: &dyn ChunkRenderer) -> String {
+    fn render(&self, chunk: &MemoryChunk, renderer: &dyn ChunkRenderer) -> CountedText {
+        CountedText::new(self.write(chunk, renderer), self.counter)
+    }
+
+    /// `chunk`, the `index`-th of the session, rendered whole, not counted.
+    pub(crate) fn render_text(
+        &self,
+        index: usize,
+        chunk: &MemoryChunk,
+        renderer: &dyn ChunkRenderer,
+    ) -> String {
+        self.write(&self.named(index, chunk), renderer)
+    }
+
+    fn write(&self, chunk: &MemoryChunk, renderer: &dyn ChunkRenderer) -> String {
         let mut text = String::with_capacity(body_len(chunk) + RENDER_SLACK);
         renderer.render(chunk, &self.ctx, &mut text);
         // A session keeps every rendered chunk: hold no spare capacity.

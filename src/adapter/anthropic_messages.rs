@@ -1,13 +1,10 @@
 //! Anthropic Messages: content blocks `text`, `thinking`, `tool_use` and
 //! `tool_result`, with `cache_control` on the stable prefix.
 
-use std::fmt::Write as _;
-
 use serde_json::{Map, Value, json};
 
 use super::cache::{breakpoints, min_cacheable_tokens};
-use super::conversation::Conversation;
-use super::native::{NativeOptions, NativeRequest, Provider, added_tokens, prepare, within_budget};
+use super::native::{NativeOptions, NativeRequest, Provider, prepare};
 use crate::error::{ErrorKind, Result};
 use crate::message::BuildResult;
 use crate::render::Record;
@@ -19,9 +16,7 @@ use crate::roles::Role;
 ///
 /// Roles alternate, starting with `user`; every `tool_use` is answered by
 /// a `tool_result` first in the next user message; thinking with a
-/// signature is a `thinking` block. Ids outside `[a-zA-Z0-9_-]` (which
-/// the API refuses) are written as `h_` and the id's bytes in hex, and
-/// so are ids that start with `h_`, so two ids never meet. With
+/// signature is a `thinking` block. With
 /// `options.cache_breakpoints`, blocks where the prompt is unchanged since
 /// the previous build carry `cache_control` (see
 /// [`NativeRequest::cache_breakpoints`]).
@@ -33,8 +28,7 @@ use crate::roles::Role;
 /// the history starts with the assistant (build with
 /// [`user_first`](crate::ContextBuilder::user_first));
 /// [`ErrorKind::EmptyHistory`] if there is no message besides the system
-/// prompt; [`ErrorKind::BudgetExceeded`] if sending an unpaired call as
-/// text would overflow the budget.
+/// prompt.
 pub fn anthropic_request(result: &BuildResult, options: &NativeOptions) -> Result<NativeRequest> {
     let prepared = prepare(result, Provider::Anthropic)?;
     let conversation = &prepared.conversation;
@@ -78,10 +72,6 @@ pub fn anthropic_request(result: &BuildResult, options: &NativeOptions) -> Resul
             block["cache_control"] = json!({"type": "ephemeral"});
         }
     }
-    let token_count = within_budget(
-        result,
-        prepared.request.token_count + added_tokens(result, rewritten_ids(conversation))?,
-    )?;
     let mut body = Map::new();
     body.insert("model".into(), Value::from(result.model.as_str()));
     body.insert("max_tokens".into(), Value::from(result.reserve_output));
@@ -92,7 +82,6 @@ pub fn anthropic_request(result: &BuildResult, options: &NativeOptions) -> Resul
     Ok(NativeRequest {
         body: Value::Object(body),
         cache_breakpoints: marks,
-        token_count,
         ..prepared.request
     })
 }
@@ -154,14 +143,14 @@ fn block(record: &Record) -> Value {
             id,
             name,
             arguments,
-        } => json!({"type": "tool_use", "id": tool_id(id), "name": name, "input": arguments}),
+        } => json!({"type": "tool_use", "id": id, "name": name, "input": arguments}),
         Record::ToolResult {
             id,
             content,
             is_error,
             ..
         } => {
-            let mut block = json!({"type": "tool_result", "tool_use_id": tool_id(id)});
+            let mut block = json!({"type": "tool_result", "tool_use_id": id});
             if !content.is_empty() {
                 block["content"] = Value::from(content.as_str());
             }
@@ -172,39 +161,3 @@ fn block(record: &Record) -> Value {
         }
     }
 }
-
-/// `id` as the API accepts it (`^[a-zA-Z0-9_-]+$`), one to one.
-fn tool_id(id: &str) -> String {
-    let valid = !id.is_empty()
-        && !id.starts_with(HEX_PREFIX)
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if valid {
-        return id.to_owned();
-    }
-    let mut out = String::with_capacity(HEX_PREFIX.len() + 2 * id.len());
-    out.push_str(HEX_PREFIX);
-    for byte in id.bytes() {
-        let _ = write!(out, "{byte:02x}");
-    }
-    out
-}
-
-/// Each id the request writes in hex, once per block it is in, beside
-/// what it was: the longer id costs tokens the build did not count.
-fn rewritten_ids(conversation: &Conversation) -> std::vec::IntoIter<(String, String)> {
-    let ids = conversation.turns.iter().flat_map(|turn| &turn.items);
-    ids.filter_map(|item| match item {
-        Record::ToolCall { id, .. } | Record::ToolResult { id, .. } => {
-            let written = tool_id(id);
-            (written != *id).then(|| (id.clone(), written))
-        }
-        _ => None,
-    })
-    .collect::<Vec<_>>()
-    .into_iter()
-}
-
-/// What starts an id written in hex.
-const HEX_PREFIX: &str = "h_";

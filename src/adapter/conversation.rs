@@ -5,14 +5,14 @@
 //! The planner keeps a call and its results together, but the history may
 //! still hold a call with no result yet (the agent's pending call), or a
 //! result that is not in the turn right after its call. Those are sent as
-//! tagged text, escaped like any body: no provider can pair them, and
-//! none may receive a half pair.
+//! text, each its own record (one line of JSON): no provider can pair
+//! them, and none may receive a half pair.
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{ErrorKind, Result};
 use crate::message::{BuildResult, ContextMessage};
-use crate::render::{EscapeMode, Protocol, Record, RendererRegistry};
+use crate::render::{Protocol, Record};
 use crate::roles::Role;
 use crate::tokens::parts::SEPARATOR;
 
@@ -35,11 +35,11 @@ pub(crate) struct Turn {
     pub(crate) tokens: usize,
 }
 
-/// What pairing changed, for the request's bound and warnings.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What pairing changed, for the request's warnings.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Repairs {
-    /// Records sent as text instead, each with the record it was.
-    pub(crate) as_text: Vec<(Record, Record)>,
+    /// Calls and results sent as text.
+    pub(crate) as_text: usize,
 }
 
 impl Conversation {
@@ -236,46 +236,12 @@ fn merge_result(first: &mut Record, later: Record) {
     }
 }
 
-/// Replaces a call or result by its tagged text, as text mode writes it.
+/// Replaces a call or result by its own record as text: the very line
+/// the build counted, so sending it costs nothing the build did not count.
+/// JSON escaping keeps its body inside the record's strings.
 fn as_text(item: &mut Record, repairs: &mut Repairs) {
-    let text = tagged_text(item);
-    let record = std::mem::replace(item, Record::Text { text });
-    repairs.as_text.push((record, item.clone()));
-}
-
-/// A call or result as the default table tags it, body escaped.
-fn tagged_text(item: &Record) -> String {
-    let registry = RendererRegistry::new();
-    let ctx = registry.context(EscapeMode::Structural);
-    let mut out = String::new();
-    match item {
-        Record::ToolCall {
-            id,
-            name,
-            arguments,
-        } => {
-            let body = serde_json::to_string(arguments).unwrap_or_default();
-            let attributes = [
-                ("tool", Some(name.as_str())),
-                ("call_id", Some(id.as_str())),
-            ];
-            ctx.write_element(&mut out, "tool_call", &attributes, Some(&body));
-        }
-        Record::ToolResult {
-            id,
-            name,
-            content,
-            is_error,
-        } => {
-            let attributes = [
-                ("tool", name.as_deref()),
-                ("call_id", Some(id.as_str())),
-                ("success", is_error.then_some("false")),
-            ];
-            ctx.write_element(&mut out, "tool_result", &attributes, Some(content));
-        }
-        Record::Text { text } => out.push_str(text),
-        Record::Thinking { thinking, .. } => out.push_str(thinking),
-    }
-    out
+    let mut text = String::new();
+    item.write(&mut text);
+    *item = Record::Text { text };
+    repairs.as_text += 1;
 }

@@ -5,12 +5,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::cache::CacheBreakpoint;
-use super::conversation::{Conversation, Repairs};
-use crate::error::{ErrorKind, Result};
+use super::conversation::Conversation;
+use crate::error::Result;
 use crate::message::BuildResult;
 use crate::render::Record;
 use crate::roles::Role;
-use crate::tokens::counter_for_model;
 
 /// Options of the native adapters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,8 +36,8 @@ pub struct NativeRequest {
     /// The request body, ready to POST (add the runtime's `tools`).
     pub body: Value,
     /// An upper bound on the prompt's tokens (see the README's "Native
-    /// requests"): the build's count of its records, plus what sending an
-    /// unpaired call or result as text added.
+    /// requests"): the build's count of its records. A call or result sent
+    /// as text is its record, so it costs what the build counted.
     pub token_count: usize,
     /// Always `false`: the provider's framing of native structures is
     /// counted as a bound.
@@ -74,19 +73,16 @@ pub(crate) struct Prepared {
 ///
 /// # Errors
 ///
-/// [`ErrorKind::Option`] if `result` is not a native build;
-/// [`ErrorKind::BudgetExceeded`] if sending unpaired calls as text would
-/// overflow the budget; [`ErrorKind::Tokenizer`] if counting that fails.
+/// [`ErrorKind::Option`] if `result` is not a native build.
 pub(crate) fn prepare(result: &BuildResult, provider: Provider) -> Result<Prepared> {
     let (conversation, repairs) = Conversation::of(result)?.paired();
-    let token_count = within_budget(result, result.token_count + repair_cost(result, &repairs)?)?;
     let mut warnings = result.warnings.clone();
     warnings.extend(provider_warning(&result.model, provider));
-    if !repairs.as_text.is_empty() {
+    if repairs.as_text > 0 {
         warnings.push(format!(
             "{} tool call(s) or result(s) had no partner in the adjacent message and were sent \
              as text",
-            repairs.as_text.len()
+            repairs.as_text
         ));
     }
     if conversation
@@ -104,60 +100,14 @@ pub(crate) fn prepare(result: &BuildResult, provider: Provider) -> Result<Prepar
         conversation,
         request: NativeRequest {
             body: Value::Null,
-            token_count,
+            token_count: result.token_count,
             token_count_exact: false,
             stable_prefix_tokens: result.stable_prefix_tokens,
             cache_breakpoints: Vec::new(),
-            unpaired: repairs.as_text.len(),
+            unpaired: repairs.as_text,
             warnings,
         },
     })
-}
-
-/// The tokens sending calls and results as text adds to the build's count.
-fn repair_cost(result: &BuildResult, repairs: &Repairs) -> Result<usize> {
-    let line = |record: &Record| {
-        let mut line = String::new();
-        record.write(&mut line);
-        line
-    };
-    added_tokens(
-        result,
-        repairs
-            .as_text
-            .iter()
-            .map(|(was, now)| (line(was), line(now))),
-    )
-}
-
-/// The tokens the `(was, now)` replacements add to `result`'s count, each
-/// counted alone with the model's counter (not a custom one the builder
-/// may have had): they are a handful of short strings beside the build.
-pub(crate) fn added_tokens(
-    result: &BuildResult,
-    replacements: impl ExactSizeIterator<Item = (String, String)>,
-) -> Result<usize> {
-    if replacements.len() == 0 {
-        return Ok(0);
-    }
-    let counter = counter_for_model(&result.model)?;
-    Ok(replacements
-        .map(|(was, now)| counter.count(&now).saturating_sub(counter.count(&was)))
-        .sum())
-}
-
-/// `token_count`, or the error that it does not fit `result`'s budget.
-pub(crate) fn within_budget(result: &BuildResult, token_count: usize) -> Result<usize> {
-    if token_count > result.budget {
-        return Err(ErrorKind::BudgetExceeded {
-            required: token_count,
-            available: result.budget,
-            max_tokens: result.max_tokens,
-            reserve_output: result.reserve_output,
-        }
-        .into());
-    }
-    Ok(token_count)
 }
 
 /// A warning when `model` is not one of `provider`'s: the counts were made

@@ -40,7 +40,6 @@ use crate::message::{BuildResult, ContextMessage, MessageFingerprint, Truncation
 use crate::message_text::MessageText;
 use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
-use crate::render::RenderContext;
 use crate::roles::{ChunkKind, Role};
 use crate::rows::Rows;
 use crate::tokens::parts::{CountedText, SEPARATOR};
@@ -205,11 +204,7 @@ impl ContextBuilder {
         if counter.encoding_name() != carry.result.encoding || !counter.additive_at_clean_cuts() {
             return Ok(None);
         }
-        let preparer = Preparer {
-            counter: counter.as_ref(),
-            ctx: RenderContext::new(self.escape, self.renderers.tag_set()),
-            policy,
-        };
+        let preparer = self.preparer(state, counter.as_ref(), policy);
         let Some(mut appended) = self.appended(state, carry, &preparer, cache)? else {
             return Ok(None);
         };

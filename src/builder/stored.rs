@@ -16,8 +16,6 @@ use super::ContextBuilder;
 use crate::chunk_cache::ChunkCache;
 use crate::error::Result;
 use crate::memory::MemoryState;
-use crate::prepare::Preparer;
-use crate::render::RenderContext;
 use crate::roles::Role;
 use crate::tokens::parts::CountedText;
 use crate::tokens::{Encoding, Route, route};
@@ -26,7 +24,7 @@ use crate::tokens::{Encoding, Route, route};
 /// rendering or the layout of its kept counts changes, so that counts kept
 /// by a build of the same crate version before the change are not read as
 /// counts of the new rendering. (A release bumps the crate version too.)
-const COUNT_FORMAT: u32 = 1;
+const COUNT_FORMAT: u32 = 2;
 
 impl ContextBuilder {
     /// The encoding kept counts are counted with, or `None` when this
@@ -77,11 +75,7 @@ impl ContextBuilder {
     ) -> Result<Vec<Option<String>>> {
         let counter = self.counter_in_use()?;
         cache.count_with(counter.encoding_name());
-        let preparer = Preparer {
-            counter: counter.as_ref(),
-            ctx: RenderContext::new(self.escape, self.renderers.tag_set()),
-            policy: self.current_policy(),
-        };
+        let preparer = self.preparer(state, counter.as_ref(), self.current_policy());
         let mut kept = Vec::with_capacity(indices.len());
         for index in indices {
             let chunk = &state.chunks[index];

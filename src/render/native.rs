@@ -13,6 +13,8 @@
 //! Chunks in the system role keep their tagged text: the system prompt is
 //! text in every provider's request.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -210,12 +212,12 @@ fn native_record(chunk: &MemoryChunk) -> Option<Record> {
             .filter(|text| !text.trim().is_empty())
             .map(|text| Record::Text { text }),
         ChunkKind::Workflow => Some(Record::ToolCall {
-            id: chunk.call_id.as_deref()?.to_owned(),
+            id: wire_id(chunk.call_id.as_deref()?)?,
             name: call_name(chunk),
             arguments: arguments(chunk),
         }),
         ChunkKind::Environment => Some(Record::ToolResult {
-            id: chunk.call_id.as_deref()?.to_owned(),
+            id: wire_id(chunk.call_id.as_deref()?)?,
             name: chunk.tool.as_deref().map(str::to_owned),
             content: body_text(chunk)
                 .map(String::from)
@@ -229,6 +231,59 @@ fn native_record(chunk: &MemoryChunk) -> Option<Record> {
             thinking: body(),
         }),
         _ => None,
+    }
+}
+
+/// `id` as every provider accepts it (Anthropic allows only
+/// `[a-zA-Z0-9_-]+`), one to one: any other id, and any id starting with
+/// [`HEX_PREFIX`], is written as that prefix and its bytes in hex, so two
+/// ids never meet. Written into the record, so the build counts it.
+/// `None` for an empty id, which pairs nothing.
+fn wire_id(id: &str) -> Option<String> {
+    if id.is_empty() {
+        return None;
+    }
+    let valid = !id.starts_with(HEX_PREFIX)
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if valid {
+        return Some(id.to_owned());
+    }
+    let mut out = String::with_capacity(HEX_PREFIX.len() + 2 * id.len());
+    out.push_str(HEX_PREFIX);
+    for byte in id.bytes() {
+        let _ = write!(out, "{byte:02x}");
+    }
+    Some(out)
+}
+
+/// What starts an id written in hex.
+const HEX_PREFIX: &str = "h_";
+
+/// `chunk`, the `index`-th of `chunks`, with a result's function named
+/// after its call (the nearest earlier call with its id) when it names
+/// none. Providers repeat the name in a result (harmony's
+/// `functions.NAME` header), so its record must count it.
+pub(crate) fn named_result<'c>(
+    chunks: &[MemoryChunk],
+    index: usize,
+    chunk: &'c MemoryChunk,
+) -> Cow<'c, MemoryChunk> {
+    let id = match (chunk.kind, &chunk.tool, &chunk.call_id) {
+        (ChunkKind::Environment, None, Some(id)) => id,
+        _ => return Cow::Borrowed(chunk),
+    };
+    let call = chunks.get(..index).unwrap_or(chunks).iter().rev().find(|c| {
+        c.kind == ChunkKind::Workflow && c.call_id.as_deref() == Some(id.as_ref())
+    });
+    match call {
+        Some(call) => {
+            let mut named = chunk.clone();
+            named.tool = Some(call_name(call).into());
+            Cow::Owned(named)
+        }
+        None => Cow::Borrowed(chunk),
     }
 }
 
