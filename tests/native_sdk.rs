@@ -1,15 +1,21 @@
-//! Every native request built from the bundled data validates against the
-//! official OpenAI and Anthropic SDKs' typed request params
+//! Every native request built from the bundled data, and from random
+//! sessions, validates against the official OpenAI and Anthropic SDKs'
+//! typed request params
 //! (`tests/sdk/validate_requests.py`, run with the Python that
 //! `.ci/with-sdk-python` provides).
+
+mod common;
 
 use std::io::Write;
 use std::process::Command;
 
 use agent_context::adapter::{
-    NativeOptions, anthropic_request, openai_chat_request, openai_responses_request,
+    NativeOptions, NativeRequest, anthropic_request, openai_chat_request, openai_responses_request,
 };
-use agent_context::{ContextBuilder, MemoryState, Protocol};
+use agent_context::{BuildResult, ContextBuilder, MemoryState, Protocol};
+use common::native_sessions::case;
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::TestRunner;
 use serde_json::json;
 
 /// The Python with the SDKs. Without one the test fails: request bodies
@@ -48,15 +54,7 @@ fn bundled_requests_validate_against_the_official_sdks() {
                     continue;
                 };
                 let name = format!("{} {model} {max_tokens}", path.display());
-                let wires = [
-                    ("openai-chat", openai_chat_request(&result)),
-                    ("openai-responses", openai_responses_request(&result)),
-                    (
-                        "anthropic-messages",
-                        anthropic_request(&result, &NativeOptions::default()),
-                    ),
-                ];
-                for (wire, request) in wires {
+                for (wire, request) in requests(&result) {
                     let request = request.unwrap_or_else(|e| panic!("{name} {wire}: {e}"));
                     lines.push(
                         json!({"wire": wire, "name": name, "body": request.body}).to_string(),
@@ -66,14 +64,69 @@ fn bundled_requests_validate_against_the_official_sdks() {
         }
     }
     assert!(lines.len() >= 18, "too few bodies: {}", lines.len());
-    let file = std::env::temp_dir().join(format!("agent-context-sdk-{}.jsonl", std::process::id()));
+    validate(&python, &lines);
+}
+
+#[test]
+fn random_requests_validate_against_the_official_sdks() {
+    // The sessions of the property tests (`tests/native.rs`), drawn from a
+    // fixed seed: every body any wire sends is one its SDK accepts.
+    let python = sdk_python();
+    let mut runner = TestRunner::deterministic();
+    let strategy = case();
+    let mut lines = Vec::new();
+    for n in 0..RANDOM_CASES {
+        let case = strategy
+            .new_tree(&mut runner)
+            .expect("a random case")
+            .current();
+        let Ok(result) = case.build().result else {
+            continue;
+        };
+        for (wire, request) in requests(&result) {
+            if let Ok(request) = request {
+                let name = format!("random case {n} ({})", case.model);
+                lines.push(json!({"wire": wire, "name": name, "body": request.body}).to_string());
+            }
+        }
+    }
+    assert!(
+        lines.len() >= RANDOM_CASES,
+        "too few bodies: {}",
+        lines.len()
+    );
+    validate(&python, &lines);
+}
+
+/// How many random sessions are validated.
+const RANDOM_CASES: usize = 300;
+
+/// The request of every wire for `result`, with the validator's wire names.
+fn requests(result: &BuildResult) -> [(&'static str, agent_context::Result<NativeRequest>); 3] {
+    [
+        ("openai-chat", openai_chat_request(result)),
+        ("openai-responses", openai_responses_request(result)),
+        (
+            "anthropic-messages",
+            anthropic_request(result, &NativeOptions::default()),
+        ),
+    ]
+}
+
+/// Runs the validator over `lines` (one `{wire, name, body}` each).
+fn validate(python: &str, lines: &[String]) {
+    let file = std::env::temp_dir().join(format!(
+        "agent-context-sdk-{}-{}.jsonl",
+        std::process::id(),
+        lines.len()
+    ));
     let mut out = std::fs::File::create(&file).expect("a temp file");
     writeln!(out, "{}", lines.join("\n")).expect("written");
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/sdk/validate_requests.py"
     );
-    let run = Command::new(&python)
+    let run = Command::new(python)
         .arg(script)
         .arg(&file)
         .output()

@@ -274,9 +274,12 @@ pub(crate) fn named_result<'c>(
         (ChunkKind::Environment, None, Some(id)) => id,
         _ => return Cow::Borrowed(chunk),
     };
-    let call = chunks.get(..index).unwrap_or(chunks).iter().rev().find(|c| {
-        c.kind == ChunkKind::Workflow && c.call_id.as_deref() == Some(id.as_ref())
-    });
+    let call = chunks
+        .get(..index)
+        .unwrap_or(chunks)
+        .iter()
+        .rev()
+        .find(|c| c.kind == ChunkKind::Workflow && c.call_id.as_deref() == Some(id.as_ref()));
     match call {
         Some(call) => {
             let mut named = chunk.clone();
