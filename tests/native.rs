@@ -810,6 +810,30 @@ fn unpaired_calls_and_results_are_their_records_as_text_and_ids_are_rewritten_on
 }
 
 #[test]
+fn a_result_with_a_body_and_an_error_sends_both() {
+    let state = state_of(json!([
+        {"id": "u1", "kind": "agent", "role": "user", "text": "build it"},
+        {"id": "w1", "kind": "workflow", "tool": "bash", "call_id": "k1", "data": {"cmd": "make"}},
+        {"id": "e1", "kind": "environment", "call_id": "k1", "success": false,
+         "text": "cc: 3 errors", "error": "exit status 2"},
+    ]));
+    let result = native_builder("claude-sonnet-4-5", 4_000, 100)
+        .build(&state)
+        .unwrap();
+    let expected = "cc: 3 errors\n\nerror: exit status 2";
+    for wire in WIRES {
+        let req = request(wire, &result).unwrap();
+        assert_request(wire, &state, &result, &req);
+    }
+    let chat = request(Wire::Chat, &result).unwrap().body;
+    assert_eq!(chat["messages"][2]["content"], expected);
+    let anthropic = request(Wire::Anthropic, &result).unwrap().body;
+    let answer = &anthropic["messages"][2]["content"][0];
+    assert_eq!(answer["content"], expected);
+    assert_eq!(answer["is_error"], true);
+}
+
+#[test]
 fn several_results_of_one_call_are_one_answer_and_a_failure_is_an_error() {
     let state = MemoryState::from_json_value(json!({"chunks": [
         {"id": "u1", "kind": "agent", "role": "user", "text": "run both"},

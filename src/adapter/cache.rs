@@ -2,11 +2,13 @@
 //!
 //! Anthropic caches the prompt up to each block marked with `cache_control`
 //! (at most 4 marks), and a mark finds an earlier cache entry only within
-//! the 20 blocks before it. Marks go only where the prompt is unchanged
-//! since the previous build: the end of the system prompt, and the end of
-//! the stable prefix, with up to two more inside it so that no stretch
-//! between marks is longer than the look-back. A prefix shorter than the
-//! model's minimum is not cached, so it is not marked.
+//! the 20 blocks before it. The end of the system prompt is marked on
+//! every build (it is the same from turn to turn, so the first build
+//! writes the entry the next ones read); in the history, marks go only
+//! where the prompt is unchanged since the previous build: the end of the
+//! stable prefix, with up to two more inside it so that no stretch between
+//! marks is longer than the look-back. A prefix shorter than the model's
+//! minimum is not cached, so it is not marked.
 
 use serde::Serialize;
 

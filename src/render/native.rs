@@ -23,6 +23,7 @@ use serde_json::{Map, Value};
 use crate::memory::MemoryChunk;
 use crate::render::{ChunkRenderer, DefaultRenderer, RenderContext, body_text};
 use crate::roles::{ChunkKind, Role};
+use crate::tokens::parts::SEPARATOR;
 
 /// How the prompt speaks to the provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -219,10 +220,7 @@ fn native_record(chunk: &MemoryChunk) -> Option<Record> {
         ChunkKind::Environment => Some(Record::ToolResult {
             id: wire_id(chunk.call_id.as_deref()?)?,
             name: chunk.tool.as_deref().map(str::to_owned),
-            content: body_text(chunk)
-                .map(String::from)
-                .or_else(|| chunk.error.as_deref().map(str::to_owned))
-                .unwrap_or_default(),
+            content: result_content(chunk),
             is_error: chunk.success == Some(false),
         }),
         // The signature first: unsigned thinking is text, its body unread.
@@ -287,6 +285,17 @@ pub(crate) fn named_result<'c>(
             Cow::Owned(named)
         }
         None => Cow::Borrowed(chunk),
+    }
+}
+
+/// What a result says: its body, its `error`, or both (the error after
+/// a blank line, labelled, as text mode shows it in an attribute).
+fn result_content(chunk: &MemoryChunk) -> String {
+    match (body_text(chunk), chunk.error.as_deref()) {
+        (Some(body), Some(error)) => format!("{body}{SEPARATOR}error: {error}"),
+        (Some(body), None) => body.into_owned(),
+        (None, Some(error)) => error.to_owned(),
+        (None, None) => String::new(),
     }
 }
 
