@@ -150,6 +150,14 @@ pub enum ErrorKind {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// Content blocks break the content schema.
+    #[error("invalid content at `{path}`: {message}")]
+    Content {
+        /// Where, from the root of the content (`$[1].childBlocks[0].type`).
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A builder option is inconsistent.
     #[error("invalid option `{option}`: {message}")]
     Option {

@@ -93,6 +93,7 @@ pub mod budget;
 mod builder;
 mod chunk_cache;
 mod chunk_id;
+pub mod content;
 mod engine;
 mod error;
 mod explain;
