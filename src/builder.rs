@@ -19,6 +19,7 @@ use crate::budget::{
     framing_table, group_units, plan_steps,
 };
 use crate::chunk_cache::ChunkCache;
+use crate::content::{ContentFormat, ContentRenderer};
 use crate::error::{ErrorKind, Result};
 use crate::format::{FormatOptions, FragmentFormat, render_fragments};
 use crate::memory::MemoryState;
@@ -108,6 +109,41 @@ struct Assembled {
     summary: Option<Summary>,
 }
 
+/// How chunks' `content` is written: a built-in format, or a caller's
+/// renderer.
+#[derive(Clone)]
+pub(crate) enum ContentChoice {
+    Format(ContentFormat),
+    Custom(Arc<dyn ContentRenderer>),
+}
+
+impl ContentChoice {
+    fn renderer(&self) -> &dyn ContentRenderer {
+        match self {
+            ContentChoice::Format(format) => format.renderer(),
+            ContentChoice::Custom(renderer) => renderer.as_ref(),
+        }
+    }
+
+    /// The built-in format, which keys kept counts; `None` for a custom
+    /// renderer.
+    pub(crate) fn format(&self) -> Option<ContentFormat> {
+        match self {
+            ContentChoice::Format(format) => Some(*format),
+            ContentChoice::Custom(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for ContentChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ContentChoice::Format(format) => f.debug_tuple("Format").field(format).finish(),
+            ContentChoice::Custom(_) => f.write_str("Custom(..)"),
+        }
+    }
+}
+
 /// The model counted for when none is given.
 pub const DEFAULT_MODEL: &str = "gpt-4o";
 
@@ -130,6 +166,7 @@ pub struct ContextBuilder {
     exclude_kinds: Vec<ChunkKind>,
     include_ids: Option<Vec<String>>,
     renderers: RendererRegistry,
+    content: ContentChoice,
     user_first: bool,
     fragments_format: FragmentFormat,
     fragment_options: FormatOptions,
@@ -170,6 +207,7 @@ impl ContextBuilder {
             exclude_kinds: Vec::new(),
             include_ids: None,
             renderers: RendererRegistry::new(),
+            content: ContentChoice::Format(ContentFormat::default()),
             user_first: false,
             fragments_format: FragmentFormat::default(),
             fragment_options: FormatOptions::default(),
@@ -220,6 +258,20 @@ impl ContextBuilder {
     /// How bodies are escaped.
     pub fn escape(&mut self, mode: EscapeMode) -> &mut Self {
         self.escape = mode;
+        self
+    }
+
+    /// The format chunks' `content` is written in (default
+    /// [`ContentFormat::Gfm`]).
+    pub fn content_format(&mut self, format: ContentFormat) -> &mut Self {
+        self.content = ContentChoice::Format(format);
+        self
+    }
+
+    /// Writes chunks' `content` with a renderer of your own (its counts
+    /// are not kept in a store: they cannot be keyed).
+    pub fn content_renderer(&mut self, renderer: Arc<dyn ContentRenderer>) -> &mut Self {
+        self.content = ContentChoice::Custom(renderer);
         self
     }
 
@@ -420,6 +472,7 @@ impl ContextBuilder {
             ctx: RenderContext::new(self.escape, self.renderers.tag_set()),
             policy,
             calls_from: native.then_some(&state.chunks[..]),
+            content: self.content.renderer(),
         }
     }
 

@@ -6,10 +6,12 @@
 //! otherwise silently drop a guarantee the caller asked for.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::content::Block;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
 use crate::json_text::JsonText;
@@ -35,6 +37,10 @@ pub struct MemoryChunk {
     /// JSON body, rendered as pretty JSON (exclusive with `text`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<JsonText>,
+    /// Formatted content, rendered in the builder's content format
+    /// (exclusive with `text` and `data`; see [`crate::content`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<Arc<[Block]>>,
     /// Tool or skill name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<Box<str>>,
@@ -93,6 +99,7 @@ impl MemoryChunk {
             action: None,
             text: None,
             data: None,
+            content: None,
             tool: None,
             call_id: None,
             success: None,
@@ -127,6 +134,12 @@ impl MemoryChunk {
     /// Sets the JSON body.
     pub fn with_data(mut self, data: impl Into<JsonText>) -> Self {
         self.data = Some(data.into());
+        self
+    }
+
+    /// Sets formatted content as the body.
+    pub fn with_content(mut self, blocks: Vec<Block>) -> Self {
+        self.content = Some(blocks.into());
         self
     }
 
@@ -207,6 +220,10 @@ impl MemoryChunk {
             _ if self.text.is_some() && self.data.is_some() => {
                 fail("data", "give either \"text\" or \"data\", not both".into())
             }
+            _ if self.content.is_some() && (self.text.is_some() || self.data.is_some()) => fail(
+                "content",
+                "give one body: \"content\", \"text\" or \"data\", not several".into(),
+            ),
             (kind, _) if self.signature.is_some() && kind != ChunkKind::Thinking => fail(
                 "signature",
                 format!(
@@ -266,8 +283,8 @@ impl MemoryState {
     }
 
     /// Checks the invariants a hand-built session must also hold: ids present
-    /// and unique, `role` given exactly on `agent` chunks, `text` and `data`
-    /// not both set.
+    /// and unique, `role` given exactly on `agent` chunks, one body at most
+    /// (`text`, `data` or `content`).
     ///
     /// # Errors
     ///

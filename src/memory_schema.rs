@@ -4,9 +4,12 @@
 //! messages cannot say *which* chunk failed, and a caller with 10,000 chunks
 //! needs the index and id to fix their input.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::content::{Block, blocks_from_value};
 use crate::error::{ChunkLocation, ErrorKind, Result, json_type_name};
 use crate::json_input::{self, Document, ParseOptions, value_from_deserializer};
 use crate::json_text::JsonText;
@@ -22,6 +25,7 @@ const CHUNK_FIELDS: &[&str] = &[
     "action",
     "text",
     "data",
+    "content",
     "tool",
     "call_id",
     "success",
@@ -254,6 +258,7 @@ impl ChunkFields<'_> {
         chunk.action = self.optional_str("action")?;
         chunk.text = self.optional_string("text")?;
         chunk.data = self.optional_json("data");
+        chunk.content = self.content()?;
         chunk.tool = self.optional_str("tool")?;
         chunk.call_id = self.optional_str("call_id")?;
         chunk.success = match self.take("success") {
@@ -332,6 +337,23 @@ impl ChunkFields<'_> {
     }
 
     /// Any JSON value but `null`, kept as text.
+    /// The `content` blocks, an error naming the block and field inside.
+    fn content(&mut self) -> Result<Option<Arc<[Block]>>> {
+        let Some(value) = self.take("content").filter(|v| !v.is_null()) else {
+            return Ok(None);
+        };
+        match blocks_from_value(value) {
+            Ok(blocks) => Ok(Some(blocks.into())),
+            Err(error) => match error.kind() {
+                ErrorKind::Content { path, message } => {
+                    let field = format!("content{}", path.trim_start_matches('$'));
+                    Err(self.error(&field, message.clone()))
+                }
+                _ => Err(error),
+            },
+        }
+    }
+
     fn optional_json(&mut self, field: &str) -> Option<JsonText> {
         self.take(field)
             .filter(|v| !v.is_null())

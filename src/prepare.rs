@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::budget::{Decision, MIN_CAP, Policy, cut_body, marker_only};
+use crate::content::{ContentRenderer, render_text};
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::memory::MemoryChunk;
 use crate::render::{ChunkRenderer, RenderContext, body_text, default_tag, named_result};
@@ -28,6 +29,8 @@ pub(crate) struct Preparer<'a> {
     /// The session's chunks, where a result's call is looked up in native
     /// mode (see [`named_result`]); `None` in text mode.
     pub(crate) calls_from: Option<&'a [MemoryChunk]>,
+    /// What writes a chunk's `content` as its text body.
+    pub(crate) content: &'a dyn ContentRenderer,
 }
 
 impl Preparer<'_> {
@@ -68,7 +71,7 @@ impl Preparer<'_> {
         renderer: &dyn ChunkRenderer,
         cap: Option<usize>,
     ) -> Result<PreparedChunk> {
-        let chunk = &*self.named(index, chunk);
+        let chunk = &*self.resolved(index, chunk);
         let role = renderer.role(chunk);
         let part = self.render(chunk, renderer);
         let (part, decision) = match cap.map(|asked| (asked, asked.max(MIN_CAP))) {
@@ -153,7 +156,7 @@ impl Preparer<'_> {
         if part.alone() < STUB_MIN_TOKENS {
             return None;
         }
-        let chunk = &*self.named(index, chunk);
+        let chunk = &*self.resolved(index, chunk);
         let mut text = String::new();
         if !renderer.render_stub(chunk, part.alone(), &self.ctx, &mut text) {
             return None;
@@ -163,12 +166,23 @@ impl Preparer<'_> {
             .map(Arc::new)
     }
 
-    /// `chunk`, the `index`-th of the session, as the renderers see it.
-    fn named<'c>(&self, index: usize, chunk: &'c MemoryChunk) -> Cow<'c, MemoryChunk> {
-        match self.calls_from {
+    /// `chunk`, the `index`-th of the session, as the renderers see it:
+    /// its `content` written as its text (so it is escaped, counted, cut
+    /// and stubbed like any body), and in native mode a result named after
+    /// its call.
+    fn resolved<'c>(&self, index: usize, chunk: &'c MemoryChunk) -> Cow<'c, MemoryChunk> {
+        let chunk = match self.calls_from {
             Some(chunks) => named_result(chunks, index, chunk),
             None => Cow::Borrowed(chunk),
-        }
+        };
+        let Some(blocks) = &chunk.content else {
+            return chunk;
+        };
+        let text = render_text(blocks, self.content);
+        let mut written = chunk.into_owned();
+        written.text = Some(text);
+        written.content = None;
+        Cow::Owned(written)
     }
 
     fn render(&self, chunk: &MemoryChunk, renderer: &dyn ChunkRenderer) -> CountedText {
@@ -182,7 +196,7 @@ impl Preparer<'_> {
         chunk: &MemoryChunk,
         renderer: &dyn ChunkRenderer,
     ) -> String {
-        self.write(&self.named(index, chunk), renderer)
+        self.write(&self.resolved(index, chunk), renderer)
     }
 
     fn write(&self, chunk: &MemoryChunk, renderer: &dyn ChunkRenderer) -> String {

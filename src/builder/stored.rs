@@ -31,7 +31,8 @@ impl ContextBuilder {
     /// builder's counts cannot be kept (see the module's docs). Known from
     /// the model's name: no tables are loaded.
     fn kept_encoding(&self) -> Option<Encoding> {
-        if self.counter.is_some() || !self.renderers.only_default() {
+        if self.counter.is_some() || !self.renderers.only_default() || self.content.format().is_none()
+        {
             return None;
         }
         match route(&self.model) {
@@ -48,6 +49,7 @@ impl ContextBuilder {
         (
             self.escape,
             self.renderers.protocol(),
+            self.content.format(),
             self.renderers.tag_set().names(),
         )
             .hash(&mut hasher);

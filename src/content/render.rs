@@ -25,7 +25,6 @@ pub trait ContentRenderer: Send + Sync {
 /// What a block becomes: text, or the block itself where the prompt can
 /// carry it natively (media).
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum Rendered {
     /// The block as text.
     Text(String),

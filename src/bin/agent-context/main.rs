@@ -4,6 +4,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use agent_context::adapter::NativeOptions;
+use agent_context::content::{
+    ContentFormat, Rendered, blocks_from_value, render_blocks, render_text,
+};
 use agent_context::format::{
     Delimiter, FormatOptions, FragmentFormat, render_fragments, render_value,
 };
@@ -39,6 +42,8 @@ enum Command {
     Count(CountArgs),
     /// Render structured context (`{"fragments": [...]}`, or any JSON with --data).
     Render(RenderArgs),
+    /// Render content blocks (one block or an array) as text.
+    Content(ContentArgs),
     /// Replay a recorded session turn by turn, building after each turn.
     Replay(replay::ReplayArgs),
     /// Durable chats in a store: append, build, export, branches.
@@ -99,6 +104,21 @@ struct RenderArgs {
     input: JsonInput,
 }
 
+#[derive(clap::Args)]
+struct ContentArgs {
+    /// JSON file, or `-` (the default) for standard input.
+    #[arg(default_value = "-")]
+    file: String,
+    /// Output format: gfm, commonmark or xml.
+    #[arg(long, default_value = "gfm", value_parser = options::parse_content_format)]
+    format: ContentFormat,
+    /// Print the output blocks as JSON (text blocks, media kept as they are).
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    input: JsonInput,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum OutputArg {
     Report,
@@ -143,6 +163,7 @@ fn main() -> ExitCode {
         Command::Build(args) => build(args).map_err(Failure::from),
         Command::Count(args) => count(args).map_err(Failure::from),
         Command::Render(args) => render(args).map_err(Failure::from),
+        Command::Content(args) => content(args).map_err(Failure::from),
         Command::Replay(args) => replay::run(args),
         Command::Chat(command) => chat::run(command).map_err(Failure::from),
     };
@@ -194,6 +215,7 @@ fn exit_code(kind: &ErrorKind) -> u8 {
         | ErrorKind::CapTooSmall { .. }
         | ErrorKind::UnknownCapTarget { .. }
         | ErrorKind::Fragment { .. }
+        | ErrorKind::Content { .. }
         | ErrorKind::Chat { .. }
         | ErrorKind::Io { .. } => 2,
         _ => 1,
@@ -341,6 +363,28 @@ fn render(args: RenderArgs) -> agent_context::Result<String> {
             other => return Err(not_a_fragments_document(&other).into()),
         };
         render_fragments(&fragments, args.format, &options)?
+    };
+    out.push('\n');
+    Ok(out)
+}
+
+/// `content`: blocks as text joined by a blank line, or as JSON blocks.
+fn content(args: ContentArgs) -> agent_context::Result<String> {
+    let text = read_input(&args.file, args.input.limit(), Expected::JsonValue)?;
+    let value = parse_json(&text, args.input.parse_options())?;
+    let blocks = blocks_from_value(value)?;
+    let renderer = args.format.renderer();
+    let mut out = if args.json {
+        let output: Vec<serde_json::Value> = render_blocks(&blocks, renderer)
+            .into_iter()
+            .map(|rendered| match rendered {
+                Rendered::Text(text) => serde_json::json!({"type": "text", "text": text}),
+                Rendered::Native(block) => serde_json::to_value(block).unwrap_or_default(),
+            })
+            .collect();
+        serde_json::to_string_pretty(&output).unwrap_or_default()
+    } else {
+        render_text(&blocks, renderer)
     };
     out.push('\n');
     Ok(out)

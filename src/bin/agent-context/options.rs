@@ -1,5 +1,6 @@
 //! The flags `build` and `replay` share, turned into a builder.
 
+use agent_context::content::ContentFormat;
 use agent_context::format::FragmentFormat;
 use agent_context::render::EscapeMode;
 use agent_context::tokens::{Calibration, EstimateFactor, Framing};
@@ -25,6 +26,9 @@ pub(crate) struct BuildOptions {
     /// How message framing is counted.
     #[arg(long, value_enum, default_value_t = FramingArg::Openai)]
     framing: FramingArg,
+    /// Format chunks' `content` blocks are written in: gfm, commonmark or xml.
+    #[arg(long, value_name = "FORMAT", default_value = "gfm", value_parser = parse_content_format)]
+    content_format: ContentFormat,
     /// Format of the session's fragments in the system message.
     #[arg(long, value_name = "FORMAT", default_value = "xml", value_parser = parse_format)]
     fragments_format: FragmentFormat,
@@ -124,6 +128,12 @@ fn parse_kind(name: &str) -> Result<ChunkKind, String> {
     })
 }
 
+/// A content format by its name.
+pub(crate) fn parse_content_format(name: &str) -> Result<ContentFormat, String> {
+    ContentFormat::from_name(name)
+        .ok_or_else(|| format!("unknown content format {name:?}; expected gfm, commonmark or xml"))
+}
+
 impl BuildOptions {
     /// The builder these flags describe, its policy included.
     pub(crate) fn builder(&self) -> agent_context::Result<ContextBuilder> {
@@ -141,7 +151,8 @@ impl BuildOptions {
                 FramingArg::None => Framing::None,
             })
             .exclude_kinds(self.exclude_kinds.iter().copied())
-            .fragments_format(self.fragments_format);
+            .fragments_format(self.fragments_format)
+            .content_format(self.content_format);
         if let Some(max_tokens) = self.max_tokens {
             builder.max_tokens(max_tokens);
         }
