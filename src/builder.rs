@@ -459,19 +459,16 @@ impl ContextBuilder {
         self.build_with(state, pass)
     }
 
-    /// What renders and counts the chunks of `state` under `policy`.
+    /// What renders and counts chunks under `policy`.
     pub(crate) fn preparer<'a>(
         &'a self,
-        state: &'a MemoryState,
         counter: &'a dyn TokenCounter,
         policy: &'a Policy,
     ) -> Preparer<'a> {
-        let native = self.renderers.protocol() == Protocol::Native;
         Preparer {
             counter,
             ctx: RenderContext::new(self.escape, self.renderers.tag_set()),
             policy,
-            calls_from: native.then_some(&state.chunks[..]),
             content: self.content.renderer(),
         }
     }
@@ -485,7 +482,7 @@ impl ContextBuilder {
     ) -> Result<BuildResult> {
         let budget = self.budget_for(state, &mut pass)?;
         let counter = budget.counter.as_ref();
-        let preparer = self.preparer(state, counter, pass.policy);
+        let preparer = self.preparer(counter, pass.policy);
         let system = self.system_parts(state, &preparer.ctx, counter)?;
         let prepared = self.prepare(state, &preparer, budget.available, system, &mut pass)?;
         let assembled = self.plan_and_assemble(state, &preparer, &budget, prepared, &mut pass)?;

@@ -7,7 +7,7 @@ use crate::budget::{Decision, MIN_CAP, Policy, cut_body, marker_only};
 use crate::content::{ContentRenderer, render_text};
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::memory::MemoryChunk;
-use crate::render::{ChunkRenderer, RenderContext, body_text, default_tag, named_result};
+use crate::render::{ChunkRenderer, RenderContext, body_text, default_tag};
 use crate::roles::{Retention, Role};
 use crate::tokens::TokenCounter;
 use crate::tokens::parts::CountedText;
@@ -26,9 +26,6 @@ pub(crate) struct Preparer<'a> {
     pub(crate) counter: &'a dyn TokenCounter,
     pub(crate) ctx: RenderContext<'a>,
     pub(crate) policy: &'a Policy,
-    /// The session's chunks, where a result's call is looked up in native
-    /// mode (see [`named_result`]); `None` in text mode.
-    pub(crate) calls_from: Option<&'a [MemoryChunk]>,
     /// What writes a chunk's `content` as its text body.
     pub(crate) content: &'a dyn ContentRenderer,
 }
@@ -71,7 +68,7 @@ impl Preparer<'_> {
         renderer: &dyn ChunkRenderer,
         cap: Option<usize>,
     ) -> Result<PreparedChunk> {
-        let chunk = &*self.resolved(index, chunk);
+        let chunk = &*self.resolved(chunk);
         let role = renderer.role(chunk);
         let part = self.render(chunk, renderer);
         let (part, decision) = match cap.map(|asked| (asked, asked.max(MIN_CAP))) {
@@ -148,7 +145,6 @@ impl Preparer<'_> {
     /// has at least [`STUB_MIN_TOKENS`] tokens.
     pub(crate) fn stub(
         &self,
-        index: usize,
         chunk: &MemoryChunk,
         renderer: &dyn ChunkRenderer,
         part: &CountedText,
@@ -156,7 +152,7 @@ impl Preparer<'_> {
         if part.alone() < STUB_MIN_TOKENS {
             return None;
         }
-        let chunk = &*self.resolved(index, chunk);
+        let chunk = &*self.resolved(chunk);
         let mut text = String::new();
         if !renderer.render_stub(chunk, part.alone(), &self.ctx, &mut text) {
             return None;
@@ -166,21 +162,14 @@ impl Preparer<'_> {
             .map(Arc::new)
     }
 
-    /// `chunk`, the `index`-th of the session, as the renderers see it:
-    /// its `content` written as its text (so it is escaped, counted, cut
-    /// and stubbed like any body), and in native mode a result named after
-    /// its call.
-    fn resolved<'c>(&self, index: usize, chunk: &'c MemoryChunk) -> Cow<'c, MemoryChunk> {
-        let chunk = match self.calls_from {
-            Some(chunks) => named_result(chunks, index, chunk),
-            None => Cow::Borrowed(chunk),
-        };
+    /// `chunk` as the renderers see it: its `content` written as its text,
+    /// so it is escaped, counted, cut and stubbed like any body.
+    fn resolved<'c>(&self, chunk: &'c MemoryChunk) -> Cow<'c, MemoryChunk> {
         let Some(blocks) = &chunk.content else {
-            return chunk;
+            return Cow::Borrowed(chunk);
         };
-        let text = render_text(blocks, self.content);
-        let mut written = chunk.into_owned();
-        written.text = Some(text);
+        let mut written = chunk.clone();
+        written.text = Some(render_text(blocks, self.content));
         written.content = None;
         Cow::Owned(written)
     }
@@ -189,14 +178,9 @@ impl Preparer<'_> {
         CountedText::new(self.write(chunk, renderer), self.counter)
     }
 
-    /// `chunk`, the `index`-th of the session, rendered whole, not counted.
-    pub(crate) fn render_text(
-        &self,
-        index: usize,
-        chunk: &MemoryChunk,
-        renderer: &dyn ChunkRenderer,
-    ) -> String {
-        self.write(&self.resolved(index, chunk), renderer)
+    /// `chunk` rendered whole, not counted.
+    pub(crate) fn render_text(&self, chunk: &MemoryChunk, renderer: &dyn ChunkRenderer) -> String {
+        self.write(&self.resolved(chunk), renderer)
     }
 
     fn write(&self, chunk: &MemoryChunk, renderer: &dyn ChunkRenderer) -> String {

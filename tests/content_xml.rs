@@ -78,9 +78,7 @@ fn a_paragraph_block_wraps_its_tree() {
 
 #[test]
 fn headings() {
-    let legacy = |level: u8, text: &str| {
-        json!({"type": "text", "text": text, "semantic": {"type": "heading", "level": level}})
-    };
+    let legacy = |level: u8, text: &str| json!({"type": "text", "text": text, "semantic": {"type": "heading", "level": level}});
     assert_eq!(xml(legacy(1, "Title")), "<h1>Title</h1>");
     assert_eq!(xml(legacy(3, "Subtitle")), "<h3>Subtitle</h3>");
     let with_tree = json!({"type": "text", "text": "", "semantic": {"type": "heading", "level": 2},
@@ -95,15 +93,23 @@ fn text_and_attributes_are_escaped() {
     let expected = "A &amp; B &lt; C &gt; D &quot;quoted&quot;";
     assert_eq!(xml(json!({"type": "text", "text": text})), expected);
     assert_eq!(xml(tree(json!([{"text": text}]))), expected);
-    let link = tree(json!([{"semantic": "link", "props": {"href": "/a?b=1&c=\"2\""},
-        "text": "<here>"}]));
+    let link = tree(
+        json!([{"semantic": "link", "props": {"href": "/a?b=1&c=\"2\""},
+        "text": "<here>"}]),
+    );
     assert_eq!(
         xml(link),
         "<a href=\"/a?b=1&amp;c=&quot;2&quot;\">&lt;here&gt;</a>"
     );
-    let custom = tree(json!([{"semantic": "custom", "props": {"_tagName": "x onload=\"y\""},
-        "text": "t"}]));
-    assert_eq!(xml(custom), "<span>t</span>", "a tag name that is not a name");
+    let custom = tree(
+        json!([{"semantic": "custom", "props": {"_tagName": "x onload=\"y\""},
+        "text": "t"}]),
+    );
+    assert_eq!(
+        xml(custom),
+        "<span>t</span>",
+        "a tag name that is not a name"
+    );
     assert_eq!(
         xml(json!({"type": "code", "language": "c", "text": "if (a < b && c > d) {}"})),
         "<pre><code class=\"language-c\">if (a &lt; b &amp;&amp; c &gt; d) {}</code></pre>"

@@ -786,8 +786,8 @@ fn unpaired_calls_and_results_are_their_records_as_text_and_ids_are_rewritten_on
         let text: String = texts(wire, &req.body).into_iter().map(|(_, t)| t).collect();
         // `h_2` is in the rewriting's own shape, so it is rewritten too.
         let call = json!({"type": "tool_call", "id": "h_685f32", "name": "bash",
-            "arguments": {"text": "not json"}});
-        let answer = json!({"type": "tool_result", "id": "h_685f32", "name": "bash",
+            "result_name": "bash", "arguments": {"text": "not json"}});
+        let answer = json!({"type": "tool_result", "id": "h_685f32",
             "content": hostile, "is_error": true});
         for record in [call, answer] {
             assert!(
@@ -1096,25 +1096,31 @@ fn a_cache_mark_never_covers_a_prefill_the_previous_request_trimmed() {
 #[test]
 fn the_count_bounds_harmony_with_long_tool_names_and_unnamed_results() {
     // Parallel calls to an MCP tool (long name); the results carry only
-    // the call id, as the input format allows. Harmony names the function
-    // again in every result.
-    let mut chunks = vec![json!({"id": "u1", "kind": "agent", "role": "user", "text": "go"})];
-    for i in 0..8 {
-        chunks.push(
-            json!({"id": format!("w{i}"), "kind": "workflow", "tool": LONG_TOOL,
-            "call_id": format!("c{i}")}),
-        );
-    }
-    for i in 0..8 {
-        chunks.push(json!({"id": format!("e{i}"), "kind": "environment",
-            "call_id": format!("c{i}"), "text": "ok"}));
-    }
-    let state = state_of(Value::Array(chunks));
-    let result = native_builder("gpt-4o", 20_000, 100).build(&state).unwrap();
-    for wire in [Wire::Chat, Wire::Responses] {
-        let req = request(wire, &result).unwrap();
-        assert_request(wire, &state, &result, &req);
-        assert_harmony_bound(wire, &result, &req);
+    // the call id, as the input format allows, or a short name of their
+    // own. Harmony names the call's function again in every result.
+    for result_tool in [None, Some("x")] {
+        let mut chunks = vec![json!({"id": "u1", "kind": "agent", "role": "user", "text": "go"})];
+        for i in 0..8 {
+            chunks.push(
+                json!({"id": format!("w{i}"), "kind": "workflow", "tool": LONG_TOOL,
+                "call_id": format!("c{i}")}),
+            );
+        }
+        for i in 0..8 {
+            let mut result = json!({"id": format!("e{i}"), "kind": "environment",
+                "call_id": format!("c{i}"), "text": "ok"});
+            if let Some(tool) = result_tool {
+                result["tool"] = json!(tool);
+            }
+            chunks.push(result);
+        }
+        let state = state_of(Value::Array(chunks));
+        let result = native_builder("gpt-4o", 20_000, 100).build(&state).unwrap();
+        for wire in [Wire::Chat, Wire::Responses] {
+            let req = request(wire, &result).unwrap();
+            assert_request(wire, &state, &result, &req);
+            assert_harmony_bound(wire, &result, &req);
+        }
     }
 }
 

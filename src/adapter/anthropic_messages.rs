@@ -143,6 +143,7 @@ fn block(record: &Record) -> Value {
             id,
             name,
             arguments,
+            ..
         } => json!({"type": "tool_use", "id": id, "name": name, "input": arguments}),
         Record::ToolResult {
             id,

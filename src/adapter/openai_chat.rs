@@ -63,6 +63,7 @@ fn assistant_message(items: &[Record]) -> Value {
                 id,
                 name,
                 arguments,
+            ..
             } => Some(json!({
                 "id": id,
                 "type": "function",

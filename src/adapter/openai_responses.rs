@@ -66,6 +66,7 @@ fn turn_items(role: &str, items: &[Record], input: &mut Vec<Value>) {
             id,
             name,
             arguments,
+            ..
         } = item
         {
             input.push(json!({

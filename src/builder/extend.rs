@@ -204,7 +204,7 @@ impl ContextBuilder {
         if counter.encoding_name() != carry.result.encoding || !counter.additive_at_clean_cuts() {
             return Ok(None);
         }
-        let preparer = self.preparer(state, counter.as_ref(), policy);
+        let preparer = self.preparer(counter.as_ref(), policy);
         let Some(mut appended) = self.appended(state, carry, &preparer, cache)? else {
             return Ok(None);
         };

@@ -354,7 +354,7 @@ impl ContextBuilder {
         cache: &mut ChunkCache,
     ) -> Option<Arc<CountedText>> {
         let renderer = self.renderers.renderer_for(chunk);
-        cache.stub(index, || preparer.stub(index, chunk, renderer, part))
+        cache.stub(index, || preparer.stub(chunk, renderer, part))
     }
 
     /// Gives the items the texts the prompt may show, given each one's fate
@@ -404,7 +404,7 @@ impl ContextBuilder {
     ) -> Result<PreparedChunk> {
         cache.stats.chunks_restored += 1;
         let renderer = self.renderers.renderer_for(chunk);
-        let render = || preparer.render_text(index, chunk, renderer);
+        let render = || preparer.render_text(chunk, renderer);
         if let Some(restored) = cache.restore_whole(index, render) {
             debug_assert_eq!(
                 Some(restored.part.as_ref()),

@@ -31,7 +31,9 @@ impl ContextBuilder {
     /// builder's counts cannot be kept (see the module's docs). Known from
     /// the model's name: no tables are loaded.
     fn kept_encoding(&self) -> Option<Encoding> {
-        if self.counter.is_some() || !self.renderers.only_default() || self.content.format().is_none()
+        if self.counter.is_some()
+            || !self.renderers.only_default()
+            || self.content.format().is_none()
         {
             return None;
         }
@@ -77,7 +79,7 @@ impl ContextBuilder {
     ) -> Result<Vec<Option<String>>> {
         let counter = self.counter_in_use()?;
         cache.count_with(counter.encoding_name());
-        let preparer = self.preparer(state, counter.as_ref(), self.current_policy());
+        let preparer = self.preparer(counter.as_ref(), self.current_policy());
         let mut kept = Vec::with_capacity(indices.len());
         for index in indices {
             let chunk = &state.chunks[index];

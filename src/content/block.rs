@@ -317,7 +317,13 @@ impl ListItem {
 
     /// Whether the item is checked.
     pub fn checked(&self) -> bool {
-        matches!(self, ListItem::Item { checked: Some(true), .. })
+        matches!(
+            self,
+            ListItem::Item {
+                checked: Some(true),
+                ..
+            }
+        )
     }
 
     /// The list under the item.

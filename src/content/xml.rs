@@ -41,7 +41,10 @@ impl ContentRenderer for XmlRenderer {
                 out.push('>');
                 match text.as_deref().filter(|t| !t.trim().is_empty()) {
                     Some(text) => escape(text, out),
-                    None => escape(&describe_action(action, actor.as_deref(), target.as_deref()), out),
+                    None => escape(
+                        &describe_action(action, actor.as_deref(), target.as_deref()),
+                        out,
+                    ),
                 }
                 out.push_str("</user-action>");
             }
@@ -77,7 +80,11 @@ impl ContentRenderer for XmlRenderer {
                 out.push_str(" />");
             }
             SemanticType::Audio | SemanticType::Video => {
-                let tag = if semantic == SemanticType::Audio { "audio" } else { "video" };
+                let tag = if semantic == SemanticType::Audio {
+                    "audio"
+                } else {
+                    "video"
+                };
                 let _ = write!(out, "<{tag}");
                 write_attribute(out, "src", node.prop("src"));
                 out.push_str(" />");
@@ -242,7 +249,11 @@ fn write_media(tag: &str, media: &Media, out: &mut String) {
     let _ = write!(out, "<{tag}");
     write_attribute(out, "src", Some(&media.source.href()));
     if tag == "img" {
-        write_attribute(out, "alt", Some(media.alt_text.as_deref().unwrap_or_default()));
+        write_attribute(
+            out,
+            "alt",
+            Some(media.alt_text.as_deref().unwrap_or_default()),
+        );
     }
     out.push_str(" />");
 }

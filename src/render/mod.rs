@@ -17,7 +17,7 @@ pub use chunks::{DefaultRenderer, default_tag};
 pub use escape::EscapeMode;
 pub use native::Protocol;
 
-pub(crate) use native::{Record, history_note, named_result};
+pub(crate) use native::{Record, history_note};
 
 pub(crate) use chunks::{ELIDED_TAG, HISTORY_START_TAG, SUMMARY_TAG, body_text};
 pub(crate) use escape::TagSet;

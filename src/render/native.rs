@@ -13,7 +13,6 @@
 //! Chunks in the system role keep their tagged text: the system prompt is
 //! text in every provider's request.
 
-use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -48,17 +47,19 @@ pub enum Protocol {
 pub(crate) enum Record {
     /// Text the model reads as the message's own words.
     Text { text: String },
-    /// A tool call with its arguments object.
+    /// A tool call with its arguments object. Providers name the function
+    /// again in the call's result (harmony's `functions.NAME` header), so
+    /// the call's record holds the name twice: counted here, where the
+    /// name is known, rather than in a result that may not say it.
     ToolCall {
         id: String,
         name: String,
+        result_name: String,
         arguments: Map<String, Value>,
     },
     /// What a tool call returned.
     ToolResult {
         id: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        name: Option<String>,
         content: String,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
@@ -215,11 +216,11 @@ fn native_record(chunk: &MemoryChunk) -> Option<Record> {
         ChunkKind::Workflow => Some(Record::ToolCall {
             id: wire_id(chunk.call_id.as_deref()?)?,
             name: call_name(chunk),
+            result_name: call_name(chunk),
             arguments: arguments(chunk),
         }),
         ChunkKind::Environment => Some(Record::ToolResult {
             id: wire_id(chunk.call_id.as_deref()?)?,
-            name: chunk.tool.as_deref().map(str::to_owned),
             content: result_content(chunk),
             is_error: chunk.success == Some(false),
         }),
@@ -258,35 +259,6 @@ fn wire_id(id: &str) -> Option<String> {
 
 /// What starts an id written in hex.
 const HEX_PREFIX: &str = "h_";
-
-/// `chunk`, the `index`-th of `chunks`, with a result's function named
-/// after its call (the nearest earlier call with its id) when it names
-/// none. Providers repeat the name in a result (harmony's
-/// `functions.NAME` header), so its record must count it.
-pub(crate) fn named_result<'c>(
-    chunks: &[MemoryChunk],
-    index: usize,
-    chunk: &'c MemoryChunk,
-) -> Cow<'c, MemoryChunk> {
-    let id = match (chunk.kind, &chunk.tool, &chunk.call_id) {
-        (ChunkKind::Environment, None, Some(id)) => id,
-        _ => return Cow::Borrowed(chunk),
-    };
-    let call = chunks
-        .get(..index)
-        .unwrap_or(chunks)
-        .iter()
-        .rev()
-        .find(|c| c.kind == ChunkKind::Workflow && c.call_id.as_deref() == Some(id.as_ref()));
-    match call {
-        Some(call) => {
-            let mut named = chunk.clone();
-            named.tool = Some(call_name(call).into());
-            Cow::Owned(named)
-        }
-        None => Cow::Borrowed(chunk),
-    }
-}
 
 /// What a result says: its body, its `error`, or both (the error after
 /// a blank line, labelled, as text mode shows it in an attribute).
