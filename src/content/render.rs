@@ -29,7 +29,7 @@ pub enum Rendered {
     /// The block as text.
     Text(String),
     /// A media block, passed through.
-    Native(Block),
+    Native(Box<Block>),
 }
 
 /// Writes `node` with its own renderer when it names one, else with
@@ -46,7 +46,7 @@ pub fn render_blocks(blocks: &[Block], renderer: &dyn ContentRenderer) -> Vec<Re
     blocks
         .iter()
         .map(|block| match block {
-            Block::Image(_) | Block::Audio(_) | Block::Video(_) => Rendered::Native(block.clone()),
+            Block::Image(_) | Block::Audio(_) | Block::Video(_) => Rendered::Native(Box::new(block.clone())),
             _ => {
                 let mut text = String::new();
                 renderer.write_block(block, &mut text);
