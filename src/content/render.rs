@@ -46,7 +46,9 @@ pub fn render_blocks(blocks: &[Block], renderer: &dyn ContentRenderer) -> Vec<Re
     blocks
         .iter()
         .map(|block| match block {
-            Block::Image(_) | Block::Audio(_) | Block::Video(_) => Rendered::Native(Box::new(block.clone())),
+            Block::Image(_) | Block::Audio(_) | Block::Video(_) => {
+                Rendered::Native(Box::new(block.clone()))
+            }
             _ => {
                 let mut text = String::new();
                 renderer.write_block(block, &mut text);
