@@ -1,40 +1,39 @@
 //! Markdown: GitHub Flavored or CommonMark, written so that text never turns
 //! into markup.
 //!
-//! The shapes are the reference renderer's (`**strong**`, `*em*`,
-//! `` `code` ``, `[text](href)`, padded tables, `- [x]` tasks, fenced code,
-//! `<collapsed name="…">`), but every piece of text is escaped, as little as
-//! keeps it text: a backslash goes before `*`, `` ` ``, `[` and `]` always;
-//! before `_` unless it sits between two letters; before a `<` that could
-//! open a tag or an autolink, an `&` that could start an entity and a `\`
-//! that could escape what follows; before `~` and `|` in GFM; and before
-//! what would open a block at the start of a line (`#`, `>`, `-`, `+`, `1.`,
-//! a `---` or `===` underline, a `~~~` fence). Indentation at the start of a
-//! line is dropped, as Markdown would drop it (or read it as code).
+//! The shapes are the reference renderer's (`**strong**`, `*em*`, `` `code` ``,
+//! `[text](href)`, padded tables, `- [x]` tasks, fenced code, `<collapsed>`),
+//! but text is escaped, as little as keeps it text: a backslash goes before
+//! `*` and `` ` ``; `_` unless between two letters; `]` before `(` or `:`
+//! (every bracket inside a link's text); `<` that could open a tag, `&` that
+//! could start an entity, `\` that could escape what follows; `~` and `|` in
+//! GFM; and what would open a block at a line's start (`#`, `>`, `-`, `+`,
+//! `1.`, a `---` or `===` underline, a fence, a `[ ]` box). Indentation at a
+//! line's start is dropped, as Markdown drops it (or reads it as code).
 //!
-//! Where Markdown cannot say what the tree says, the nearest form that a
-//! parser reads back is written instead:
-//! * `mark`, `underline`, `subscript`, `superscript` and `small` are inline
-//!   HTML (`<mark>C</mark>`, …); so is CommonMark's strikethrough
-//!   (`<del>C</del>`).
+//! Where Markdown cannot say what the tree says, the nearest form that reads
+//! back is written:
+//! * `mark`, `underline`, `subscript`, `superscript`, `small` and
+//!   CommonMark's strikethrough are inline HTML (`<mark>C</mark>`, `<del>`).
 //! * Emphasis whose delimiters could not open or close where they stand
-//!   (`a**(b)**`: punctuation inside, a letter outside) becomes `<strong>`,
-//!   `<em>` or `<del>`; emphasis inside the same emphasis is written once.
-//! * Code spans hold the subtree's plain text, newlines as spaces, between
-//!   backtick runs longer than any inside.
-//! * In GFM table cells a newline is `<br>`; in headings a space; in list
-//!   items and inline spans one line break (blank lines would end them).
-//! * A table without headers gets a header row of empty cells; short rows
-//!   are padded with empty cells. CommonMark has no tables: its table is the
-//!   GFM table's text in a fenced code block, with cells escaping only `\`,
-//!   `|` and newlines (as `\\`, `\|`, `\n`).
-//! * A `line-break` node is a hard break (two spaces and a newline), a
+//!   (`a**(b)**c`) becomes `<strong>`, `<em>` or `<del>`; emphasis inside the
+//!   same emphasis is written once; spaces at its edges move outside.
+//! * A code span holds the subtree's plain text, newlines as spaces; two
+//!   side by side are parted by a space.
+//! * A newline is `<br>` in a GFM cell, a space in a heading, a line break
+//!   in list items and spans (a blank line would end them).
+//! * A table without headers gets empty header cells, short rows empty
+//!   cells. CommonMark has no tables: its table is the GFM text in a fenced
+//!   block, cells escaping only `\`, `|` and newlines (`\\`, `\|`, `\n`).
+//! * A `line-break` node is a hard break (two spaces, newline); a
 //!   `horizontal-rule` node `---` between blank lines (a break inline).
+
+use std::borrow::Cow;
 
 use serde_json::Value;
 
 use super::block::{
-    Alignment, Block, ContentFormat, List, Node, Semantic, SemanticType, Structure, Table,
+    Alignment, Block, ContentFormat, List, Node, Semantic, SemanticType as S, Structure, Table,
 };
 use super::render::{ContentRenderer, write_subtree};
 
@@ -73,13 +72,6 @@ impl MarkdownRenderer {
     pub fn flavor(&self) -> Flavor {
         self.flavor
     }
-
-    fn format(&self) -> ContentFormat {
-        match self.flavor {
-            Flavor::Gfm => ContentFormat::Gfm,
-            Flavor::CommonMark => ContentFormat::Commonmark,
-        }
-    }
 }
 
 impl ContentRenderer for MarkdownRenderer {
@@ -90,93 +82,86 @@ impl ContentRenderer for MarkdownRenderer {
         out.push_str(&buf.finish(None, None));
     }
 
-    /// At the start of a line the tree may open blocks; after other text it
-    /// is written inline.
+    /// At a line's start the tree may open blocks; after text, it is inline.
     fn write_node(&self, node: &Node, out: &mut String) {
-        let at_line_start = out.is_empty() || out.ends_with('\n');
-        let mut buf = Buf::new(!at_line_start);
-        let ctx = if at_line_start {
-            Ctx::BLOCK
+        let line_start = out.is_empty() || out.ends_with('\n');
+        let mut buf = Buf::new(!line_start);
+        let newline = if line_start {
+            Newline::Paragraph
         } else {
-            Ctx::BLOCK.inline()
+            Newline::Line
         };
-        self.node(node, ctx, &mut buf);
+        self.node(node, Ctx::new(newline), &mut buf);
         let before = out.chars().next_back();
         out.push_str(&buf.finish(before, None));
     }
 }
 
-/// Where content is written: what it may open and what it is inside.
-#[derive(Clone, Copy)]
-struct Ctx {
-    /// Blocks (paragraphs, headings, lists) may open here.
-    block: bool,
-    /// What a newline in text becomes.
-    newline: Newline,
-    /// The emphasis open around this point (bits of [`Emph`]).
-    styles: u8,
-    /// Inside brackets (a link's text, an alt text, a media marker):
-    /// every bracket is escaped and no link opens.
-    label: bool,
-    /// `&`, `<`, `>`, `"` and `'` are written as XML entities (which
-    /// Markdown reads back as the characters), as the reference writes a
-    /// collapsed block's text.
-    xml: bool,
-}
-
-/// What a newline in text becomes: what the surrounding construct allows.
+/// What a newline in text becomes: what the construct around it allows.
 #[derive(Clone, Copy, PartialEq)]
 enum Newline {
-    /// A newline; a blank line ends the paragraph.
+    /// A newline; a blank line ends a paragraph, and blocks may open.
     Paragraph,
     /// A newline, never a blank line.
     Line,
-    /// A space.
     Space,
-    /// `<br>` (a GFM table cell).
+    /// `<br>`, in a GFM table cell.
     Br,
 }
 
-impl Ctx {
-    const BLOCK: Ctx = Ctx {
-        block: true,
-        newline: Newline::Paragraph,
-        styles: 0,
-        label: false,
-        xml: false,
-    };
+/// Where content is written and what is open around it.
+#[derive(Clone, Copy)]
+struct Ctx {
+    newline: Newline,
+    /// The emphasis open around this point (bits of [`Emph`]).
+    styles: u8,
+    /// Inside brackets (a link's text, an alt text): brackets are escaped
+    /// and no link opens.
+    label: bool,
+    /// `&`, `<`, `>`, `"`, `'` as XML entities (read back as themselves), as
+    /// the reference writes a collapsed block's text.
+    xml: bool,
+}
 
-    fn inline(self) -> Ctx {
-        let newline = match self.newline {
-            Newline::Paragraph => Newline::Line,
-            other => other,
-        };
+impl Ctx {
+    fn new(newline: Newline) -> Ctx {
         Ctx {
-            block: false,
             newline,
-            ..self
+            styles: 0,
+            label: false,
+            xml: false,
         }
     }
 
-    /// Inside brackets, on one line.
-    const LABEL: Ctx = Ctx {
-        block: false,
-        newline: Newline::Space,
-        styles: 0,
-        label: true,
-        xml: false,
-    };
+    fn block(self) -> bool {
+        self.newline == Newline::Paragraph
+    }
 
-    fn with_newline(self, newline: Newline) -> Ctx {
-        Ctx {
-            newline,
-            ..self.inline()
+    fn inline(self) -> Ctx {
+        if self.block() {
+            return self.with_newline(Newline::Line);
         }
+        self
+    }
+
+    fn with_newline(mut self, newline: Newline) -> Ctx {
+        self.newline = newline;
+        self
+    }
+
+    fn styled(mut self, bit: u8) -> Ctx {
+        self.styles |= bit;
+        self.inline()
+    }
+
+    fn labelled(mut self) -> Ctx {
+        self.label = true;
+        self.inline()
     }
 }
 
-/// Emphasis written with delimiters that must open and close where they
-/// stand.
+/// Emphasis written with delimiters, which must open and close where they
+/// stand ([`Buf::finish`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Emph {
     Strong,
@@ -185,23 +170,12 @@ enum Emph {
 }
 
 impl Emph {
-    fn bit(self) -> u8 {
-        1 << self as u8
-    }
-
-    fn delimiter(self) -> &'static str {
+    /// The delimiter, and the tag written instead where it cannot stand.
+    fn marks(self) -> (&'static str, &'static str) {
         match self {
-            Emph::Strong => "**",
-            Emph::Em => "*",
-            Emph::Strike => "~~",
-        }
-    }
-
-    fn tag(self) -> &'static str {
-        match self {
-            Emph::Strong => "strong",
-            Emph::Em => "em",
-            Emph::Strike => "del",
+            Emph::Strong => ("**", "strong"),
+            Emph::Em => ("*", "em"),
+            Emph::Strike => ("~~", "del"),
         }
     }
 }
@@ -211,26 +185,22 @@ impl MarkdownRenderer {
         match block {
             Block::Text {
                 text,
-                semantic_node,
+                semantic_node: node,
                 semantic,
-            } => self.text_block(text, semantic_node.as_ref(), semantic.as_ref(), buf),
-            Block::Code { language, text } => {
-                push_fence(buf, language.as_deref().unwrap_or(""), text)
-            }
+            } => self.text_block(text, node.as_ref(), semantic.as_ref(), buf),
+            Block::Code { language, text } => push_fence(buf, language.as_deref(), text),
             Block::Json { data, .. } => {
                 let pretty =
                     serde_json::to_string_pretty(data).unwrap_or_else(|_| data.to_string());
-                push_fence(buf, "json", &pretty);
+                push_fence(buf, Some("json"), &pretty);
             }
-            Block::Image(media) => {
-                self.image(
-                    buf,
-                    media.alt_text.as_deref().unwrap_or(""),
-                    &media.source.href(),
-                );
-            }
-            Block::Audio(media) => self.media_marker(buf, "Audio", &media.source.href()),
-            Block::Video(media) => self.media_marker(buf, "Video", &media.source.href()),
+            Block::Image(media) => self.image(
+                buf,
+                media.alt_text.as_deref().unwrap_or(""),
+                &media.source.href(),
+            ),
+            Block::Audio(media) => self.marker(buf, "Audio", &media.source.href()),
+            Block::Video(media) => self.marker(buf, "Video", &media.source.href()),
             Block::UserAction {
                 action,
                 actor,
@@ -239,7 +209,7 @@ impl MarkdownRenderer {
             } => {
                 let text =
                     describe_action(action, actor.as_deref(), target.as_deref(), text.as_deref());
-                self.push_text(buf, &text, Ctx::BLOCK);
+                self.push_text(buf, &text, Ctx::new(Newline::Paragraph));
             }
             Block::Collapsed {
                 name,
@@ -249,8 +219,8 @@ impl MarkdownRenderer {
         }
     }
 
-    /// A text block: preformatted, a list or table structure, a tree in a
-    /// block shape, a legacy `semantic` around the text, or plain text.
+    /// A text block: preformatted, a list or a table, a tree in a block
+    /// shape, legacy `semantic` text, or plain text.
     fn text_block(
         &self,
         text: &str,
@@ -259,48 +229,49 @@ impl MarkdownRenderer {
         buf: &mut Buf,
     ) {
         let kind = semantic.map(|s| s.kind);
-        if kind == Some(SemanticType::Preformatted)
-            || semantic.and_then(|s| s.preformatted) == Some(true)
-        {
-            return push_fence(buf, "", &node.map_or_else(|| text.to_owned(), plain_text));
+        let block = Ctx::new(Newline::Paragraph);
+        if kind == Some(S::Preformatted) || semantic.and_then(|s| s.preformatted) == Some(true) {
+            return push_fence(buf, None, &node.map_or_else(|| text.to_owned(), plain_text));
         }
         match (semantic.and_then(|s| s.structure.as_ref()), kind) {
-            (Some(Structure::Table(table)), Some(SemanticType::Table)) => {
-                return self.table(table, buf);
-            }
-            (Some(Structure::List(list)), Some(SemanticType::List)) => {
-                return self.list(list, 0, buf);
-            }
+            (Some(Structure::Table(table)), Some(S::Table)) => return self.table(table, buf),
+            (Some(Structure::List(list)), Some(S::List)) => return self.list(list, 0, buf),
             _ => {}
         }
         match (node, semantic) {
-            (Some(node), Some(s)) if s.kind == SemanticType::Heading => {
-                let ctx = Ctx::BLOCK.with_newline(Newline::Space);
-                self.heading(s.level.unwrap_or(1), buf, |b| self.child(node, ctx, b));
+            (Some(node), Some(s)) if s.kind == S::Heading => {
+                let level = s.level.unwrap_or(1);
+                self.heading(level, buf, |b| {
+                    self.child(node, Ctx::new(Newline::Space), b)
+                });
             }
-            (Some(node), Some(s)) if s.kind == SemanticType::Blockquote => {
-                self.blockquote(buf, |b| self.child(node, Ctx::BLOCK, b));
+            (Some(node), Some(s)) if s.kind == S::Blockquote => {
+                self.blockquote(buf, |b| self.child(node, block, b))
             }
-            (Some(node), _) => self.child(node, Ctx::BLOCK, buf),
+            (Some(node), _) => self.child(node, block, buf),
             (None, Some(semantic)) => self.legacy(semantic, text, buf),
-            (None, None) => self.push_text(buf, text, Ctx::BLOCK),
+            (None, None) => self.push_text(buf, text, block),
         }
     }
 
-    /// The reference's legacy form: the block's text under its `semantic`,
-    /// written as a one-leaf tree (a heading defaults to level 2 here).
+    /// The reference's legacy form: the text under its `semantic`, as a
+    /// one-leaf tree (a heading is level 2 by default here).
     fn legacy(&self, semantic: &Semantic, text: &str, buf: &mut Buf) {
         match semantic.kind {
-            SemanticType::LineBreak | SemanticType::HorizontalRule => {
-                let rule = semantic.kind == SemanticType::HorizontalRule;
+            S::LineBreak | S::HorizontalRule => {
+                let rule = semantic.kind == S::HorizontalRule;
                 buf.text.push_str(if rule { "\n---\n" } else { "\n" });
                 buf.floor = buf.text.len();
             }
-            SemanticType::Heading => {
-                let ctx = Ctx::BLOCK.with_newline(Newline::Space);
+            S::Heading => {
+                let ctx = Ctx::new(Newline::Space);
                 self.heading(semantic.level.unwrap_or(2), buf, |b| {
                     self.push_text(b, text, ctx)
                 });
+            }
+            // No legacy rule in the reference: the text as it is.
+            S::Image | S::Audio | S::Video | S::Custom | S::ListItem | S::List | S::Table => {
+                self.push_text(buf, text, Ctx::new(Newline::Paragraph))
             }
             kind => {
                 let mut node = Node::text(text);
@@ -309,21 +280,24 @@ impl MarkdownRenderer {
                     node.props
                         .insert("href".to_owned(), Value::from(href.as_str()));
                 }
-                self.node(&node, Ctx::BLOCK, buf);
+                self.node(&node, Ctx::new(Newline::Paragraph), buf);
             }
         }
     }
 
-    /// A child tree: with its own renderer when it names another one.
+    /// A subtree, by its own renderer when it names another one.
     fn child(&self, node: &Node, ctx: Ctx, buf: &mut Buf) {
+        let own = match self.flavor {
+            Flavor::Gfm => ContentFormat::Gfm,
+            Flavor::CommonMark => ContentFormat::Commonmark,
+        };
         match node.renderer {
-            Some(format) if format != self.format() => write_subtree(self, node, &mut buf.text),
+            Some(format) if format != own => write_subtree(self, node, &mut buf.text),
             _ => self.node(node, ctx, buf),
         }
     }
 
     fn node(&self, node: &Node, ctx: Ctx, buf: &mut Buf) {
-        use SemanticType as S;
         let Some(kind) = node.semantic else {
             return self.content(node, ctx, buf);
         };
@@ -332,36 +306,39 @@ impl MarkdownRenderer {
             S::Strong => self.emphasis(node, ctx, Emph::Strong, buf),
             S::Em | S::Citation | S::Variable => self.emphasis(node, ctx, Emph::Em, buf),
             S::Strikethrough => self.emphasis(node, ctx, Emph::Strike, buf),
-            S::Mark => self.tagged(node, ctx, "mark", buf),
-            S::Underline => self.tagged(node, ctx, "u", buf),
-            S::Subscript => self.tagged(node, ctx, "sub", buf),
-            S::Superscript => self.tagged(node, ctx, "sup", buf),
-            S::Small => self.tagged(node, ctx, "small", buf),
-            S::Preformatted if ctx.block => push_fence(buf, "", &plain_text(node)),
+            S::Mark | S::Underline | S::Subscript | S::Superscript | S::Small => {
+                let tag = match kind {
+                    S::Mark => "mark",
+                    S::Underline => "u",
+                    S::Subscript => "sub",
+                    S::Superscript => "sup",
+                    _ => "small",
+                };
+                self.tagged(node, ctx, tag, buf);
+            }
+            S::Preformatted if ctx.block() => push_fence(buf, None, &plain_text(node)),
             S::Code | S::Keyboard | S::Preformatted => push_code_span(buf, &plain_text(node)),
             S::Link => self.link(node, ctx, buf),
             S::Image => self.image(buf, node.prop("alt").unwrap_or_default(), src),
-            S::Audio => self.media_marker(buf, "Audio", src),
-            S::Video => self.media_marker(buf, "Video", src),
+            S::Audio => self.marker(buf, "Audio", src),
+            S::Video => self.marker(buf, "Video", src),
             S::Quote => {
                 buf.text.push('"');
                 self.content(node, ctx.inline(), buf);
                 buf.text.push('"');
             }
-            S::Heading if ctx.block => {
+            S::Heading if ctx.block() => {
                 let level = node.props.get("level").and_then(Value::as_u64).unwrap_or(1);
                 let ctx = ctx.with_newline(Newline::Space);
                 self.heading(level.min(6) as u8, buf, |b| self.content(node, ctx, b));
             }
-            S::Blockquote if ctx.block => self.blockquote(buf, |b| self.content(node, ctx, b)),
-            S::Paragraph if ctx.block => {
+            S::Blockquote if ctx.block() => self.blockquote(buf, |b| self.content(node, ctx, b)),
+            S::Paragraph | S::HorizontalRule if ctx.block() => {
                 buf.block_break();
-                self.content(node, ctx, buf);
-                buf.block_break();
-            }
-            S::HorizontalRule if ctx.block => {
-                buf.block_break();
-                buf.text.push_str("---");
+                match kind {
+                    S::Paragraph => self.content(node, ctx, buf),
+                    _ => buf.text.push_str("---"),
+                }
                 buf.block_break();
             }
             S::LineBreak | S::HorizontalRule => buf.hard_break(ctx.newline),
@@ -369,36 +346,29 @@ impl MarkdownRenderer {
         }
     }
 
-    /// The node's children in order (its text when it has none), keeping
-    /// neighbours from joining into a link.
+    /// The children in order (the text when there are none), kept from
+    /// joining their neighbours ([`Buf::guard`]).
     fn content(&self, node: &Node, ctx: Ctx, buf: &mut Buf) {
         if node.children.is_empty() {
-            if let Some(text) = &node.text {
-                self.push_text(buf, text, ctx);
-            }
-            return;
+            return self.push_text(buf, node.text.as_deref().unwrap_or_default(), ctx);
         }
         for child in &node.children {
             let start = buf.text.len();
             self.child(child, ctx, buf);
-            buf.guard_boundary(start);
+            buf.guard(start);
         }
     }
 
     fn emphasis(&self, node: &Node, ctx: Ctx, emph: Emph, buf: &mut Buf) {
-        if ctx.styles & emph.bit() != 0 {
+        let bit = 1 << emph as u8;
+        if ctx.styles & bit != 0 {
             return self.content(node, ctx, buf);
         }
         let mut inner = Buf::new(true);
-        let inner_ctx = Ctx {
-            styles: ctx.styles | emph.bit(),
-            ..ctx.inline()
-        };
-        self.content(node, inner_ctx, &mut inner);
-        if emph == Emph::Strike && self.flavor == Flavor::CommonMark {
-            buf.wrap(inner, "<del>", "</del>", None);
-        } else {
-            buf.wrap(inner, emph.delimiter(), emph.delimiter(), Some(emph));
+        self.content(node, ctx.styled(bit), &mut inner);
+        match (emph, self.flavor) {
+            (Emph::Strike, Flavor::CommonMark) => buf.wrap(inner, "<del>", "</del>", None),
+            _ => buf.wrap(inner, emph.marks().0, emph.marks().0, Some(emph)),
         }
     }
 
@@ -408,44 +378,36 @@ impl MarkdownRenderer {
         buf.wrap(inner, &format!("<{tag}>"), &format!("</{tag}>"), None);
     }
 
-    /// `[text](href)`; the text alone when there is no `href` or when inside
-    /// another link's text, where links cannot nest.
+    /// `[text](href)`, or the text alone without `href` or inside another
+    /// link's text (links do not nest).
     fn link(&self, node: &Node, ctx: Ctx, buf: &mut Buf) {
         let href = node.prop("href").unwrap_or_default();
         if href.is_empty() || ctx.label {
             return self.content(node, ctx, buf);
         }
         let mut label = Buf::new(true);
-        let label_ctx = Ctx {
-            label: true,
-            ..ctx.inline()
-        };
-        self.content(node, label_ctx, &mut label);
-        buf.text.push('[');
-        buf.text.push_str(&label.finish(Some('['), Some(']')));
-        buf.text.push_str("](");
-        push_destination(&mut buf.text, href);
-        buf.text.push(')');
+        self.content(node, ctx.labelled(), &mut label);
+        let label = label.finish(Some('['), Some(']'));
+        buf.text
+            .push_str(&format!("[{label}]({})", destination(href)));
     }
 
     fn image(&self, buf: &mut Buf, alt: &str, src: &str) {
-        buf.text.push_str("![");
-        buf.text.push_str(&self.inline_text(alt, Ctx::LABEL));
-        buf.text.push_str("](");
-        push_destination(&mut buf.text, src);
-        buf.text.push(')');
+        buf.text
+            .push_str(&format!("![{}]({})", self.label(alt), destination(src)));
     }
 
     /// `[Audio: src]`, as the reference writes sound and video in text.
-    fn media_marker(&self, buf: &mut Buf, name: &str, src: &str) {
-        buf.text.push('[');
-        buf.text.push_str(name);
-        buf.text.push_str(": ");
-        buf.text.push_str(&self.inline_text(src, Ctx::LABEL));
-        buf.text.push(']');
+    fn marker(&self, buf: &mut Buf, name: &str, src: &str) {
+        buf.text.push_str(&format!("[{name}: {}]", self.label(src)));
     }
 
-    /// Text escaped after other text on its line: a label, a cell.
+    /// Text escaped on one line, inside brackets.
+    fn label(&self, text: &str) -> String {
+        self.inline_text(text, Ctx::new(Newline::Space).labelled())
+    }
+
+    /// Text escaped after other text on its line.
     fn inline_text(&self, text: &str, ctx: Ctx) -> String {
         let mut buf = Buf::new(true);
         self.push_text(&mut buf, text, ctx);
@@ -457,16 +419,17 @@ impl MarkdownRenderer {
         write(&mut body);
         body.trim_end();
         let mut text = body.finish(Some(' '), None);
-        // `# a #` closes with its `#`s: a trailing run after a space is text.
+        // A run of `#` after a space would close the heading: it is text.
         let kept = text.trim_end_matches('#').len();
         if kept < text.len() && (kept == 0 || text[..kept].ends_with([' ', '\t'])) {
             text.insert(kept, '\\');
         }
         buf.block_break();
         buf.text.push_str(&"#".repeat(level.clamp(1, 6).into()));
-        if !text.trim_start().is_empty() {
+        let text = text.trim_start_matches([' ', '\t']);
+        if !text.is_empty() {
             buf.text.push(' ');
-            buf.text.push_str(text.trim_start());
+            buf.text.push_str(text);
         }
         buf.block_break();
     }
@@ -475,14 +438,11 @@ impl MarkdownRenderer {
         let mut body = Buf::new(false);
         write(&mut body);
         body.trim_end();
-        let text = body.finish(None, None);
         buf.block_break();
-        for (index, line) in text.split('\n').enumerate() {
-            if index > 0 {
-                buf.text.push('\n');
-            }
-            buf.text.push_str(if line.is_empty() { ">" } else { "> " });
-            buf.text.push_str(line);
+        for (index, line) in body.finish(None, None).split('\n').enumerate() {
+            let newline = if index > 0 { "\n" } else { "" };
+            let mark = if line.is_empty() { ">" } else { "> " };
+            buf.text.push_str(&format!("{newline}{mark}{line}"));
         }
         buf.block_break();
     }
@@ -498,26 +458,36 @@ impl MarkdownRenderer {
                 (true, Flavor::CommonMark, false) => "○ ",
             };
             let mut body = Buf::new(!checkbox.is_empty());
-            self.push_text(&mut body, item.text(), Ctx::BLOCK.inline());
+            self.push_text(&mut body, item.text(), Ctx::new(Newline::Line));
             body.trim_end();
             let text = body.finish(Some(' '), None);
-            let marker = marker(list.ordered, index);
-            push_item(
-                buf,
-                indent,
-                &marker,
-                &format!("{checkbox}{}", text.trim_start()),
-            );
+            let text = text.trim_start_matches([' ', '\t', '\n']);
+            let marker = if list.ordered {
+                format!("{}.", index + 1)
+            } else {
+                "-".to_owned()
+            };
+            push_item(buf, indent, &marker, &format!("{checkbox}{text}"));
             // An empty task keeps the space after its box: `- [ ]` is text.
             buf.floor = buf.text.len();
-            if let Some(nested) = item.nested() {
-                self.list(nested, indent + marker.len() + 1, buf);
+            let Some(nested) = item.nested() else {
+                continue;
+            };
+            // An empty first item cannot interrupt a paragraph (`-` would
+            // underline it): a blank line first. A GFM box alone is none.
+            let paragraph = !text.is_empty() || (list.task && self.flavor == Flavor::CommonMark);
+            let empty = nested
+                .items
+                .first()
+                .is_some_and(|i| i.text().trim().is_empty());
+            if paragraph && empty && !nested.task {
+                buf.text.push_str("\n\n");
             }
+            self.list(nested, indent + marker.len() + 1, buf);
         }
     }
 
-    /// A padded, aligned table: GFM's pipes, or that text fenced in
-    /// CommonMark, which has no tables.
+    /// A padded, aligned table: GFM's, or its text fenced in CommonMark.
     fn table(&self, table: &Table, buf: &mut Buf) {
         let columns = table
             .rows
@@ -532,102 +502,90 @@ impl MarkdownRenderer {
                 .map(|i| self.cell(row.get(i).map_or("", String::as_str)))
                 .collect()
         };
-        let header = cells(&table.headers);
-        let rows: Vec<Vec<String>> = table.rows.iter().map(|row| cells(row)).collect();
+        let rows: Vec<Vec<String>> = std::iter::once(&table.headers)
+            .chain(&table.rows)
+            .map(|row| cells(row))
+            .collect();
         let aligns: Vec<Alignment> = (0..columns)
             .map(|i| table.alignments.get(i).copied().unwrap_or_default())
             .collect();
         let widths: Vec<usize> = (0..columns)
             .map(|i| {
                 rows.iter()
-                    .chain([&header])
                     .map(|row| row[i].chars().count())
                     .fold(3, usize::max)
             })
             .collect();
-        let mut text = table_row(&header, &widths, &aligns);
-        text.push_str("\n|");
-        for (&width, &align) in widths.iter().zip(&aligns) {
-            let dashes = |n: usize| "-".repeat(n);
-            let rule = match align {
-                Alignment::Left => dashes(width),
-                Alignment::Center => format!(":{}:", dashes(width - 2)),
-                Alignment::Right => format!("{}:", dashes(width - 1)),
-            };
-            text.push_str(&format!(" {rule} |"));
-        }
-        for row in &rows {
-            text.push('\n');
-            text.push_str(&table_row(row, &widths, &aligns));
-        }
+        let rule = |(&width, &align): (&usize, &Alignment)| match align {
+            Alignment::Left => "-".repeat(width),
+            Alignment::Center => format!(":{}:", "-".repeat(width - 2)),
+            Alignment::Right => format!("{}:", "-".repeat(width - 1)),
+        };
+        let rules: Vec<String> = widths.iter().zip(&aligns).map(rule).collect();
+        let mut lines = vec![
+            table_row(&rows[0], &widths, &aligns),
+            format!("| {} |", rules.join(" | ")),
+        ];
+        lines.extend(rows[1..].iter().map(|row| table_row(row, &widths, &aligns)));
         match self.flavor {
-            Flavor::Gfm => buf.text.push_str(&text),
-            Flavor::CommonMark => push_fence(buf, "", &text),
+            Flavor::Gfm => buf.text.push_str(&lines.join("\n")),
+            Flavor::CommonMark => push_fence(buf, None, &lines.join("\n")),
         }
     }
 
-    /// A cell's text: escaped Markdown on one line in GFM; in CommonMark's
-    /// fenced table only what would split the row or the line is escaped.
+    /// A cell: escaped Markdown on one line in GFM; in CommonMark's fenced
+    /// table, only what would split the row or the line.
     fn cell(&self, text: &str) -> String {
-        match self.flavor {
-            Flavor::Gfm => {
-                let ctx = Ctx::BLOCK.with_newline(Newline::Br);
-                self.inline_text(text, ctx).trim().to_owned()
-            }
-            Flavor::CommonMark => {
-                let mut out = String::new();
-                for c in text.trim().chars() {
-                    match c {
-                        '\\' => out.push_str("\\\\"),
-                        '|' => out.push_str("\\|"),
-                        '\n' => out.push_str("\\n"),
-                        '\r' => {}
-                        c => out.push(c),
-                    }
-                }
-                out
-            }
+        if self.flavor == Flavor::Gfm {
+            return self
+                .inline_text(text, Ctx::new(Newline::Br))
+                .trim()
+                .to_owned();
         }
+        let text = text.trim().replace('\\', "\\\\").replace('|', "\\|");
+        text.replace("\r\n", "\\n").replace(['\r', '\n'], "\\n")
     }
 
-    /// `<collapsed name="…">` around the child blocks forced to text,
-    /// joined by blank lines, or around its text (XML-escaped), as the
-    /// reference writes it.
+    /// `<collapsed name="…">` around the child blocks forced to text, joined
+    /// by blank lines, or around its text, XML-escaped, as the reference.
     fn collapsed(&self, name: &str, children: &[Block], text: Option<&str>, buf: &mut Buf) {
         buf.text.push_str("<collapsed name=\"");
-        push_attribute(&mut buf.text, name);
+        for c in name.chars() {
+            match (c, xml_entity(c)) {
+                (_, Some(entity)) => buf.text.push_str(entity),
+                ('\n', None) => buf.text.push_str("&#10;"),
+                ('\r', None) => buf.text.push_str("&#13;"),
+                (c, None) => buf.text.push(c),
+            }
+        }
         buf.text.push_str("\">");
         if children.is_empty() {
-            let ctx = Ctx {
-                xml: true,
-                ..Ctx::BLOCK.inline()
-            };
-            buf.text
-                .push_str(&self.inline_text(text.unwrap_or_default(), ctx));
+            // Right after the tag: a tag alone on its line opens HTML.
+            let mut ctx = Ctx::new(Newline::Line);
+            ctx.xml = true;
+            let text = text.unwrap_or_default().trim_start();
+            buf.text.push_str(&self.inline_text(text, ctx));
         }
         for (index, child) in children.iter().enumerate() {
-            let before = if index == 0 {
-                Some('>')
-            } else {
+            if index > 0 {
                 buf.text.push_str("\n\n");
-                None
-            };
-            let after = (index + 1 == children.len()).then_some('<');
+            }
             let mut body = Buf::new(false);
             self.block(child, &mut body);
             body.trim_end();
-            buf.text.push_str(&body.finish(before, after));
+            let before = (index == 0).then_some('>');
+            buf.text
+                .push_str(&body.finish(before, (index + 1 == children.len()).then_some('<')));
         }
         buf.text.push_str("</collapsed>");
     }
 
-    /// Writes `text` so that it reads back as itself. Newlines become what
+    /// Writes `text` so that it reads back as itself, its newlines as
     /// `ctx` allows.
     fn push_text(&self, buf: &mut Buf, text: &str, ctx: Ctx) {
-        let text = if text.contains('\r') {
-            text.replace("\r\n", "\n").replace('\r', "\n")
-        } else {
-            text.to_owned()
+        let text = match text.contains('\r') {
+            true => Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n")),
+            false => Cow::Borrowed(text),
         };
         let mut newlines = 0;
         for (index, line) in text.split('\n').enumerate() {
@@ -651,8 +609,7 @@ impl MarkdownRenderer {
     fn push_line(&self, buf: &mut Buf, mut line: &str, ctx: Ctx) {
         if let Some(digits) = buf.line_digits() {
             if digits == 0 {
-                line = line.trim_start_matches([' ', '\t']);
-                line = escape_block_start(buf, line, ctx.xml);
+                line = escape_block_start(buf, line.trim_start_matches([' ', '\t']), ctx.xml);
             }
             if let Some(end) = ordered_marker(digits, line) {
                 buf.text.push_str(&line[..end]);
@@ -663,25 +620,22 @@ impl MarkdownRenderer {
         self.push_inline(buf, line, ctx);
     }
 
-    /// Escapes what could become inline markup: emphasis, code, links
-    /// (a `]` before `(` or `:`; every bracket in a label), tags, entities,
-    /// and GFM's strikethrough and cell separators.
+    /// Escapes what could become inline markup.
     fn push_inline(&self, buf: &mut Buf, text: &str, ctx: Ctx) {
         let gfm = self.flavor == Flavor::Gfm;
-        let mut prev = None;
-        let mut chars = text.char_indices().peekable();
-        while let Some((index, c)) = chars.next() {
-            let next = chars.peek().map(|&(_, n)| n);
+        let mut last = None;
+        for (index, c) in text.char_indices() {
+            let (prev, next) = (last.replace(c), text[index + c.len_utf8()..].chars().next());
             if let Some(entity) = xml_entity(c).filter(|_| ctx.xml) {
                 buf.text.push_str(entity);
-                prev = Some(c);
                 continue;
             }
             let escape = match c {
                 '*' | '`' => true,
                 '[' => ctx.label,
-                ']' => ctx.label || next.is_some_and(|n| matches!(n, '(' | ':')),
-                '\\' => next.is_none_or(|n| n.is_ascii_punctuation()),
+                ']' => ctx.label || matches!(next, Some('(' | ':')),
+                // Before a space too: a span may move the space away.
+                '\\' => next.is_none_or(|n| n.is_ascii_punctuation() || n.is_whitespace()),
                 '_' => !(is_word(prev) && is_word(next)),
                 '<' => next.is_none_or(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')),
                 '&' => entity_like(&text[index + 1..]),
@@ -692,15 +646,13 @@ impl MarkdownRenderer {
                 buf.text.push('\\');
             }
             buf.text.push(c);
-            prev = Some(c);
         }
     }
 }
 
-/// Escapes what would open a block at the start of a line (`# `, `>`,
-/// `- `, `+ `, a `---` or `===` underline, a `~~~` fence, a `[ ]` task box
-/// or a `[label]:` definition); returns the rest. `xml` text writes `>` as
-/// an entity instead.
+/// Escapes what would open a block at a line's start (`# `, `>`, `- `, `+ `,
+/// a `---` or `===` underline, a `~~~` fence, a `[ ]` box or `[label]:`);
+/// returns the rest. XML text writes `>` as an entity instead.
 fn escape_block_start<'t>(buf: &mut Buf, line: &'t str, xml: bool) -> &'t str {
     let Some(first) = line.chars().next() else {
         return line;
@@ -708,13 +660,11 @@ fn escape_block_start<'t>(buf: &mut Buf, line: &'t str, xml: bool) -> &'t str {
     let rest = &line[first.len_utf8()..];
     let only = |mark: char| rest.chars().all(|c| c == mark || c == ' ' || c == '\t');
     let opens_item = rest.is_empty() || rest.starts_with([' ', '\t']);
+    let after_hashes = rest.trim_start_matches('#');
     let escape = match first {
         '~' | '[' => true,
         '>' => !xml,
-        '#' => {
-            let after = rest.trim_start_matches('#');
-            after.is_empty() || after.starts_with([' ', '\t'])
-        }
+        '#' => after_hashes.is_empty() || after_hashes.starts_with([' ', '\t']),
         '-' => opens_item || only('-'),
         '+' => opens_item,
         '=' => only('='),
@@ -729,7 +679,7 @@ fn escape_block_start<'t>(buf: &mut Buf, line: &'t str, xml: bool) -> &'t str {
 }
 
 /// Where the `.` or `)` of an ordered-list marker is when `line` continues
-/// a line holding `digits` digits so far (`1. `, `12) `, `1.` at the end).
+/// a line of `digits` digits (`1. `, `12) `, a `1.` that ends the text).
 fn ordered_marker(digits: usize, line: &str) -> Option<usize> {
     let own = line.bytes().take_while(u8::is_ascii_digit).count();
     let rest = &line[own..];
@@ -738,21 +688,31 @@ fn ordered_marker(digits: usize, line: &str) -> Option<usize> {
     (opens && (1..=9).contains(&(digits + own))).then_some(own)
 }
 
-/// Whether an `&` followed by `rest` could be read as an entity
-/// (`&amp;`, `&#35;`), counting an unfinished one at the end of the text.
+/// Whether `&` then `rest` could read as an entity (`&amp;`, `&#35;`),
+/// counting one the text's end leaves unfinished.
 fn entity_like(rest: &str) -> bool {
     let body = rest.strip_prefix('#').unwrap_or(rest);
     let name = body
         .find(|c: char| !c.is_ascii_alphanumeric())
         .unwrap_or(body.len());
-    let after = &body[name..];
-    after.is_empty() || (name > 0 && after.starts_with(';'))
+    body.len() == name || (name > 0 && body[name..].starts_with(';'))
 }
 
-/// A character that is a letter or digit to every Markdown reader, around
-/// which `_` cannot open or close emphasis.
+fn xml_entity(c: char) -> Option<&'static str> {
+    match c {
+        '&' => Some("&amp;"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        '"' => Some("&quot;"),
+        '\'' => Some("&apos;"),
+        _ => None,
+    }
+}
+
+/// A letter or digit to every Markdown reader: `_` between two does not
+/// delimit.
 fn is_word(c: Option<char>) -> bool {
-    c.is_some_and(|c| classes(Some(c)) == [Class::Other])
+    classes(c) == [Class::Other]
 }
 
 /// What a character next to an emphasis delimiter counts as.
@@ -764,8 +724,7 @@ enum Class {
 }
 
 /// The classes `c` may have: one when certain, several where readers'
-/// tables differ (symbols, the rarer line separators); `None` is the start
-/// or end of the text.
+/// tables differ (symbols, rare separators); `None` is the text's edge.
 fn classes(c: Option<char>) -> &'static [Class] {
     match c {
         None => &[Class::Space],
@@ -775,7 +734,7 @@ fn classes(c: Option<char>) -> &'static [Class] {
         Some(c) if c.is_whitespace() => &[Class::Space],
         Some(c) if c.is_ascii_punctuation() => &[Class::Punct],
         Some(c) if c.is_ascii() => &[Class::Other],
-        // Circled and squared letters are alphabetic but symbols (So).
+        // Circled and squared letters are alphabetic, yet symbols (So).
         Some('\u{24B6}'..='\u{24E9}' | '\u{1F130}'..='\u{1F189}') => &[Class::Punct, Class::Other],
         Some(c) if c.is_alphanumeric() => &[Class::Other],
         Some(_) => &[Class::Punct, Class::Other],
@@ -790,34 +749,25 @@ fn flanking(prev: Class, next: Class) -> (bool, bool) {
     (left, right)
 }
 
-fn marker(ordered: bool, index: usize) -> String {
-    if ordered {
-        format!("{}.", index + 1)
-    } else {
-        "-".to_owned()
-    }
-}
-
-/// One list item: `marker text`, its further lines indented to the content
-/// column so that they stay in the item.
+/// One list item, its further lines indented to the content column so that
+/// they stay in it.
 fn push_item(buf: &mut Buf, indent: usize, marker: &str, text: &str) {
     if !buf.text.is_empty() && !buf.text.ends_with('\n') {
         buf.text.push('\n');
     }
-    let column = indent + marker.len() + 1;
-    buf.text.push_str(&" ".repeat(indent));
-    buf.text.push_str(marker);
+    buf.text
+        .push_str(&format!("{}{marker}", " ".repeat(indent)));
+    let column = " ".repeat(indent + marker.len() + 1);
     for (index, line) in text.split('\n').enumerate() {
-        if index > 0 {
-            buf.text.push('\n');
-            if !line.is_empty() {
-                buf.text.push_str(&" ".repeat(column));
-            }
-        } else if !line.is_empty() {
-            buf.text.push(' ');
+        match (index, line.is_empty()) {
+            (0, false) => buf.text.push(' '),
+            (0, true) | (_, true) => {}
+            (_, false) => buf.text.push_str(&column),
         }
         buf.text.push_str(line);
+        buf.text.push('\n');
     }
+    buf.text.pop();
 }
 
 fn table_row(cells: &[String], widths: &[usize], aligns: &[Alignment]) -> String {
@@ -838,27 +788,29 @@ fn table_row(cells: &[String], widths: &[usize], aligns: &[Alignment]) -> String
     line
 }
 
-/// A fenced code block whose fence is longer than any run of its character
-/// in the code (tildes when the info string holds a backtick).
-fn push_fence(buf: &mut Buf, info: &str, code: &str) {
-    let info = info.split_whitespace().collect::<Vec<_>>().join(" ");
+/// A fenced code block, its fence longer than any run of its character in
+/// the code (tildes when the info string holds a backtick).
+fn push_fence(buf: &mut Buf, info: Option<&str>, code: &str) {
+    let info = info
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     let mark = if info.contains('`') { '~' } else { '`' };
     let fence = mark.to_string().repeat(longest_run(code, mark).max(2) + 1);
+    let end = if code.is_empty() || code.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
     buf.block_break();
-    buf.text.push_str(&fence);
-    buf.text.push_str(&info);
-    buf.text.push('\n');
-    buf.text.push_str(code);
-    if !code.is_empty() && !code.ends_with('\n') {
-        buf.text.push('\n');
-    }
-    buf.text.push_str(&fence);
+    buf.text
+        .push_str(&format!("{fence}{info}\n{code}{end}{fence}"));
     buf.block_break();
 }
 
-/// A code span: backticks longer than any run inside, padded with a space
-/// where the content starts or ends with a backtick or with spaces on both
-/// sides (one of each is stripped when read).
+/// A code span: backticks longer than any run inside, and a space of
+/// padding where a reader strips one (a backtick, or spaces, at both ends).
 fn push_code_span(buf: &mut Buf, code: &str) {
     let code = code.replace(['\r', '\n'], " ");
     if code.is_empty() {
@@ -882,55 +834,25 @@ fn longest_run(text: &str, mark: char) -> usize {
         .unwrap_or(0)
 }
 
-/// A link destination: bare, or between `<>` when it holds spaces or
-/// control characters; escapes keep parentheses, brackets, backslashes and
-/// entities literal.
-fn push_destination(out: &mut String, href: &str) {
+/// A link destination, between `<>` when it holds spaces or controls;
+/// escapes keep parentheses, brackets, backslashes and entities literal.
+fn destination(href: &str) -> String {
     let pointy = href.chars().any(|c| c == ' ' || c.is_control());
-    if pointy {
-        out.push('<');
-    }
+    let mut out = String::from(if pointy { "<" } else { "" });
     for (index, c) in href.char_indices() {
         match c {
             '\n' => out.push_str("%0A"),
             '\r' => out.push_str("%0D"),
-            '(' | ')' | '<' | '>' | '\\' => {
-                out.push('\\');
-                out.push(c);
-            }
+            '(' | ')' | '<' | '>' | '\\' => out.push_str(&format!("\\{c}")),
             '&' if entity_like(&href[index + 1..]) => out.push_str("\\&"),
             c => out.push(c),
         }
     }
-    if pointy {
-        out.push('>');
-    }
+    out.push_str(if pointy { ">" } else { "" });
+    out
 }
 
-fn xml_entity(c: char) -> Option<&'static str> {
-    match c {
-        '&' => Some("&amp;"),
-        '<' => Some("&lt;"),
-        '>' => Some("&gt;"),
-        '"' => Some("&quot;"),
-        '\'' => Some("&apos;"),
-        _ => None,
-    }
-}
-
-/// An XML attribute value, as the reference escapes the collapsed name.
-fn push_attribute(out: &mut String, value: &str) {
-    for c in value.chars() {
-        match (c, xml_entity(c)) {
-            (_, Some(entity)) => out.push_str(entity),
-            ('\n', None) => out.push_str("&#10;"),
-            ('\r', None) => out.push_str("&#13;"),
-            (c, None) => out.push(c),
-        }
-    }
-}
-
-/// The leaves' text, concatenated: what a code span or block shows.
+/// The leaves' text, concatenated: what code shows.
 fn plain_text(node: &Node) -> String {
     if node.children.is_empty() {
         return node.text.clone().unwrap_or_default();
@@ -938,8 +860,8 @@ fn plain_text(node: &Node) -> String {
     node.children.iter().map(plain_text).collect()
 }
 
-/// A user action in words: its text, or `Actor action on target` with the
-/// actor `User` when it is missing or "user".
+/// A user action in words: its text, or `Actor action on target`, the actor
+/// `User` when missing or "user".
 fn describe_action(
     action: &str,
     actor: Option<&str>,
@@ -949,16 +871,15 @@ fn describe_action(
     if let Some(text) = text.filter(|t| !t.trim().is_empty()) {
         return text.to_owned();
     }
-    let actor = match actor {
-        None => "User",
-        Some(actor) if actor.eq_ignore_ascii_case("user") => "User",
-        Some(actor) => actor,
-    };
+    let actor = actor
+        .filter(|a| !a.eq_ignore_ascii_case("user"))
+        .unwrap_or("User");
     let target = target.map(|t| format!("on {t}"));
-    let parts: Vec<&str> = [Some(actor), Some(action), target.as_deref()]
+    let parts = [Some(actor), Some(action), target.as_deref()];
+    let parts: Vec<&str> = parts
         .into_iter()
         .flatten()
-        .filter(|part| !part.is_empty())
+        .filter(|p| !p.is_empty())
         .collect();
     if parts.is_empty() {
         "User action".to_owned()
@@ -967,22 +888,16 @@ fn describe_action(
     }
 }
 
-/// Markdown being written, with the emphasis spans in it whose delimiters
-/// are checked once their neighbours are known ([`Buf::finish`]).
+/// Markdown being written, with the emphasis in it whose delimiters are
+/// checked once their neighbours are known ([`Buf::finish`]).
 struct Buf {
     text: String,
-    spans: Vec<Span>,
+    /// Emphasis: the byte offsets of its delimiters.
+    spans: Vec<(usize, usize, Emph)>,
     /// The text starts after other text on its line.
     mid_line: bool,
-    /// Trimming stops here (a space that matters, a legacy block's newline).
+    /// Trimming stops here (a space that matters, a legacy newline).
     floor: usize,
-}
-
-/// The byte offsets of an emphasis's opening and closing delimiters.
-struct Span {
-    open: usize,
-    close: usize,
-    emph: Emph,
 }
 
 impl Buf {
@@ -995,8 +910,8 @@ impl Buf {
         }
     }
 
-    /// How many digits the current line holds, when it holds nothing else:
-    /// `Some(0)` at the start of a line, `None` mid-text.
+    /// How many digits the current line holds when it holds nothing else:
+    /// `Some(0)` at a line's start, `None` after other text.
     fn line_digits(&self) -> Option<usize> {
         let line = match self.text.rfind('\n') {
             Some(index) => &self.text[index + 1..],
@@ -1012,18 +927,15 @@ impl Buf {
         self.line_digits() == Some(0)
     }
 
-    /// `count` newlines of text, as `mode` writes them; none at the start.
+    /// `count` newlines of text as `mode` writes them; none at the start.
     fn newline(&mut self, count: usize, mode: Newline) {
         if self.text.is_empty() && !self.mid_line {
             return;
         }
         match mode {
             Newline::Paragraph if count > 1 => self.block_break(),
-            Newline::Paragraph | Newline::Line => {
-                if !self.at_line_start() {
-                    self.text.push('\n');
-                }
-            }
+            Newline::Paragraph | Newline::Line if !self.at_line_start() => self.text.push('\n'),
+            Newline::Paragraph | Newline::Line => {}
             Newline::Space => self.text.push(' '),
             Newline::Br => self.text.push_str("<br>"),
         }
@@ -1033,131 +945,110 @@ impl Buf {
         match mode {
             Newline::Space => self.text.push(' '),
             Newline::Br => self.text.push_str("<br>"),
-            Newline::Paragraph | Newline::Line if !self.at_line_start() => {
-                self.text.push_str("  \n")
-            }
-            Newline::Paragraph | Newline::Line => {}
+            _ if !self.at_line_start() => self.text.push_str("  \n"),
+            _ => {}
         }
     }
 
+    /// Drops trailing spaces and newlines, as Markdown would; other
+    /// whitespace is text (`---` before a no-break space is no rule).
     fn trim_end(&mut self) {
-        let end = self.text.trim_end().len().max(self.floor);
-        self.text.truncate(end);
+        let end = self.text.trim_end_matches([' ', '\t', '\n']).len();
+        self.text.truncate(end.max(self.floor));
     }
 
-    /// Ends the current block with a blank line (nothing at the start).
+    /// Ends the block with a blank line (none at the start). Appends only,
+    /// so that offsets taken before stay valid.
     fn block_break(&mut self) {
-        self.trim_end();
         if !self.text.is_empty() {
-            self.text.push_str("\n\n");
+            let newlines = self.text.len() - self.text.trim_end_matches('\n').len();
+            (newlines..2).for_each(|_| self.text.push('\n'));
         }
     }
 
-    /// `inner` between `open` and `close`, its outer whitespace moved
-    /// outside (delimiters next to a space do not open or close); nothing
-    /// around an empty inner.
-    fn wrap(&mut self, mut inner: Buf, open: &str, close: &str, emph: Option<Emph>) {
+    /// `inner` between `open` and `close`, its edges' whitespace moved
+    /// outside (a delimiter next to a space does not open or close);
+    /// nothing around an empty inner.
+    fn wrap(&mut self, inner: Buf, open: &str, close: &str, emph: Option<Emph>) {
         let start = inner.text.len() - inner.text.trim_start().len();
         let end = inner.text.trim_end().len().max(start);
-        if start == end {
-            return self.push_space(&inner.text);
-        }
         self.push_space(&inner.text[..start]);
-        let open_at = self.text.len();
-        self.text.push_str(open);
-        let base = self.text.len();
-        self.text.push_str(&inner.text[start..end]);
-        self.spans.extend(
-            std::mem::take(&mut inner.spans)
-                .into_iter()
-                .map(|span| Span {
-                    open: span.open - start + base,
-                    close: span.close - start + base,
-                    emph: span.emph,
-                }),
-        );
-        let close_at = self.text.len();
-        self.text.push_str(close);
-        if let Some(emph) = emph {
-            self.spans.push(Span {
-                open: open_at,
-                close: close_at,
-                emph,
-            });
+        if start < end {
+            let open_at = self.text.len();
+            let shift = open_at + open.len();
+            self.text
+                .push_str(&format!("{open}{}", &inner.text[start..end]));
+            let spans = inner
+                .spans
+                .iter()
+                .map(|&(o, c, e)| (o + shift - start, c + shift - start, e));
+            self.spans.extend(spans);
+            let close_at = self.text.len();
+            self.spans
+                .extend(emph.map(|emph| (open_at, close_at, emph)));
+            self.text.push_str(close);
         }
         self.push_space(&inner.text[end..]);
     }
 
-    /// Whitespace moved out of a span: none at a line start, where spaces
-    /// would indent and a newline would end the paragraph.
+    /// Whitespace moved out of a span; no spaces or newline at a line's
+    /// start, where they would indent or end the paragraph.
     fn push_space(&mut self, space: &str) {
         for c in space.chars() {
-            if !self.at_line_start() {
+            if !matches!(c, ' ' | '\t' | '\n') || !self.at_line_start() {
                 self.text.push(c);
             }
         }
     }
 
-    /// Keeps the text written from `start` from joining what precedes it
-    /// into a link: `](` or `]:` after a bracket, `![` after a `!`.
-    fn guard_boundary(&mut self, start: usize) {
+    /// Keeps the text from `start` from joining what precedes it: into a
+    /// link (`](`, `]:`, `![`) or into one backtick run (a space between).
+    fn guard(&mut self, start: usize) {
         let (head, tail) = self.text.split_at(start);
-        if head.ends_with(']') && tail.starts_with(['(', ':']) {
-            self.insert(start, "\\");
+        if head.ends_with('`') && tail.starts_with('`') {
+            self.splice(start, 0, " ");
+        } else if head.ends_with(']') && tail.starts_with(['(', ':']) {
+            self.splice(start, 0, "\\");
         } else if head.ends_with('!')
             && tail.starts_with('[')
             && !escaped(head.as_bytes(), start - 1)
         {
-            self.insert(start - 1, "\\");
+            self.splice(start - 1, 0, "\\");
         }
     }
 
-    fn insert(&mut self, at: usize, text: &str) {
-        self.text.insert_str(at, text);
-        self.shift(at, text.len());
-    }
-
-    fn replace(&mut self, at: usize, len: usize, with: &str) {
+    /// Replaces `len` bytes at `at`, moving the spans after them.
+    fn splice(&mut self, at: usize, len: usize, with: &str) {
         self.text.replace_range(at..at + len, with);
-        self.shift(at + 1, with.len().saturating_sub(len));
-    }
-
-    fn shift(&mut self, from: usize, by: usize) {
-        for span in &mut self.spans {
-            if span.open >= from {
-                span.open += by;
-            }
-            if span.close >= from {
-                span.close += by;
+        for (open, close, _) in &mut self.spans {
+            for offset in [open, close] {
+                if *offset >= at + len {
+                    *offset = *offset + with.len() - len;
+                }
             }
         }
     }
 
     /// The text, every emphasis whose delimiters would not open and close
-    /// where they stand (between `before` and `after`, `None` for a line's
+    /// where they stand (`before` and `after` the text: `None` for a line's
     /// edge) rewritten as HTML tags, until all that remain do.
     fn finish(mut self, before: Option<char>, after: Option<char>) -> String {
-        while let Some(index) = self
-            .spans
-            .iter()
-            .position(|span| !self.delimits(span, before, after))
-        {
-            let span = self.spans.swap_remove(index);
-            let (len, tag) = (span.emph.delimiter().len(), span.emph.tag());
-            self.replace(span.close, len, &format!("</{tag}>"));
-            self.replace(span.open, len, &format!("<{tag}>"));
+        let fits = |buf: &Buf, &(open, close, emph): &(usize, usize, Emph)| {
+            let len = emph.marks().0.len();
+            buf.run_is(open, len, before, after, (true, false))
+                && buf.run_is(close, len, before, after, (false, true))
+        };
+        while let Some(index) = self.spans.iter().position(|span| !fits(&self, span)) {
+            let (open, close, emph) = self.spans.swap_remove(index);
+            let (delimiter, tag) = emph.marks();
+            self.splice(close, delimiter.len(), &format!("</{tag}>"));
+            self.splice(open, delimiter.len(), &format!("<{tag}>"));
         }
         self.text
     }
 
-    /// Whether the opening run only opens and the closing run only closes,
-    /// whatever class an uncertain neighbour has.
-    fn delimits(&self, span: &Span, before: Option<char>, after: Option<char>) -> bool {
-        let len = span.emph.delimiter().len();
-        self.run_is(span.open, len, before, after, (true, false))
-            && self.run_is(span.close, len, before, after, (false, true))
-    }
-
+    /// Whether the delimiter run around `at` is left- and right-flanking as
+    /// `want` says, whatever class an uncertain neighbour has.
     fn run_is(
         &self,
         at: usize,
@@ -1167,24 +1058,26 @@ impl Buf {
         want: (bool, bool),
     ) -> bool {
         let bytes = self.text.as_bytes();
-        let mark = bytes[at];
-        let mut start = at;
-        while start > 0 && bytes[start - 1] == mark && !escaped(bytes, start - 1) {
+        let (mut start, mut end) = (at, at + len);
+        while start > 0 && bytes[start - 1] == bytes[at] && !escaped(bytes, start - 1) {
             start -= 1;
         }
-        let mut end = at + len;
-        while end < bytes.len() && bytes[end] == mark {
+        while end < bytes.len() && bytes[end] == bytes[at] {
             end += 1;
         }
         let prev = self.text[..start].chars().next_back().or(before);
         let next = self.text[end..].chars().next().or(after);
-        classes(prev)
+        let pairs = classes(prev)
             .iter()
-            .all(|&p| classes(next).iter().all(|&n| flanking(p, n) == want))
+            .flat_map(|&p| classes(next).iter().map(move |&n| (p, n)));
+        pairs
+            .collect::<Vec<_>>()
+            .into_iter()
+            .all(|(p, n)| flanking(p, n) == want)
     }
 }
 
-/// Whether the byte at `index` is escaped by an odd run of backslashes.
+/// Whether the byte at `index` follows an odd run of backslashes.
 fn escaped(bytes: &[u8], index: usize) -> bool {
     bytes[..index]
         .iter()

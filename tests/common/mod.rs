@@ -4,6 +4,7 @@
 
 pub mod batches;
 pub mod cli;
+pub mod content_trees;
 pub mod native_sessions;
 pub mod pairing;
 #[cfg(feature = "postgres")]
