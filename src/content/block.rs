@@ -381,34 +381,43 @@ impl ContentFormat {
 /// the field of the first unknown field or type, or of a value of the
 /// wrong shape.
 pub fn blocks_from_value(value: Value) -> Result<Vec<Block>> {
-    match value {
+    match &value {
         Value::Array(items) => items
-            .into_iter()
+            .iter()
             .enumerate()
-            .map(|(index, item)| block_at(item, &format!("$[{index}]")))
+            .map(|(index, item)| block_at(item, || format!("$[{index}]")))
             .collect(),
-        value => Ok(vec![block_at(value, "$")?]),
+        value => Ok(vec![block_at(value, || "$".to_owned())?]),
     }
 }
 
-/// The block `value` at `path`, its child blocks checked first so that an
-/// error names the innermost block it is in.
-fn block_at(value: Value, path: &str) -> Result<Block> {
-    if let Some(children) = value.get("childBlocks").and_then(Value::as_array) {
-        for (index, child) in children.iter().enumerate() {
-            block_at(child.clone(), &format!("{path}.childBlocks[{index}]"))?;
+/// The block `value`, read once; `path` (where `value` is) is only
+/// spelled out for an error.
+fn block_at(value: &Value, path: impl Fn() -> String) -> Result<Block> {
+    serde_path_to_error::deserialize(value).map_err(|error| innermost_error(value, &path(), error))
+}
+
+/// The error of the innermost block that fails within `value` (at
+/// `path`), or `error`, `value`'s own, when its child blocks are sound.
+fn innermost_error(
+    value: &Value,
+    path: &str,
+    error: serde_path_to_error::Error<serde_json::Error>,
+) -> crate::Error {
+    let children = value.get("childBlocks").and_then(Value::as_array);
+    for (index, child) in children.into_iter().flatten().enumerate() {
+        if let Err(inner) = block_at(child, || format!("{path}.childBlocks[{index}]")) {
+            return inner;
         }
     }
-    serde_path_to_error::deserialize(value).map_err(|error| {
-        let inner = error.path().to_string();
-        let path = match inner.as_str() {
-            "." => path.to_owned(),
-            inner => format!("{path}.{inner}"),
-        };
-        ErrorKind::Content {
-            path,
-            message: error.into_inner().to_string(),
-        }
-        .into()
-    })
+    let inner = error.path().to_string();
+    let path = match inner.as_str() {
+        "." => path.to_owned(),
+        inner => format!("{path}.{inner}"),
+    };
+    ErrorKind::Content {
+        path,
+        message: error.into_inner().to_string(),
+    }
+    .into()
 }
