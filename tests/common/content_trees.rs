@@ -123,32 +123,18 @@ pub const SEMANTIC_TYPES: &[&str] = &[
     "custom",
 ];
 
-/// The types that hold children (the media and breaks are leaves).
-const ELEMENTS: &[&str] = &[
-    "strong",
-    "em",
-    "mark",
-    "underline",
-    "strikethrough",
-    "subscript",
-    "superscript",
-    "small",
-    "code",
-    "heading",
-    "paragraph",
-    "blockquote",
-    "list",
-    "list-item",
-    "table",
-    "preformatted",
-    "link",
-    "quote",
-    "citation",
-    "keyboard",
-    "variable",
-    "custom",
-    "",
-];
+/// The types that are leaves: media and breaks hold no children.
+const LEAVES: &[&str] = &["line-break", "horizontal-rule", "image", "audio", "video"];
+
+/// The types that hold children, and `""` for a node without a type.
+fn elements() -> Vec<&'static str> {
+    SEMANTIC_TYPES
+        .iter()
+        .copied()
+        .filter(|kind| !LEAVES.contains(kind))
+        .chain([""])
+        .collect()
+}
 
 /// Text built of hostile pieces and plain words.
 pub fn hostile_text() -> impl Strategy<Value = String> {
@@ -184,7 +170,7 @@ pub fn node_json(depth: u32) -> impl Strategy<Value = Value> {
     leaf().prop_recursive(depth, 40, 4, |inner| {
         let children = prop::collection::vec(inner, 0..4);
         (
-            select(ELEMENTS),
+            select(elements()),
             children,
             hostile_text(),
             href(),
