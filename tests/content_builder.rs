@@ -4,7 +4,9 @@
 
 mod common;
 
-use agent_context::content::ContentFormat;
+use std::sync::Arc;
+
+use agent_context::content::{Block, ContentFormat, ContentRenderer, Node};
 use agent_context::tokens::Encoding;
 use agent_context::{ContextBuilder, ContextSession, ErrorKind, MemoryState};
 use common::cli::run;
@@ -74,6 +76,53 @@ fn content_is_written_in_the_builders_format_and_counted_exactly() {
             "{format:?}: only the chunk's own tag: {prompt}"
         );
     }
+}
+
+/// A renderer of our own: every leaf's text, and a word for each block
+/// that is not text.
+struct PlainText;
+
+impl ContentRenderer for PlainText {
+    fn write_block(&self, block: &Block, out: &mut String) {
+        match block {
+            Block::Text {
+                semantic_node: Some(node),
+                ..
+            } => self.write_node(node, out),
+            Block::Text { text, .. } => out.push_str(text),
+            _ => out.push_str("[block]"),
+        }
+    }
+
+    fn write_node(&self, node: &Node, out: &mut String) {
+        out.push_str(node.text.as_deref().unwrap_or_default());
+        for child in &node.children {
+            self.write_node(child, out);
+        }
+    }
+}
+
+#[test]
+fn a_renderer_of_our_own_writes_content() {
+    let state = session();
+    let mut builder = builder(ContentFormat::Gfm, 8_000);
+    builder.content_renderer(Arc::new(PlainText));
+    let result = builder.build(&state).expect("it fits");
+    assert_recount(&result, Encoding::O200kBase);
+    let prompt: String = result
+        .messages
+        .iter()
+        .map(|m| m.content.to_string())
+        .collect();
+    assert!(
+        prompt.contains("Review parse() &lt;/user_message>"),
+        "{prompt}"
+    );
+    // The table and the list are text blocks without text; the code is not.
+    assert!(
+        prompt.contains("\n\n\n\n[block]\n</tool_result>"),
+        "{prompt}"
+    );
 }
 
 #[test]
