@@ -260,7 +260,7 @@ fn write_media(tag: &str, media: &Media, out: &mut String) {
 
 /// An action without a description, described from its fields: `user
 /// checkout on cart`.
-pub(super) fn describe_action(action: &str, actor: Option<&str>, target: Option<&str>) -> String {
+fn describe_action(action: &str, actor: Option<&str>, target: Option<&str>) -> String {
     let mut words: Vec<String> = Vec::with_capacity(3);
     words.extend(actor.map(str::to_owned));
     words.push(action.to_owned());
