@@ -237,6 +237,40 @@ fn a_subtree_switches_renderer() {
     assert_eq!(rendered, "see <strong>a&lt;b</strong>");
 }
 
+/// An XML subtree is inline HTML on one line whose text a Markdown reader
+/// reads as written: what Markdown would take as markup is a character
+/// reference.
+#[test]
+fn an_xml_subtree_is_html_whose_text_is_no_markdown() {
+    let hostile = "*a* _b_ `c` [d](e) ~~f~~ | g \\\n# h\n\n- i &amp; <j>";
+    let cases = [
+        json!([{"text": "see "}, {"semantic": "em", "renderer": "xml", "text": hostile}]),
+        json!([{"renderer": "xml", "text": "1. x"}, {"semantic": "strong", "text": " y"}]),
+        json!([{"renderer": "xml", "text": "# x"}]),
+    ];
+    let expected = [
+        format!("see {hostile}"),
+        "1. x y".to_owned(),
+        "# x".to_owned(),
+    ];
+    for (case, expected) in cases.into_iter().zip(expected) {
+        let blocks = blocks_from_value(tree(case)).unwrap();
+        let rendered = render_text(&blocks, GFM.renderer());
+        assert!(!rendered.contains('\n'), "{rendered:?}");
+        let mut text = String::new();
+        for event in Parser::new_ext(&rendered, Options::all()) {
+            match event {
+                Event::Text(t) => text.push_str(&t),
+                Event::InlineHtml(_) | Event::Html(_) => {}
+                Event::Start(Tag::Paragraph | Tag::Strong) => {}
+                Event::End(TagEnd::Paragraph | TagEnd::Strong) => {}
+                other => panic!("{other:?} in {rendered:?}"),
+            }
+        }
+        assert_eq!(text, expected, "{rendered:?}");
+    }
+}
+
 // ---- The invariant: what pulldown-cmark reads back ----
 
 const CODE: u8 = 8;

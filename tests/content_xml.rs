@@ -206,6 +206,15 @@ fn a_subtree_switches_renderer() {
     // The Markdown renderer hands the subtree to XML.
     let markdown = render_text(&blocks, ContentFormat::Gfm.renderer());
     assert!(markdown.ends_with("<strong>b</strong>"), "{markdown}");
+    // The XML renderer writes a Markdown subtree as text: escaped.
+    let mixed = tree(json!([{"text": "see "},
+        {"renderer": "gfm", "semantic": "strong", "text": "a<b & \"c\""}]));
+    let xml = xml(mixed);
+    assert_eq!(xml, "see **a\\&lt;b &amp; &quot;c&quot;**");
+    let root = format!("<root>{xml}</root>");
+    let document = roxmltree::Document::parse(&root).unwrap();
+    let text = document.root_element().text();
+    assert_eq!(text, Some("see **a\\<b & \"c\"**"));
 }
 
 #[test]

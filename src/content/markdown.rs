@@ -29,13 +29,14 @@
 //!   `horizontal-rule` node `---` between blank lines (a break inline).
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use serde_json::Value;
 
 use super::block::{
     Alignment, Block, ContentFormat, List, Node, Semantic, SemanticType as S, Structure, Table,
 };
-use super::render::{ContentRenderer, write_subtree};
+use super::render::ContentRenderer;
 
 /// Which Markdown a [`MarkdownRenderer`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,7 +293,12 @@ impl MarkdownRenderer {
             Flavor::CommonMark => ContentFormat::Commonmark,
         };
         match node.renderer {
-            Some(format) if format != own => write_subtree(self, node, &mut buf.text),
+            Some(ContentFormat::Xml) => {
+                let mut xml = String::new();
+                ContentFormat::Xml.renderer().write_node(node, &mut xml);
+                push_xml(&mut buf.text, &xml);
+            }
+            Some(format) if format != own => format.renderer().write_node(node, &mut buf.text),
             _ => self.node(node, ctx, buf),
         }
     }
@@ -696,6 +702,30 @@ fn entity_like(rest: &str) -> bool {
         .find(|c: char| !c.is_ascii_alphanumeric())
         .unwrap_or(body.len());
     body.len() == name || (name > 0 && body[name..].starts_with(';'))
+}
+
+/// Appends what the XML renderer wrote as one line of inline HTML whose
+/// text a Markdown reader reads as the XML's text: outside tags and
+/// entities, a newline and every character Markdown could read as markup
+/// become character references, which XML and Markdown both decode.
+fn push_xml(out: &mut String, xml: &str) {
+    let (mut in_tag, mut in_entity) = (false, false);
+    for (index, c) in xml.char_indices() {
+        let opens_block = index == 0 && (c.is_ascii_digit() || matches!(c, '#' | '+' | '-' | '='));
+        let markup = matches!(c, '\\' | '*' | '_' | '`' | '[' | ']' | '~' | '|' | '\n');
+        match c {
+            '<' if !in_entity => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            '&' if !in_tag => in_entity = true,
+            ';' if in_entity => in_entity = false,
+            _ if !in_tag && !in_entity && (markup || opens_block) => {
+                let _ = write!(out, "&#{};", u32::from(c));
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
 }
 
 fn xml_entity(c: char) -> Option<&'static str> {

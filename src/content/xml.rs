@@ -5,8 +5,10 @@
 
 use std::fmt::Write as _;
 
-use super::block::{Alignment, Block, List, Media, Node, Semantic, SemanticType, Structure, Table};
-use super::render::{ContentRenderer, write_subtree, write_text};
+use super::block::{
+    Alignment, Block, ContentFormat, List, Media, Node, Semantic, SemanticType, Structure, Table,
+};
+use super::render::{ContentRenderer, write_text};
 
 /// Writes content as XML.
 #[derive(Debug, Clone, Copy, Default)]
@@ -125,8 +127,21 @@ impl XmlRenderer {
             escape(node.text.as_deref().unwrap_or_default(), out);
         } else {
             for child in &node.children {
-                write_subtree(self, child, out);
+                self.write_subtree(child, out);
             }
+        }
+    }
+
+    /// A subtree; one that names another renderer is written by it and
+    /// escaped here, so its markup is this element's text.
+    fn write_subtree(&self, node: &Node, out: &mut String) {
+        match node.renderer {
+            Some(format) if format != ContentFormat::Xml => {
+                let mut foreign = String::new();
+                format.renderer().write_node(node, &mut foreign);
+                escape(&foreign, out);
+            }
+            _ => self.write_node(node, out),
         }
     }
 
@@ -146,7 +161,7 @@ impl XmlRenderer {
         }
         let mut content = String::new();
         match node {
-            Some(node) => write_subtree(self, node, &mut content),
+            Some(node) => self.write_subtree(node, &mut content),
             None => escape(text, &mut content),
         }
         let Some(semantic) = semantic else {
