@@ -1,6 +1,12 @@
-//! The XML content renderer against the reference's examples, exactly.
+//! The XML content renderer against the reference's examples, exactly,
+//! and random trees read back by a real XML parser.
 
-use agent_context::content::{ContentFormat, blocks_from_value, render_text};
+#[allow(dead_code)]
+mod common;
+
+use agent_context::content::{Block, ContentFormat, blocks_from_value, render_text};
+use common::content_trees::{self, Leaf, Switching, text_leaves};
+use proptest::prelude::*;
 use serde_json::{Value, json};
 
 /// `content` (a block or an array of blocks, in the reference's JSON)
@@ -128,8 +134,8 @@ fn lists() {
     assert_eq!(
         xml(tasks),
         "<ul class=\"task-list\">\n  \
-         <li class=\"task-list-item\"><input type=\"checkbox\" checked disabled />Done task</li>\n  \
-         <li class=\"task-list-item\"><input type=\"checkbox\" disabled />Pending task</li>\n\
+         <li class=\"task-list-item\"><input type=\"checkbox\" checked=\"checked\" disabled=\"disabled\" />Done task</li>\n  \
+         <li class=\"task-list-item\"><input type=\"checkbox\" disabled=\"disabled\" />Pending task</li>\n\
          </ul>"
     );
     let nested = list(json!({"ordered": true, "items": ["First",
@@ -229,4 +235,162 @@ fn unknown_fields_and_types_name_their_path() {
         .unwrap_err()
         .to_string();
     assert!(error.contains("colour"), "{error}");
+}
+
+// ---- The invariant: what roxmltree reads back ----
+
+/// What XML holds, as leaves: its text (every text node, less the
+/// indentation between list and table rows), and the values written
+/// about things (links, media, collapsed names, user actions' fields).
+#[derive(Debug, Default, PartialEq)]
+struct ReadBack {
+    text: String,
+    attributes: Vec<String>,
+}
+
+impl ReadBack {
+    fn attribute(&mut self, value: Option<&str>) {
+        if let Some(value) = value.filter(|v| !v.is_empty()) {
+            self.attributes.push(value.to_owned());
+        }
+    }
+
+    /// `xml`, which must be well formed, read back.
+    fn parse(xml: &str) -> ReadBack {
+        let wrapped = format!("<root>{xml}</root>");
+        let document = roxmltree::Document::parse(&wrapped)
+            .unwrap_or_else(|error| panic!("{error} in {xml:?}"));
+        let mut read = ReadBack::default();
+        read.element(document.root_element());
+        read
+    }
+
+    fn element(&mut self, element: roxmltree::Node) {
+        let name = element.tag_name().name();
+        let layout = matches!(name, "ul" | "ol" | "table" | "thead" | "tbody" | "tr");
+        for child in element.children() {
+            if let Some(text) = child.text().filter(|_| child.is_text()) {
+                let before_list = child
+                    .next_sibling()
+                    .is_some_and(|s| s.has_tag_name("ul") || s.has_tag_name("ol"));
+                match () {
+                    _ if layout && text.trim().is_empty() => {}
+                    _ if name == "li" && before_list => {
+                        self.text.push_str(text.strip_suffix('\n').unwrap_or(text))
+                    }
+                    _ => self.text.push_str(text),
+                }
+            } else if child.is_element() {
+                self.described(child);
+            }
+        }
+    }
+
+    /// An element's attributes that are leaves, then its content.
+    fn described(&mut self, element: roxmltree::Node) {
+        let attribute = |name| element.attribute(name);
+        match element.tag_name().name() {
+            "a" => self.attribute(attribute("href")),
+            "img" => {
+                self.attribute(attribute("src"));
+                self.attribute(attribute("alt"));
+            }
+            "audio" | "video" => self.attribute(attribute("src")),
+            "collapsed" => self.attribute(attribute("name")),
+            "user-action" => {
+                let fields = [attribute("actor"), attribute("action"), attribute("target")];
+                let description = describe(fields);
+                // An action without text of its own is described.
+                if element.text().unwrap_or_default() == description {
+                    return fields.into_iter().for_each(|f| self.attribute(f));
+                }
+            }
+            _ => {}
+        }
+        self.element(element);
+    }
+
+    /// What `block` must read back as.
+    fn expected(block: &Block) -> ReadBack {
+        let mut read = ReadBack::default();
+        if let Block::Collapsed {
+            name, child_blocks, ..
+        } = block
+            && !child_blocks.is_empty()
+        {
+            read.attribute(Some(&xml_text(name)));
+            let children: Vec<ReadBack> = child_blocks.iter().map(ReadBack::expected).collect();
+            let texts: Vec<&str> = children.iter().map(|c| c.text.as_str()).collect();
+            read.text = texts.join("\n\n");
+            read.attributes
+                .extend(children.into_iter().flat_map(|c| c.attributes));
+            return read;
+        }
+        for leaf in text_leaves(std::slice::from_ref(block), ContentFormat::Xml) {
+            match leaf {
+                Leaf::Text(text) | Leaf::Code(text) => read.text.push_str(&xml_text(&text)),
+                Leaf::Attribute(value) => read.attribute(Some(&xml_text(&value))),
+            }
+        }
+        read
+    }
+}
+
+/// `user checkout on cart`, as the renderer describes an action.
+fn describe([actor, action, target]: [Option<&str>; 3]) -> String {
+    let target = target.map(|t| format!("on {t}"));
+    let words = [actor, action, target.as_deref()];
+    words.into_iter().flatten().collect::<Vec<_>>().join(" ")
+}
+
+/// `text` as XML can hold it: a character it cannot is U+FFFD.
+fn xml_text(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\t' | '\n' | '\r' | '\u{20}'..='\u{FFFD}' | '\u{10000}'.. => c,
+            _ => '\u{FFFD}',
+        })
+        .collect()
+}
+
+/// Each block alone, and all of them joined, parse and read back as their
+/// leaves.
+fn check_blocks(blocks: &[Block]) {
+    let mut whole = ReadBack::default();
+    for (index, block) in blocks.iter().enumerate() {
+        let xml = render_text(std::slice::from_ref(block), ContentFormat::Xml.renderer());
+        let expected = ReadBack::expected(block);
+        assert_eq!(
+            ReadBack::parse(&xml),
+            expected,
+            "{block:?}\nrendered as {xml:?}"
+        );
+        if index > 0 {
+            whole.text.push_str("\n\n");
+        }
+        whole.text.push_str(&expected.text);
+        whole.attributes.extend(expected.attributes);
+    }
+    let joined = render_text(blocks, ContentFormat::Xml.renderer());
+    assert_eq!(ReadBack::parse(&joined), whole, "{joined:?}");
+}
+
+/// 64 cases, or `PROPTEST_CASES`.
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    ProptestConfig {
+        cases: cases.unwrap_or(64),
+        ..ProptestConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn xml_reads_back_as_the_tree(blocks in content_trees::blocks(6, Switching::On)) {
+        check_blocks(&blocks);
+    }
 }

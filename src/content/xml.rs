@@ -295,9 +295,9 @@ fn write_list(list: &List, out: &mut String) {
         if list.task {
             out.push_str(" class=\"task-list-item\"><input type=\"checkbox\"");
             if item.checked() {
-                out.push_str(" checked");
+                out.push_str(" checked=\"checked\"");
             }
-            out.push_str(" disabled />");
+            out.push_str(" disabled=\"disabled\" />");
         } else {
             out.push('>');
         }

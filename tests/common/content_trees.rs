@@ -7,7 +7,9 @@
 //! Renderer-agnostic: each renderer's test decides what its output must read
 //! back as; [`text_leaves`] lists the text the blocks hold, in order.
 
-use agent_context::content::{Block, Node, SemanticType, Structure, blocks_from_value};
+use agent_context::content::{
+    Block, ContentFormat, List, Node, Semantic, SemanticType, Structure, blocks_from_value,
+};
 use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{Map, Value, json};
@@ -165,38 +167,64 @@ fn leaf() -> impl Strategy<Value = Value> {
     ]
 }
 
+/// Whether trees name renderers of their own for some subtrees.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Switching {
+    /// Every subtree in the document's renderer.
+    Off,
+    /// One element in eight names a renderer (`xml`, `gfm`, `markdown`,
+    /// `commonmark`).
+    On,
+}
+
+/// A renderer for an element to switch to, or none.
+fn renderer(switching: Switching) -> BoxedStrategy<Option<&'static str>> {
+    match switching {
+        Switching::Off => Just(None).boxed(),
+        Switching::On => {
+            prop::option::weighted(0.125, select(&["xml", "gfm", "markdown", "commonmark"][..]))
+                .boxed()
+        }
+    }
+}
+
 /// A semantic tree at most `depth` elements deep, as JSON.
-pub fn node_json(depth: u32) -> impl Strategy<Value = Value> {
-    leaf().prop_recursive(depth, 40, 4, |inner| {
+pub fn node_json(depth: u32, switching: Switching) -> impl Strategy<Value = Value> {
+    leaf().prop_recursive(depth, 40, 4, move |inner| {
         let children = prop::collection::vec(inner, 0..4);
         (
-            select(elements()),
+            (select(elements()), renderer(switching)),
             children,
             hostile_text(),
             href(),
             0..8u64,
             any::<bool>(),
         )
-            .prop_map(|(semantic, children, text, href, level, ordered)| {
-                let mut node = Map::new();
-                if !semantic.is_empty() {
-                    node.insert("semantic".into(), json!(semantic));
-                }
-                let props = match semantic {
-                    "link" => json!({"href": href}),
-                    "heading" => json!({"level": level}),
-                    "list" => json!({"ordered": ordered}),
-                    "custom" => json!({"_tagName": "note"}),
-                    _ => json!({}),
-                };
-                node.insert("props".into(), props);
-                if children.is_empty() {
-                    node.insert("text".into(), json!(text));
-                } else {
-                    node.insert("children".into(), json!(children));
-                }
-                Value::Object(node)
-            })
+            .prop_map(
+                |((semantic, renderer), children, text, href, level, ordered)| {
+                    let mut node = Map::new();
+                    if !semantic.is_empty() {
+                        node.insert("semantic".into(), json!(semantic));
+                    }
+                    if let Some(renderer) = renderer {
+                        node.insert("renderer".into(), json!(renderer));
+                    }
+                    let props = match semantic {
+                        "link" => json!({"href": href}),
+                        "heading" => json!({"level": level}),
+                        "list" => json!({"ordered": ordered}),
+                        "custom" => json!({"_tagName": "note"}),
+                        _ => json!({}),
+                    };
+                    node.insert("props".into(), props);
+                    if children.is_empty() {
+                        node.insert("text".into(), json!(text));
+                    } else {
+                        node.insert("children".into(), json!(children));
+                    }
+                    Value::Object(node)
+                },
+            )
     })
 }
 
@@ -308,12 +336,12 @@ fn action_json() -> impl Strategy<Value = Value> {
 
 /// Blocks that are not collapsed and not tables: what a collapsed block
 /// holds here.
-fn simple_block_json(depth: u32) -> impl Strategy<Value = Value> {
+fn simple_block_json(depth: u32, switching: Switching) -> impl Strategy<Value = Value> {
     let language = select(&["", "ts", "rust", "c++", "a b", "x`y"][..]);
     prop_oneof![
         2 => hostile_text().prop_map(|text| json!({"type": "text", "text": text})),
-        4 => node_json(depth).prop_map(|node| json!({"type": "text", "text": "", "semanticNode": node})),
-        1 => (select(&["heading", "paragraph", "blockquote"][..]), 1..7u8, node_json(depth)).prop_map(
+        4 => node_json(depth, switching).prop_map(|node| json!({"type": "text", "text": "", "semanticNode": node})),
+        1 => (select(&["heading", "paragraph", "blockquote"][..]), 1..7u8, node_json(depth, switching)).prop_map(
             |(kind, level, node)| json!({"type": "text", "text": "",
                 "semantic": {"type": kind, "level": level}, "semanticNode": node})),
         2 => (select(SEMANTIC_TYPES), hostile_text(), href(), 1..7u8).prop_map(
@@ -336,8 +364,8 @@ fn simple_block_json(depth: u32) -> impl Strategy<Value = Value> {
 }
 
 /// One block of any kind, as JSON.
-pub fn block_json(depth: u32) -> impl Strategy<Value = Value> {
-    let children = prop::collection::vec(simple_block_json(depth), 0..3);
+pub fn block_json(depth: u32, switching: Switching) -> impl Strategy<Value = Value> {
+    let children = prop::collection::vec(simple_block_json(depth, switching), 0..3);
     let collapsed =
         (hostile_text(), children, hostile_text()).prop_map(|(name, children, text)| {
             if children.is_empty() {
@@ -349,12 +377,12 @@ pub fn block_json(depth: u32) -> impl Strategy<Value = Value> {
     let table = table_json().prop_map(|table| {
         json!({"type": "text", "text": "", "semantic": {"type": "table", "structure": table}})
     });
-    prop_oneof![8 => simple_block_json(depth), 1 => table, 1 => collapsed]
+    prop_oneof![8 => simple_block_json(depth, switching), 1 => table, 1 => collapsed]
 }
 
 /// Up to `max` blocks of any kind.
-pub fn blocks(max: usize) -> impl Strategy<Value = Vec<Block>> {
-    prop::collection::vec(block_json(3), 0..max).prop_map(|blocks| {
+pub fn blocks(max: usize, switching: Switching) -> impl Strategy<Value = Vec<Block>> {
+    prop::collection::vec(block_json(3, switching), 0..max).prop_map(|blocks| {
         blocks_from_value(Value::Array(blocks)).expect("generated content is valid")
     })
 }
@@ -375,120 +403,155 @@ pub enum Leaf {
     Attribute(String),
 }
 
-/// The leaves of `blocks`, in order. A legacy or node `line-break` or
-/// `horizontal-rule` holds none (its text is not written, as in the
-/// reference), nor does a child with a `text` beside its children.
-pub fn text_leaves(blocks: &[Block]) -> Vec<Leaf> {
-    let mut leaves = Vec::new();
+/// The leaves of `blocks` rendered in `format`, in order. A legacy or node
+/// `line-break` or `horizontal-rule` holds none (its text is not written,
+/// as in the reference), nor does a child with a `text` beside its
+/// children, nor a legacy block's `href` unless it is a link, nor an
+/// audio or video block's alt text. A subtree in a renderer of another
+/// family than `format`'s (XML against Markdown) is one leaf: its own
+/// rendering, which the document holds as text.
+pub fn text_leaves(blocks: &[Block], format: ContentFormat) -> Vec<Leaf> {
+    let mut leaves = Leaves {
+        xml: format == ContentFormat::Xml,
+        leaves: Vec::new(),
+    };
     for block in blocks {
-        block_leaves(block, &mut leaves);
+        leaves.block(block);
     }
-    leaves
+    leaves.leaves
 }
 
-fn block_leaves(block: &Block, leaves: &mut Vec<Leaf>) {
-    match block {
-        Block::Text {
-            text,
-            semantic_node,
-            semantic,
-        } => {
-            let kind = semantic.as_ref().map(|s| s.kind);
-            let preformatted = kind == Some(SemanticType::Preformatted)
-                || semantic.as_ref().and_then(|s| s.preformatted) == Some(true);
-            match (
-                semantic.as_ref().and_then(|s| s.structure.as_ref()),
+struct Leaves {
+    /// Whether the document is XML (else Markdown).
+    xml: bool,
+    leaves: Vec<Leaf>,
+}
+
+impl Leaves {
+    fn push(&mut self, leaf: Leaf) {
+        self.leaves.push(leaf);
+    }
+
+    fn block(&mut self, block: &Block) {
+        match block {
+            Block::Text {
+                text,
                 semantic_node,
-            ) {
-                (Some(Structure::List(list)), _) if kind == Some(SemanticType::List) => {
-                    list_leaves(list, leaves)
-                }
-                (Some(Structure::Table(table)), _) if kind == Some(SemanticType::Table) => {
-                    let cells = table.headers.iter().chain(table.rows.iter().flatten());
-                    leaves.extend(cells.map(|cell| Leaf::Text(cell.clone())));
-                }
-                (_, Some(node)) if preformatted => leaves.push(Leaf::Code(plain_text(node))),
-                (_, Some(node)) => node_leaves(node, leaves),
-                (_, None) if preformatted => leaves.push(Leaf::Code(text.clone())),
-                _ if matches!(
-                    kind,
-                    Some(SemanticType::LineBreak | SemanticType::HorizontalRule)
-                ) => {}
+                semantic,
+            } => self.text_block(text, semantic_node.as_ref(), semantic.as_ref()),
+            Block::Code { text, .. } => self.push(Leaf::Code(text.clone())),
+            Block::Json { data, .. } => self.push(Leaf::Code(
+                serde_json::to_string_pretty(data).expect("a value prints"),
+            )),
+            Block::Image(media) => {
+                self.push(Leaf::Attribute(media.source.href()));
+                self.leaves
+                    .extend(media.alt_text.clone().map(Leaf::Attribute));
+            }
+            Block::Audio(media) | Block::Video(media) => {
+                self.push(Leaf::Attribute(media.source.href()))
+            }
+            Block::UserAction {
+                action,
+                actor,
+                target,
+                text,
+            } => match text {
+                Some(text) if !text.trim().is_empty() => self.push(Leaf::Text(text.clone())),
                 _ => {
-                    if let Some(href) = semantic.as_ref().and_then(|s| s.href.clone()) {
-                        leaves.push(Leaf::Attribute(href));
-                    }
-                    leaves.push(Leaf::Text(text.clone()));
+                    let fields = [actor.clone(), Some(action.clone()), target.clone()];
+                    self.leaves
+                        .extend(fields.into_iter().flatten().map(Leaf::Attribute));
+                }
+            },
+            Block::Collapsed {
+                name,
+                child_blocks,
+                text,
+            } => {
+                self.push(Leaf::Attribute(name.clone()));
+                if child_blocks.is_empty() {
+                    self.leaves.extend(text.clone().map(Leaf::Text));
+                }
+                for child in child_blocks {
+                    self.block(child);
                 }
             }
+            other => panic!("no leaves for {other:?}"),
         }
-        Block::Code { text, .. } => leaves.push(Leaf::Code(text.clone())),
-        Block::Json { data, .. } => leaves.push(Leaf::Code(
-            serde_json::to_string_pretty(data).expect("a value prints"),
-        )),
-        Block::Image(media) | Block::Audio(media) | Block::Video(media) => {
-            leaves.push(Leaf::Attribute(media.source.href()));
-            leaves.extend(media.alt_text.clone().map(Leaf::Attribute));
-        }
-        Block::UserAction {
-            action,
-            actor,
-            target,
-            text,
-        } => match text {
-            Some(text) if !text.trim().is_empty() => leaves.push(Leaf::Text(text.clone())),
+    }
+
+    fn text_block(&mut self, text: &str, node: Option<&Node>, semantic: Option<&Semantic>) {
+        let kind = semantic.map(|s| s.kind);
+        let preformatted = kind == Some(SemanticType::Preformatted)
+            || semantic.and_then(|s| s.preformatted) == Some(true);
+        match (semantic.and_then(|s| s.structure.as_ref()), node) {
+            (Some(Structure::List(list)), _) if kind == Some(SemanticType::List) => self.list(list),
+            (Some(Structure::Table(table)), _) if kind == Some(SemanticType::Table) => {
+                let cells = table.headers.iter().chain(table.rows.iter().flatten());
+                self.leaves
+                    .extend(cells.map(|cell| Leaf::Text(cell.clone())));
+            }
+            (_, Some(node)) if preformatted => self.push(Leaf::Code(plain_text(node))),
+            (_, Some(node)) => self.node(node),
+            (_, None) if preformatted => self.push(Leaf::Code(text.to_owned())),
+            _ if matches!(
+                kind,
+                Some(SemanticType::LineBreak | SemanticType::HorizontalRule)
+            ) => {}
             _ => {
-                let fields = [actor.clone(), Some(action.clone()), target.clone()];
-                leaves.extend(fields.into_iter().flatten().map(Leaf::Attribute));
-            }
-        },
-        Block::Collapsed {
-            name,
-            child_blocks,
-            text,
-        } => {
-            leaves.push(Leaf::Attribute(name.clone()));
-            if child_blocks.is_empty() {
-                leaves.extend(text.clone().map(Leaf::Text));
-            }
-            for child in child_blocks {
-                block_leaves(child, leaves);
+                if kind == Some(SemanticType::Link) {
+                    let href = semantic.and_then(|s| s.href.clone());
+                    self.leaves.extend(href.map(Leaf::Attribute));
+                }
+                self.push(Leaf::Text(text.to_owned()));
             }
         }
-        other => panic!("no leaves for {other:?}"),
     }
-}
 
-fn list_leaves(list: &agent_context::content::List, leaves: &mut Vec<Leaf>) {
-    for item in &list.items {
-        leaves.push(Leaf::Text(item.text().to_owned()));
-        if let Some(nested) = item.nested() {
-            list_leaves(nested, leaves);
+    fn list(&mut self, list: &List) {
+        for item in &list.items {
+            self.push(Leaf::Text(item.text().to_owned()));
+            if let Some(nested) = item.nested() {
+                self.list(nested);
+            }
         }
     }
-}
 
-fn node_leaves(node: &Node, leaves: &mut Vec<Leaf>) {
-    use SemanticType as S;
-    match node.semantic {
-        Some(S::LineBreak | S::HorizontalRule) => return,
-        Some(S::Link) => leaves.extend(node.prop("href").map(|h| Leaf::Attribute(h.to_owned()))),
-        Some(S::Image | S::Audio | S::Video) => {
-            let props = [node.prop("src"), node.prop("alt")];
-            leaves.extend(
-                props
-                    .into_iter()
-                    .flatten()
-                    .map(|p| Leaf::Attribute(p.to_owned())),
-            );
+    fn node(&mut self, node: &Node) {
+        use SemanticType as S;
+        if let Some(format) = node
+            .renderer
+            .filter(|f| (*f == ContentFormat::Xml) != self.xml)
+        {
+            let mut foreign = String::new();
+            format.renderer().write_node(node, &mut foreign);
+            return self.push(Leaf::Code(foreign));
         }
-        _ => {}
-    }
-    if node.children.is_empty() {
-        leaves.extend(node.text.clone().map(Leaf::Text));
-    }
-    for child in &node.children {
-        node_leaves(child, leaves);
+        match node.semantic {
+            Some(S::LineBreak | S::HorizontalRule) => return,
+            Some(S::Link) => {
+                let href = node.prop("href").map(|h| Leaf::Attribute(h.to_owned()));
+                self.leaves.extend(href);
+            }
+            Some(S::Image) => {
+                let props = [node.prop("src"), node.prop("alt")];
+                let props = props.into_iter().flatten();
+                self.leaves
+                    .extend(props.map(|p| Leaf::Attribute(p.to_owned())));
+            }
+            Some(S::Audio | S::Video) => {
+                let src = node.prop("src").map(|p| Leaf::Attribute(p.to_owned()));
+                self.leaves.extend(src);
+            }
+            _ => {}
+        }
+        if node.children.is_empty() {
+            self.leaves.extend(node.text.clone().map(Leaf::Text));
+        }
+        for child in &node.children {
+            self.node(child);
+        }
     }
 }
 
