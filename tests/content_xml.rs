@@ -1,7 +1,6 @@
 //! The XML content renderer against the reference's examples, exactly,
 //! and random trees read back by a real XML parser.
 
-#[allow(dead_code)]
 mod common;
 
 use agent_context::content::{Block, ContentFormat, blocks_from_value, render_text};
@@ -235,6 +234,19 @@ fn unknown_fields_and_types_name_their_path() {
         .unwrap_err()
         .to_string();
     assert!(error.contains("colour"), "{error}");
+    // Inside a tree, the node that fails is named.
+    let error = blocks_from_value(tree(json!([{"text": "a"},
+        {"semantic": "strong", "children": [{"semantic": "blink"}]}])))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("$.semanticNode.children[1].children[0].semantic"),
+        "{error}"
+    );
+    let error = blocks_from_value(list(json!({"ordered": "yes", "items": []})))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("$.semantic.structure"), "{error}");
 }
 
 // ---- The invariant: what roxmltree reads back ----

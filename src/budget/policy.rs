@@ -38,7 +38,10 @@ use crate::roles::{ChunkKind, Retention, Role};
 /// Replaces dropped history with a summary the runtime writes.
 ///
 /// Called once per build that drops history; cache on your side if it is
-/// expensive. Return `None` to keep the plain elision marker.
+/// expensive. Return `None` to keep the plain elision marker. A dropped
+/// chunk's body is its `text`, its `data` or its `content` blocks (render
+/// those with [`crate::content::render_text`] in the format you summarize
+/// from).
 pub trait Summarizer: Send + Sync {
     /// A summary of `dropped` (oldest first) in at most `max_tokens` tokens.
     fn summarize(&self, dropped: &[&MemoryChunk], max_tokens: usize) -> Option<String>;

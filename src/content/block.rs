@@ -410,6 +410,23 @@ fn innermost_error(
             return inner;
         }
     }
+    // A tagged block is read from a buffer, which loses the path inside
+    // it: a tree read again on its own finds the node that fails.
+    if let Some(tree) = value.get("semanticNode")
+        && let Err(inner) = serde_path_to_error::deserialize::<_, Node>(tree)
+    {
+        return content_error(&format!("{path}.semanticNode"), inner);
+    }
+    if let Some(semantic) = value.get("semantic")
+        && let Err(inner) = serde_path_to_error::deserialize::<_, Semantic>(semantic)
+    {
+        return content_error(&format!("{path}.semantic"), inner);
+    }
+    content_error(path, error)
+}
+
+/// `error`, found at `path`, with the path within it appended.
+fn content_error(path: &str, error: serde_path_to_error::Error<serde_json::Error>) -> crate::Error {
     let inner = error.path().to_string();
     let path = match inner.as_str() {
         "." => path.to_owned(),
