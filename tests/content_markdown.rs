@@ -466,6 +466,7 @@ impl Expect {
 
     fn code(&mut self, info: &str, text: &str) {
         let info = info.split_whitespace().collect::<Vec<_>>().join(" ");
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
         let end = if text.is_empty() || text.ends_with('\n') {
             ""
         } else {

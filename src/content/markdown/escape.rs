@@ -25,10 +25,7 @@ impl MarkdownRenderer {
     /// Writes `text` so that it reads back as itself, its newlines as
     /// `ctx` allows.
     pub(super) fn push_text(&self, buf: &mut Buf, text: &str, ctx: Ctx) {
-        let text = match text.contains('\r') {
-            true => Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n")),
-            false => Cow::Borrowed(text),
-        };
+        let text = line_feeds(text);
         let mut newlines = 0;
         for (index, line) in text.split('\n').enumerate() {
             if index > 0 {
@@ -183,6 +180,8 @@ pub(super) fn push_fence(buf: &mut Buf, info: Option<&str>, code: &str) {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
+    let code = line_feeds(code);
+    let code = code.as_ref();
     let mark = if info.contains('`') { '~' } else { '`' };
     let fence = mark.to_string().repeat(longest_run(code, mark).max(2) + 1);
     let end = if code.is_empty() || code.ends_with('\n') {
@@ -212,6 +211,15 @@ pub(super) fn push_code_span(buf: &mut Buf, code: &str) {
     };
     buf.text
         .push_str(&format!("{ticks}{pad}{code}{pad}{ticks}"));
+}
+
+/// `text` with every line ending a line feed: Markdown reads a carriage
+/// return as one.
+fn line_feeds(text: &str) -> Cow<'_, str> {
+    match text.contains('\r') {
+        true => Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n")),
+        false => Cow::Borrowed(text),
+    }
 }
 
 fn longest_run(text: &str, mark: char) -> usize {
