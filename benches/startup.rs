@@ -5,7 +5,8 @@
 //! sample runs in a new process: this bench starts itself with
 //! `STARTUP_CHILD` naming what to load, and the child reports how long
 //! loading `o200k_base` and counting one short text took (process start-up
-//! excluded). The peers are timed the same way. The `cli` group times
+//! excluded). The peers are timed the same way, with the same allocator
+//! (mimalloc, as the CLI). The `cli` group times
 //! `agent-context build data/coding-agent.json` end to end.
 
 use std::hint::black_box;
@@ -14,6 +15,12 @@ use std::time::{Duration, Instant};
 
 use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
 use criterion::{Criterion, SamplingMode, criterion_group};
+
+/// The allocator the CLI ships with, for every counter here: building the
+/// tables is mostly small allocations (see the README's start-up rows for
+/// the system allocator's figures).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Set in a child to the name of the counter it loads.
 const CHILD: &str = "STARTUP_CHILD";
