@@ -291,6 +291,17 @@ pub enum ErrorKind {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// The database named is no store this version can open: not a
+    /// SQLite file, another program's database, or a store written by a
+    /// later version. Nothing was changed; name another database (or
+    /// upgrade).
+    #[error("store {location}: {message}")]
+    NotAStore {
+        /// The database: a file path or a server.
+        location: String,
+        /// What it is instead, and how to fix it.
+        message: String,
+    },
     /// The database behind a store failed, or holds what this version
     /// cannot read.
     #[error("store {location}: {message}")]

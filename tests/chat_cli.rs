@@ -203,6 +203,27 @@ fn bad_input_exits_2_and_writes_nothing() {
     let no_store = dir.join("none.db").display().to_string();
     assert_eq!(run(&["chat", "list", "--db", &no_store], "").code, 2);
     assert!(!Path::new(&no_store).exists());
+    // A file that is no store is input to fix: exit 2, the file untouched.
+    let garbage = dir.join("notes.txt");
+    let text = "not a database, only notes long enough to fill a page ".repeat(20);
+    std::fs::write(&garbage, &text).unwrap();
+    let garbage = garbage.display().to_string();
+    for args in [
+        &["chat", "list", "--db", &garbage][..],
+        &["chat", "append", "--db", &garbage, "--chat", "c"][..],
+    ] {
+        let refused = run(
+            args,
+            "{\"id\": \"u9\", \"kind\": \"agent\", \"role\": \"user\", \"text\": \"a\"}",
+        );
+        assert_eq!(refused.code, 2, "{}", refused.stderr);
+        assert!(
+            refused.stderr.contains("not a SQLite database"),
+            "{}",
+            refused.stderr
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&garbage).unwrap(), text);
     // Replacing needs exactly one assistant chunk.
     let two = "{\"id\": \"x\", \"kind\": \"agent\", \"role\": \"assistant\", \"text\": \"a\"}\n{\"id\": \"y\", \"kind\": \"agent\", \"role\": \"assistant\", \"text\": \"b\"}";
     let replace = |input: &str| {

@@ -598,7 +598,12 @@ fn a_newer_store_or_another_database_is_refused() {
     connection
         .execute("UPDATE schema_version SET version = 99", [])
         .unwrap();
-    let error = SqliteStore::open(&newer).unwrap_err().to_string();
+    let error = SqliteStore::open(&newer).unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::NotAStore { .. }),
+        "{error}"
+    );
+    let error = error.to_string();
     assert!(
         error.contains("schema version 99") && error.contains("upgrade"),
         "{error}"
@@ -608,15 +613,32 @@ fn a_newer_store_or_another_database_is_refused() {
         .unwrap()
         .execute("CREATE TABLE notes (text TEXT)", [])
         .unwrap();
-    let error = SqliteStore::open(&other).unwrap_err().to_string();
-    assert!(error.contains("not an agent-context store"), "{error}");
+    let error = SqliteStore::open(&other).unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::NotAStore { .. }),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("not an agent-context store"),
+        "{error}"
+    );
     let garbage = dir.join("garbage.db");
     std::fs::write(
         &garbage,
         "this is not a database, just text that is long enough ".repeat(20),
     )
     .unwrap();
-    assert!(SqliteStore::open(&garbage).is_err());
+    let error = SqliteStore::open(&garbage).unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::NotAStore { .. }),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("not a SQLite database"),
+        "{error}"
+    );
+    let bytes = "this is not a database, just text that is long enough ".repeat(20);
+    assert_eq!(std::fs::read_to_string(&garbage).unwrap(), bytes);
     // A chunk written by a later codec is refused by name.
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.join("codec.db")).unwrap());
     let mut engine = open(&store, "chat");
@@ -753,8 +775,15 @@ fn a_newer_postgres_store_or_another_schema_is_refused() {
             "CREATE SCHEMA {name}; CREATE TABLE {name}.notes (text TEXT)"
         ))
         .unwrap();
-    let error = PostgresStore::open(other.url()).unwrap_err().to_string();
-    assert!(error.contains("no agent-context store"), "{error}");
+    let error = PostgresStore::open(other.url()).unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::NotAStore { .. }),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("no agent-context store"),
+        "{error}"
+    );
     let tables = client
         .query(
             "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",

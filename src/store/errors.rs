@@ -11,6 +11,15 @@ pub(super) fn store_error(location: &str, message: String) -> crate::Error {
     .into()
 }
 
+/// The database at `location` is no store this version can open.
+pub(super) fn not_a_store(location: &str, message: String) -> crate::Error {
+    ErrorKind::NotAStore {
+        location: location.to_owned(),
+        message,
+    }
+    .into()
+}
+
 pub(super) fn chat_error(chat: &str, message: String) -> crate::Error {
     ErrorKind::Chat {
         chat: chat.to_owned(),
@@ -92,7 +101,7 @@ pub(super) fn branch_exists(chat: &str, name: &str) -> crate::Error {
 /// newest this crate reads.
 pub(super) fn check_schema_version(location: &str, version: u32, current: u32) -> Result<()> {
     if version > current {
-        return Err(store_error(
+        return Err(not_a_store(
             location,
             format!(
                 "the store has schema version {version}, written by a later version of \

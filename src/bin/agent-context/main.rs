@@ -223,6 +223,7 @@ fn exit_code(kind: &ErrorKind) -> u8 {
         | ErrorKind::Fragment { .. }
         | ErrorKind::Content { .. }
         | ErrorKind::Chat { .. }
+        | ErrorKind::NotAStore { .. }
         | ErrorKind::Io { .. } => 2,
         _ => 1,
     }

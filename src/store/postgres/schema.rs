@@ -77,7 +77,7 @@ use postgres::Client;
 
 use super::db_error;
 use crate::error::{ErrorKind, Result};
-use crate::store::errors::{check_schema_version, store_error};
+use crate::store::errors::{check_schema_version, not_a_store, store_error};
 
 /// Brings the store in `schema` to [`CURRENT_VERSION`] (creating the schema
 /// with `create`), in one transaction. Processes that start together take
@@ -168,7 +168,7 @@ fn schema_version(
         return Ok(None);
     }
     if !tables.iter().any(|t| t == "schema_version") {
-        return Err(store_error(
+        return Err(not_a_store(
             location,
             format!(
                 "schema {schema:?} holds tables but no agent-context store; name another \

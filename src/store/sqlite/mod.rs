@@ -12,7 +12,7 @@ mod schema;
 
 use super::errors::{
     branch_exists, check_expected, check_name, check_schema_version, no_branch, no_chat, no_node,
-    store_error, unreadable_metadata,
+    not_a_store, store_error, unreadable_metadata,
 };
 use super::{
     BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, LoadedBranch, MAIN_BRANCH, NodeId,
@@ -718,7 +718,7 @@ fn schema_version(tx: &Transaction<'_>, location: &str) -> Result<u32> {
             )
             .map_err(&fail)?;
         if other_tables > 0 {
-            return Err(store_error(
+            return Err(not_a_store(
                 location,
                 "the file is a SQLite database but not an agent-context store; give another path"
                     .into(),
@@ -745,11 +745,14 @@ fn create_private(path: &Path) -> std::io::Result<()> {
 
 fn db_error(location: &str) -> impl Fn(rusqlite::Error) -> crate::Error + '_ {
     move |error| {
+        if error.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) {
+            let message = format!("{error} (the file is not a SQLite database; give another path)");
+            return not_a_store(location, message);
+        }
         let hint = match error.sqlite_error_code() {
             Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
                 " (another process is writing the database and held it past the wait; retry)"
             }
-            Some(rusqlite::ErrorCode::NotADatabase) => " (the file is not a SQLite database)",
             Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen) => {
                 " (check the file's and its directory's permissions)"
             }
