@@ -281,3 +281,44 @@ fn postgres_urls_are_checked_and_their_passwords_kept_out_of_messages() {
     assert!(down.stderr.contains("127.0.0.1:1"), "{}", down.stderr);
     assert!(!down.stderr.contains("hunter2"), "{}", down.stderr);
 }
+
+/// The system lane is replaced by an input that carries one, and cleared
+/// with `--clear-system`.
+#[test]
+fn the_system_lane_is_replaced_or_cleared() {
+    let (_dir, db) = fresh_db("system");
+    let append = |args: &[&str], input: &str| {
+        let base = ["chat", "append", "--db", &db, "--chat", "c"];
+        ok(run(&[&base[..], args].concat(), input))
+    };
+    let lane = || {
+        let export = ok(run(&["chat", "export", "--db", &db, "--chat", "c"], ""));
+        (export["system_prompt"].clone(), export["fragments"].clone())
+    };
+    let session = r#"{"system_prompt": "Be brief.",
+        "fragments": [{"name": "repo", "data": {"lang": "rust"}}],
+        "chunks": [{"id": "u1", "kind": "agent", "role": "user", "text": "hi"}]}"#;
+    append(&[], session);
+    let (prompt, fragments) = lane();
+    assert_eq!(prompt, "Be brief.");
+    assert_eq!(fragments.as_array().map(Vec::len), Some(1));
+    // Chunks alone leave the lane as it is.
+    append(
+        &[],
+        r#"{"id": "a1", "kind": "agent", "role": "assistant", "text": "hello"}"#,
+    );
+    assert_eq!(lane().0, "Be brief.");
+    // Cleared, then set anew in one save.
+    append(&["--clear-system"], r#"{"chunks": []}"#);
+    let (prompt, fragments) = lane();
+    assert!(prompt.is_null(), "{prompt}");
+    assert!(
+        fragments.as_array().is_none_or(Vec::is_empty),
+        "{fragments}"
+    );
+    append(
+        &["--clear-system"],
+        r#"{"system_prompt": "Be thorough.", "chunks": []}"#,
+    );
+    assert_eq!(lane().0, "Be thorough.");
+}

@@ -176,6 +176,15 @@ fn a_stale_engine_gets_a_conflict_and_writes_nothing() {
         second.push(user("v1", "from the second")).unwrap();
         second.save().unwrap();
         assert_eq!(ids(&open(&backend.reopen(), "chat")), ["u1", "v1"]);
+        // A stale engine's fork and checkpoint name what it has loaded.
+        let seen = first.head();
+        first.fork("seen").unwrap();
+        first.checkpoint("seen").unwrap();
+        let branches = backend.store.branches("chat").unwrap();
+        let fork = branches.iter().find(|b| b.name == "seen").unwrap();
+        assert_eq!((fork.head, fork.chunks), (seen, 1));
+        let checkpoints = backend.store.checkpoints("chat").unwrap();
+        assert_eq!(checkpoints[0].node, seen);
     }
 }
 

@@ -48,6 +48,12 @@ impl ContextEngine {
     /// Creates branch `name` at the saved head without switching to it
     /// (pending changes stay pending here).
     ///
+    /// The saved head is this engine's: the chunks it has loaded and shows.
+    /// If another writer has since moved the branch, the fork is still made
+    /// where this engine stands (what its caller sees is what gets named);
+    /// the engine learns of the move at its next [`save`](Self::save), as a
+    /// `Conflict`. [`checkpoint`](Self::checkpoint) does the same.
+    ///
     /// # Errors
     ///
     /// [`ErrorKind::Chat`] if `name` is taken or empty.

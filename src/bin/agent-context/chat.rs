@@ -78,6 +78,11 @@ pub(crate) struct AppendArgs {
     /// must be exactly one `agent` chunk with role `assistant`.
     #[arg(long)]
     replace_last_assistant: bool,
+    /// Clear the chat's system prompt and fragments (the system lane)
+    /// before applying the input; with a `system_prompt` or `fragments` in
+    /// the input, those replace them.
+    #[arg(long)]
+    clear_system: bool,
     /// The model whose counts are stored with the chunks (a build for
     /// another encoding counts them when it first needs them).
     #[arg(long, default_value = DEFAULT_MODEL)]
@@ -229,6 +234,10 @@ fn append(args: &AppendArgs) -> Result<Value> {
     loop {
         attempts += 1;
         let mut engine = args.target.open(&store, builder.clone())?;
+        if args.clear_system {
+            engine.set_system_prompt(None);
+            engine.set(Vec::new());
+        }
         let appended = apply(&mut engine, &input, args.replace_last_assistant)?;
         match engine.save() {
             Ok(()) => {
