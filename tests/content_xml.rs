@@ -246,7 +246,18 @@ fn unknown_fields_and_types_name_their_path() {
     let error = blocks_from_value(list(json!({"ordered": "yes", "items": []})))
         .unwrap_err()
         .to_string();
-    assert!(error.contains("$.semantic.structure"), "{error}");
+    assert!(error.contains("$.semantic.structure.ordered"), "{error}");
+    let misspelt = list(json!({"items": ["a", {"text": "b",
+        "nested": {"items": [{"text": "c", "chekced": true}]}}]}));
+    let error = blocks_from_value(misspelt).unwrap_err().to_string();
+    assert!(
+        error.contains("$.semantic.structure.items[1].nested.items[0].chekced"),
+        "{error}"
+    );
+    let table = json!({"type": "text", "text": "", "semantic": {"type": "table",
+        "structure": {"headers": ["a"], "rows": [], "alignment": []}}});
+    let error = blocks_from_value(table).unwrap_err().to_string();
+    assert!(error.contains("$.semantic.structure.alignment"), "{error}");
 }
 
 // ---- The invariant: what roxmltree reads back ----

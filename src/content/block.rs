@@ -289,7 +289,7 @@ pub struct List {
 /// An item of a list: its text, or its text with a checkbox and a nested
 /// list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, deny_unknown_fields)]
 #[non_exhaustive]
 pub enum ListItem {
     /// Just text.
@@ -417,12 +417,57 @@ fn innermost_error(
     {
         return content_error(&format!("{path}.semanticNode"), inner);
     }
-    if let Some(semantic) = value.get("semantic")
-        && let Err(inner) = serde_path_to_error::deserialize::<_, Semantic>(semantic)
-    {
-        return content_error(&format!("{path}.semantic"), inner);
+    if let Some(semantic) = value.get("semantic") {
+        let structure = semantic.get("structure");
+        if let Some(error) =
+            structure.and_then(|s| structure_error(s, &format!("{path}.semantic.structure")))
+        {
+            return error;
+        }
+        if let Err(inner) = serde_path_to_error::deserialize::<_, Semantic>(semantic) {
+            return content_error(&format!("{path}.semantic"), inner);
+        }
     }
     content_error(path, error)
+}
+
+/// The error of a legacy `structure` at `path`, read as the table or list
+/// its fields say it is, down to the list item that fails: untagged, serde
+/// would only say that it matched neither.
+fn structure_error(structure: &Value, path: &str) -> Option<crate::Error> {
+    let is_table = ["headers", "rows", "alignments"]
+        .iter()
+        .any(|key| structure.get(key).is_some());
+    if is_table {
+        let error = serde_path_to_error::deserialize::<_, Table>(structure).err()?;
+        return Some(content_error(path, error));
+    }
+    let items = structure.get("items").and_then(Value::as_array);
+    for (index, item) in items.into_iter().flatten().enumerate() {
+        let item_path = format!("{path}.items[{index}]");
+        if let Some(nested) = item.get("nested")
+            && let Some(error) = structure_error(nested, &format!("{item_path}.nested"))
+        {
+            return Some(error);
+        }
+        if let Some(unknown) = item.as_object().and_then(|fields| {
+            fields
+                .keys()
+                .find(|k| !["text", "checked", "nested"].contains(&k.as_str()))
+        }) {
+            let message =
+                format!("unknown field `{unknown}`, expected `text`, `checked` or `nested`");
+            return Some(
+                ErrorKind::Content {
+                    path: format!("{item_path}.{unknown}"),
+                    message,
+                }
+                .into(),
+            );
+        }
+    }
+    let error = serde_path_to_error::deserialize::<_, List>(structure).err()?;
+    Some(content_error(path, error))
 }
 
 /// `error`, found at `path`, with the path within it appended.

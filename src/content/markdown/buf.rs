@@ -61,7 +61,12 @@ impl Buf {
         }
         match mode {
             Newline::Paragraph if count > 1 => self.block_break(),
-            Newline::Paragraph | Newline::Line if !self.at_line_start() => self.text.push('\n'),
+            Newline::Paragraph | Newline::Line if !self.at_line_start() => {
+                // Two spaces before a newline would be a hard break.
+                let end = self.text.trim_end_matches([' ', '\t']).len();
+                self.text.truncate(end.max(self.floor));
+                self.text.push('\n')
+            }
             Newline::Paragraph | Newline::Line => {}
             Newline::Space => self.text.push(' '),
             Newline::Br => self.text.push_str("<br>"),

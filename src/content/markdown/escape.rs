@@ -76,7 +76,8 @@ impl MarkdownRenderer {
                 // Before a space too: a span may move the space away.
                 '\\' => next.is_none_or(|n| n.is_ascii_punctuation() || n.is_whitespace()),
                 '_' => !(is_word(prev) && is_word(next)),
-                '<' => next.is_none_or(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')),
+                // A tag, a comment or an autolink (`<a@b.c>`, `<+x@y>`).
+                '<' => next.is_none_or(|n| !n.is_whitespace()),
                 '&' => entity_like(&text[index + 1..]),
                 '~' | '|' => gfm,
                 _ => false,
@@ -140,23 +141,35 @@ fn entity_like(rest: &str) -> bool {
 /// Appends what the XML renderer wrote as one line of inline HTML whose
 /// text a Markdown reader reads as the XML's text: outside tags and
 /// entities, a newline and every character Markdown could read as markup
-/// become character references, which XML and Markdown both decode.
-pub(super) fn push_xml(out: &mut String, xml: &str) {
+/// become character references, which XML and Markdown both decode. At a
+/// line's start (`line_start`), leading spaces and a first digit or
+/// punctuation mark are references too, and a first tag follows an empty
+/// `<span></span>`, so that no block (a heading, a list item, an HTML
+/// block that would leave the rest of the line raw) opens there.
+pub(super) fn push_xml(out: &mut String, xml: &str, line_start: bool) {
+    let mut leading = line_start;
+    if leading && xml.starts_with('<') {
+        out.push_str("<span></span>");
+        leading = false;
+    }
     let (mut in_tag, mut in_entity) = (false, false);
-    for (index, c) in xml.char_indices() {
-        let opens_block = index == 0 && (c.is_ascii_digit() || matches!(c, '#' | '+' | '-' | '='));
+    for c in xml.chars() {
         let markup = matches!(c, '\\' | '*' | '_' | '`' | '[' | ']' | '~' | '|' | '\n');
+        let opens_block =
+            leading && (c.is_ascii_punctuation() || c.is_ascii_digit() || c == ' ' || c == '\t');
         match c {
             '<' if !in_entity => in_tag = true,
             '>' if in_tag => in_tag = false,
             '&' if !in_tag => in_entity = true,
             ';' if in_entity => in_entity = false,
             _ if !in_tag && !in_entity && (markup || opens_block) => {
+                leading &= c == ' ' || c == '\t';
                 let _ = write!(out, "&#{};", u32::from(c));
                 continue;
             }
             _ => {}
         }
+        leading = false;
         out.push(c);
     }
 }

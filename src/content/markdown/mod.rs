@@ -5,7 +5,7 @@
 //! `[text](href)`, padded tables, `- [x]` tasks, fenced code, `<collapsed>`),
 //! but text is escaped, as little as keeps it text: a backslash goes before
 //! `*` and `` ` ``; `_` unless between two letters; `]` before `(` or `:`
-//! (every bracket inside a link's text); `<` that could open a tag, `&` that
+//! (every bracket inside a link's text); `<` that could open a tag or an autolink, `&` that
 //! could start an entity, `\` that could escape what follows; `~` and `|` in
 //! GFM; and what would open a block at a line's start (`#`, `>`, `-`, `+`,
 //! `1.`, a `---` or `===` underline, a fence, a `[ ]` box). Indentation at a
@@ -209,18 +209,18 @@ impl MarkdownRenderer {
     }
 
     /// A subtree, by its own renderer when it names another one.
+    ///
+    /// A subtree in another Markdown flavour is written in this one: the
+    /// document has one reader, and a flavour changes only what that
+    /// reader must be told (`~~` or `<del>`), not what the tree says.
     fn child(&self, node: &Node, ctx: Ctx, buf: &mut Buf) {
-        let own = match self.flavor {
-            Flavor::Gfm => ContentFormat::Gfm,
-            Flavor::CommonMark => ContentFormat::Commonmark,
-        };
         match node.renderer {
             Some(ContentFormat::Xml) => {
                 let mut xml = String::new();
                 ContentFormat::Xml.renderer().write_node(node, &mut xml);
-                push_xml(&mut buf.text, &xml);
+                let line_start = buf.line_digits().is_some();
+                push_xml(&mut buf.text, &xml, line_start);
             }
-            Some(format) if format != own => format.renderer().write_node(node, &mut buf.text),
             _ => self.node(node, ctx, buf),
         }
     }
@@ -382,19 +382,19 @@ impl MarkdownRenderer {
             ctx.xml = true;
             let text = text.unwrap_or_default().trim_start();
             buf.text.push_str(&self.inline_text(text, ctx));
+            return buf.text.push_str("</collapsed>");
         }
-        for (index, child) in children.iter().enumerate() {
-            if index > 0 {
-                buf.text.push_str("\n\n");
-            }
+        // Child blocks stand between blank lines, as Markdown inside HTML
+        // must: glued to the tags, a fence would never close (the
+        // reference writes "```</collapsed>", which swallows the rest).
+        for child in children {
+            buf.text.push_str("\n\n");
             let mut body = Buf::new(false);
             self.block(child, &mut body);
             body.trim_end();
-            let before = (index == 0).then_some('>');
-            buf.text
-                .push_str(&body.finish(before, (index + 1 == children.len()).then_some('<')));
+            buf.text.push_str(&body.finish(None, None));
         }
-        buf.text.push_str("</collapsed>");
+        buf.text.push_str("\n\n</collapsed>");
     }
 }
 
