@@ -857,19 +857,8 @@ fn split_row(line: &str) -> Vec<String> {
     cells
 }
 
-/// 64 cases, or `PROPTEST_CASES`.
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok());
-    ProptestConfig {
-        cases: cases.unwrap_or(64),
-        ..ProptestConfig::default()
-    }
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(content_trees::config())]
 
     #[test]
     fn gfm_reads_back_as_the_tree(blocks in content_trees::blocks(6, Switching::Off)) {

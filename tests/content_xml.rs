@@ -398,19 +398,8 @@ fn check_blocks(blocks: &[Block]) {
     assert_eq!(ReadBack::parse(&joined), whole, "{joined:?}");
 }
 
-/// 64 cases, or `PROPTEST_CASES`.
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok());
-    ProptestConfig {
-        cases: cases.unwrap_or(64),
-        ..ProptestConfig::default()
-    }
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(content_trees::config())]
 
     #[test]
     fn xml_reads_back_as_the_tree(blocks in content_trees::blocks(6, Switching::On)) {

@@ -181,6 +181,17 @@ pub enum Switching {
     On,
 }
 
+/// 64 cases, or `PROPTEST_CASES`.
+pub fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    ProptestConfig {
+        cases: cases.unwrap_or(64),
+        ..ProptestConfig::default()
+    }
+}
+
 /// A renderer for an element to switch to, or none.
 fn renderer(switching: Switching) -> BoxedStrategy<Option<&'static str>> {
     match switching {
