@@ -69,9 +69,9 @@
 //!
 //! 1. leaves, importing nothing above them: ids (`chunk_id`), `roles`,
 //!    `error`, JSON input (`json_scan`, `json_input`, `json_text`), the
-//!    fragment tree (`fragment`), the string impls ids and texts share
-//!    (`str_like`), and the report's shared lists and texts
-//!    ([`Rows`], [`MessageText`]);
+//!    fragment tree (`fragment`), semantic [`content`] and its renderers,
+//!    the string impls ids and texts share (`str_like`), and the report's
+//!    shared lists and texts ([`Rows`], [`MessageText`]);
 //! 2. the model: `memory`, and `memory_schema`, which reads it from JSON;
 //!    and the [`store`] of durable chats, which keeps chunks as JSON;
 //! 3. [`tokens`], [`render`] (escaping included), [`format`](mod@format);
