@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use agent_context::content::{Block, ContentFormat, ContentRenderer, Node};
 use agent_context::tokens::Encoding;
-use agent_context::{ContextBuilder, ContextSession, ErrorKind, MemoryState};
+use agent_context::{BuildResult, ContextBuilder, ContextSession, ErrorKind, MemoryState};
 use common::cli::run;
 use common::{assert_recount, assert_within_budget};
 use serde_json::{Value, json};
@@ -39,6 +39,15 @@ fn session() -> MemoryState {
     .expect("a valid session")
 }
 
+/// Every message's text, joined.
+fn prompt_of(result: &BuildResult) -> String {
+    result
+        .messages
+        .iter()
+        .map(|m| m.content.to_string())
+        .collect()
+}
+
 fn builder(format: ContentFormat, max_tokens: usize) -> ContextBuilder {
     let mut builder = ContextBuilder::new();
     builder
@@ -59,11 +68,7 @@ fn content_is_written_in_the_builders_format_and_counted_exactly() {
         let result = builder(format, 8_000).build(&state).expect("it fits");
         assert_within_budget(&result);
         assert_recount(&result, Encoding::O200kBase);
-        let prompt: String = result
-            .messages
-            .iter()
-            .map(|m| m.content.to_string())
-            .collect();
+        let prompt = prompt_of(&result);
         let expected = match format {
             ContentFormat::Xml => "<th style=\"text-align: right\">Result</th>",
             _ => "| Test        | Result |",
@@ -109,11 +114,7 @@ fn a_renderer_of_our_own_writes_content() {
     builder.content_renderer(Arc::new(PlainText));
     let result = builder.build(&state).expect("it fits");
     assert_recount(&result, Encoding::O200kBase);
-    let prompt: String = result
-        .messages
-        .iter()
-        .map(|m| m.content.to_string())
-        .collect();
+    let prompt = prompt_of(&result);
     assert!(
         prompt.contains("Review parse() &lt;/user_message>"),
         "{prompt}"
