@@ -1,5 +1,6 @@
 //! [`ContextBuilder`]: one session in, budgeted messages out.
 
+mod ahead;
 mod extend;
 mod forecast;
 mod frozen;
@@ -147,6 +148,17 @@ impl std::fmt::Debug for ContentChoice {
 /// The model counted for when none is given.
 pub const DEFAULT_MODEL: &str = "gpt-4o";
 
+/// The most threads a build renders and counts on by default: past a few,
+/// the walk that decides each chunk in order is what a cold build waits on.
+pub const DEFAULT_MAX_THREADS: usize = 4;
+
+/// The machine's available parallelism, at most [`DEFAULT_MAX_THREADS`].
+fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(DEFAULT_MAX_THREADS)
+}
+
 /// Builds the prompt of a session: renders every chunk, counts it exactly,
 /// and keeps what fits the budget by the rules of [`budget`](crate::budget).
 ///
@@ -172,6 +184,7 @@ pub struct ContextBuilder {
     fragment_options: FormatOptions,
     policy: Policy,
     previous: Option<Arc<PreviousBuild>>,
+    threads: usize,
 }
 
 /// What one build runs with besides the builder's own settings: a policy,
@@ -213,7 +226,20 @@ impl ContextBuilder {
             fragment_options: FormatOptions::default(),
             policy: Policy::default(),
             previous: None,
+            threads: default_threads(),
         }
+    }
+
+    /// The threads a build renders and counts chunks on (at least one; by
+    /// default the machine's available parallelism, at most
+    /// [`DEFAULT_MAX_THREADS`]). Only a build with much to render (a cold
+    /// build, the first of a session) uses more than the calling thread,
+    /// in batches of about a megabyte of chunks; the result is the same
+    /// whatever the number. A server running many builds at once may want
+    /// `threads(1)`.
+    pub fn threads(&mut self, threads: usize) -> &mut Self {
+        self.threads = threads.max(1);
+        self
     }
 
     /// The model: picks the encoding and the default `max_tokens`.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashSet;
 
 use super::ContextBuilder;
+use super::ahead::{Ahead, Jobs, Ready};
 use super::forecast::{CutForecast, protects};
 use super::frozen::Frozen;
 use crate::budget::{
@@ -57,6 +58,8 @@ struct Walk<'w, 's> {
     history: History<'s>,
     /// The first tool call or result a renderer put in the system role.
     misplaced: Option<ErrorKind>,
+    /// The chunks rendered ahead of the walk, on other threads too.
+    ahead: Ahead,
 }
 
 impl ContextBuilder {
@@ -98,8 +101,19 @@ impl ContextBuilder {
                 ..History::default()
             },
             misplaced: None,
+            ahead: Ahead::new(self.threads),
         };
         for (index, chunk) in state.chunks.iter().enumerate().rev() {
+            if walk.ahead.needs_batch(index) {
+                let jobs = Jobs {
+                    state,
+                    selected: &selection.selected,
+                    turns_after: &selection.turns_after,
+                    frozen: &frozen,
+                    preparer,
+                };
+                self.render_ahead(index, &jobs, cache, &mut walk.ahead);
+            }
             self.walk_chunk(index, chunk, &frozen, &mut walk, cache)?;
         }
         let Walk {
@@ -251,7 +265,11 @@ impl ContextBuilder {
         cache: &mut ChunkCache,
     ) -> Result<()> {
         let (preparer, selection) = (walk.preparer, walk.selection);
-        let prepared = self.prepared(index, chunk, preparer, cache)?;
+        let (ready, ready_stub) = match walk.ahead.take(index) {
+            Some(Ready { prepared, stub }) => (Some(prepared), stub),
+            None => (None, None),
+        };
+        let prepared = self.prepared_or(index, chunk, preparer, cache, ready)?;
         decision.tokens = prepared.part.alone();
         decision.decision = prepared.decision;
         let retention = preparer
@@ -276,8 +294,11 @@ impl ContextBuilder {
             walk.history.system_parts.push(shown.part);
             walk.history.system_chunks.push(index);
         } else {
-            let stub = match retention {
-                Retention::Disposable => self.stub(index, chunk, &prepared.part, preparer, cache),
+            let stub = match (retention, ready_stub) {
+                (Retention::Disposable, Some(ready)) => cache.stub(index, || ready),
+                (Retention::Disposable, None) => {
+                    self.stub(index, chunk, &prepared.part, preparer, cache)
+                }
                 _ => None,
             };
             let cut = index >= walk.forecast_from
@@ -317,10 +338,25 @@ impl ContextBuilder {
         preparer: &Preparer<'_>,
         cache: &mut ChunkCache,
     ) -> Result<PreparedChunk> {
+        self.prepared_or(index, chunk, preparer, cache, None)
+    }
+
+    /// As [`prepared`](ContextBuilder::prepared), taking the rendering
+    /// from `ready` when the cache does not have it and it was made ahead.
+    fn prepared_or(
+        &self,
+        index: usize,
+        chunk: &MemoryChunk,
+        preparer: &Preparer<'_>,
+        cache: &mut ChunkCache,
+        ready: Option<Result<PreparedChunk>>,
+    ) -> Result<PreparedChunk> {
         let renderer = self.renderers.renderer_for(chunk);
         let by_default = self.renderers.renders_by_default(chunk);
         let cap = preparer.cap_for(chunk, renderer, by_default);
-        cache.prepared(index, cap, || preparer.prepare(index, chunk, renderer, cap))
+        cache.prepared(index, cap, || {
+            ready.unwrap_or_else(|| preparer.prepare(index, chunk, renderer, cap))
+        })
     }
 
     /// `prepared` (the chunk at `index`, from the cache) with its text,

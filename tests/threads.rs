@@ -1,0 +1,151 @@
+//! A build on several threads is the build on one: the same prompt, report,
+//! errors and session statistics, byte for byte.
+
+#[path = "../examples/support/session_gen.rs"]
+mod session_gen;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+
+use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
+use agent_context::{BuildResult, ContextBuilder, ContextSession, MemoryState, Result};
+
+/// A generated session of about 330k tokens (1.3 MB rendered): more than
+/// one batch of chunks rendered ahead.
+fn long_session() -> MemoryState {
+    session_gen::session(3, 300, 1)
+}
+
+fn builder(threads: usize, budget: usize) -> ContextBuilder {
+    let mut builder = ContextBuilder::new();
+    builder.model("gpt-4o").max_tokens(budget).threads(threads);
+    builder
+}
+
+fn json(result: &Result<BuildResult>) -> String {
+    match result {
+        Ok(result) => serde_json::to_string(result).expect("a result serializes"),
+        Err(error) => format!("error: {error}"),
+    }
+}
+
+/// The exact counter, noting the threads that call it.
+#[derive(Debug)]
+struct ThreadsSeen {
+    counter: TiktokenCounter,
+    seen: Mutex<HashSet<ThreadId>>,
+}
+
+impl TokenCounter for ThreadsSeen {
+    fn count(&self, text: &str) -> usize {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.insert(std::thread::current().id());
+        }
+        self.counter.count(text)
+    }
+    fn is_exact(&self) -> bool {
+        true
+    }
+    fn encoding_name(&self) -> &str {
+        self.counter.encoding_name()
+    }
+    fn additive_at_clean_cuts(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_build_on_several_threads_counts_on_them() {
+    let state = long_session();
+    let counter = Arc::new(ThreadsSeen {
+        counter: TiktokenCounter::new(Encoding::O200kBase).unwrap(),
+        seen: Mutex::default(),
+    });
+    let mut two = builder(2, 128_000);
+    two.counter(counter.clone());
+    two.build(&state).unwrap();
+    // A helper thread per batch, and the caller's.
+    let seen = counter.seen.lock().unwrap().len();
+    assert!(seen >= 2, "{seen}");
+    let mut one = builder(1, 128_000);
+    counter.seen.lock().unwrap().clear();
+    one.counter(counter.clone());
+    one.build(&state).unwrap();
+    assert_eq!(counter.seen.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn a_build_on_several_threads_is_the_build_on_one() {
+    let state = long_session();
+    for budget in [128_000, 16_000] {
+        for cap in [None, Some(300)] {
+            let results: Vec<String> = [1, 2, 3]
+                .map(|threads| {
+                    let mut builder = builder(threads, budget);
+                    builder.policy_mut().caps.set_tag("tool_result", cap);
+                    json(&builder.build(&state))
+                })
+                .into();
+            assert!(results[0].starts_with('{'), "{}", &results[0][..200]);
+            assert_eq!(
+                results[0], results[1],
+                "2 threads, budget {budget}, cap {cap:?}"
+            );
+            assert_eq!(
+                results[0], results[2],
+                "3 threads, budget {budget}, cap {cap:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_error_found_ahead_is_the_one_the_walk_meets_first() {
+    let mut state = long_session();
+    // Two chunks a small cap cannot hold: the newer one is named, as a
+    // build that renders newest first on one thread names it.
+    let results: Vec<usize> = state
+        .chunks
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.tool.is_some() && c.call_id.is_some() && c.text.is_some())
+        .map(|(i, _)| i)
+        .collect();
+    let long_name = "a_tool_with_a_very_long_descriptive_name_".repeat(8);
+    for &index in [results[5], results[results.len() - 40]].iter() {
+        state.chunks[index].tool = Some(long_name.as_str().into());
+    }
+    let errors = [1, 2].map(|threads| {
+        let mut builder = builder(threads, 128_000);
+        builder.policy_mut().caps.set_tag("tool_result", Some(64));
+        json(&builder.build(&state))
+    });
+    let newer = &state.chunks[results[results.len() - 40]].id;
+    assert!(
+        errors[0].contains(&format!("(id \"{newer}\")")),
+        "{}",
+        errors[0]
+    );
+    assert_eq!(errors[0], errors[1]);
+}
+
+#[test]
+fn a_session_on_several_threads_renders_and_counts_what_one_would() {
+    let state = long_session();
+    let mut sessions =
+        [1, 2].map(|threads| ContextSession::new(builder(threads, 64_000), state.clone()).unwrap());
+    let [one, two] = &mut sessions;
+    assert_eq!(json(&one.build()), json(&two.build()));
+    assert_eq!(one.stats(), two.stats());
+    // The next turn, through the full pipeline, from the cache.
+    let mut rng = session_gen::Rng::new(9);
+    let turn = session_gen::appended_turn(&mut rng, 1);
+    for session in [&mut *one, &mut *two] {
+        session.extend(turn.clone()).unwrap();
+        session.forget_previous();
+    }
+    assert_eq!(json(&one.build()), json(&two.build()));
+    assert_eq!(one.stats(), two.stats());
+    assert!(one.stats().chunks_cached > 0, "{:?}", one.stats());
+}
