@@ -92,22 +92,20 @@ impl ContextBuilder {
         }
         ahead.start = start;
         ahead.ready.clear();
-        ahead.ready.resize_with(newest + 1 - start, || None);
         if bytes < MIN_PARALLEL_BYTES {
             return;
         }
+        ahead.ready.resize_with(newest + 1 - start, || None);
         for (index, ready) in self.ready_in_parallel(&todo, jobs, ahead.threads) {
             ahead.ready[index - start] = Some(ready);
         }
     }
 
-    /// Whether the walk will render the chunk at `index`.
+    /// Whether the walk will render the chunk at `index`: selected, not
+    /// frozen, and with nothing in `cache` (a chunk cached under another
+    /// cap is rare, and rendered by the walk).
     fn renders(&self, index: usize, jobs: &Jobs<'_>, cache: &ChunkCache) -> bool {
-        let chunk = &jobs.state.chunks[index];
-        let renderer = self.renderers.renderer_for(chunk);
-        let by_default = self.renderers.renders_by_default(chunk);
-        let cap = jobs.preparer.cap_for(chunk, renderer, by_default);
-        jobs.selected[index] && jobs.frozen.get(index).is_none() && cache.peek(index, cap).is_none()
+        jobs.selected[index] && jobs.frozen.get(index).is_none() && !cache.holds(index)
     }
 
     /// The chunks at `todo` made ready on `threads` threads, this one
