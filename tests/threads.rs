@@ -5,11 +5,15 @@
 mod session_gen;
 
 use std::collections::HashSet;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 
+use agent_context::render::{ChunkRenderer, RenderContext};
 use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
-use agent_context::{BuildResult, ContextBuilder, ContextSession, MemoryState, Result};
+use agent_context::{
+    BuildResult, ChunkKind, ContextBuilder, ContextSession, MemoryChunk, MemoryState, Result, Role,
+};
 
 /// A generated session of about 330k tokens (1.3 MB rendered): more than
 /// one batch of chunks rendered ahead.
@@ -56,23 +60,60 @@ impl TokenCounter for ThreadsSeen {
 }
 
 #[test]
-fn a_build_on_several_threads_counts_on_them() {
+fn a_build_counts_on_as_many_threads_as_it_is_given() {
     let state = long_session();
-    let counter = Arc::new(ThreadsSeen {
-        counter: TiktokenCounter::new(Encoding::O200kBase).unwrap(),
-        seen: Mutex::default(),
-    });
-    let mut two = builder(2, 128_000);
-    two.counter(counter.clone());
-    two.build(&state).unwrap();
-    // A helper thread per batch, and the caller's.
-    let seen = counter.seen.lock().unwrap().len();
-    assert!(seen >= 2, "{seen}");
-    let mut one = builder(1, 128_000);
-    counter.seen.lock().unwrap().clear();
-    one.counter(counter.clone());
-    one.build(&state).unwrap();
-    assert_eq!(counter.seen.lock().unwrap().len(), 1);
+    for threads in [1, 2, 3] {
+        let counter = Arc::new(ThreadsSeen {
+            counter: TiktokenCounter::new(Encoding::O200kBase).unwrap(),
+            seen: Mutex::default(),
+        });
+        let mut builder = builder(threads, 128_000);
+        builder.counter(counter.clone());
+        builder.build(&state).unwrap();
+        // The helpers are started once for the build, beside the caller's.
+        assert_eq!(counter.seen.lock().unwrap().len(), threads);
+    }
+}
+
+/// Renders the user's messages, and panics on one.
+struct PanicsOn(&'static str);
+
+impl ChunkRenderer for PanicsOn {
+    fn can_render(&self, chunk: &MemoryChunk) -> bool {
+        chunk.kind == ChunkKind::Agent && chunk.role == Some(Role::User)
+    }
+    fn role(&self, _: &MemoryChunk) -> Role {
+        Role::User
+    }
+    fn render(&self, chunk: &MemoryChunk, ctx: &RenderContext<'_>, out: &mut String) {
+        assert_ne!(chunk.id, self.0, "the renderer fails on this chunk");
+        ctx.write_element(
+            out,
+            "said",
+            &[("id", Some(&chunk.id))],
+            chunk.text.as_deref(),
+        );
+    }
+    fn tags(&self) -> Vec<String> {
+        vec!["said".into()]
+    }
+}
+
+#[test]
+fn a_renderer_that_panics_on_a_helper_thread_panics_the_build_not_hangs_it() {
+    let state = long_session();
+    let users: Vec<&MemoryChunk> = state
+        .chunks
+        .iter()
+        .filter(|c| c.kind == ChunkKind::Agent && c.role == Some(Role::User))
+        .collect();
+    let id: &'static str = users[users.len() / 2].id.clone().leak();
+    for threads in [1, 2] {
+        let mut builder = builder(threads, 128_000);
+        builder.register_renderer(Arc::new(PanicsOn(id)));
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| builder.build(&state)));
+        assert!(outcome.is_err(), "{threads} threads");
+    }
 }
 
 #[test]

@@ -4,8 +4,11 @@
 //! ready in parallel, then walked as before. The walk's decisions, errors
 //! and statistics are those of a walk that renders each chunk itself.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::thread::Scope;
 
 use super::ContextBuilder;
 use super::frozen::Frozen;
@@ -16,11 +19,11 @@ use crate::prepare::{PreparedChunk, Preparer};
 use crate::roles::{Retention, Role};
 use crate::tokens::parts::CountedText;
 
-/// Bytes of chunk bodies a batch renders: enough work (milliseconds) that
-/// starting the threads is lost in it, little enough that the texts a
-/// batch holds before the walk lets them go stay small.
-const BATCH_BYTES: usize = 1 << 20;
-/// Below this much to render, a batch runs on the walk's own thread.
+/// Bytes of chunk bodies a batch renders: milliseconds of work, and little
+/// text held before the walk lets go of what the plan will cut.
+const BATCH_BYTES: usize = 256 << 10;
+/// Below this much to render, a batch runs on the walk's own thread, and
+/// no helper thread is started.
 const MIN_PARALLEL_BYTES: usize = 64 << 10;
 
 /// A chunk made ready off the walk: its rendering, and its stub when the
@@ -32,26 +35,14 @@ pub(super) struct Ready {
 
 /// The batch of chunks made ready ahead of the walk.
 pub(super) struct Ahead {
-    threads: usize,
     /// The index of the batch's oldest chunk; `ready[i]` is chunk `start + i`.
     start: usize,
     ready: Vec<Option<Ready>>,
 }
 
-/// What a batch reads: the chunks and how the walk will treat them.
-pub(super) struct Jobs<'j> {
-    pub(super) state: &'j MemoryState,
-    pub(super) selected: &'j [bool],
-    pub(super) turns_after: &'j [usize],
-    pub(super) frozen: &'j Frozen,
-    pub(super) preparer: &'j Preparer<'j>,
-}
-
 impl Ahead {
-    /// Nothing ready yet; batches run on `threads` threads (one: none run).
-    pub(super) fn new(threads: usize) -> Self {
+    pub(super) fn new() -> Self {
         Ahead {
-            threads,
             start: usize::MAX,
             ready: Vec::new(),
         }
@@ -65,99 +56,153 @@ impl Ahead {
 
     /// Whether the walk, at `index`, has gone past the batch.
     pub(super) fn needs_batch(&self, index: usize) -> bool {
-        self.threads > 1 && index < self.start
+        index < self.start
     }
 }
 
-impl ContextBuilder {
-    /// Makes ready, on the threads of `ahead`, the chunks from `newest`
-    /// back that the walk will render: selected, not frozen, not in
-    /// `cache` under their cap.
-    pub(super) fn render_ahead(
-        &self,
-        newest: usize,
-        jobs: &Jobs<'_>,
-        cache: &ChunkCache,
-        ahead: &mut Ahead,
-    ) {
+/// What a batch reads: the chunks and how the walk will treat them.
+pub(super) struct Jobs<'j> {
+    pub(super) builder: &'j ContextBuilder,
+    pub(super) state: &'j MemoryState,
+    pub(super) selected: &'j [bool],
+    pub(super) turns_after: &'j [usize],
+    pub(super) frozen: &'j Frozen,
+    pub(super) preparer: &'j Preparer<'j>,
+}
+
+/// The chunks of one batch, taken one by one by whichever thread is free.
+struct Batch {
+    todo: Vec<usize>,
+    next: AtomicUsize,
+}
+
+/// Threads that make batches ready beside the walk's own, started at the
+/// first batch worth it and kept for the build (a thread's tokenizer
+/// memo warms up once); they end when this is dropped.
+pub(super) struct Helpers<'scope, 'env> {
+    scope: &'scope Scope<'scope, 'env>,
+    jobs: &'env Jobs<'env>,
+    threads: usize,
+    batches: Vec<Sender<Arc<Batch>>>,
+    done: Option<(Sender<Vec<(usize, Ready)>>, Receiver<Vec<(usize, Ready)>>)>,
+}
+
+impl<'scope, 'env> Helpers<'scope, 'env> {
+    /// Up to `threads` threads in all (one: none is started).
+    pub(super) fn new(scope: &'scope Scope<'scope, 'env>, jobs: &'env Jobs<'env>) -> Self {
+        Helpers {
+            scope,
+            jobs,
+            threads: jobs.builder.threads,
+            batches: Vec::new(),
+            done: None,
+        }
+    }
+
+    /// Makes ready the chunks from `newest` back that the walk will render
+    /// (selected, not frozen, nothing in `cache`), a batch's worth, when
+    /// they are worth the threads.
+    pub(super) fn render_ahead(&mut self, newest: usize, cache: &ChunkCache, ahead: &mut Ahead) {
+        let jobs = self.jobs;
         let mut todo = Vec::new();
         let mut bytes = 0;
         let mut start = newest + 1;
         while start > 0 && bytes < BATCH_BYTES {
             start -= 1;
-            if self.renders(start, jobs, cache) {
+            if jobs.selected[start] && jobs.frozen.get(start).is_none() && !cache.holds(start) {
                 todo.push(start);
                 bytes += size_of_chunk(&jobs.state.chunks[start]);
             }
         }
         ahead.start = start;
         ahead.ready.clear();
-        if bytes < MIN_PARALLEL_BYTES {
+        if self.threads < 2 || bytes < MIN_PARALLEL_BYTES {
             return;
         }
         ahead.ready.resize_with(newest + 1 - start, || None);
-        for (index, ready) in self.ready_in_parallel(&todo, jobs, ahead.threads) {
+        for (index, ready) in self.in_parallel(todo) {
             ahead.ready[index - start] = Some(ready);
         }
     }
 
-    /// Whether the walk will render the chunk at `index`: selected, not
-    /// frozen, and with nothing in `cache` (a chunk cached under another
-    /// cap is rare, and rendered by the walk).
-    fn renders(&self, index: usize, jobs: &Jobs<'_>, cache: &ChunkCache) -> bool {
-        jobs.selected[index] && jobs.frozen.get(index).is_none() && !cache.holds(index)
+    /// The chunks of `todo` made ready by the helpers and this thread.
+    fn in_parallel(&mut self, todo: Vec<usize>) -> Vec<(usize, Ready)> {
+        self.start_helpers();
+        let batch = Arc::new(Batch {
+            todo,
+            next: AtomicUsize::new(0),
+        });
+        // A helper that is gone takes no batch and sends nothing back.
+        let sent = self
+            .batches
+            .iter()
+            .filter(|helper| helper.send(Arc::clone(&batch)).is_ok())
+            .count();
+        let mut ready = work(self.jobs, &batch);
+        if let Some((_, done)) = &self.done {
+            for _ in 0..sent {
+                match done.recv() {
+                    Ok(theirs) => ready.extend(theirs),
+                    Err(_) => break,
+                }
+            }
+        }
+        ready
     }
 
-    /// The chunks at `todo` made ready on `threads` threads, this one
-    /// among them, each taking the next chunk not taken.
-    fn ready_in_parallel(
-        &self,
-        todo: &[usize],
-        jobs: &Jobs<'_>,
-        threads: usize,
-    ) -> Vec<(usize, Ready)> {
-        let next = AtomicUsize::new(0);
-        let work = || {
-            let mut done = Vec::new();
-            loop {
-                let Some(&index) = todo.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                    return done;
-                };
-                done.push((index, self.make_ready(index, jobs)));
-            }
-        };
-        std::thread::scope(|scope| {
-            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
-            let mut done = work();
-            for helper in helpers {
-                // A helper that panicked left its chunks undone: the walk
-                // renders them itself.
-                done.extend(helper.join().unwrap_or_default());
-            }
-            done
-        })
+    fn start_helpers(&mut self) {
+        if self.done.is_some() {
+            return;
+        }
+        let (done_tx, done_rx) = channel();
+        for _ in 1..self.threads {
+            let (batch_tx, batch_rx) = channel::<Arc<Batch>>();
+            let (jobs, done) = (self.jobs, done_tx.clone());
+            self.scope.spawn(move || {
+                for batch in batch_rx {
+                    // A panicking renderer leaves its chunk to the walk,
+                    // which meets the panic on its own thread.
+                    let ready = catch_unwind(AssertUnwindSafe(|| work(jobs, &batch)));
+                    if done.send(ready.unwrap_or_default()).is_err() {
+                        return;
+                    }
+                }
+            });
+            self.batches.push(batch_tx);
+        }
+        self.done = Some((done_tx, done_rx));
     }
+}
 
-    /// The chunk at `index` rendered under its cap, with the stub the walk
-    /// will ask for when it is disposable.
-    fn make_ready(&self, index: usize, jobs: &Jobs<'_>) -> Ready {
-        let chunk = &jobs.state.chunks[index];
-        let renderer = self.renderers.renderer_for(chunk);
-        let by_default = self.renderers.renders_by_default(chunk);
-        let cap = jobs.preparer.cap_for(chunk, renderer, by_default);
-        let prepared = jobs.preparer.prepare(index, chunk, renderer, cap);
-        let retention = jobs
-            .preparer
-            .policy
-            .retention_of(chunk, jobs.turns_after[index]);
-        let stub = match &prepared {
-            Ok(ready) if ready.role != Role::System && retention == Retention::Disposable => {
-                Some(jobs.preparer.stub(chunk, renderer, &ready.part))
-            }
-            _ => None,
-        };
-        Ready { prepared, stub }
+/// Takes the batch's chunks one by one until none is left.
+fn work(jobs: &Jobs<'_>, batch: &Batch) -> Vec<(usize, Ready)> {
+    let mut ready = Vec::new();
+    while let Some(&index) = batch.todo.get(batch.next.fetch_add(1, Ordering::Relaxed)) {
+        ready.push((index, make_ready(jobs, index)));
     }
+    ready
+}
+
+/// The chunk at `index` rendered under its cap, with the stub the walk
+/// will ask for when it is disposable.
+fn make_ready(jobs: &Jobs<'_>, index: usize) -> Ready {
+    let chunk = &jobs.state.chunks[index];
+    let renderers = &jobs.builder.renderers;
+    let renderer = renderers.renderer_for(chunk);
+    let by_default = renderers.renders_by_default(chunk);
+    let cap = jobs.preparer.cap_for(chunk, renderer, by_default);
+    let prepared = jobs.preparer.prepare(index, chunk, renderer, cap);
+    let retention = jobs
+        .preparer
+        .policy
+        .retention_of(chunk, jobs.turns_after[index]);
+    let stub = match &prepared {
+        Ok(ready) if ready.role != Role::System && retention == Retention::Disposable => {
+            Some(jobs.preparer.stub(chunk, renderer, &ready.part))
+        }
+        _ => None,
+    };
+    Ready { prepared, stub }
 }
 
 /// About how many bytes rendering `chunk` writes.

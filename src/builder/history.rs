@@ -6,7 +6,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashSet;
 
 use super::ContextBuilder;
-use super::ahead::{Ahead, Jobs, Ready};
+use super::ahead::{Ahead, Helpers, Jobs, Ready};
 use super::forecast::{CutForecast, protects};
 use super::frozen::Frozen;
 use crate::budget::{
@@ -101,21 +101,9 @@ impl ContextBuilder {
                 ..History::default()
             },
             misplaced: None,
-            ahead: Ahead::new(self.threads),
+            ahead: Ahead::new(),
         };
-        for (index, chunk) in state.chunks.iter().enumerate().rev() {
-            if walk.ahead.needs_batch(index) {
-                let jobs = Jobs {
-                    state,
-                    selected: &selection.selected,
-                    turns_after: &selection.turns_after,
-                    frozen: &frozen,
-                    preparer,
-                };
-                self.render_ahead(index, &jobs, cache, &mut walk.ahead);
-            }
-            self.walk_chunk(index, chunk, &frozen, &mut walk, cache)?;
-        }
+        self.walk_newest_first(state, &frozen, &mut walk, cache)?;
         let Walk {
             mut history,
             misplaced,
@@ -141,6 +129,35 @@ impl ContextBuilder {
                 .for_each(|i| i.protected = true);
         }
         Ok(history)
+    }
+
+    /// Walks the chunks newest first, each batch of those to render made
+    /// ready ahead on the builder's threads.
+    fn walk_newest_first(
+        &self,
+        state: &MemoryState,
+        frozen: &Frozen,
+        walk: &mut Walk<'_, '_>,
+        cache: &mut ChunkCache,
+    ) -> Result<()> {
+        let jobs = Jobs {
+            builder: self,
+            state,
+            selected: &walk.selection.selected,
+            turns_after: &walk.selection.turns_after,
+            frozen,
+            preparer: walk.preparer,
+        };
+        std::thread::scope(|scope| {
+            let mut helpers = Helpers::new(scope, &jobs);
+            for (index, chunk) in state.chunks.iter().enumerate().rev() {
+                if walk.ahead.needs_batch(index) {
+                    helpers.render_ahead(index, cache, &mut walk.ahead);
+                }
+                self.walk_chunk(index, chunk, frozen, walk, cache)?;
+            }
+            Ok(())
+        })
     }
 
     /// The chunks the builder's filters select, their tool calls and turns.
