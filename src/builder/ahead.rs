@@ -70,6 +70,9 @@ pub(super) struct Jobs<'j> {
     pub(super) preparer: &'j Preparer<'j>,
 }
 
+/// Chunks made ready by one thread, with their indexes.
+type Done = Vec<(usize, Ready)>;
+
 /// The chunks of one batch, taken one by one by whichever thread is free.
 struct Batch {
     todo: Vec<usize>,
@@ -84,7 +87,8 @@ pub(super) struct Helpers<'scope, 'env> {
     jobs: &'env Jobs<'env>,
     threads: usize,
     batches: Vec<Sender<Arc<Batch>>>,
-    done: Option<(Sender<Vec<(usize, Ready)>>, Receiver<Vec<(usize, Ready)>>)>,
+    /// What the helpers send back, once they are started.
+    done: Option<Receiver<Done>>,
 }
 
 impl<'scope, 'env> Helpers<'scope, 'env> {
@@ -126,7 +130,7 @@ impl<'scope, 'env> Helpers<'scope, 'env> {
     }
 
     /// The chunks of `todo` made ready by the helpers and this thread.
-    fn in_parallel(&mut self, todo: Vec<usize>) -> Vec<(usize, Ready)> {
+    fn in_parallel(&mut self, todo: Vec<usize>) -> Done {
         self.start_helpers();
         let batch = Arc::new(Batch {
             todo,
@@ -139,7 +143,7 @@ impl<'scope, 'env> Helpers<'scope, 'env> {
             .filter(|helper| helper.send(Arc::clone(&batch)).is_ok())
             .count();
         let mut ready = work(self.jobs, &batch);
-        if let Some((_, done)) = &self.done {
+        if let Some(done) = &self.done {
             for _ in 0..sent {
                 match done.recv() {
                     Ok(theirs) => ready.extend(theirs),
@@ -170,12 +174,12 @@ impl<'scope, 'env> Helpers<'scope, 'env> {
             });
             self.batches.push(batch_tx);
         }
-        self.done = Some((done_tx, done_rx));
+        self.done = Some(done_rx);
     }
 }
 
 /// Takes the batch's chunks one by one until none is left.
-fn work(jobs: &Jobs<'_>, batch: &Batch) -> Vec<(usize, Ready)> {
+fn work(jobs: &Jobs<'_>, batch: &Batch) -> Done {
     let mut ready = Vec::new();
     while let Some(&index) = batch.todo.get(batch.next.fetch_add(1, Ordering::Relaxed)) {
         ready.push((index, make_ready(jobs, index)));
