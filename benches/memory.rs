@@ -10,7 +10,9 @@
 //! built again. The peak covers generating the session, its cache, the
 //! previous build it keeps, and each build while it runs with its result.
 //! A second run has the caller still hold the cold result during the warm
-//! build. Then the first loop runs on sessions of about 2M, 4M and 10M
+//! build. A third builds on two threads (a helper holds the tokenizer's
+//! memo of recent pieces, and a batch of rendered chunks, while the build
+//! runs). Then the first loop runs on sessions of about 2M, 4M and 10M
 //! tokens (heap only): memory must grow linearly with the session.
 
 #[path = "../examples/support/session_gen.rs"]
@@ -142,7 +144,7 @@ const RUN_VAR: &str = "AGENT_CONTEXT_MEMORY_RUN";
 
 fn main() {
     let Ok(which) = std::env::var(RUN_VAR) else {
-        for which in ["drop", "hold", "scale-2", "scale-4", "scale-10"] {
+        for which in ["drop", "hold", "two-threads", "scale-2", "scale-4", "scale-10"] {
             let exe = std::env::current_exe().expect("the bench's own path");
             let status = std::process::Command::new(exe)
                 .env(RUN_VAR, which)
@@ -160,6 +162,9 @@ fn main() {
     // Load the tables first: they are shared by every session in the process.
     let mut builder = ContextBuilder::new();
     builder.model("gpt-4o").max_tokens(128_000);
+    if which == "two-threads" {
+        builder.threads(2);
+    }
     let hello = MemoryState::new().with_chunk(MemoryChunk::agent("x", Role::User, "hi"));
     let start = std::time::Instant::now();
     builder.build(&hello).expect("a one-chunk build");
@@ -179,7 +184,7 @@ fn main() {
         );
         return;
     }
-    if !hold {
+    if which == "drop" {
         println!(
             "tokenizer: first use of o200k_base in this process (tables) took \
              {loaded:.0?} and holds {:.1} MB",
@@ -198,10 +203,10 @@ fn main() {
             ratio(run.state)
         );
     }
-    let who = if hold {
-        "caller holding the cold result"
-    } else {
-        "each result dropped before the next build"
+    let who = match which.as_str() {
+        "hold" => "caller holding the cold result",
+        "two-threads" => "built on two threads",
+        _ => "each result dropped before the next build",
     };
     let rss = run.rss_peak.map_or(String::from("unavailable"), |rss| {
         format!("{:.2} MB = {:.2}x", mb(rss), ratio(rss))

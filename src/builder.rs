@@ -148,17 +148,6 @@ impl std::fmt::Debug for ContentChoice {
 /// The model counted for when none is given.
 pub const DEFAULT_MODEL: &str = "gpt-4o";
 
-/// The most threads a build renders and counts on by default: past a few,
-/// the walk that decides each chunk in order is what a cold build waits on.
-pub const DEFAULT_MAX_THREADS: usize = 4;
-
-/// The machine's available parallelism, at most [`DEFAULT_MAX_THREADS`].
-fn default_threads() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(DEFAULT_MAX_THREADS)
-}
-
 /// Builds the prompt of a session: renders every chunk, counts it exactly,
 /// and keeps what fits the budget by the rules of [`budget`](crate::budget).
 ///
@@ -226,17 +215,18 @@ impl ContextBuilder {
             fragment_options: FormatOptions::default(),
             policy: Policy::default(),
             previous: None,
-            threads: default_threads(),
+            threads: 1,
         }
     }
 
-    /// The threads a build renders and counts chunks on (at least one; by
-    /// default the machine's available parallelism, at most
-    /// [`DEFAULT_MAX_THREADS`]). Only a build with much to render (a cold
-    /// build, the first of a session) uses more than the calling thread,
-    /// in batches of about a megabyte of chunks; the result is the same
-    /// whatever the number. A server running many builds at once may want
-    /// `threads(1)`.
+    /// The threads a build renders and counts chunks on: by default one,
+    /// the caller's; at least one. With more, a build with much to render
+    /// (a cold build, a session's first) renders and counts batches of
+    /// about 256 KB of chunks on helper threads it starts for the build;
+    /// the result, errors and statistics are the same whatever the number.
+    /// Each helper holds the tokenizer's memo of recent pieces (1.24 MB)
+    /// while the build runs. The CLI uses the machine's parallelism, at
+    /// most 4.
     pub fn threads(&mut self, threads: usize) -> &mut Self {
         self.threads = threads.max(1);
         self

@@ -117,7 +117,7 @@ mod str_like;
 pub mod tokens;
 
 pub use budget::planner::Elision;
-pub use builder::{ContextBuilder, DEFAULT_MAX_THREADS, DEFAULT_MODEL};
+pub use builder::{ContextBuilder, DEFAULT_MODEL};
 pub use chunk_cache::BuildStats;
 pub use chunk_id::ChunkId;
 pub use engine::ContextEngine;

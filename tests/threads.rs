@@ -1,6 +1,7 @@
 //! A build on several threads is the build on one: the same prompt, report,
 //! errors and session statistics, byte for byte.
 
+mod common;
 #[path = "../examples/support/session_gen.rs"]
 mod session_gen;
 
@@ -8,6 +9,8 @@ use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
+
+use common::cli::run;
 
 use agent_context::render::{ChunkRenderer, RenderContext};
 use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
@@ -189,4 +192,27 @@ fn a_session_on_several_threads_renders_and_counts_what_one_would() {
     assert_eq!(json(&one.build()), json(&two.build()));
     assert_eq!(one.stats(), two.stats());
     assert!(one.stats().chunks_cached > 0, "{:?}", one.stats());
+}
+
+#[test]
+fn the_cli_builds_the_same_on_any_number_of_threads() {
+    let input = serde_json::to_string(&long_session()).unwrap();
+    let built = [1, 2].map(|threads| {
+        let threads = threads.to_string();
+        run(
+            &["build", "--max-tokens", "64000", "--threads", &threads],
+            &input,
+        )
+    });
+    assert_eq!((built[0].code, built[0].stderr.as_str()), (0, ""));
+    assert!(built[0].stdout.len() > 100_000, "{}", built[0].stdout.len());
+    assert_eq!(built[0].stdout, built[1].stdout);
+    let none = run(&["build", "--threads", "0"], &input);
+    assert_eq!(none.code, 2, "{}", none.stderr);
+    assert!(
+        none.stderr
+            .contains("\"0\" is not a number of threads; give 1 or more"),
+        "{}",
+        none.stderr
+    );
 }

@@ -50,6 +50,22 @@ pub(crate) struct BuildOptions {
     /// counted exactly ignore it.
     #[arg(long, value_name = "F", value_parser = parse_estimate_factor)]
     pub(crate) estimate_factor: Option<EstimateFactor>,
+    /// Threads to render and count on (default: the machine's, at most 4).
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
+    threads: Option<usize>,
+}
+
+/// The threads a build uses unless told: past a few, the walk that decides
+/// each chunk in order is what a cold build waits on.
+const MAX_DEFAULT_THREADS: usize = 4;
+
+fn parse_threads(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(threads) if threads > 0 => Ok(threads),
+        _ => Err(format!(
+            "{text:?} is not a number of threads; give 1 or more"
+        )),
+    }
 }
 
 pub(crate) fn parse_estimate_factor(text: &str) -> Result<EstimateFactor, String> {
@@ -160,6 +176,11 @@ impl BuildOptions {
             builder.calibration(Calibration::with_floor(factor));
         }
         builder.policy_mut().low_water = self.low_water;
+        builder.threads(self.threads.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(MAX_DEFAULT_THREADS)
+        }));
         for setting in &self.caps {
             let target = builder.cap_target(&setting.name)?;
             builder.policy_mut().caps.set(target, setting.tokens);
