@@ -144,7 +144,14 @@ const RUN_VAR: &str = "AGENT_CONTEXT_MEMORY_RUN";
 
 fn main() {
     let Ok(which) = std::env::var(RUN_VAR) else {
-        for which in ["drop", "hold", "two-threads", "scale-2", "scale-4", "scale-10"] {
+        for which in [
+            "drop",
+            "hold",
+            "two-threads",
+            "scale-2",
+            "scale-4",
+            "scale-10",
+        ] {
             let exe = std::env::current_exe().expect("the bench's own path");
             let status = std::process::Command::new(exe)
                 .env(RUN_VAR, which)
