@@ -24,6 +24,29 @@ fn long_session() -> MemoryState {
     session_gen::session(3, 300, 1)
 }
 
+/// The long session with, every 40 chunks, a system chunk, an orphan tool
+/// result (its call is missing) and an assistant turn written as `content`.
+fn varied_session() -> MemoryState {
+    let mut json = serde_json::to_value(long_session()).unwrap();
+    let chunks = json["chunks"].as_array_mut().unwrap();
+    let log = "error[E0308]: mismatched types at src/lib.rs:12\n".repeat(60);
+    for n in (0..chunks.len()).step_by(40).rev() {
+        let extra = [
+            serde_json::json!({"id": format!("sys-{n}"), "kind": "system",
+                "text": format!("Standing note {n}: keep the API stable.")}),
+            serde_json::json!({"id": format!("orphan-{n}"), "kind": "environment",
+                "tool": "cargo", "call_id": format!("gone-{n}"), "success": false,
+                "text": log.clone()}),
+            serde_json::json!({"id": format!("content-{n}"), "kind": "agent",
+                "role": "assistant", "content": [
+                    {"type": "text", "text": format!("Step {n}: *fixed* the `cache` <b>here</b>.")},
+                    {"type": "text", "text": log.clone()}]}),
+        ];
+        chunks.splice(n..n, extra);
+    }
+    MemoryState::from_json_str(&json.to_string()).unwrap()
+}
+
 fn builder(threads: usize, budget: usize) -> ContextBuilder {
     let mut builder = ContextBuilder::new();
     builder.model("gpt-4o").max_tokens(budget).threads(threads);
@@ -102,15 +125,20 @@ impl ChunkRenderer for PanicsOn {
     }
 }
 
-#[test]
-fn a_renderer_that_panics_on_a_helper_thread_panics_the_build_not_hangs_it() {
-    let state = long_session();
+/// The id of a user message in the middle of `state`.
+fn middle_user_turn(state: &MemoryState) -> &'static str {
     let users: Vec<&MemoryChunk> = state
         .chunks
         .iter()
         .filter(|c| c.kind == ChunkKind::Agent && c.role == Some(Role::User))
         .collect();
-    let id: &'static str = users[users.len() / 2].id.clone().leak();
+    users[users.len() / 2].id.clone().leak()
+}
+
+#[test]
+fn a_renderer_that_panics_on_a_helper_thread_panics_the_build_not_hangs_it() {
+    let state = long_session();
+    let id = middle_user_turn(&state);
     for threads in [1, 2] {
         let mut builder = builder(threads, 128_000);
         builder.register_renderer(Arc::new(PanicsOn(id)));
@@ -120,8 +148,35 @@ fn a_renderer_that_panics_on_a_helper_thread_panics_the_build_not_hangs_it() {
 }
 
 #[test]
+fn a_newer_chunk_that_fails_wins_over_an_older_one_that_panics() {
+    let mut state = long_session();
+    // The newest tool result cannot hold its cap: walking newest first,
+    // one thread returns that error and never renders the user turn
+    // before it, in the same batch, whose renderer panics.
+    let newest_result = state
+        .chunks
+        .iter()
+        .rposition(|c| c.kind == ChunkKind::Environment && c.text.is_some())
+        .unwrap();
+    state.chunks[newest_result].tool = Some("a_tool_with_a_long_name_".repeat(12).into());
+    let older_user = state.chunks[..newest_result]
+        .iter()
+        .rposition(|c| c.kind == ChunkKind::Agent && c.role == Some(Role::User))
+        .unwrap();
+    let id: &'static str = state.chunks[older_user].id.clone().leak();
+    for threads in [1, 2, 2, 2, 2, 2] {
+        let mut builder = builder(threads, 128_000);
+        builder.register_renderer(Arc::new(PanicsOn(id)));
+        builder.policy_mut().caps.set_tag("tool_result", Some(64));
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| builder.build(&state)));
+        let error = outcome.expect("no panic").unwrap_err();
+        assert!(error.to_string().contains("leaves no room"), "{error}");
+    }
+}
+
+#[test]
 fn a_build_on_several_threads_is_the_build_on_one() {
-    let state = long_session();
+    let state = varied_session();
     for budget in [128_000, 16_000] {
         for cap in [None, Some(300)] {
             let results: Vec<String> = [1, 2, 3]
@@ -182,15 +237,22 @@ fn a_session_on_several_threads_renders_and_counts_what_one_would() {
     let [one, two] = &mut sessions;
     assert_eq!(json(&one.build()), json(&two.build()));
     assert_eq!(one.stats(), two.stats());
-    // The next turn, through the full pipeline, from the cache.
+    // The next turn, through the full pipeline: most chunks from the
+    // cache, the new ones (over 64 KB) made ready ahead.
     let mut rng = session_gen::Rng::new(9);
-    let turn = session_gen::appended_turn(&mut rng, 1);
+    let turn: Vec<MemoryChunk> = (0..12)
+        .map(|n| {
+            let text = session_gen::prose(&mut rng, 1_500);
+            MemoryChunk::agent(format!("late-{n}"), Role::User, text)
+        })
+        .collect();
     for session in [&mut *one, &mut *two] {
         session.extend(turn.clone()).unwrap();
         session.forget_previous();
     }
     assert_eq!(json(&one.build()), json(&two.build()));
     assert_eq!(one.stats(), two.stats());
+    assert_eq!(one.stats().chunks_rendered, 12, "{:?}", one.stats());
     assert!(one.stats().chunks_cached > 0, "{:?}", one.stats());
 }
 

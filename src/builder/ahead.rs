@@ -8,10 +8,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::thread::Scope;
+use std::thread::{Builder, Scope};
 
 use super::ContextBuilder;
 use super::frozen::Frozen;
+use crate::budget::{Calls, is_orphan_result};
 use crate::chunk_cache::ChunkCache;
 use crate::error::Result;
 use crate::memory::{MemoryChunk, MemoryState};
@@ -22,6 +23,9 @@ use crate::tokens::parts::CountedText;
 /// Bytes of chunk bodies a batch renders: milliseconds of work, and little
 /// text held before the walk lets go of what the plan will cut.
 const BATCH_BYTES: usize = 256 << 10;
+/// The most chunks a batch renders, whatever their sizes seem to be (a
+/// `content` chunk is sized by its blocks, not by its text).
+const BATCH_CHUNKS: usize = 512;
 /// Below this much to render, a batch runs on the walk's own thread, and
 /// no helper thread is started.
 const MIN_PARALLEL_BYTES: usize = 64 << 10;
@@ -35,28 +39,31 @@ pub(super) struct Ready {
 
 /// The batch of chunks made ready ahead of the walk.
 pub(super) struct Ahead {
-    /// The index of the batch's oldest chunk; `ready[i]` is chunk `start + i`.
-    start: usize,
+    /// The walk needs the next batch below this index.
+    batch_below: usize,
+    /// `ready[i]` is chunk `first + i`, when it was made ready.
+    first: usize,
     ready: Vec<Option<Ready>>,
 }
 
 impl Ahead {
     pub(super) fn new() -> Self {
         Ahead {
-            start: usize::MAX,
+            batch_below: usize::MAX,
+            first: 0,
             ready: Vec::new(),
         }
     }
 
     /// The chunk at `index` made ready, if its batch did it.
     pub(super) fn take(&mut self, index: usize) -> Option<Ready> {
-        let slot = index.checked_sub(self.start)?;
+        let slot = index.checked_sub(self.first)?;
         self.ready.get_mut(slot)?.take()
     }
 
     /// Whether the walk, at `index`, has gone past the batch.
     pub(super) fn needs_batch(&self, index: usize) -> bool {
-        index < self.start
+        index < self.batch_below
     }
 }
 
@@ -68,6 +75,11 @@ pub(super) struct Jobs<'j> {
     pub(super) turns_after: &'j [usize],
     pub(super) frozen: &'j Frozen,
     pub(super) preparer: &'j Preparer<'j>,
+    /// The call ids of the selected tool calls: an orphan result is not
+    /// stubbed.
+    pub(super) calls: &'j Calls<'j>,
+    /// Every chunk below this index is in the cache.
+    pub(super) cached_below: usize,
 }
 
 /// Chunks made ready by one thread, with their indexes.
@@ -108,24 +120,30 @@ impl<'scope, 'env> Helpers<'scope, 'env> {
     /// they are worth the threads.
     pub(super) fn render_ahead(&mut self, newest: usize, cache: &ChunkCache, ahead: &mut Ahead) {
         let jobs = self.jobs;
-        let mut todo = Vec::new();
-        let mut bytes = 0;
-        let mut start = newest + 1;
-        while start > 0 && bytes < BATCH_BYTES {
-            start -= 1;
-            if jobs.selected[start] && jobs.frozen.get(start).is_none() && !cache.holds(start) {
-                todo.push(start);
-                bytes += size_of_chunk(&jobs.state.chunks[start]);
-            }
-        }
-        ahead.start = start;
         ahead.ready.clear();
-        if self.threads < 2 || bytes < MIN_PARALLEL_BYTES {
+        if self.threads < 2 {
+            ahead.batch_below = 0;
             return;
         }
-        ahead.ready.resize_with(newest + 1 - start, || None);
+        let mut todo = Vec::new();
+        let mut bytes = 0;
+        let mut first = newest + 1;
+        while first > jobs.cached_below && bytes < BATCH_BYTES && todo.len() < BATCH_CHUNKS {
+            first -= 1;
+            if jobs.selected[first] && jobs.frozen.get(first).is_none() && !cache.holds(first) {
+                todo.push(first);
+                bytes += size_of_chunk(&jobs.state.chunks[first]);
+            }
+        }
+        // Below the cache's first gap, the walk renders nothing.
+        ahead.batch_below = if first > jobs.cached_below { first } else { 0 };
+        ahead.first = first;
+        if todo.len() < 2 || bytes < MIN_PARALLEL_BYTES {
+            return;
+        }
+        ahead.ready.resize_with(newest + 1 - first, || None);
         for (index, ready) in self.in_parallel(todo) {
-            ahead.ready[index - start] = Some(ready);
+            ahead.ready[index - first] = Some(ready);
         }
     }
 
@@ -154,6 +172,8 @@ impl<'scope, 'env> Helpers<'scope, 'env> {
         ready
     }
 
+    /// Starts the helpers; as many as the system gives, up to the threads
+    /// asked for (with none, the walk's thread does every batch).
     fn start_helpers(&mut self) {
         if self.done.is_some() {
             return;
@@ -162,33 +182,37 @@ impl<'scope, 'env> Helpers<'scope, 'env> {
         for _ in 1..self.threads {
             let (batch_tx, batch_rx) = channel::<Arc<Batch>>();
             let (jobs, done) = (self.jobs, done_tx.clone());
-            self.scope.spawn(move || {
+            let helper = move || {
                 for batch in batch_rx {
-                    // A panicking renderer leaves its chunk to the walk,
-                    // which meets the panic on its own thread.
-                    let ready = catch_unwind(AssertUnwindSafe(|| work(jobs, &batch)));
-                    if done.send(ready.unwrap_or_default()).is_err() {
+                    if done.send(work(jobs, &batch)).is_err() {
                         return;
                     }
                 }
-            });
+            };
+            if Builder::new().spawn_scoped(self.scope, helper).is_err() {
+                break;
+            }
             self.batches.push(batch_tx);
         }
         self.done = Some(done_rx);
     }
 }
 
-/// Takes the batch's chunks one by one until none is left.
+/// Takes the batch's chunks one by one until none is left. A chunk whose
+/// renderer panics is left to the walk: one thread would meet the panic
+/// only if no newer chunk failed first, and so does the walk.
 fn work(jobs: &Jobs<'_>, batch: &Batch) -> Done {
     let mut ready = Vec::new();
     while let Some(&index) = batch.todo.get(batch.next.fetch_add(1, Ordering::Relaxed)) {
-        ready.push((index, make_ready(jobs, index)));
+        if let Ok(made) = catch_unwind(AssertUnwindSafe(|| make_ready(jobs, index))) {
+            ready.push((index, made));
+        }
     }
     ready
 }
 
 /// The chunk at `index` rendered under its cap, with the stub the walk
-/// will ask for when it is disposable.
+/// will ask for when it is disposable (and not an orphan result).
 fn make_ready(jobs: &Jobs<'_>, index: usize) -> Ready {
     let chunk = &jobs.state.chunks[index];
     let renderers = &jobs.builder.renderers;
@@ -200,8 +224,9 @@ fn make_ready(jobs: &Jobs<'_>, index: usize) -> Ready {
         .preparer
         .policy
         .retention_of(chunk, jobs.turns_after[index]);
+    let stubbed = retention == Retention::Disposable && !is_orphan_result(chunk, jobs.calls);
     let stub = match &prepared {
-        Ok(ready) if ready.role != Role::System && retention == Retention::Disposable => {
+        Ok(ready) if ready.role != Role::System && stubbed => {
             Some(jobs.preparer.stub(chunk, renderer, &ready.part))
         }
         _ => None,

@@ -147,6 +147,8 @@ impl ContextBuilder {
             turns_after: &walk.selection.turns_after,
             frozen,
             preparer: walk.preparer,
+            calls: &walk.selection.calls,
+            cached_below: walk.forecast_from,
         };
         std::thread::scope(|scope| {
             let mut helpers = Helpers::new(scope, &jobs);
