@@ -1,6 +1,7 @@
 //! [`ContextBuilder`]: one session in, budgeted messages out.
 
 mod ahead;
+mod config;
 mod extend;
 mod forecast;
 mod frozen;
@@ -8,6 +9,7 @@ mod history;
 mod replan;
 mod stored;
 
+pub use config::ContextConfig;
 pub(crate) use extend::Carry;
 use history::History;
 
@@ -38,7 +40,7 @@ use crate::rows::Rows;
 use crate::tokens::parts::CountedText;
 use crate::tokens::{
     Calibration, Framing, Route, TiktokenCounter, TokenCounter, counter_for_model_calibrated,
-    estimate_warning, model_info, route,
+    model_info, route,
 };
 use rustc_hash::FxHashSet;
 
@@ -152,7 +154,9 @@ pub const DEFAULT_MODEL: &str = "gpt-4o";
 /// and keeps what fits the budget by the rules of [`budget`](crate::budget).
 ///
 /// Setters take `&mut self` so options can be set in a loop; validation
-/// happens in [`build`](ContextBuilder::build).
+/// happens in [`compile`](ContextBuilder::compile), which gives the
+/// immutable [`ContextConfig`] builds read, and in
+/// [`build`](ContextBuilder::build), which compiles first.
 #[derive(Debug, Clone)]
 pub struct ContextBuilder {
     model: String,
@@ -446,7 +450,9 @@ impl ContextBuilder {
         Ok(self.build(state)?.resolved())
     }
 
-    /// Builds the prompt of `state`.
+    /// Builds the prompt of `state`: [`compile`](ContextBuilder::compile)
+    /// and [`ContextConfig::build`] in one call. A caller that builds many
+    /// states with the same settings can compile them once.
     ///
     /// # Errors
     ///
@@ -467,12 +473,7 @@ impl ContextBuilder {
     /// * [`ErrorKind::Tokenizer`] if the tokenizer fails to load.
     pub fn build(&self, state: &MemoryState) -> Result<BuildResult> {
         state.validate()?;
-        let pass = Pass {
-            policy: &self.policy,
-            previous: self.previous.as_deref(),
-            cache: &mut ChunkCache::default(),
-        };
-        self.build_with(state, pass)
+        self.compile()?.build_validated(state)
     }
 
     /// What renders and counts chunks under `policy`.
@@ -489,51 +490,16 @@ impl ContextBuilder {
         }
     }
 
-    /// Builds a validated `state` with a pass's policy, previous build and
-    /// cache, in steps: budget, prepare, plan and assemble, report.
-    pub(crate) fn build_with(
-        &self,
-        state: &MemoryState,
-        mut pass: Pass<'_>,
-    ) -> Result<BuildResult> {
-        let budget = self.budget_for(state, &mut pass)?;
+    /// Builds a validated `state` in steps (prepare, plan and assemble,
+    /// report) with the `budget` its compiled settings settled, and a
+    /// pass's policy, previous build and cache.
+    fn run(&self, state: &MemoryState, budget: Budget, mut pass: Pass<'_>) -> Result<BuildResult> {
         let counter = budget.counter.as_ref();
         let preparer = self.preparer(counter, pass.policy);
         let system = self.system_parts(state, &preparer.ctx, counter)?;
         let prepared = self.prepare(state, &preparer, budget.available, system, &mut pass)?;
         let assembled = self.plan_and_assemble(state, &preparer, &budget, prepared, &mut pass)?;
         Ok(self.report(budget, assembled, pass.previous))
-    }
-
-    /// Checks the options against `state`, and settles the counter (which
-    /// a session's cache counts with), the budget and the first warnings.
-    fn budget_for(&self, state: &MemoryState, pass: &mut Pass<'_>) -> Result<Budget> {
-        let policy = pass.policy;
-        policy.validate()?;
-        if self.model.is_empty() {
-            return Err(ErrorKind::Option {
-                option: "model".into(),
-                message: format!("the model name is empty; name one, e.g. {DEFAULT_MODEL:?}"),
-            }
-            .into());
-        }
-        let counter = self.counter_in_use()?;
-        pass.cache.count_with(counter.encoding_name());
-        let mut warnings = Vec::new();
-        let (max_tokens, available) = self.budget(&mut warnings)?;
-        let has_chunk = |id: &str| state.chunks.iter().any(|c| c.id == id);
-        let has_tool = |tool: &str| state.chunks.iter().any(|c| c.tool.as_deref() == Some(tool));
-        warnings.extend(policy.caps.check(|| self.cap_tags(), has_chunk, has_tool)?);
-        if self.counter.is_none() {
-            warnings.extend(estimate_warning(&self.model, counter.as_ref()));
-        }
-        self.check_included_ids(state)?;
-        Ok(Budget {
-            counter,
-            max_tokens,
-            available,
-            warnings,
-        })
     }
 
     /// Renders and counts the history, groups it into units and lays out

@@ -79,7 +79,8 @@
 //! 5. the pipeline: `prepare` (render and count each chunk), `message`
 //!    (what a build returns), `assemble`, `previous` (what the next build
 //!    carries over) and `chunk_cache`;
-//! 6. [`ContextBuilder`] (`builder`, whose `extend` and `replan` build a
+//! 6. [`ContextBuilder`] (`builder`: its settings compiled into the
+//!    immutable [`ContextConfig`] builds read; `extend` and `replan` build a
 //!    session's appending turn from its last build) and [`ContextSession`]
 //!    (`session`), then [`ContextEngine`] (`engine`: a chat of a store,
 //!    built through a session);
@@ -117,7 +118,7 @@ mod str_like;
 pub mod tokens;
 
 pub use budget::planner::Elision;
-pub use builder::{ContextBuilder, DEFAULT_MODEL};
+pub use builder::{ContextBuilder, ContextConfig, DEFAULT_MODEL};
 pub use chunk_cache::BuildStats;
 pub use chunk_id::ChunkId;
 pub use engine::ContextEngine;

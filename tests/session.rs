@@ -262,9 +262,9 @@ fn a_changed_setting_clears_the_cache() {
         ))
         .unwrap();
     let structural = session.build().unwrap();
-    session
-        .builder_mut()
-        .escape(agent_context::render::EscapeMode::Xml);
+    let mut xml_builder = session.builder().clone();
+    xml_builder.escape(agent_context::render::EscapeMode::Xml);
+    session.set_builder(&xml_builder).unwrap();
     let xml = session.build().unwrap();
     assert_eq!(session.stats().chunks_rendered, 1);
     assert_ne!(structural.messages[0].content, xml.messages[0].content);

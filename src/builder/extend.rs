@@ -42,6 +42,7 @@ use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
 use crate::roles::{ChunkKind, Role};
 use crate::rows::Rows;
+use crate::tokens::TokenCounter;
 use crate::tokens::parts::{CountedText, SEPARATOR};
 
 /// What a session keeps of its last build to extend it.
@@ -193,6 +194,7 @@ impl ContextBuilder {
         &self,
         state: &MemoryState,
         policy: &Policy,
+        counter: &Arc<dyn TokenCounter>,
         carry: &mut Carry,
         previous: &mut PreviousBuild,
         cache: &mut ChunkCache,
@@ -200,7 +202,6 @@ impl ContextBuilder {
         if !self.extends(state, policy, carry) {
             return Ok(None);
         }
-        let counter = self.counter_in_use()?;
         if counter.encoding_name() != carry.result.encoding || !counter.additive_at_clean_cuts() {
             return Ok(None);
         }
@@ -215,7 +216,7 @@ impl ContextBuilder {
         let growth = grow(&carry.result, &appended, &framing);
         let Some(lifted) = lifted.filter(|_| growth.total <= carry.result.budget) else {
             let turn = (&appended[..], latest_user);
-            return self.replan(state, &preparer, &counter, carry, previous, cache, turn);
+            return self.replan(state, &preparer, counter, carry, previous, cache, turn);
         };
         // Nothing fails from here: the last build becomes this one.
         self.apply(carry, &growth, &framing);

@@ -29,7 +29,7 @@ impl ContextEngine {
             .enumerate()
             .map(|(index, stored)| decode_chunk(index, stored, &location))
             .collect::<Result<_>>()?;
-        let mut session = ContextSession::new(self.session.builder().clone(), state)?;
+        let mut session = ContextSession::with_config(self.session.config().clone(), state)?;
         let counted = loaded.chunks.iter().enumerate();
         session.seed_counts(counted.filter_map(|(i, c)| Some((i, c.counts.as_deref()?))));
         self.uncounted = match key {

@@ -180,9 +180,14 @@ impl ContextEngine {
         self.session.state()
     }
 
-    /// The builder's settings (changing them renders every chunk again).
-    pub fn builder_mut(&mut self) -> &mut ContextBuilder {
-        self.session.builder_mut()
+    /// Builds with `builder`'s settings from now on (every chunk is
+    /// rendered again).
+    ///
+    /// # Errors
+    ///
+    /// As [`ContextBuilder::compile`]; the engine is unchanged.
+    pub fn set_builder(&mut self, builder: &ContextBuilder) -> Result<()> {
+        self.session.set_builder(builder)
     }
 
     /// Whether there are changes to save.

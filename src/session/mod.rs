@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use rustc_hash::FxHashMap;
 
 use crate::budget::{Policy, PreviousCut};
-use crate::builder::{Carry, ContextBuilder, Pass};
+use crate::builder::{Carry, ContextBuilder, ContextConfig, Pass};
 use crate::chunk_cache::{BuildStats, ChunkCache};
 use crate::chunk_id::fingerprint;
 use crate::error::{ChunkLocation, ErrorKind, Result};
@@ -49,7 +49,7 @@ use crate::previous::PreviousBuild;
 /// held once, behind a reference count) and go on apart.
 #[derive(Debug, Clone)]
 pub struct ContextSession {
-    builder: ContextBuilder,
+    config: ContextConfig,
     state: MemoryState,
     cache: ChunkCache,
     previous: Option<PreviousBuild>,
@@ -67,19 +67,35 @@ impl ContextSession {
     ///
     /// # Errors
     ///
-    /// As [`MemoryState::validate`].
+    /// As [`MemoryState::validate`], then as [`ContextBuilder::compile`].
     pub fn new(builder: ContextBuilder, state: MemoryState) -> Result<Self> {
         state.validate()?;
+        Ok(ContextSession::over(builder.compile()?, state))
+    }
+
+    /// A session over `state` built with settings compiled before (several
+    /// sessions can share them).
+    ///
+    /// # Errors
+    ///
+    /// As [`MemoryState::validate`].
+    pub fn with_config(config: ContextConfig, state: MemoryState) -> Result<Self> {
+        state.validate()?;
+        Ok(ContextSession::over(config, state))
+    }
+
+    /// A session over a validated `state`.
+    fn over(config: ContextConfig, state: MemoryState) -> Self {
         let mut ids = IdSet::default();
         state.chunks.iter().for_each(|c| ids.insert(&c.id));
-        Ok(ContextSession {
-            builder,
+        ContextSession {
+            config,
             state,
             cache: ChunkCache::default(),
             previous: None,
             carry: None,
             ids,
-        })
+        }
     }
 
     /// The session's memory.
@@ -87,12 +103,18 @@ impl ContextSession {
         &self.state
     }
 
-    /// The builder's settings. Changing them (model, escaping, renderers…)
-    /// can change every chunk's rendering, so the cache is cleared.
-    pub fn builder_mut(&mut self) -> &mut ContextBuilder {
+    /// Builds with `builder`'s settings from now on. They can change every
+    /// chunk's rendering (model, escaping, renderers…), so the cache is
+    /// cleared; the last build is kept, for a stable cut.
+    ///
+    /// # Errors
+    ///
+    /// As [`ContextBuilder::compile`]; the session is unchanged.
+    pub fn set_builder(&mut self, builder: &ContextBuilder) -> Result<()> {
+        self.config = builder.compile()?;
         self.cache.clear();
         self.carry = None;
-        &mut self.builder
+        Ok(())
     }
 
     /// Appends a chunk.
@@ -189,15 +211,20 @@ impl ContextSession {
         self.state.fragments = fragments;
     }
 
-    /// The builder the session builds with.
+    /// The settings the session builds with.
     pub fn builder(&self) -> &ContextBuilder {
-        &self.builder
+        self.config.settings()
+    }
+
+    /// The settings the session builds with, compiled.
+    pub fn config(&self) -> &ContextConfig {
+        &self.config
     }
 
     /// The key a store keeps this session's counts under, if they can be
     /// kept (see `builder::stored`).
     pub(crate) fn count_key(&self) -> Option<String> {
-        self.builder.count_key()
+        self.builder().count_key()
     }
 
     /// The counts a store keeps of the chunks at `indices`, rendering and
@@ -206,14 +233,15 @@ impl ContextSession {
         &mut self,
         indices: impl ExactSizeIterator<Item = usize>,
     ) -> Result<Vec<Option<String>>> {
-        self.builder
+        self.config
+            .settings()
             .counts_to_keep(&self.state, indices, &mut self.cache)
     }
 
     /// Takes in counts a store kept, `(chunk index, counts)`, for chunks
     /// not rendered yet.
     pub(crate) fn seed_counts<'a>(&mut self, kept: impl IntoIterator<Item = (usize, &'a str)>) {
-        self.builder.seed_counts(kept, &mut self.cache);
+        self.config.settings().seed_counts(kept, &mut self.cache);
     }
 
     /// Removes the chunk with `id` and returns it.
@@ -235,7 +263,7 @@ impl ContextSession {
     /// The policy the session builds with, the builder's: changing it
     /// keeps the rendered chunks (a chunk whose cap changes is rendered again).
     pub fn policy_mut(&mut self) -> &mut Policy {
-        self.builder.policy_mut()
+        self.config.policy_mut()
     }
 
     /// Builds this turn's prompt with the builder's policy, rendering only
@@ -266,10 +294,10 @@ impl ContextSession {
     /// else by the full pipeline.
     fn run(&mut self, policy: Option<&Policy>) -> Result<BuildResult> {
         self.cache.start_build(self.state.chunks.capacity());
-        let policy = policy.unwrap_or(self.builder.current_policy());
+        let policy = policy.unwrap_or(self.config.settings().current_policy());
         if let (Some(carry), Some(previous)) = (self.carry.as_mut(), self.previous.as_mut())
             && let Some(result) =
-                self.builder
+                self.config
                     .extend(&self.state, policy, carry, previous, &mut self.cache)?
         {
             previous.follow(&result);
@@ -283,7 +311,7 @@ impl ContextSession {
             previous: self.previous.as_ref(),
             cache: &mut self.cache,
         };
-        let result = self.builder.build_with(&self.state, pass)?;
+        let result = self.config.build_with(&self.state, pass)?;
         let cached = &mut self.cache.stats.chunks_cached;
         *cached = cached.saturating_sub(rendered_before);
         let cut = PreviousCut::by_position(&result.decisions);
