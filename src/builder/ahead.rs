@@ -215,10 +215,7 @@ fn work(jobs: &Jobs<'_>, batch: &Batch) -> Done {
 /// will ask for when it is disposable (and not an orphan result).
 fn make_ready(jobs: &Jobs<'_>, index: usize) -> Ready {
     let chunk = &jobs.state.chunks[index];
-    let renderers = &jobs.builder.renderers;
-    let renderer = renderers.renderer_for(chunk);
-    let by_default = renderers.renders_by_default(chunk);
-    let cap = jobs.preparer.cap_for(chunk, renderer, by_default);
+    let (renderer, cap) = jobs.builder.renderer_and_cap(chunk, jobs.preparer);
     let prepared = jobs.preparer.prepare(index, chunk, renderer, cap);
     let retention = jobs
         .preparer

@@ -17,7 +17,7 @@ use crate::chunk_cache::ChunkCache;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::memory::{MemoryChunk, MemoryState};
 use crate::prepare::{PreparedChunk, Preparer};
-use crate::render::DefaultRenderer;
+use crate::render::{ChunkRenderer, DefaultRenderer};
 use crate::roles::{ChunkKind, Retention, Role};
 use crate::tokens::parts::CountedText;
 
@@ -370,12 +370,21 @@ impl ContextBuilder {
         cache: &mut ChunkCache,
         ready: Option<Result<PreparedChunk>>,
     ) -> Result<PreparedChunk> {
-        let renderer = self.renderers.renderer_for(chunk);
-        let by_default = self.renderers.renders_by_default(chunk);
-        let cap = preparer.cap_for(chunk, renderer, by_default);
+        let (renderer, cap) = self.renderer_and_cap(chunk, preparer);
         cache.prepared(index, cap, || {
             ready.unwrap_or_else(|| preparer.prepare(index, chunk, renderer, cap))
         })
+    }
+
+    /// The renderer of `chunk` and the cap it renders under.
+    pub(super) fn renderer_and_cap(
+        &self,
+        chunk: &MemoryChunk,
+        preparer: &Preparer<'_>,
+    ) -> (&dyn ChunkRenderer, Option<usize>) {
+        let renderer = self.renderers.renderer_for(chunk);
+        let by_default = self.renderers.renders_by_default(chunk);
+        (renderer, preparer.cap_for(chunk, renderer, by_default))
     }
 
     /// `prepared` (the chunk at `index`, from the cache) with its text,
