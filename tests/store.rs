@@ -596,6 +596,15 @@ fn a_store_of_the_previous_schema_version_is_migrated() {
     assert_eq!(ids(&old), ["u1", "a1"]);
 }
 
+/// Asserts `error` is [`ErrorKind::NotAStore`] and its message `says` why.
+fn assert_not_a_store(error: &agent_context::Error, says: &str) {
+    assert!(
+        matches!(error.kind(), ErrorKind::NotAStore { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains(says), "{error}");
+}
+
 /// A store written by a later version is refused, and so is a SQLite file
 /// that is no store; neither is changed.
 #[test]
@@ -608,45 +617,20 @@ fn a_newer_store_or_another_database_is_refused() {
         .execute("UPDATE schema_version SET version = 99", [])
         .unwrap();
     let error = SqliteStore::open(&newer).unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::NotAStore { .. }),
-        "{error}"
-    );
-    let error = error.to_string();
-    assert!(
-        error.contains("schema version 99") && error.contains("upgrade"),
-        "{error}"
-    );
+    assert_not_a_store(&error, "schema version 99");
+    assert!(error.to_string().contains("upgrade"), "{error}");
     let other = dir.join("other.db");
     rusqlite::Connection::open(&other)
         .unwrap()
         .execute("CREATE TABLE notes (text TEXT)", [])
         .unwrap();
     let error = SqliteStore::open(&other).unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::NotAStore { .. }),
-        "{error}"
-    );
-    assert!(
-        error.to_string().contains("not an agent-context store"),
-        "{error}"
-    );
+    assert_not_a_store(&error, "not an agent-context store");
     let garbage = dir.join("garbage.db");
-    std::fs::write(
-        &garbage,
-        "this is not a database, just text that is long enough ".repeat(20),
-    )
-    .unwrap();
-    let error = SqliteStore::open(&garbage).unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::NotAStore { .. }),
-        "{error}"
-    );
-    assert!(
-        error.to_string().contains("not a SQLite database"),
-        "{error}"
-    );
     let bytes = "this is not a database, just text that is long enough ".repeat(20);
+    std::fs::write(&garbage, &bytes).unwrap();
+    let error = SqliteStore::open(&garbage).unwrap_err();
+    assert_not_a_store(&error, "not a SQLite database");
     assert_eq!(std::fs::read_to_string(&garbage).unwrap(), bytes);
     // A chunk written by a later codec is refused by name.
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.join("codec.db")).unwrap());
@@ -785,14 +769,7 @@ fn a_newer_postgres_store_or_another_schema_is_refused() {
         ))
         .unwrap();
     let error = PostgresStore::open(other.url()).unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::NotAStore { .. }),
-        "{error}"
-    );
-    assert!(
-        error.to_string().contains("no agent-context store"),
-        "{error}"
-    );
+    assert_not_a_store(&error, "no agent-context store");
     let tables = client
         .query(
             "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
