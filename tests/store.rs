@@ -111,6 +111,22 @@ fn long_state(turns: usize) -> MemoryState {
 }
 
 #[test]
+fn an_engine_takes_new_settings_only_when_they_compile() {
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let mut engine = open(&store, "chat");
+    engine.push(user("u1", "hi")).unwrap();
+    assert_eq!(engine.build().unwrap().max_tokens, 2_000);
+    let mut bad = builder();
+    bad.model("");
+    assert!(engine.set_builder(&bad).is_err());
+    assert_eq!(engine.build().unwrap().max_tokens, 2_000);
+    let mut wider = builder();
+    wider.max_tokens(3_000);
+    engine.set_builder(&wider).unwrap();
+    assert_eq!(engine.build().unwrap().max_tokens, 3_000);
+}
+
+#[test]
 fn batches_appended_come_back_as_they_went_in() {
     for backend in backends() {
         let state = long_state(12);
