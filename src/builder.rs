@@ -7,6 +7,7 @@ mod forecast;
 mod frozen;
 mod history;
 mod replan;
+mod squeeze;
 mod stored;
 
 pub use config::ContextConfig;
@@ -560,20 +561,16 @@ impl ContextBuilder {
             system,
         } = prepared;
         let base = self.planner(budget, preparer, &system, &ladder, history.frozen);
-        let planned = {
+        let mut layout = self
+            .plan_fitting(&base, &mut history, state, preparer)
+            .map_err(|required| self.over_budget(required, budget))?;
+        let summary = {
             let planner = Planner {
                 items: &history.items,
                 ..base.clone()
             };
-            planner.plan().map(|mut layout| {
-                let previous = pass.previous.and_then(|p| p.summary.as_ref());
-                let summary = summarize(&planner, &mut layout, state, preparer, previous);
-                (layout, summary)
-            })
-        };
-        let (layout, summary) = match planned {
-            Ok(planned) => planned,
-            Err(required) => return Err(self.over_budget(required, budget)),
+            let previous = pass.previous.and_then(|p| p.summary.as_ref());
+            summarize(&planner, &mut layout, state, preparer, previous)
         };
         // The prompt holds the text of what was kept or stubbed, and only that.
         self.settle_texts(

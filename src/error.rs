@@ -206,8 +206,8 @@ pub enum ErrorKind {
         "budget exceeded: protected content needs {required} tokens but only {available} are \
          available (max_tokens {max_tokens} - reserve_output {reserve_output}); raise max_tokens, \
          lower reserve_output, or shorten the protected content \
-         (system prompt, system, pinned and critical chunks, the latest user turn and what \
-         follows it)"
+         (system prompt, system, pinned and critical chunks, the latest user message, and the \
+         newest tool use with its results cut to 64 tokens each)"
     )]
     BudgetExceeded {
         /// Tokens the protected content needs, framing included.

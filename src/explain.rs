@@ -277,7 +277,7 @@ mod tests {
     use crate::{BuildResult, ContextBuilder};
 
     /// A run of tests whose ~23k-token log the default tool-result cap cuts,
-    /// before the latest user turn.
+    /// before the latest user turn and a newer tool use.
     fn session() -> MemoryState {
         let log: Vec<String> = (0..6000).map(|i| format!("line{i} ok")).collect();
         MemoryState::new()
@@ -295,6 +295,17 @@ mod tests {
             )
             .with_chunk(MemoryChunk::agent("a1", Role::Assistant, "All green."))
             .with_chunk(MemoryChunk::agent("u2", Role::User, "Now the docs."))
+            .with_chunk(
+                MemoryChunk::new("c2", ChunkKind::Workflow)
+                    .with_tool("ls")
+                    .with_call_id("k2"),
+            )
+            .with_chunk(
+                MemoryChunk::new("r2", ChunkKind::Environment)
+                    .with_tool("ls")
+                    .with_call_id("k2")
+                    .with_text("docs/"),
+            )
     }
 
     fn build(state: &MemoryState, max_tokens: usize, low_water: f64) -> BuildResult {

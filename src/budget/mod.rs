@@ -2,9 +2,14 @@
 //! how room is made, and one decision per chunk.
 //!
 //! * **Protected** content is never stubbed or dropped: the system prompt,
-//!   fragments and system chunks, pinned and `critical` chunks, and the latest
-//!   user message with everything after it. If it alone does not fit, the
-//!   build fails with [`ErrorKind::BudgetExceeded`](crate::ErrorKind::BudgetExceeded).
+//!   fragments and system chunks, pinned and `critical` chunks, the latest
+//!   user message, and the newest tool use (the tool calls of the newest
+//!   model call that made any, with their results).
+//!   Everything between the latest user message and the newest tool use is
+//!   history like any older history. The newest tool use's results may be
+//!   cut below their cap, head and tail, down to [`MIN_CAP`] tokens each,
+//!   to fit; if the protected content does not fit even then, the build
+//!   fails with [`ErrorKind::BudgetExceeded`](crate::ErrorKind::BudgetExceeded).
 //! * **Units** are kept or dropped whole: a tool call with every result that
 //!   shares its `call_id`. A result whose call is not in the session (or was
 //!   filtered out) is an orphan and is never emitted.
@@ -14,7 +19,8 @@
 //!   kept larger, until the whole rendered chunk, tag and marker included,
 //!   costs at most the cap.
 //! * When the prompt is over budget, room is made cheapest loss first:
-//!   1. `disposable` chunks of at least 64 tokens become stubs
+//!   1. `disposable` chunks of at least 64 tokens (thinking, and tool
+//!      results older than the policy's `recent_turns` model calls) become stubs
 //!      (`<tool_result id=… elided="N tokens"/>`), oldest first;
 //!   2. whole unprotected units are dropped, lowest priority first, then oldest.
 //!
@@ -30,6 +36,7 @@ mod fate;
 pub(crate) mod planner;
 mod policy;
 mod previous_cut;
+mod timeline;
 mod truncate;
 mod units;
 
@@ -40,6 +47,7 @@ pub(crate) use fate::{Fate, fates_after};
 pub(crate) use planner::{Elision, Layout, Planner, Slot, all_start_clean, framing_table};
 pub use policy::{Policy, PriorityTarget, Summarizer};
 pub(crate) use previous_cut::PreviousCut;
+pub(crate) use timeline::Timeline;
 pub(crate) use truncate::{MIN_BODY_CAP, cut_body, marker_only};
 pub use truncate::{MIN_CAP, TruncatedBody, truncate_to_cap};
 pub(crate) use units::{

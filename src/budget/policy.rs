@@ -9,14 +9,16 @@
 //! | agent, role assistant | 70 | compressible | |
 //! | delegation | 60 | compressible | |
 //! | workflow | 40 | compressible | |
-//! | environment | 40 | disposable once older than the last 3 turns | 8,192 tokens, whole chunk |
+//! | environment | 40 | disposable once older than the last 3 model calls | 8,192 tokens, whole chunk |
 //! | thinking | 10 | disposable | |
 //!
 //! What the user asked and what was decided (outputs, answers) outlive the
 //! bulk that led to them; subagent results condense much work; tool output is
 //! bulky and can be fetched again, and stale reasoning is the cheapest loss.
-//! A tool result keeps its body for the last 3 turns (a turn starts at a user
-//! message) because the agent is still acting on it. The cap keeps one huge
+//! A tool result keeps its body for the last 3 model calls (steps: see
+//! the budget module) because the agent is still acting on it;
+//! ages count model calls, not user messages, so an autonomous loop that
+//! runs hundreds of steps after one instruction ages its results as it goes. The cap keeps one huge
 //! tool output from eating the window even when everything fits: a cap
 //! bounds what the whole rendered chunk costs, tag and marker included, so
 //! no tool result costs more than 8,192 tokens (see [`Caps`]).
@@ -57,7 +59,9 @@ pub struct Policy {
     /// the next turns append without changing the start of the prompt.
     /// `1.0` trims to exactly the budget. Default `0.8`.
     pub low_water: f64,
-    /// Tool results in the last this many turns are not disposable. Default 3.
+    /// Tool results of the last this many model calls (steps, counted from
+    /// the newest: the newest call's results are 0 steps old) are not
+    /// disposable. Default 3.
     pub recent_turns: usize,
     priorities: FxHashMap<PriorityTarget, i64>,
     summarizer: Option<Arc<dyn Summarizer>>,
@@ -155,12 +159,12 @@ impl Policy {
         })
     }
 
-    /// The retention of `chunk`, which sits `turns_back` turns before the
-    /// current one (0 for the current turn).
-    pub fn retention_of(&self, chunk: &MemoryChunk, turns_back: usize) -> Retention {
+    /// The retention of `chunk`, when `steps_back` model calls started
+    /// after it (0 for the newest call's chunks).
+    pub fn retention_of(&self, chunk: &MemoryChunk, steps_back: usize) -> Retention {
         chunk.retention.unwrap_or(match chunk.kind {
             ChunkKind::Thinking => Retention::Disposable,
-            ChunkKind::Environment if turns_back >= self.recent_turns => Retention::Disposable,
+            ChunkKind::Environment if steps_back >= self.recent_turns => Retention::Disposable,
             _ => Retention::Compressible,
         })
     }

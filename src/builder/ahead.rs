@@ -12,7 +12,7 @@ use std::thread::{Builder, Scope};
 
 use super::ContextBuilder;
 use super::frozen::Frozen;
-use crate::budget::{Calls, is_orphan_result};
+use crate::budget::{Calls, Timeline, is_orphan_result};
 use crate::chunk_cache::ChunkCache;
 use crate::error::Result;
 use crate::memory::{MemoryChunk, MemoryState};
@@ -72,7 +72,7 @@ pub(super) struct Jobs<'j> {
     pub(super) builder: &'j ContextBuilder,
     pub(super) state: &'j MemoryState,
     pub(super) selected: &'j [bool],
-    pub(super) turns_after: &'j [usize],
+    pub(super) timeline: &'j Timeline,
     pub(super) frozen: &'j Frozen,
     pub(super) preparer: &'j Preparer<'j>,
     /// The call ids of the selected tool calls: an orphan result is not
@@ -220,7 +220,7 @@ fn make_ready(jobs: &Jobs<'_>, index: usize) -> Ready {
     let retention = jobs
         .preparer
         .policy
-        .retention_of(chunk, jobs.turns_after[index]);
+        .retention_of(chunk, jobs.timeline.steps_after(index));
     let stubbed = retention == Retention::Disposable && !is_orphan_result(chunk, jobs.calls);
     let stub = match &prepared {
         Ok(ready) if ready.role != Role::System && stubbed => {

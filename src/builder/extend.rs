@@ -26,11 +26,10 @@ use smallvec::SmallVec;
 
 use super::ContextBuilder;
 use super::forecast::protects;
-use super::replan::latest_user;
 use crate::budget::planner::role_index;
 use crate::budget::{
-    Calls, ChunkDecision, Decision, DropReason, NO_UNIT, Policy, framing_table, is_orphan_result,
-    tool_call,
+    Calls, ChunkDecision, Decision, DropReason, MIN_CAP, NO_UNIT, Policy, Timeline, framing_table,
+    is_orphan_result, tool_call,
 };
 use crate::chunk_cache::ChunkCache;
 use crate::chunk_id::{ChunkId, fingerprint};
@@ -39,6 +38,7 @@ use crate::memory::{MemoryChunk, MemoryState};
 use crate::message::{BuildResult, ContextMessage, MessageFingerprint, Truncation};
 use crate::message_text::MessageText;
 use crate::prepare::Preparer;
+use crate::render::default_tag;
 use crate::previous::PreviousBuild;
 use crate::roles::{ChunkKind, Role};
 use crate::rows::Rows;
@@ -52,8 +52,8 @@ pub(crate) struct Carry {
     pub(super) result: BuildResult,
     /// How many chunks the session had then.
     pub(super) chunks: usize,
-    /// The latest user turn then: it and every chunk after it were protected.
-    pub(super) latest_user: Option<usize>,
+    /// The steps, latest user message and newest tool use then.
+    pub(super) timeline: Timeline,
     /// The fingerprint of each call id among those chunks, with the first
     /// chunk that has it (ids sharing a fingerprint share the entry, which
     /// only ever sends a turn to the full pipeline).
@@ -64,14 +64,15 @@ pub(crate) struct Carry {
     /// outside the system message, and the oldest dropped unit (it places
     /// the marker); the pipeline plans no other dropped chunk again.
     pub(super) planned: Vec<usize>,
-    /// The selected user turns, ascending: a chunk's retention depends on
-    /// how many come after it.
-    pub(super) users: Vec<usize>,
     /// The chunks in the system message, in order.
     pub(super) system_chunks: Vec<usize>,
     /// The chunk of each row of `result.excluded` and `result.truncated`.
     pub(super) excluded_at: Rows<usize>,
     pub(super) truncated_at: Rows<usize>,
+    /// Whether the build cut a result of its newest tool use below its
+    /// cap to fit: the next build renders it under its cap again, so it
+    /// cannot extend this one.
+    squeezed: bool,
 }
 
 impl Carry {
@@ -81,16 +82,13 @@ impl Carry {
             .system_message()
             .map(|m| m.chunk_ids.iter().map(|id| id.as_str()).collect())
             .unwrap_or_default();
-        let (mut calls, mut users) = (FxHashMap::default(), Vec::new());
+        let mut calls = FxHashMap::default();
         let (mut planned, mut system_chunks) = (Vec::new(), Vec::new());
         let (mut excluded_at, mut truncated_at) = (Rows::new(), Rows::new());
-        let mut first_dropped = None;
+        let (mut first_dropped, mut squeezed) = (None, false);
         for (index, (chunk, row)) in state.chunks.iter().zip(result.decisions.iter()).enumerate() {
             if let Some(call) = tool_call(chunk) {
                 calls.entry(fingerprint(call)).or_insert(index);
-            }
-            if chunk.is_user_turn() && !is_filtered(row) {
-                users.push(index);
             }
             match row.decision {
                 Decision::Dropped { reason } => {
@@ -99,7 +97,11 @@ impl Carry {
                     }
                     excluded_at.push(index);
                 }
-                Decision::Truncated { .. } => truncated_at.push(index),
+                Decision::Truncated { cap, .. } => {
+                    let set = policy.caps.cap_for(chunk, default_tag(chunk));
+                    squeezed |= set.map(|set| set.max(MIN_CAP)) != Some(cap);
+                    truncated_at.push(index);
+                }
                 _ => {}
             }
             if row.is_included() && in_system.contains(row.id.as_str()) {
@@ -128,14 +130,16 @@ impl Carry {
         }
         Carry {
             chunks: state.chunks.len(),
-            latest_user: users.last().copied(),
+            timeline: Timeline::of(&state.chunks, |index| {
+                !is_filtered(&result.decisions[index])
+            }),
             calls,
             policy: policy.clone(),
             planned,
-            users,
             system_chunks,
             excluded_at,
             truncated_at,
+            squeezed,
             result,
         }
     }
@@ -209,13 +213,13 @@ impl ContextBuilder {
         let Some(mut appended) = self.appended(state, carry, &preparer, cache)? else {
             return Ok(None);
         };
-        let latest_user = latest_user(carry, &appended);
-        protect(&mut appended, latest_user, policy);
+        let timeline = carry.timeline_with(&appended);
+        protect(&mut appended, &timeline, policy);
         let framing = framing_table(self.framing, counter.as_ref());
-        let lifted = self.lifted(state, carry, latest_user, policy);
+        let lifted = self.lifted(state, carry, &timeline, policy);
         let growth = grow(&carry.result, &appended, &framing);
         let Some(lifted) = lifted.filter(|_| growth.total <= carry.result.budget) else {
-            let turn = (&appended[..], latest_user);
+            let turn = (&appended[..], timeline);
             return self.replan(state, &preparer, counter, carry, previous, cache, turn);
         };
         // Nothing fails from here: the last build becomes this one.
@@ -230,7 +234,7 @@ impl ContextBuilder {
                 .filter(|a| a.part.is_some())
                 .map(|a| a.index),
         );
-        carry.grow_to(state, &appended, latest_user);
+        carry.grow_to(state, &appended, timeline);
         // Every chunk this build did not render came from the last one.
         cache.stats.chunks_cached = carry.chunks - cache.stats.chunks_rendered;
         cache.stats.extended = true;
@@ -242,6 +246,7 @@ impl ContextBuilder {
     fn extends(&self, state: &MemoryState, policy: &Policy, carry: &Carry) -> bool {
         let last = &carry.result;
         self.renderers.only_default()
+            && !carry.squeezed
             && policy.plans_like(&carry.policy)
             && !policy.caps.names_chunks_or_tools()
             && state.chunks.len() >= carry.chunks
@@ -310,23 +315,20 @@ impl ContextBuilder {
         Ok(Some(appended))
     }
 
-    /// The rows of old chunks whose protection a new latest user turn
-    /// lifts: from the last build's latest user turn on, each item keeps
-    /// only its unit's own protection (a pinned or critical member). `None`
-    /// when a unit there reaches back before it.
+    /// The rows of old chunks whose protection lifts now that the latest
+    /// user message or the newest tool use moved on: the last build's
+    /// latest user message, and the calls and results of its newest tool
+    /// use, each keep only their unit's own protection (a pinned or
+    /// critical member) unless they still anchor. `None` when such a unit
+    /// reaches back before its newest-use call.
     fn lifted(
         &self,
         state: &MemoryState,
         carry: &Carry,
-        latest_user: Option<usize>,
+        timeline: &Timeline,
         policy: &Policy,
     ) -> Option<Vec<(usize, ChunkDecision)>> {
-        let Some(old) = carry
-            .latest_user
-            .filter(|_| latest_user != carry.latest_user)
-        else {
-            return Some(Vec::new());
-        };
+        let old = &carry.timeline;
         let rows = &carry.result.decisions;
         let chunks = &state.chunks[..carry.chunks];
         // Items are in the prompt (rows there were protected: kept whole
@@ -336,32 +338,52 @@ impl ContextBuilder {
             !matches!(rows[index].decision, Decision::Dropped { .. })
                 && self.renderers.renderer_for(chunk).role(chunk) != Role::System
         };
-        let mut units: FxHashMap<&str, bool> = FxHashMap::default();
-        for index in (old..chunks.len()).filter(|&i| is_item(i)) {
-            if let Some(call) = tool_call(&chunks[index]) {
-                let first = carry.calls.get(&fingerprint(call));
-                if first.is_none_or(|&first| first < old) {
-                    return None;
-                }
-                *units.entry(call).or_default() |= protects_itself(&chunks[index], policy);
-            }
+        let keeps = |index: usize| {
+            protects_itself(&chunks[index], policy) || timeline.anchors(index, &chunks[index])
+        };
+        let mut relooked: Vec<(usize, bool)> = Vec::new();
+        if let Some(user) = old.latest_user().filter(|&u| timeline.latest_user() != Some(u)) {
+            relooked.push((user, keeps(user)));
         }
-        let mut lifted = Vec::new();
-        for index in (old..chunks.len()).filter(|&i| is_item(i)) {
-            let chunk = &chunks[index];
-            let protected = match tool_call(chunk) {
-                Some(call) => units.get(call).copied().unwrap_or(false),
-                None => protects_itself(chunk, policy),
+        if !timeline.same_newest_use(old)
+            && let Some(first) = old.newest_calls().next().map(|(call, _)| call)
+        {
+            let ids: SmallVec<[&str; 2]> = old.newest_calls().filter_map(|(_, id)| id).collect();
+            let in_use = |index: usize| match tool_call(&chunks[index]) {
+                Some(call) => ids.contains(&call),
+                None => old.newest_calls().any(|(call, _)| call == index),
             };
-            if protected != rows[index].protected {
-                let row = ChunkDecision {
-                    protected,
-                    ..rows[index].clone()
-                };
-                lifted.push((index, row));
+            let members: Vec<usize> = (first..chunks.len())
+                .filter(|&i| in_use(i) && is_item(i))
+                .collect();
+            let mut units: FxHashMap<&str, bool> = FxHashMap::default();
+            for &index in &members {
+                if let Some(call) = tool_call(&chunks[index]) {
+                    if carry.calls.get(&fingerprint(call)).is_none_or(|&f| f < first) {
+                        return None;
+                    }
+                    *units.entry(call).or_default() |= keeps(index);
+                }
             }
+            relooked.extend(members.into_iter().map(|index| {
+                let unit = tool_call(&chunks[index]).and_then(|call| units.get(call));
+                (index, unit.copied().unwrap_or_else(|| keeps(index)))
+            }));
         }
-        Some(lifted)
+        let changed = relooked
+            .into_iter()
+            .filter(|&(index, protected)| is_item(index) && protected != rows[index].protected);
+        Some(
+            changed
+                .map(|(index, protected)| {
+                    let row = ChunkDecision {
+                        protected,
+                        ..rows[index].clone()
+                    };
+                    (index, row)
+                })
+                .collect(),
+        )
     }
 
     /// Grows `carry`'s messages, counts and fingerprints as `growth` says.
@@ -413,14 +435,13 @@ impl ContextBuilder {
 }
 
 /// Spreads protection and priority over the new items, as the pipeline
-/// does: a pinned or critical chunk, every chunk from the latest user turn
-/// on, and every member of a unit with a protected member are protected;
-/// a unit plans with its highest priority.
-fn protect(appended: &mut [Appended<'_>], latest_user: Option<usize>, policy: &Policy) {
+/// does: a pinned or critical chunk, the latest user message, the newest
+/// tool use, and every member of a unit with a protected member are
+/// protected; a unit plans with its highest priority.
+fn protect(appended: &mut [Appended<'_>], timeline: &Timeline, policy: &Policy) {
     let mut units: FxHashMap<&str, (bool, i64)> = FxHashMap::default();
     for a in appended.iter_mut().filter(|a| a.part.is_some()) {
-        a.row.protected =
-            protects_itself(a.chunk, policy) || latest_user.is_some_and(|latest| a.index >= latest);
+        a.row.protected = protects_itself(a.chunk, policy) || timeline.anchors(a.index, a.chunk);
         if let Some(call) = tool_call(a.chunk) {
             let unit = units.entry(call).or_insert((false, i64::MIN));
             unit.0 |= a.row.protected;
@@ -436,7 +457,7 @@ fn protect(appended: &mut [Appended<'_>], latest_user: Option<usize>, policy: &P
 }
 
 /// Whether `chunk` protects itself: pinned or critical. Only an explicit
-/// retention is critical, so the turn it sits in does not matter.
+/// retention is critical, so the step it sits in does not matter.
 fn protects_itself(chunk: &MemoryChunk, policy: &Policy) -> bool {
     protects(chunk, policy.retention_of(chunk, 0))
 }
@@ -543,23 +564,29 @@ impl Carry {
         }
     }
 
-    /// Takes in the new chunks' call ids and user turns: the carried
+    /// The timeline with the `appended` chunks taken in.
+    pub(super) fn timeline_with(&self, appended: &[Appended<'_>]) -> Timeline {
+        let mut timeline = self.timeline.clone();
+        for a in appended.iter().filter(|a| !is_filtered(&a.row)) {
+            timeline.push(a.index, a.chunk);
+        }
+        timeline
+    }
+
+    /// Takes in the new chunks' call ids and `timeline`: the carried
     /// build now covers `state`.
     pub(super) fn grow_to(
         &mut self,
         state: &MemoryState,
         appended: &[Appended<'_>],
-        latest_user: Option<usize>,
+        timeline: Timeline,
     ) {
         for a in appended {
             if let Some(call) = tool_call(a.chunk) {
                 self.calls.entry(fingerprint(call)).or_insert(a.index);
             }
-            if a.part.is_some() && a.chunk.is_user_turn() {
-                self.users.push(a.index);
-            }
         }
         self.chunks = state.chunks.len();
-        self.latest_user = latest_user;
+        self.timeline = timeline;
     }
 }

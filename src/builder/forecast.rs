@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 
-use crate::budget::{Policy, PreviousCut, tool_call};
+use crate::budget::{Policy, PreviousCut, Timeline, tool_call};
 use crate::chunk_id::ChunkId;
 use crate::memory::MemoryChunk;
 use crate::roles::Retention;
@@ -23,16 +23,14 @@ use crate::roles::Retention;
 pub(super) struct CutForecast<'a> {
     chunks: &'a [MemoryChunk],
     selected: &'a [bool],
-    /// User turns after each chunk, for its retention.
-    turns_after: &'a [usize],
+    /// Steps (ages) and the chunks protected by their place.
+    timeline: &'a Timeline,
     policy: &'a Policy,
     available: usize,
     previous: Option<&'a PreviousCut>,
     /// Per call id: the unit's highest priority, and whether it is
     /// protected. Made when first needed: only a long history needs it.
     units: Option<FxHashMap<&'a str, (i64, bool)>>,
-    /// Everything from the latest user turn on is protected.
-    latest_user: Option<usize>,
     /// Tokens of the newer chunks as they stand before any stub step.
     newer: usize,
     /// Tokens of the newer chunks with every stub applied, by their own
@@ -44,8 +42,7 @@ impl<'a> CutForecast<'a> {
     pub(super) fn new(
         chunks: &'a [MemoryChunk],
         selected: &'a [bool],
-        turns_after: &'a [usize],
-        latest_user: Option<usize>,
+        timeline: &'a Timeline,
         policy: &'a Policy,
         available: usize,
         previous: Option<&'a PreviousCut>,
@@ -53,12 +50,11 @@ impl<'a> CutForecast<'a> {
         CutForecast {
             chunks,
             selected,
-            turns_after,
+            timeline,
             policy,
             available,
             previous,
             units: None,
-            latest_user,
             newer: 0,
             newer_by_priority: BTreeMap::new(),
         }
@@ -95,7 +91,7 @@ impl<'a> CutForecast<'a> {
                 }
                 None => (own_priority, protects(chunk, retention)),
             };
-            let protected = protected || self.latest_user.is_some_and(|latest| index >= latest);
+            let protected = protected || self.timeline.anchors(index, chunk);
             let mark = (self.available as f64 * self.policy.low_water) as usize;
             let newer: usize = self
                 .newer_by_priority
@@ -118,8 +114,8 @@ impl<'a> CutForecast<'a> {
             let mut units: FxHashMap<&str, (i64, bool)> = FxHashMap::default();
             for (index, chunk) in self.chunks.iter().enumerate() {
                 if let (true, Some(call)) = (self.selected[index], tool_call(chunk)) {
-                    let retention = self.policy.retention_of(chunk, self.turns_after[index]);
-                    let latest = self.latest_user.is_some_and(|latest| index >= latest);
+                    let retention = self.policy.retention_of(chunk, self.timeline.steps_after(index));
+                    let latest = self.timeline.anchors(index, chunk);
                     let unit = units.entry(call).or_insert((i64::MIN, false));
                     unit.0 = unit.0.max(self.policy.priority_of(chunk));
                     unit.1 |= latest || protects(chunk, retention);

@@ -4,14 +4,14 @@
 use rustc_hash::FxHashMap;
 
 use super::forecast::protects;
-use crate::budget::{Policy, PreviousCut, tool_call};
+use crate::budget::{Policy, PreviousCut, Timeline, tool_call};
 use crate::memory::MemoryState;
 
 /// Which chunks are frozen, with their units' priorities.
 ///
 /// A chunk is frozen when the previous build dropped it for the budget, it
-/// is selected, unprotected (not pinned or critical, before the latest user
-/// turn), still cached as rendered then, and so is every member of its tool
+/// is selected, unprotected (not pinned or critical, not the latest user
+/// message or the newest tool use), still cached as rendered then, and so is every member of its tool
 /// unit: the repeated cut drops such a unit whatever else happens. The
 /// oldest such unit stays in the plan, so the elided-history marker sits
 /// where it would; the others only add their count and tokens to it. Not
@@ -38,8 +38,7 @@ impl Frozen {
     pub(super) fn find(
         state: &MemoryState,
         selected: &[bool],
-        turns_after: &[usize],
-        latest_user: Option<usize>,
+        timeline: &Timeline,
         policy: &Policy,
         previous: &PreviousCut,
         cached: impl Fn(usize) -> Option<usize>,
@@ -50,8 +49,8 @@ impl Frozen {
             .iter()
             .enumerate()
             .map(|(index, chunk)| {
-                let unprotected = latest_user.is_some_and(|latest| index < latest)
-                    && !protects(chunk, policy.retention_of(chunk, turns_after[index]));
+                let unprotected = !timeline.anchors(index, chunk)
+                    && !protects(chunk, policy.retention_of(chunk, timeline.steps_after(index)));
                 (selected[index] && unprotected && previous.was_dropped_at(index))
                     .then(|| cached(index))
                     .flatten()

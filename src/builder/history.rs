@@ -10,8 +10,8 @@ use super::ahead::{Ahead, Helpers, Jobs, Ready};
 use super::forecast::{CutForecast, protects};
 use super::frozen::Frozen;
 use crate::budget::{
-    Calls, ChunkDecision, Decision, DropReason, Fate, Item, NO_UNIT, PreviousCut, is_orphan_result,
-    tool_call,
+    Calls, ChunkDecision, Decision, DropReason, Fate, Item, NO_UNIT, PreviousCut, Timeline,
+    is_orphan_result, tool_call,
 };
 use crate::chunk_cache::ChunkCache;
 use crate::error::{ChunkLocation, ErrorKind, Result};
@@ -34,17 +34,18 @@ pub(super) struct History<'s> {
     /// Rendered chunks whose role is `system`, and their session indexes.
     pub(super) system_parts: Vec<Arc<CountedText>>,
     pub(super) system_chunks: Vec<usize>,
+    /// The newest tool use's results that a cap may cut: a build that does
+    /// not fit cuts them further (see `squeeze`).
+    pub(super) newest_results: Vec<usize>,
 }
 
-/// Which chunks a build selects, with their tool calls and turns.
+/// Which chunks a build selects, with their tool calls and steps.
 struct Selection<'s> {
     selected: Vec<bool>,
     /// The call ids of the selected tool calls.
     calls: Calls<'s>,
-    /// How many user turns start after each chunk (a turn starts at a user
-    /// message).
-    turns_after: Vec<usize>,
-    latest_user: Option<usize>,
+    /// The selected chunks' steps, latest user message and newest tool use.
+    timeline: Timeline,
 }
 
 /// What the newest-first walk over the chunks carries from one to the next.
@@ -83,8 +84,7 @@ impl ContextBuilder {
         let forecast = CutForecast::new(
             &state.chunks,
             &selection.selected,
-            &selection.turns_after,
-            selection.latest_user,
+            &selection.timeline,
             preparer.policy,
             available,
             previous,
@@ -117,17 +117,6 @@ impl ContextBuilder {
         history.decisions.reverse();
         history.system_parts.reverse();
         history.system_chunks.reverse();
-        // Counted among items: a custom renderer may have put a user turn in
-        // the system role.
-        let latest_user_item = history
-            .items
-            .iter()
-            .rposition(|i| state.chunks[i.chunk].is_user_turn());
-        if let Some(latest) = latest_user_item {
-            history.items[latest..]
-                .iter_mut()
-                .for_each(|i| i.protected = true);
-        }
         Ok(history)
     }
 
@@ -144,7 +133,7 @@ impl ContextBuilder {
             builder: self,
             state,
             selected: &walk.selection.selected,
-            turns_after: &walk.selection.turns_after,
+            timeline: &walk.selection.timeline,
             frozen,
             preparer: walk.preparer,
             calls: &walk.selection.calls,
@@ -179,21 +168,11 @@ impl ContextBuilder {
                 .filter(|(c, keep)| **keep && c.kind == ChunkKind::Workflow)
                 .filter_map(|(c, _)| Some((c.call_id.as_deref()?, NO_UNIT))),
         );
-        let mut turns_after = vec![0; state.chunks.len()];
-        let mut later_users = 0;
-        let mut latest_user = None;
-        for (index, chunk) in state.chunks.iter().enumerate().rev() {
-            turns_after[index] = later_users;
-            if selected[index] && chunk.is_user_turn() {
-                later_users += 1;
-                latest_user = latest_user.or(Some(index));
-            }
-        }
+        let timeline = Timeline::of(&state.chunks, |index| selected[index]);
         Selection {
             selected,
             calls,
-            turns_after,
-            latest_user,
+            timeline,
         }
     }
 
@@ -235,9 +214,8 @@ impl ContextBuilder {
                     let kept = role != Role::System && !is_orphan_result(chunk, &selection.calls);
                     kept.then_some(tokens)
                 };
-                let (selected, turns) = (&selection.selected, &selection.turns_after);
-                let latest = selection.latest_user;
-                Frozen::find(state, selected, turns, latest, policy, previous, cached)
+                let (selected, timeline) = (&selection.selected, &selection.timeline);
+                Frozen::find(state, selected, timeline, policy, previous, cached)
             }
             _ => Frozen::none(),
         }
@@ -293,7 +271,7 @@ impl ContextBuilder {
         decision.decision = prepared.decision;
         let retention = preparer
             .policy
-            .retention_of(chunk, selection.turns_after[index]);
+            .retention_of(chunk, selection.timeline.steps_after(index));
         if is_orphan_result(chunk, &selection.calls) {
             decision.decision = Decision::Dropped {
                 reason: DropReason::Orphan,
@@ -334,11 +312,18 @@ impl ContextBuilder {
                 role: prepared.role,
                 part: prepared.part,
                 stub,
-                protected: protects(chunk, retention),
+                protected: protects(chunk, retention)
+                    || selection.timeline.anchors(index, chunk),
                 priority: decision.priority,
             };
             if cut {
                 release(&mut item, Some(Fate::Stubbed), cache);
+            }
+            if chunk.kind == ChunkKind::Environment
+                && !protects(chunk, retention)
+                && selection.timeline.anchors(index, chunk)
+            {
+                walk.history.newest_results.push(index);
             }
             walk.history.items.push(item);
         }

@@ -20,8 +20,8 @@ use super::forecast::protects;
 use super::{Budget, ContextBuilder, Ladder, record_fate};
 use crate::assemble::{Assembly, assemble};
 use crate::budget::{
-    Calls, ChunkDecision, Decision, Fate, Item, Layout, NO_UNIT, Planner, all_start_clean,
-    group_units, plan_steps,
+    Calls, ChunkDecision, Decision, Fate, Item, Layout, NO_UNIT, Planner, Timeline,
+    all_start_clean, group_units, plan_steps,
 };
 use crate::chunk_cache::ChunkCache;
 use crate::chunk_id::ChunkId;
@@ -60,9 +60,9 @@ impl ContextBuilder {
         carry: &mut Carry,
         previous: &mut PreviousBuild,
         cache: &mut ChunkCache,
-        (appended, latest_user): (&[Appended<'_>], Option<usize>),
+        (appended, timeline): (&[Appended<'_>], Timeline),
     ) -> Result<Option<BuildResult>> {
-        let mut window = self.window(state, preparer, carry, cache, appended, latest_user)?;
+        let mut window = self.window(state, preparer, cache, (appended, &timeline), carry)?;
         if !all_start_clean(&window.items) {
             return Ok(None);
         }
@@ -111,7 +111,7 @@ impl ContextBuilder {
         self.record_plan(carry, previous, &window, &layout, appended);
         report_plan(carry, previous, assembly, &layout);
         carry.planned = still_planned(&window.items, &ladder, &layout);
-        carry.grow_to(state, appended, latest_user);
+        carry.grow_to(state, appended, timeline);
         // Every chunk this build did not render came from the last one.
         cache.stats.chunks_cached = carry.chunks - cache.stats.chunks_rendered;
         cache.stats.replanned = true;
@@ -125,20 +125,10 @@ impl ContextBuilder {
         &self,
         state: &MemoryState,
         preparer: &Preparer<'_>,
-        carry: &Carry,
         cache: &mut ChunkCache,
-        appended: &[Appended<'_>],
-        latest_user: Option<usize>,
+        (appended, timeline): (&[Appended<'_>], &Timeline),
+        carry: &Carry,
     ) -> Result<Window> {
-        let new_users: Vec<usize> = appended
-            .iter()
-            .filter(|a| a.part.is_some() && a.chunk.is_user_turn())
-            .map(|a| a.index)
-            .collect();
-        let turns_after = |index: usize| {
-            let old = carry.users.len() - carry.users.partition_point(|&u| u <= index);
-            old + new_users.len() - new_users.partition_point(|&u| u <= index)
-        };
         let new = appended
             .iter()
             .filter(|a| a.part.is_some())
@@ -151,7 +141,9 @@ impl ContextBuilder {
         for index in planned {
             let chunk = &state.chunks[index];
             let prepared = self.prepared(index, chunk, preparer, cache)?;
-            let retention = preparer.policy.retention_of(chunk, turns_after(index));
+            let retention = preparer
+                .policy
+                .retention_of(chunk, timeline.steps_after(index));
             let stub = match retention {
                 Retention::Disposable => self.stub(index, chunk, &prepared.part, preparer, cache),
                 _ => None,
@@ -166,8 +158,7 @@ impl ContextBuilder {
                 role: prepared.role,
                 part: prepared.part,
                 stub,
-                protected: protects(chunk, retention)
-                    || latest_user.is_some_and(|latest| index >= latest),
+                protected: protects(chunk, retention) || timeline.anchors(index, chunk),
                 priority: preparer.policy.priority_of(chunk),
             });
         }
@@ -300,17 +291,6 @@ fn splice_sorted<T: Clone>(
 /// Whether `row` is a truncation (kept with its body cut).
 fn truncated(row: &ChunkDecision) -> bool {
     matches!(row.decision, Decision::Truncated { .. })
-}
-
-/// The latest user turn: the newest new one in the prompt, else the last
-/// build's.
-pub(super) fn latest_user(carry: &Carry, appended: &[Appended<'_>]) -> Option<usize> {
-    appended
-        .iter()
-        .rev()
-        .find(|a| a.part.is_some() && a.chunk.is_user_turn())
-        .map(|a| a.index)
-        .or(carry.latest_user)
 }
 
 /// The chunks the last build dropped that this plan leaves out, and their

@@ -1,0 +1,187 @@
+//! [`Timeline`]: a session's model calls (steps), its latest user message
+//! and its newest tool use: what ages count and what is protected.
+//!
+//! A **step** is one model call: the run of assistant-side chunks it wrote
+//! (thinking, text, tool calls, subagent spawns, outcomes) with the results
+//! that answer its calls. A step starts at an assistant-side chunk that
+//! follows a user-side one (a user message, a tool or subagent result) or
+//! opens the session; system chunks belong to no side. Sides come from the
+//! chunk's kind and action (the default tag table), whatever renders it.
+//!
+//! The **newest tool use** is the tool calls of the newest step that made
+//! any, with their results (the chunks that share their `call_id`). With
+//! the latest user message it is protected; everything between the two is
+//! history like any older history, so an agent that runs a thousand tool
+//! steps after one instruction never outgrows its window.
+
+use smallvec::SmallVec;
+
+use crate::memory::MemoryChunk;
+use crate::roles::{ChunkKind, Role};
+
+/// Which side of the conversation wrote a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// The model, in a model call.
+    Assistant,
+    /// The user, a tool or a subagent: what the next model call reads.
+    User,
+    /// Neither: system context.
+    Neutral,
+}
+
+fn side(chunk: &MemoryChunk) -> Side {
+    match chunk.kind {
+        ChunkKind::System => Side::Neutral,
+        ChunkKind::Agent if chunk.role == Some(Role::User) => Side::User,
+        ChunkKind::Environment => Side::User,
+        ChunkKind::Delegation => match chunk.action.as_deref() {
+            Some("subagent_result" | "subagent_error") => Side::User,
+            _ => Side::Assistant,
+        },
+        ChunkKind::Agent | ChunkKind::Workflow | ChunkKind::Thinking | ChunkKind::Output => {
+            Side::Assistant
+        }
+    }
+}
+
+/// The steps, latest user message and newest tool use of a session's
+/// selected chunks, fed in order with [`push`](Timeline::push); it grows
+/// with a session (a chunk appended is one more push).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Timeline {
+    /// The index of each step's first chunk, ascending.
+    step_starts: Vec<usize>,
+    /// Whether the last chunk with a side was the assistant's.
+    in_step: bool,
+    latest_user: Option<usize>,
+    /// The newest tool use: the tool calls' indexes and call ids.
+    newest_use: SmallVec<[(usize, Option<Box<str>>); 2]>,
+    /// The step the newest tool use belongs to (its index in `step_starts`).
+    newest_use_step: usize,
+}
+
+impl Timeline {
+    /// The timeline of `chunks`, of which `selected` says which count.
+    pub(crate) fn of(chunks: &[MemoryChunk], selected: impl Fn(usize) -> bool) -> Self {
+        let mut timeline = Timeline::default();
+        for (index, chunk) in chunks.iter().enumerate() {
+            if selected(index) {
+                timeline.push(index, chunk);
+            }
+        }
+        timeline
+    }
+
+    /// Takes in the selected chunk at `index`, newer than any before.
+    pub(crate) fn push(&mut self, index: usize, chunk: &MemoryChunk) {
+        match side(chunk) {
+            Side::Neutral => return,
+            Side::User => self.in_step = false,
+            Side::Assistant if !self.in_step => {
+                self.step_starts.push(index);
+                self.in_step = true;
+            }
+            Side::Assistant => {}
+        }
+        if chunk.is_user_turn() {
+            self.latest_user = Some(index);
+        }
+        if chunk.kind == ChunkKind::Workflow {
+            let step = self.step_starts.len() - 1;
+            if self.newest_use.is_empty() || self.newest_use_step != step {
+                self.newest_use.clear();
+                self.newest_use_step = step;
+            }
+            let call = chunk.call_id.as_deref().map(Box::from);
+            self.newest_use.push((index, call));
+        }
+    }
+
+    /// How many model calls start after the chunk at `index`: its age.
+    pub(crate) fn steps_after(&self, index: usize) -> usize {
+        self.step_starts.len() - self.step_starts.partition_point(|&start| start <= index)
+    }
+
+    /// The latest user message.
+    pub(crate) fn latest_user(&self) -> Option<usize> {
+        self.latest_user
+    }
+
+    /// Whether the chunk at `index` is protected by its place: the latest
+    /// user message, a call of the newest tool use, or a result of one.
+    pub(crate) fn anchors(&self, index: usize, chunk: &MemoryChunk) -> bool {
+        if self.latest_user == Some(index) {
+            return true;
+        }
+        match chunk.kind {
+            ChunkKind::Workflow => self.newest_use.iter().any(|(call, _)| *call == index),
+            ChunkKind::Environment => chunk.call_id.as_deref().is_some_and(|id| {
+                self.newest_use
+                    .iter()
+                    .any(|(call, call_id)| *call < index && call_id.as_deref() == Some(id))
+            }),
+            _ => false,
+        }
+    }
+
+    /// The calls of the newest tool use: their indexes and call ids.
+    pub(crate) fn newest_calls(&self) -> impl Iterator<Item = (usize, Option<&str>)> {
+        self.newest_use.iter().map(|(call, id)| (*call, id.as_deref()))
+    }
+
+    /// Whether `other`'s newest tool use is this one's.
+    pub(crate) fn same_newest_use(&self, other: &Timeline) -> bool {
+        self.newest_use == other.newest_use
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunks(spec: &str) -> Vec<MemoryChunk> {
+        // u: user, t: thinking, c: call, r: result, a: assistant text, s: system
+        spec.chars()
+            .enumerate()
+            .map(|(i, c)| {
+                let id = format!("c{i}");
+                match c {
+                    'u' => MemoryChunk::agent(id, Role::User, "x"),
+                    'a' => MemoryChunk::agent(id, Role::Assistant, "x"),
+                    't' => MemoryChunk::new(id, ChunkKind::Thinking),
+                    's' => MemoryChunk::new(id, ChunkKind::System),
+                    'c' => MemoryChunk::new(id, ChunkKind::Workflow).with_call_id(format!("k{i}")),
+                    'r' => {
+                        // Answers the nearest call before it.
+                        let call = spec[..i].rfind('c').unwrap_or(0);
+                        MemoryChunk::new(id, ChunkKind::Environment)
+                            .with_call_id(format!("k{call}"))
+                    }
+                    _ => unreachable!(),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn steps_start_where_the_model_speaks_after_a_reader() {
+        let chunks = chunks("utcrtcrsa");
+        let timeline = Timeline::of(&chunks, |_| true);
+        assert_eq!(timeline.step_starts, [1, 4, 8]);
+        assert_eq!(timeline.steps_after(3), 2);
+        assert_eq!(timeline.steps_after(6), 1);
+        assert_eq!(timeline.steps_after(8), 0);
+        assert_eq!(timeline.latest_user(), Some(0));
+    }
+
+    #[test]
+    fn the_newest_tool_use_is_the_last_step_with_calls() {
+        let chunks = chunks("utcrtccrra");
+        let timeline = Timeline::of(&chunks, |_| true);
+        let anchored: Vec<usize> = (0..chunks.len())
+            .filter(|&i| timeline.anchors(i, &chunks[i]))
+            .collect();
+        assert_eq!(anchored, [0, 5, 6, 7, 8]);
+    }
+}
