@@ -525,7 +525,7 @@ fn disposable_bodies_become_stubs_before_anything_is_dropped() {
 fn the_previous_cut_is_kept_while_it_fits() {
     let mut state = turns(8);
     let mut builder = ContextBuilder::new();
-    builder.max_tokens(1_500);
+    builder.max_tokens(1_000);
     let first = builder.build(&state).unwrap();
     assert!(first.elided.is_some());
     state.chunks.push(MemoryChunk::agent(
@@ -556,7 +556,7 @@ fn a_summary_replaces_the_marker_inside_the_budget() {
     let state = turns(8);
     let mut builder = ContextBuilder::new();
     builder
-        .max_tokens(1_500)
+        .max_tokens(1_000)
         .policy_mut()
         .set_summarizer(Arc::new(Fixed("Steps 0-3 found x in a.rs.".into())));
     let result = builder.build(&state).unwrap();

@@ -593,12 +593,15 @@ fn turns_an_extension_cannot_build_are_planned_again_or_run_the_full_pipeline() 
         // An orphan, then its call: the orphan comes back.
         serde_json::json!([orphan]),
         serde_json::json!([call("w3", "late")]),
-        // A unit that straddles the latest user turn, then a new turn that
-        // lifts that turn's protection: the unit reaches back before it, so
-        // its protection is worked out by planning again.
+        // A call in the same model call as w3, whose unit reaches back
+        // before it (o1 answered "late" first): the newest tool use grows,
+        // and the protection of its units is worked out by planning again.
         serde_json::json!([call("w4", "k4"), user("u3", 5), result("r4", "k4", 5)]),
+        // The latest user message moves on alone: it extends.
         serde_json::json!([user("u4", 5)]),
-        // A pinned call's unit stays protected when the turn moves on.
+        // A newer tool use lifts the protection of w3's and w4's units,
+        // one of which reaches back: planned again. A pinned call's unit
+        // stays protected when the newest tool use moves on.
         serde_json::json!([user("u5", 5), pinned_call, result("r2", "k2", 5)]),
         serde_json::json!([user("u6", 5)]),
     ];
@@ -606,7 +609,7 @@ fn turns_an_extension_cannot_build_are_planned_again_or_run_the_full_pipeline() 
     assert_eq!(
         turn_paths(&builder, &turns),
         [
-            Full, Full, Extended, Full, Extended, Full, Extended, Replanned, Extended, Extended
+            Full, Full, Extended, Full, Extended, Full, Replanned, Extended, Replanned, Extended
         ]
     );
 }

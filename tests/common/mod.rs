@@ -14,7 +14,8 @@ pub mod temp;
 use std::collections::{HashMap, HashSet};
 
 use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
-use agent_context::{BuildResult, ChunkId, ChunkKind, MemoryState, Retention};
+use agent_context::budget::Decision;
+use agent_context::{BuildResult, ChunkId, ChunkKind, MemoryChunk, MemoryState, Retention};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -94,8 +95,9 @@ pub fn assert_units_whole(state: &MemoryState, result: &BuildResult) {
     }
 }
 
-/// System, pinned and critical chunks, and the latest user message with
-/// everything after it, are in the prompt (orphan results excepted).
+/// System, pinned and critical chunks, the latest user message and the
+/// newest tool use are in the prompt (orphan results excepted), never as
+/// stubs.
 pub fn assert_protected_present(state: &MemoryState, result: &BuildResult) {
     let included: HashSet<&str> = result.included.iter().map(ChunkId::as_str).collect();
     let calls: HashSet<&str> = state
@@ -105,21 +107,70 @@ pub fn assert_protected_present(state: &MemoryState, result: &BuildResult) {
         .filter_map(|c| c.call_id.as_deref())
         .collect();
     let latest_user = state.chunks.iter().rposition(|c| c.is_user_turn());
+    let newest = newest_tool_use(&state.chunks);
     for (index, chunk) in state.chunks.iter().enumerate() {
         let orphan = chunk.kind == ChunkKind::Environment
             && chunk.call_id.as_deref().is_some_and(|c| !calls.contains(c));
         let protected = chunk.kind == ChunkKind::System
             || chunk.pinned
             || chunk.retention == Some(Retention::Critical)
-            || latest_user.is_some_and(|l| index >= l);
+            || latest_user == Some(index)
+            || newest.contains(&index);
         if protected && !orphan {
             assert!(
                 included.contains(chunk.id.as_str()),
                 "protected {} missing",
                 chunk.id
             );
+            let decision = result.decisions.iter().find(|d| d.id == chunk.id);
+            assert!(
+                !decision.is_some_and(|d| matches!(d.decision, Decision::Stubbed { .. })),
+                "protected {} stubbed",
+                chunk.id
+            );
         }
     }
+}
+
+/// Whether a chunk is read by the next model call (a user message, a
+/// tool or subagent result) rather than written by one.
+fn read_by_the_model(chunk: &MemoryChunk) -> bool {
+    chunk.is_user_turn()
+        || chunk.kind == ChunkKind::Environment
+        || (chunk.kind == ChunkKind::Delegation
+            && matches!(
+                chunk.action.as_deref(),
+                Some("subagent_result" | "subagent_error")
+            ))
+}
+
+/// The indexes of the newest tool use: the tool calls of the newest model
+/// call that made any (the run of model-written chunks around the last
+/// call), and the results that share their call ids.
+pub fn newest_tool_use(chunks: &[MemoryChunk]) -> Vec<usize> {
+    let Some(last) = chunks.iter().rposition(|c| c.kind == ChunkKind::Workflow) else {
+        return Vec::new();
+    };
+    let start = chunks[..last]
+        .iter()
+        .rposition(read_by_the_model)
+        .map_or(0, |i| i + 1);
+    let end = chunks[last..]
+        .iter()
+        .position(read_by_the_model)
+        .map_or(chunks.len(), |i| last + i);
+    let calls: Vec<usize> = (start..end)
+        .filter(|&i| chunks[i].kind == ChunkKind::Workflow)
+        .collect();
+    let ids: HashSet<&str> = calls
+        .iter()
+        .filter_map(|&i| chunks[i].call_id.as_deref())
+        .collect();
+    let results = (start..chunks.len()).filter(|&i| {
+        chunks[i].kind == ChunkKind::Environment
+            && chunks[i].call_id.as_deref().is_some_and(|id| ids.contains(id))
+    });
+    calls.iter().copied().chain(results).collect()
 }
 
 /// Body text that exercises BPE boundaries, escaping and Unicode.
