@@ -95,6 +95,7 @@ mod builder;
 mod chunk_cache;
 mod chunk_id;
 pub mod content;
+mod context_management;
 mod engine;
 mod error;
 mod explain;

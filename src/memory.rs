@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::content::Block;
+use crate::context_management::ContextManagement;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
 use crate::json_text::JsonText;
@@ -256,6 +257,11 @@ pub struct MemoryState {
     pub fragments: Vec<Fragment>,
     /// The chunks, oldest first.
     pub chunks: Vec<MemoryChunk>,
+    /// Anthropic's `context_management` edits this session asks for (see
+    /// [`ContextManagement`](crate::budget::ContextManagement)): a build applies them unless its policy sets
+    /// its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_management: Option<ContextManagement>,
 }
 
 impl MemoryState {

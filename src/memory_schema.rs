@@ -168,6 +168,7 @@ pub(crate) fn session_from_value(value: Value) -> Result<MemoryState> {
         system_prompt,
         fragments,
         chunks,
+        context_management: None,
     };
     state.validate()?;
     Ok(state)

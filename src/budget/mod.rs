@@ -42,6 +42,11 @@ mod units;
 
 use serde::Serialize;
 
+pub use crate::context_management::{
+    AllThinking, AppliedEdit, ClearThinking, ClearToolInputs, ClearToolUses, ContextEdit,
+    ContextManagement, DEFAULT_KEEP_TOOL_USES, DEFAULT_TRIGGER_TOKENS, InputTokens, KeepThinking,
+    KeepToolUses, ThinkingTurns, Trigger,
+};
 pub use caps::{CapTarget, Caps, DEFAULT_TOOL_RESULT_CAP};
 pub(crate) use fate::{Fate, fates_after};
 pub(crate) use planner::{Elision, Layout, Planner, Slot, all_start_clean, framing_table};

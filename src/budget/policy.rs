@@ -33,6 +33,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::caps::Caps;
+use crate::context_management::ContextManagement;
 use crate::error::{ErrorKind, Result};
 use crate::memory::MemoryChunk;
 use crate::roles::{ChunkKind, Retention, Role};
@@ -63,6 +64,10 @@ pub struct Policy {
     /// the newest: the newest call's results are 0 steps old) are not
     /// disposable. Default 3.
     pub recent_turns: usize,
+    /// Anthropic's `context_management` edits, applied before planning
+    /// (see [`ContextManagement`]). Default none: nothing is cleared while
+    /// the prompt fits.
+    pub context_management: Option<ContextManagement>,
     priorities: FxHashMap<PriorityTarget, i64>,
     summarizer: Option<Arc<dyn Summarizer>>,
 }
@@ -73,6 +78,7 @@ impl Default for Policy {
             caps: Caps::default(),
             low_water: 0.8,
             recent_turns: 3,
+            context_management: None,
             priorities: FxHashMap::default(),
             summarizer: None,
         }
@@ -85,6 +91,7 @@ impl fmt::Debug for Policy {
             .field("caps", &self.caps)
             .field("low_water", &self.low_water)
             .field("recent_turns", &self.recent_turns)
+            .field("context_management", &self.context_management)
             .field("priorities", &self.priorities)
             .field("summarizer", &self.summarizer.is_some())
             .finish()
@@ -120,6 +127,7 @@ impl Policy {
             && self.caps == other.caps
             && self.low_water == other.low_water
             && self.recent_turns == other.recent_turns
+            && self.context_management == other.context_management
             && self.priorities == other.priorities
     }
 

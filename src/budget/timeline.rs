@@ -127,7 +127,9 @@ impl Timeline {
 
     /// The calls of the newest tool use: their indexes and call ids.
     pub(crate) fn newest_calls(&self) -> impl Iterator<Item = (usize, Option<&str>)> {
-        self.newest_use.iter().map(|(call, id)| (*call, id.as_deref()))
+        self.newest_use
+            .iter()
+            .map(|(call, id)| (*call, id.as_deref()))
     }
 
     /// Whether `other`'s newest tool use is this one's.

@@ -38,8 +38,8 @@ use crate::memory::{MemoryChunk, MemoryState};
 use crate::message::{BuildResult, ContextMessage, MessageFingerprint, Truncation};
 use crate::message_text::MessageText;
 use crate::prepare::Preparer;
-use crate::render::default_tag;
 use crate::previous::PreviousBuild;
+use crate::render::default_tag;
 use crate::roles::{ChunkKind, Role};
 use crate::rows::Rows;
 use crate::tokens::TokenCounter;
@@ -247,6 +247,7 @@ impl ContextBuilder {
         let last = &carry.result;
         self.renderers.only_default()
             && !carry.squeezed
+            && policy.context_management.is_none()
             && policy.plans_like(&carry.policy)
             && !policy.caps.names_chunks_or_tools()
             && state.chunks.len() >= carry.chunks
@@ -342,7 +343,10 @@ impl ContextBuilder {
             protects_itself(&chunks[index], policy) || timeline.anchors(index, &chunks[index])
         };
         let mut relooked: Vec<(usize, bool)> = Vec::new();
-        if let Some(user) = old.latest_user().filter(|&u| timeline.latest_user() != Some(u)) {
+        if let Some(user) = old
+            .latest_user()
+            .filter(|&u| timeline.latest_user() != Some(u))
+        {
             relooked.push((user, keeps(user)));
         }
         if !timeline.same_newest_use(old)
@@ -359,7 +363,11 @@ impl ContextBuilder {
             let mut units: FxHashMap<&str, bool> = FxHashMap::default();
             for &index in &members {
                 if let Some(call) = tool_call(&chunks[index]) {
-                    if carry.calls.get(&fingerprint(call)).is_none_or(|&f| f < first) {
+                    if carry
+                        .calls
+                        .get(&fingerprint(call))
+                        .is_none_or(|&f| f < first)
+                    {
                         return None;
                     }
                     *units.entry(call).or_default() |= keeps(index);

@@ -114,7 +114,9 @@ impl<'a> CutForecast<'a> {
             let mut units: FxHashMap<&str, (i64, bool)> = FxHashMap::default();
             for (index, chunk) in self.chunks.iter().enumerate() {
                 if let (true, Some(call)) = (self.selected[index], tool_call(chunk)) {
-                    let retention = self.policy.retention_of(chunk, self.timeline.steps_after(index));
+                    let retention = self
+                        .policy
+                        .retention_of(chunk, self.timeline.steps_after(index));
                     let latest = self.timeline.anchors(index, chunk);
                     let unit = units.entry(call).or_insert((i64::MIN, false));
                     unit.0 = unit.0.max(self.policy.priority_of(chunk));

@@ -50,7 +50,10 @@ impl Frozen {
             .enumerate()
             .map(|(index, chunk)| {
                 let unprotected = !timeline.anchors(index, chunk)
-                    && !protects(chunk, policy.retention_of(chunk, timeline.steps_after(index)));
+                    && !protects(
+                        chunk,
+                        policy.retention_of(chunk, timeline.steps_after(index)),
+                    );
                 (selected[index] && unprotected && previous.was_dropped_at(index))
                     .then(|| cached(index))
                     .flatten()

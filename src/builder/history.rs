@@ -312,8 +312,7 @@ impl ContextBuilder {
                 role: prepared.role,
                 part: prepared.part,
                 stub,
-                protected: protects(chunk, retention)
-                    || selection.timeline.anchors(index, chunk),
+                protected: protects(chunk, retention) || selection.timeline.anchors(index, chunk),
                 priority: decision.priority,
             };
             if cut {

@@ -97,7 +97,8 @@ impl ContextBuilder {
 /// The highest cap shared by chunks of `tokens` tokens that cuts at least
 /// `cut` tokens from them in all, and at least [`MIN_CAP`].
 fn shared_cap(tokens: &[usize], cut: usize) -> usize {
-    let cuts_enough = |cap: usize| tokens.iter().map(|t| t.saturating_sub(cap)).sum::<usize>() >= cut;
+    let cuts_enough =
+        |cap: usize| tokens.iter().map(|t| t.saturating_sub(cap)).sum::<usize>() >= cut;
     let (mut lo, mut hi) = (MIN_CAP, tokens.iter().copied().max().unwrap_or(MIN_CAP));
     if !cuts_enough(lo) {
         return MIN_CAP;

@@ -13,8 +13,8 @@ pub mod temp;
 
 use std::collections::{HashMap, HashSet};
 
-use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
 use agent_context::budget::Decision;
+use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
 use agent_context::{BuildResult, ChunkId, ChunkKind, MemoryChunk, MemoryState, Retention};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -168,7 +168,10 @@ pub fn newest_tool_use(chunks: &[MemoryChunk]) -> Vec<usize> {
         .collect();
     let results = (start..chunks.len()).filter(|&i| {
         chunks[i].kind == ChunkKind::Environment
-            && chunks[i].call_id.as_deref().is_some_and(|id| ids.contains(id))
+            && chunks[i]
+                .call_id
+                .as_deref()
+                .is_some_and(|id| ids.contains(id))
     });
     calls.iter().copied().chain(results).collect()
 }
