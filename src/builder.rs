@@ -2,6 +2,7 @@
 
 mod ahead;
 mod config;
+mod edit;
 mod extend;
 mod forecast;
 mod frozen;
@@ -11,6 +12,7 @@ mod squeeze;
 mod stored;
 
 pub use config::ContextConfig;
+use edit::{Edited, Measure};
 pub(crate) use extend::Carry;
 use history::History;
 
@@ -18,9 +20,9 @@ use std::sync::Arc;
 
 use crate::assemble::{Assembly, assemble, summarize};
 use crate::budget::{
-    CapTarget, ChunkDecision, Decision, DropReason, ELIDED_TAG, Elision, Fate, HISTORY_START_TAG,
-    Item, Layout, Planner, Policy, SUMMARY_TAG, Step, Unit, all_start_clean, fates_after,
-    framing_table, group_units, plan_steps,
+    AppliedEdit, CapTarget, ChunkDecision, Decision, DropReason, ELIDED_TAG, Elision, Fate,
+    HISTORY_START_TAG, Item, Layout, Planner, Policy, SUMMARY_TAG, Step, StubReason, Unit,
+    all_start_clean, fates_after, framing_table, group_units, plan_steps,
 };
 use crate::chunk_cache::ChunkCache;
 use crate::content::{ContentFormat, ContentRenderer};
@@ -69,6 +71,7 @@ fn record_fate(decision: &mut ChunkDecision, item: &Item, layout: &Layout, i: us
         decision.decision = Decision::Stubbed {
             tokens_before: item.part.alone(),
             tokens_after: stub.alone(),
+            reason: StubReason::Budget,
         };
         decision.tokens = stub.alone();
     } else {
@@ -101,6 +104,8 @@ struct Prepared<'s> {
     ladder: Ladder,
     /// The system prompt and fragments, then the system-role chunks.
     system: Vec<Arc<CountedText>>,
+    /// What the `context_management` edits did.
+    edited: Edited,
 }
 
 /// What planning and assembly leave for the report.
@@ -111,6 +116,7 @@ struct Assembled {
     elision: Option<Elision>,
     trim_target: Option<usize>,
     summary: Option<Summary>,
+    applied_edits: Vec<AppliedEdit>,
 }
 
 /// How chunks' `content` is written: a built-in format, or a caller's
@@ -517,9 +523,22 @@ impl ContextBuilder {
         let previous_cut = pass.previous.map(|p| &p.cut);
         let mut history =
             self.prepare_history(state, preparer, available, previous_cut, pass.cache)?;
+        system.extend(std::mem::take(&mut history.system_parts));
+        let edited = match self.management(pass.policy, state) {
+            Some(management) => {
+                let measure = Measure {
+                    preparer,
+                    system: &system,
+                    available,
+                };
+                self.edit(management, state, &mut history, &measure, pass.cache)
+            }
+            None => Edited::default(),
+        };
         let units = group_units(&mut history.items, &state.chunks, &mut history.calls);
         let id_of = |chunk: usize| &history.decisions[chunk].id;
-        let (steps, sticky) = plan_steps(&history.items, &units, id_of, previous_cut);
+        let (steps, sticky) =
+            plan_steps(&history.items, &units, (id_of, previous_cut), &edited.steps);
         if !all_start_clean(&history.items) {
             // The planner will count joined text of whatever the previous
             // cut leaves in: every such chunk needs its text.
@@ -533,7 +552,6 @@ impl ContextBuilder {
                 pass.cache,
             )?;
         }
-        system.extend(std::mem::take(&mut history.system_parts));
         Ok(Prepared {
             history,
             ladder: Ladder {
@@ -542,6 +560,7 @@ impl ContextBuilder {
                 sticky,
             },
             system,
+            edited,
         })
     }
 
@@ -559,8 +578,9 @@ impl ContextBuilder {
             mut history,
             ladder,
             system,
+            edited,
         } = prepared;
-        let base = self.planner(budget, preparer, &system, &ladder, history.frozen);
+        let base = self.planner(budget.available, preparer, &system, &ladder, history.frozen);
         let mut layout = self
             .plan_fitting(&base, &mut history, state, preparer)
             .map_err(|required| self.over_budget(required, budget))?;
@@ -582,6 +602,13 @@ impl ContextBuilder {
         )?;
         let mut decisions = history.decisions;
         record_fates(&mut decisions, &history.items, &layout);
+        for &i in &edited.cleared {
+            if let Decision::Stubbed { reason, .. } =
+                &mut decisions[history.items[i].chunk].decision
+            {
+                *reason = StubReason::ClearToolUses;
+            }
+        }
         let planner = Planner {
             items: &history.items,
             ..base
@@ -601,6 +628,7 @@ impl ContextBuilder {
             elision,
             trim_target,
             summary,
+            applied_edits: edited.applied,
         })
     }
 
@@ -628,7 +656,7 @@ impl ContextBuilder {
     /// The planner of this build, before it is given the items.
     fn planner<'p>(
         &self,
-        budget: &Budget,
+        available: usize,
         preparer: &Preparer<'p>,
         system: &'p [Arc<CountedText>],
         ladder: &'p Ladder,
@@ -645,7 +673,7 @@ impl ContextBuilder {
             steps: &ladder.steps,
             sticky: ladder.sticky,
             user_first: self.user_first,
-            available: budget.available,
+            available,
             low_water: preparer.policy.low_water,
             frozen,
             history_start: CountedText::new(
@@ -677,6 +705,7 @@ impl ContextBuilder {
             elision,
             trim_target,
             summary,
+            applied_edits,
         } = assembled;
         let messages: Rows<ContextMessage> = messages.into();
         let fingerprints = fingerprints(&messages, &growable_prefix_tokens);
@@ -710,6 +739,7 @@ impl ContextBuilder {
             last_part,
             protocol: self.renderers.protocol(),
             decisions: decisions.into(),
+            applied_edits,
             warnings: budget.warnings,
         }
     }

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
-use crate::budget::{ChunkDecision, Decision, DropReason};
+use crate::budget::{ChunkDecision, Decision, DropReason, StubReason};
 use crate::message::BuildResult;
 use crate::render::Protocol;
 use crate::roles::ChunkKind;
@@ -221,6 +221,7 @@ fn reason_name(reason: DropReason) -> &'static str {
         DropReason::Filtered => "filtered",
         DropReason::Orphan => "orphan",
         DropReason::Budget => "budget",
+        DropReason::ClearThinking => "clear_thinking_20251015",
     }
 }
 
@@ -238,7 +239,14 @@ fn decision_text(d: &ChunkDecision) -> String {
         Decision::Stubbed {
             tokens_before,
             tokens_after,
-        } => format!("stubbed {tokens_before} -> {tokens_after} (disposable)"),
+            reason,
+        } => {
+            let why = match reason {
+                StubReason::ClearToolUses => "clear_tool_uses_20250919",
+                StubReason::Budget => "disposable",
+            };
+            format!("stubbed {tokens_before} -> {tokens_after} ({why})")
+        }
         Decision::Dropped { reason } => format!("dropped ({})", reason_name(reason)),
     };
     match (d.truncated_from, d.decision) {
@@ -384,6 +392,7 @@ mod tests {
             decision: Decision::Stubbed {
                 tokens_before: 8214,
                 tokens_after: 30,
+                reason: StubReason::Budget,
             },
             truncated_from: Some(23022),
         };

@@ -7,7 +7,7 @@ use std::hash::Hasher;
 use serde::Serialize;
 use smallvec::SmallVec;
 
-use crate::budget::{ChunkDecision, Decision, Elision};
+use crate::budget::{AppliedEdit, ChunkDecision, Decision, Elision};
 use crate::chunk_id::ChunkId;
 use crate::error::Result;
 use crate::message_text::MessageText;
@@ -123,6 +123,10 @@ pub struct BuildResult {
     pub(crate) protocol: Protocol,
     /// One decision per input chunk, in input order.
     pub decisions: Rows<ChunkDecision>,
+    /// The `context_management` edits that cleared something, in
+    /// Anthropic's response shape.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub applied_edits: Vec<AppliedEdit>,
     /// Things the caller should know (e.g. a budget above the model's window).
     pub warnings: Vec<String>,
 }

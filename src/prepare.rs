@@ -152,14 +152,25 @@ impl Preparer<'_> {
         if part.alone() < STUB_MIN_TOKENS {
             return None;
         }
+        self.stub_always(chunk, renderer, part)
+            .filter(|stub| stub.alone() < part.alone())
+    }
+
+    /// The stub of a rendered chunk whatever its size, when its renderer
+    /// has one: an edit that clears a chunk stubs it even when the stub
+    /// saves little.
+    pub(crate) fn stub_always(
+        &self,
+        chunk: &MemoryChunk,
+        renderer: &dyn ChunkRenderer,
+        part: &CountedText,
+    ) -> Option<Arc<CountedText>> {
         let chunk = &*self.resolved(chunk);
         let mut text = String::new();
         if !renderer.render_stub(chunk, part.alone(), &self.ctx, &mut text) {
             return None;
         }
-        Some(CountedText::new(text, self.counter))
-            .filter(|stub| stub.alone() < part.alone())
-            .map(Arc::new)
+        Some(Arc::new(CountedText::new(text, self.counter)))
     }
 
     /// `chunk` as the renderers see it: its `content` written as its text,

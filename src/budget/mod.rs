@@ -75,6 +75,21 @@ pub enum DropReason {
     Orphan,
     /// Unprotected history, dropped to fit the budget (lowest priority, then oldest).
     Budget,
+    /// Thinking removed by a `clear_thinking_20251015` edit.
+    #[serde(rename = "clear_thinking_20251015")]
+    ClearThinking,
+}
+
+/// Why a chunk was stubbed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StubReason {
+    /// A disposable body, stubbed to fit the budget (oldest first).
+    Budget,
+    /// A tool use cleared by a `clear_tool_uses_20250919` edit.
+    #[serde(rename = "clear_tool_uses_20250919")]
+    ClearToolUses,
 }
 
 /// What happened to a chunk.
@@ -100,6 +115,8 @@ pub enum Decision {
         tokens_before: usize,
         /// Tokens of the stub.
         tokens_after: usize,
+        /// Why.
+        reason: StubReason,
     },
     /// Left out.
     Dropped {

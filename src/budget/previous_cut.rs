@@ -3,7 +3,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::budget::{ChunkDecision, Decision, DropReason, Fate};
+use crate::budget::{ChunkDecision, Decision, DropReason, Fate, StubReason};
 use crate::chunk_id::ChunkId;
 use crate::rows::Rows;
 
@@ -129,11 +129,14 @@ impl PreviousCut {
 }
 
 /// What a build made of a chunk, as the next one repeats it: only cuts
-/// made for the budget repeat (a filtered or orphaned chunk is judged
-/// afresh).
+/// made for the budget repeat (a filtered or orphaned chunk, or one an
+/// edit cleared, is judged afresh).
 fn fate_of(decision: &ChunkDecision) -> Fate {
     match decision.decision {
-        Decision::Stubbed { .. } => Fate::Stubbed,
+        Decision::Stubbed {
+            reason: StubReason::Budget,
+            ..
+        } => Fate::Stubbed,
         Decision::Dropped {
             reason: DropReason::Budget,
         } => Fate::Dropped,

@@ -92,18 +92,19 @@ pub(crate) fn group_units(
     units
 }
 
-/// The order in which room is made, and how many leading steps repeat the
-/// previous build's cut. The previous cut comes first so that trimming only
-/// ever extends it; then stubs of disposable bodies, oldest first; then whole
-/// units, lowest priority first, then oldest.
+/// The order in which room is made, and how many leading steps every
+/// layout takes: `first` (the stubs of tool uses an edit cleared), then
+/// the previous build's cut, so that trimming only ever extends it; then
+/// stubs of disposable bodies, oldest first; then whole units, lowest
+/// priority first, then oldest.
 pub(crate) fn plan_steps<'a>(
     items: &[Item],
     units: &[Unit],
-    id_of: impl Fn(usize) -> &'a ChunkId,
-    previous: Option<&PreviousCut>,
+    (id_of, previous): (impl Fn(usize) -> &'a ChunkId, Option<&PreviousCut>),
+    first: &[Step],
 ) -> (Vec<Step>, usize) {
     let id = |item: usize| id_of(items[item].chunk);
-    let mut steps = Vec::new();
+    let mut steps = first.to_vec();
     let mut unit_taken = vec![false; units.len()];
     let mut item_unit = vec![0; items.len()];
     for (u, unit) in units.iter().enumerate() {

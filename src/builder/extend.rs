@@ -247,7 +247,7 @@ impl ContextBuilder {
         let last = &carry.result;
         self.renderers.only_default()
             && !carry.squeezed
-            && policy.context_management.is_none()
+            && self.management(policy, state).is_none()
             && policy.plans_like(&carry.policy)
             && !policy.caps.names_chunks_or_tools()
             && state.chunks.len() >= carry.chunks

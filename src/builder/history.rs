@@ -37,6 +37,8 @@ pub(super) struct History<'s> {
     /// The newest tool use's results that a cap may cut: a build that does
     /// not fit cuts them further (see `squeeze`).
     pub(super) newest_results: Vec<usize>,
+    /// The steps, latest user message and newest tool use.
+    pub(super) timeline: Timeline,
 }
 
 /// Which chunks a build selects, with their tool calls and steps.
@@ -113,6 +115,7 @@ impl ContextBuilder {
             return Err(error.into());
         }
         history.calls = selection.calls;
+        history.timeline = selection.timeline;
         history.items.reverse();
         history.decisions.reverse();
         history.system_parts.reverse();
@@ -206,7 +209,12 @@ impl ContextBuilder {
     ) -> Frozen {
         let policy = preparer.policy;
         match previous {
-            Some(previous) if self.renderers.only_default() && policy.summarizer().is_none() => {
+            // Edits measure the prompt with every chunk: none is frozen.
+            Some(previous)
+                if self.renderers.only_default()
+                    && policy.summarizer().is_none()
+                    && self.management(policy, state).is_none() =>
+            {
                 let cached = |index: usize| {
                     let chunk = &state.chunks[index];
                     let cap = preparer.cap_for(chunk, &DefaultRenderer, true);
@@ -500,7 +508,7 @@ fn shows_stub(fate: Option<Fate>) -> bool {
 /// fate, keeping their counts, in the item and in `cache` alike. A stub is
 /// let go only with its chunk dropped: a kept body is stubbed by some later
 /// build.
-fn release(item: &mut Item, fate: Option<Fate>, cache: &mut ChunkCache) {
+pub(super) fn release(item: &mut Item, fate: Option<Fate>, cache: &mut ChunkCache) {
     if !shows_body(fate) && !item.part.is_released() {
         item.part = Arc::new(item.part.released());
     }

@@ -76,7 +76,7 @@ impl ContextBuilder {
             .collect();
         let units = group_units(&mut window.items, chunks, &mut calls);
         let id_of = |chunk: usize| carry.id_of(appended, chunk);
-        let (steps, sticky) = plan_steps(&window.items, &units, id_of, Some(&previous.cut));
+        let (steps, sticky) = plan_steps(&window.items, &units, (id_of, Some(&previous.cut)), &[]);
         let ladder = Ladder {
             units,
             steps,
@@ -90,7 +90,7 @@ impl ContextBuilder {
             warnings: Vec::new(),
         };
         let frozen = frozen_counts(carry, &window);
-        let base = self.planner(&budget, preparer, &system, &ladder, frozen);
+        let base = self.planner(budget.available, preparer, &system, &ladder, frozen);
         let planner = Planner {
             items: &window.items,
             ..base.clone()

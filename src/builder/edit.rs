@@ -1,0 +1,282 @@
+//! A build's `context_management` edits, applied to its rendered history
+//! before the plan (see [`ContextManagement`] for the semantics): cleared
+//! thinking leaves the history, cleared tool uses become the ladder's first
+//! steps (stubs every later step keeps), and each edit that cleared
+//! something is reported with the tokens it freed, measured exactly on the
+//! prompt before and after it.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+use super::history::{History, release};
+use super::{ContextBuilder, Ladder};
+use crate::budget::{
+    AppliedEdit, ClearThinking, ClearToolUses, ContextEdit, ContextManagement, Fate, Item, Planner,
+    Policy, Step,
+};
+use crate::budget::{Decision, DropReason};
+use crate::chunk_cache::ChunkCache;
+use crate::memory::MemoryState;
+use crate::prepare::Preparer;
+use crate::roles::ChunkKind;
+use crate::tokens::parts::CountedText;
+
+/// What a build's edits did.
+#[derive(Debug, Default)]
+pub(super) struct Edited {
+    /// The stubs of the cleared tool uses: the ladder's first steps.
+    pub(super) steps: Vec<Step>,
+    /// The items those steps stub (their decisions name the edit).
+    pub(super) cleared: Vec<usize>,
+    /// The edits that cleared something, in the order applied.
+    pub(super) applied: Vec<AppliedEdit>,
+}
+
+/// A tool call with its results, as items.
+struct ToolUse<'s> {
+    call: usize,
+    results: SmallVec<[usize; 2]>,
+    tool: Option<&'s str>,
+}
+
+/// What measuring a prompt needs besides its items.
+pub(super) struct Measure<'a> {
+    pub(super) preparer: &'a Preparer<'a>,
+    pub(super) system: &'a [Arc<CountedText>],
+    pub(super) available: usize,
+}
+
+impl ContextBuilder {
+    /// The edits a build with `policy` applies to `state`: the policy's,
+    /// else the session's.
+    pub(super) fn management<'a>(
+        &self,
+        policy: &'a Policy,
+        state: &'a MemoryState,
+    ) -> Option<&'a ContextManagement> {
+        policy
+            .context_management
+            .as_ref()
+            .or(state.context_management.as_ref())
+    }
+
+    /// Applies `management`'s edits to `history`: thinking first, then
+    /// tool uses, each edit of a type in its order.
+    pub(super) fn edit(
+        &self,
+        management: &ContextManagement,
+        state: &MemoryState,
+        history: &mut History<'_>,
+        measure: &Measure<'_>,
+        cache: &mut ChunkCache,
+    ) -> Edited {
+        let mut edited = Edited::default();
+        let unedited = self.tokens(measure, &history.items, &[]);
+        for edit in &management.edits {
+            if let ContextEdit::ClearThinking(edit) = edit
+                && let Some(applied) = self.clear_thinking(edit, history, (state, measure), cache)
+            {
+                edited.applied.push(applied);
+            }
+        }
+        for edit in &management.edits {
+            if let ContextEdit::ClearToolUses(edit) = edit
+                && let Some(applied) =
+                    self.clear_tool_uses(edit, state, history, unedited, measure, &mut edited)
+            {
+                edited.applied.push(applied);
+            }
+        }
+        edited
+    }
+
+    /// Exact tokens of the prompt of `items` with `steps` applied, every
+    /// other item kept.
+    fn tokens(&self, measure: &Measure<'_>, items: &[Item], steps: &[Step]) -> usize {
+        let ladder = Ladder {
+            units: Vec::new(),
+            steps: steps.to_vec(),
+            sticky: 0,
+        };
+        let planner = Planner {
+            items,
+            ..self.planner(
+                measure.available,
+                measure.preparer,
+                measure.system,
+                &ladder,
+                (0, 0),
+            )
+        };
+        planner.layout(steps.len(), true).total
+    }
+
+    /// Removes the thinking of all but the newest thinking turns the edit
+    /// keeps (protected thinking stays).
+    fn clear_thinking(
+        &self,
+        edit: &ClearThinking,
+        history: &mut History<'_>,
+        (state, measure): (&MemoryState, &Measure<'_>),
+        cache: &mut ChunkCache,
+    ) -> Option<AppliedEdit> {
+        let keep = edit.keeps()?;
+        let chunks = &state.chunks;
+        let age = |item: &Item| history.timeline.steps_after(item.chunk);
+        let is_thinking = |item: &Item| chunks[item.chunk].kind == ChunkKind::Thinking;
+        let mut turns: Vec<usize> = history
+            .items
+            .iter()
+            .filter(|i| is_thinking(i))
+            .map(age)
+            .collect();
+        turns.sort_unstable();
+        turns.dedup();
+        let kept = &turns[..keep.min(turns.len())];
+        let cleared: Vec<bool> = history
+            .items
+            .iter()
+            .map(|item| is_thinking(item) && !item.protected && !kept.contains(&age(item)))
+            .collect();
+        if !cleared.contains(&true) {
+            return None;
+        }
+        let before = self.tokens(measure, &history.items, &[]);
+        let mut cleared_turns: Vec<usize> = Vec::new();
+        let mut flags = cleared.iter();
+        history.items.retain_mut(|item| {
+            if !flags.next().copied().unwrap_or(false) {
+                return true;
+            }
+            let decision = &mut history.decisions[item.chunk];
+            decision.tokens = item.part.alone();
+            decision.decision = Decision::Dropped {
+                reason: DropReason::ClearThinking,
+            };
+            let turn = history.timeline.steps_after(item.chunk);
+            if !cleared_turns.contains(&turn) {
+                cleared_turns.push(turn);
+            }
+            release(item, Some(Fate::Dropped), cache);
+            false
+        });
+        let after = self.tokens(measure, &history.items, &[]);
+        Some(AppliedEdit::ClearThinking {
+            cleared_thinking_turns: cleared_turns.len(),
+            cleared_input_tokens: before as i64 - after as i64,
+        })
+    }
+
+    /// Stubs the results (and, as the edit says, the calls) of every tool
+    /// use older than the newest the edit keeps, when it fires and frees
+    /// enough; `unedited` is the prompt's tokens before any edit.
+    fn clear_tool_uses(
+        &self,
+        edit: &ClearToolUses,
+        state: &MemoryState,
+        history: &mut History<'_>,
+        unedited: usize,
+        measure: &Measure<'_>,
+        edited: &mut Edited,
+    ) -> Option<AppliedEdit> {
+        let uses = tool_uses(&history.items, state);
+        if !edit.fires(unedited, uses.len()) {
+            return None;
+        }
+        let old = uses.len().saturating_sub(edit.keeps());
+        let (mut steps, mut forced, mut cleared) = (Vec::new(), Vec::new(), 0);
+        for tool_use in &uses[..old] {
+            let members = || std::iter::once(tool_use.call).chain(tool_use.results.iter().copied());
+            if edit.excludes(tool_use.tool) || members().any(|i| history.items[i].protected) {
+                continue;
+            }
+            let mut stubs: SmallVec<[usize; 3]> = tool_use.results.iter().copied().collect();
+            if edit.clears_input(tool_use.tool) {
+                stubs.push(tool_use.call);
+            }
+            let before = steps.len();
+            for i in stubs {
+                if self.ensure_stub(state, &mut history.items, i, measure.preparer, &mut forced) {
+                    steps.push(Step::Stub(i));
+                }
+            }
+            cleared += usize::from(steps.len() > before);
+        }
+        let with: Vec<Step> = edited.steps.iter().chain(&steps).copied().collect();
+        let before = self.tokens(measure, &history.items, &edited.steps);
+        let after = self.tokens(measure, &history.items, &with);
+        let freed = before as i64 - after as i64;
+        if cleared == 0 || freed < i64::try_from(edit.at_least()).unwrap_or(i64::MAX) {
+            for i in forced {
+                history.items[i].stub = None;
+            }
+            return None;
+        }
+        edited
+            .cleared
+            .extend(steps.iter().filter_map(|step| match step {
+                Step::Stub(i) => Some(*i),
+                Step::Drop(_) => None,
+            }));
+        edited.steps = with;
+        Some(AppliedEdit::ClearToolUses {
+            cleared_tool_uses: cleared,
+            cleared_input_tokens: freed,
+        })
+    }
+
+    /// Gives `item` a stub if it has none (noting it in `forced`, to take
+    /// back if the edit does not apply); `false` when its renderer has none.
+    fn ensure_stub(
+        &self,
+        state: &MemoryState,
+        items: &mut [Item],
+        i: usize,
+        preparer: &Preparer<'_>,
+        forced: &mut Vec<usize>,
+    ) -> bool {
+        let item = &mut items[i];
+        if item.stub.is_some() {
+            return true;
+        }
+        let chunk = &state.chunks[item.chunk];
+        let renderer = self.renderers.renderer_for(chunk);
+        item.stub = preparer.stub_always(chunk, renderer, &item.part);
+        if item.stub.is_some() {
+            forced.push(i);
+        }
+        item.stub.is_some()
+    }
+}
+
+/// The tool uses among `items`, oldest first: each tool call with the
+/// results that share its call id.
+fn tool_uses<'s>(items: &[Item], state: &'s MemoryState) -> Vec<ToolUse<'s>> {
+    let mut uses: Vec<ToolUse<'s>> = Vec::new();
+    let mut by_call: FxHashMap<&'s str, usize> = FxHashMap::default();
+    for (i, item) in items.iter().enumerate() {
+        let chunk = &state.chunks[item.chunk];
+        let call_id = chunk.call_id.as_deref();
+        match chunk.kind {
+            ChunkKind::Workflow if call_id.is_none_or(|id| !by_call.contains_key(id)) => {
+                if let Some(id) = call_id {
+                    by_call.insert(id, uses.len());
+                }
+                uses.push(ToolUse {
+                    call: i,
+                    results: SmallVec::new(),
+                    tool: chunk.tool.as_deref(),
+                });
+            }
+            ChunkKind::Environment => {
+                if let Some(&u) = call_id.and_then(|id| by_call.get(id)) {
+                    uses[u].results.push(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    uses
+}
