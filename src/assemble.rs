@@ -1,9 +1,13 @@
 //! From a plan to messages: the summary that may replace the marker, and the
 //! messages themselves with what a later build can keep of each.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use smallvec::SmallVec;
 
-use crate::budget::{Fate, Layout, MIN_BODY_CAP, Planner, SUMMARY_TAG, Slot, truncate_to_cap};
+use crate::budget::{
+    Fate, Layout, MIN_BODY_CAP, Planner, SUMMARY_TAG, Slot, Summarizer, truncate_to_cap,
+};
 use crate::chunk_id::ChunkId;
 use crate::memory::{MemoryChunk, MemoryState};
 use crate::message::{ContextMessage, Summary};
@@ -20,12 +24,18 @@ use crate::tokens::parts::{CountedText, join};
 /// is reused without asking the summarizer again. A new summary gets at most
 /// half the room the low-water mark left, so the turns after a trim still
 /// have room to append.
+///
+/// A summary cannot make things worse: the summarizer reads at most the
+/// policy's `summary_input_tokens` of the newest dropped chunks; a summary
+/// that costs as much as the chunks it stands for, a summarizer that
+/// panics, or a slice it cannot be given leaves the plain marker, and
+/// `warnings` says why.
 pub(crate) fn summarize(
     planner: &Planner<'_>,
     layout: &mut Layout,
-    state: &MemoryState,
-    preparer: &Preparer<'_>,
+    (state, preparer): (&MemoryState, &Preparer<'_>),
     previous: Option<&Summary>,
+    warnings: &mut Vec<String>,
 ) -> Option<Summary> {
     let (Some(summarizer), Some(elision), Some(marker)) = (
         preparer.policy.summarizer(),
@@ -59,16 +69,13 @@ pub(crate) fn summarize(
             if room < MIN_BODY_CAP {
                 return None;
             }
-            let dropped: Vec<&MemoryChunk> = planner
-                .items
-                .iter()
-                .zip(&layout.fates)
-                .filter(|(_, fate)| **fate == Fate::Dropped)
-                .map(|(item, _)| &state.chunks[item.chunk])
-                .collect();
-            summarizer
-                .summarize(&dropped, room)
-                .filter(|s| !s.is_empty())?
+            let limit = preparer.policy.summary_input_tokens;
+            ask(
+                summarizer,
+                (planner, layout, state),
+                (room, limit),
+                warnings,
+            )?
         }
     };
     // Escaping and joins can cost a few tokens more than the text alone:
@@ -76,6 +83,15 @@ pub(crate) fn summarize(
     for _ in 0..4 {
         let mut candidate = layout.clone();
         planner.replace_marker(&mut candidate, render(&body));
+        let summary_tokens = render(&body).alone();
+        if candidate.total <= planner.available && summary_tokens >= elision.tokens {
+            warnings.push(format!(
+                "the summary ({summary_tokens} tokens) was discarded: it is no smaller than the \
+                 {} tokens of history it stands for; the elided history is marked instead",
+                elision.tokens
+            ));
+            return None;
+        }
         if candidate.total <= planner.available {
             if let Some(elision) = candidate.elision.as_mut() {
                 elision.marker = false;
@@ -96,6 +112,53 @@ pub(crate) fn summarize(
         }
     }
     None
+}
+
+/// A new summary from `summarizer`, of at most `room` tokens, of the
+/// newest dropped chunks whose rendered tokens sum to at most `limit`.
+/// `None` (and a warning) when even the newest dropped chunk costs more,
+/// or the summarizer panics; `None` when it declines.
+fn ask(
+    summarizer: &dyn Summarizer,
+    (planner, layout, state): (&Planner<'_>, &Layout, &MemoryState),
+    (room, limit): (usize, usize),
+    warnings: &mut Vec<String>,
+) -> Option<String> {
+    let dropped: Vec<(&MemoryChunk, usize)> = planner
+        .items
+        .iter()
+        .zip(&layout.fates)
+        .filter(|(_, fate)| **fate == Fate::Dropped)
+        .map(|(item, _)| (&state.chunks[item.chunk], item.part.alone()))
+        .collect();
+    let (mut start, mut tokens) = (dropped.len(), 0);
+    while start > 0 && tokens + dropped[start - 1].1 <= limit {
+        start -= 1;
+        tokens += dropped[start].1;
+    }
+    if start == dropped.len() {
+        warnings.push(format!(
+            "the summarizer was not asked: the newest dropped chunk costs {} tokens, more than \
+             summary_input_tokens ({limit}); the elided history is marked instead",
+            dropped.last().map_or(0, |(_, t)| *t)
+        ));
+        return None;
+    }
+    let slice: Vec<&MemoryChunk> = dropped[start..].iter().map(|(c, _)| *c).collect();
+    match catch_unwind(AssertUnwindSafe(|| summarizer.summarize(&slice, room))) {
+        Ok(summary) => summary.filter(|s| !s.is_empty()),
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            warnings.push(format!(
+                "the summarizer panicked ({message}); the elided history is marked instead"
+            ));
+            None
+        }
+    }
 }
 
 /// The messages of a build, system message first.

@@ -117,6 +117,8 @@ struct Assembled {
     trim_target: Option<usize>,
     summary: Option<Summary>,
     applied_edits: Vec<AppliedEdit>,
+    /// What the caller should know of the plan (a summary left out, say).
+    warnings: Vec<String>,
 }
 
 /// How chunks' `content` is written: a built-in format, or a caller's
@@ -584,13 +586,20 @@ impl ContextBuilder {
         let mut layout = self
             .plan_fitting(&base, &mut history, state, preparer)
             .map_err(|required| self.over_budget(required, budget))?;
+        let mut warnings = Vec::new();
         let summary = {
             let planner = Planner {
                 items: &history.items,
                 ..base.clone()
             };
             let previous = pass.previous.and_then(|p| p.summary.as_ref());
-            summarize(&planner, &mut layout, state, preparer, previous)
+            summarize(
+                &planner,
+                &mut layout,
+                (state, preparer),
+                previous,
+                &mut warnings,
+            )
         };
         // The prompt holds the text of what was kept or stubbed, and only that.
         self.settle_texts(
@@ -629,6 +638,7 @@ impl ContextBuilder {
             trim_target,
             summary,
             applied_edits: edited.applied,
+            warnings,
         })
     }
 
@@ -689,7 +699,7 @@ impl ContextBuilder {
     /// each chunk.
     fn report(
         &self,
-        budget: Budget,
+        mut budget: Budget,
         assembled: Assembled,
         previous: Option<&PreviousBuild>,
     ) -> BuildResult {
@@ -706,7 +716,9 @@ impl ContextBuilder {
             trim_target,
             summary,
             applied_edits,
+            warnings,
         } = assembled;
+        budget.warnings.extend(warnings);
         let messages: Rows<ContextMessage> = messages.into();
         let fingerprints = fingerprints(&messages, &growable_prefix_tokens);
         let stable_prefix_tokens =

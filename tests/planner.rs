@@ -787,3 +787,91 @@ fn a_cap_naming_no_tag_fails_and_one_naming_no_chunk_or_below_the_floor_warns() 
     assert_eq!(result.truncated[0].cap, MIN_CAP);
     assert!(result.truncated[0].tokens_after <= MIN_CAP);
 }
+
+/// Records the ids it was handed; summarizes them in `words` words.
+struct Recording {
+    handed: std::sync::Mutex<Vec<String>>,
+    words: usize,
+}
+
+impl Summarizer for Recording {
+    fn summarize(&self, dropped: &[&MemoryChunk], _max_tokens: usize) -> Option<String> {
+        let mut handed = self.handed.lock().unwrap();
+        handed.extend(dropped.iter().map(|c| c.id.to_string()));
+        Some("found x. ".repeat(self.words))
+    }
+}
+
+#[test]
+fn a_summarizer_reads_a_bounded_slice_of_the_newest_dropped_history() {
+    let state = turns(12);
+    let recording = Arc::new(Recording {
+        handed: Default::default(),
+        words: 5,
+    });
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(1_000);
+    builder.policy_mut().summary_input_tokens = 400;
+    builder.policy_mut().set_summarizer(recording.clone());
+    let result = builder.build(&state).unwrap();
+    let handed = recording.handed.lock().unwrap().clone();
+    assert!(!handed.is_empty());
+    let tokens: usize = result
+        .decisions
+        .iter()
+        .filter(|d| handed.contains(&d.id.to_string()))
+        .map(|d| d.tokens)
+        .sum();
+    assert!(tokens <= 400, "{tokens} tokens handed");
+    // The newest dropped chunks, in order, and every one of them dropped.
+    let dropped: Vec<String> = result
+        .decisions
+        .iter()
+        .filter(|d| {
+            d.decision
+                == (Decision::Dropped {
+                    reason: DropReason::Budget,
+                })
+        })
+        .map(|d| d.id.to_string())
+        .collect();
+    assert!(dropped.ends_with(&handed), "{handed:?} of {dropped:?}");
+    assert!(result.elided.unwrap().summary);
+}
+
+struct Panics;
+
+impl Summarizer for Panics {
+    fn summarize(&self, _: &[&MemoryChunk], _: usize) -> Option<String> {
+        panic!("the model is down")
+    }
+}
+
+#[test]
+fn a_summary_that_cannot_help_leaves_the_marker_and_says_why() {
+    let state = turns(12);
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(1_000);
+    let plain = builder.build(&state).unwrap();
+    // A summarizer that panics.
+    builder.policy_mut().set_summarizer(Arc::new(Panics));
+    let panicked = builder.build(&state).unwrap();
+    assert_eq!(panicked.messages, plain.messages);
+    assert!(panicked.elided.unwrap().marker);
+    assert!(
+        panicked
+            .warnings
+            .iter()
+            .any(|w| w.contains("panicked (the model is down)")),
+        "{:?}",
+        panicked.warnings
+    );
+    // A slice too small for the newest dropped chunk: not asked.
+    builder.policy_mut().set_summarizer(Arc::new(Recording {
+        handed: Default::default(),
+        words: 5,
+    }));
+    builder.policy_mut().summary_input_tokens = 1;
+    let unasked = builder.build(&state).unwrap();
+    assert!(unasked.warnings.iter().any(|w| w.contains("not asked")));
+}

@@ -41,7 +41,11 @@ use crate::roles::{ChunkKind, Retention, Role};
 /// Replaces dropped history with a summary the runtime writes.
 ///
 /// Called once per build that drops history; cache on your side if it is
-/// expensive. Return `None` to keep the plain elision marker. A dropped
+/// expensive. Return `None` to keep the plain elision marker. It is handed
+/// at most [`Policy::summary_input_tokens`] of the newest dropped chunks; a
+/// summary no smaller than the history it stands for is discarded, and a
+/// summarizer that panics is caught: the build keeps the plain marker and
+/// its warnings say why. A dropped
 /// chunk's body is its `text`, its `data` or its `content` blocks (render
 /// those with [`crate::content::render_text`] in the format you summarize
 /// from).
@@ -64,6 +68,10 @@ pub struct Policy {
     /// the newest: the newest call's results are 0 steps old) are not
     /// disposable. Default 3.
     pub recent_turns: usize,
+    /// The most tokens of dropped history a [`Summarizer`] is handed: the
+    /// newest dropped chunks whose rendered tokens (counted exactly) sum to
+    /// at most this. Default 8,192.
+    pub summary_input_tokens: usize,
     /// Anthropic's `context_management` edits, applied before planning
     /// (see [`ContextManagement`]). Default none: nothing is cleared while
     /// the prompt fits.
@@ -78,6 +86,7 @@ impl Default for Policy {
             caps: Caps::default(),
             low_water: 0.8,
             recent_turns: 3,
+            summary_input_tokens: 8_192,
             context_management: None,
             priorities: FxHashMap::default(),
             summarizer: None,
@@ -91,6 +100,7 @@ impl fmt::Debug for Policy {
             .field("caps", &self.caps)
             .field("low_water", &self.low_water)
             .field("recent_turns", &self.recent_turns)
+            .field("summary_input_tokens", &self.summary_input_tokens)
             .field("context_management", &self.context_management)
             .field("priorities", &self.priorities)
             .field("summarizer", &self.summarizer.is_some())
