@@ -474,3 +474,40 @@ fn a_session_applies_its_own_edits_unless_the_policy_has_some() {
     let edits: Vec<ContextEdit> = Vec::new();
     assert_eq!(ContextManagement::new(edits), ContextManagement::default());
 }
+
+#[test]
+fn a_native_anthropic_request_carries_the_edits_applied_not_asked_for() {
+    use agent_context::Protocol;
+    use agent_context::adapter::{NativeOptions, anthropic_request};
+    let state = ten_uses();
+    let mut builder = ContextBuilder::new();
+    builder
+        .protocol(Protocol::Native)
+        .user_first(true)
+        .reserve_output(1_000);
+    builder.policy_mut().context_management = Some(
+        serde_json::from_value(json!({"edits": [{"type": "clear_tool_uses_20250919",
+            "trigger": {"type": "tool_uses", "value": 0}, "clear_tool_inputs": true}]}))
+        .unwrap(),
+    );
+    let result = builder.build(&state).unwrap();
+    assert_eq!(observed(&result).stubbed.len(), 14);
+    let body = anthropic_request(&result, &NativeOptions::default())
+        .unwrap()
+        .body;
+    assert!(body.get("context_management").is_none(), "{body}");
+    // The cleared calls stay tool_use blocks paired with their results.
+    let blocks: Vec<&Value> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .collect();
+    let uses = blocks.iter().filter(|b| b["type"] == "tool_use").count();
+    let results = blocks.iter().filter(|b| b["type"] == "tool_result").count();
+    assert_eq!((uses, results), (10, 10), "{body}");
+    let call = blocks.iter().find(|b| b["type"] == "tool_use").unwrap();
+    assert!(call["input"].is_object(), "{call}");
+    let first = blocks.iter().find(|b| b["type"] == "tool_result").unwrap();
+    assert!(first.to_string().contains("tokens elided"), "{first}");
+}
