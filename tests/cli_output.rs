@@ -115,3 +115,19 @@ fn readme_native_samples_are_excerpts_of_the_output() {
         );
     }
 }
+
+#[test]
+fn the_bundled_agent_fits_small_windows() {
+    // Its latest user message is followed by three tool steps: they are
+    // history, not protected, so 4,000 and 6,000 tokens are enough.
+    for max in ["4000", "6000"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_agent-context"))
+            .args(["build", "data/coding-agent.json", "--max-tokens", max])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("run agent-context");
+        assert!(out.status.success(), "{max}: {out:?}");
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert!(report["token_count"].as_u64().unwrap() <= max.parse().unwrap());
+    }
+}

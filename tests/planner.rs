@@ -875,3 +875,102 @@ fn a_summary_that_cannot_help_leaves_the_marker_and_says_why() {
     let unasked = builder.build(&state).unwrap();
     assert!(unasked.warnings.iter().any(|w| w.contains("not asked")));
 }
+
+/// One instruction, then one model call of two tool calls whose results
+/// are logs of `lines` lines each.
+fn newest_use_of(lines: usize) -> MemoryState {
+    let log = |n: usize| {
+        (0..n)
+            .map(|i| format!("step {i}: ok\n"))
+            .collect::<String>()
+    };
+    MemoryState::new()
+        .with_system_prompt("You are a build agent.")
+        .with_chunk(MemoryChunk::agent("u1", Role::User, "Build it."))
+        .with_chunk(
+            MemoryChunk::new("w1", ChunkKind::Workflow)
+                .with_tool("make")
+                .with_call_id("k1"),
+        )
+        .with_chunk(
+            MemoryChunk::new("w2", ChunkKind::Workflow)
+                .with_tool("test")
+                .with_call_id("k2"),
+        )
+        .with_chunk(
+            MemoryChunk::new("r1", ChunkKind::Environment)
+                .with_call_id("k1")
+                .with_text(log(lines)),
+        )
+        .with_chunk(
+            MemoryChunk::new("r2", ChunkKind::Environment)
+                .with_call_id("k2")
+                .with_text(log(lines / 4)),
+        )
+}
+
+#[test]
+fn the_newest_results_are_cut_below_their_cap_to_fit() {
+    let state = newest_use_of(6_000);
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(3_000).reserve_output(500);
+    let result = builder.build(&state).unwrap();
+    assert_within_budget(&result);
+    assert_recount(&result, Encoding::O200kBase);
+    assert_protected_present(&state, &result);
+    // Both results share one cap, below the default 8,192 and at least 64,
+    // as high as fits: the budget is nearly full.
+    let caps: Vec<usize> = ["r1", "r2"]
+        .iter()
+        .map(|id| {
+            let d = result.decisions.iter().find(|d| d.id == *id).unwrap();
+            match d.decision {
+                Decision::Truncated {
+                    cap, tokens_after, ..
+                } => {
+                    assert!(tokens_after <= cap);
+                    cap
+                }
+                other => panic!("{id}: {other:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(caps[0], caps[1]);
+    assert!((MIN_CAP..8_192).contains(&caps[0]), "{caps:?}");
+    assert!(result.token_count > 2_500 - 200, "{}", result.token_count);
+    // Too small even with both at 64 tokens: the error says so.
+    builder.max_tokens(200).reserve_output(0);
+    let error = builder.build(&state).unwrap_err();
+    let ErrorKind::BudgetExceeded { required, .. } = error.kind() else {
+        panic!("{error}")
+    };
+    assert!(*required > 200 && *required < 400, "{required}");
+    assert!(
+        error.to_string().contains("cut to 64 tokens each"),
+        "{error}"
+    );
+}
+
+#[test]
+fn older_tool_uses_go_before_the_newest_is_cut() {
+    let mut state = MemoryState::new().with_chunk(MemoryChunk::agent("u1", Role::User, "Go."));
+    for n in 0..6 {
+        state = state
+            .with_chunk(
+                MemoryChunk::new(format!("w{n}"), ChunkKind::Workflow)
+                    .with_call_id(format!("k{n}")),
+            )
+            .with_chunk(
+                MemoryChunk::new(format!("r{n}"), ChunkKind::Environment)
+                    .with_call_id(format!("k{n}"))
+                    .with_text("line of output\n".repeat(150)),
+            );
+    }
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(1_200);
+    let result = builder.build(&state).unwrap();
+    assert_within_budget(&result);
+    assert_protected_present(&state, &result);
+    assert!(result.truncated.is_empty(), "{:?}", result.truncated);
+    assert!(result.excluded.iter().any(|id| id == "r0"));
+}
