@@ -104,6 +104,7 @@ proptest! {
             0..3,
         ),
         estimated in any::<bool>(),
+        edits_from in prop::option::of(0u64..4),
     ) {
         let mut builder = ContextBuilder::new();
         builder.max_tokens(max_tokens).user_first(user_first);
@@ -119,6 +120,13 @@ proptest! {
         policy.recent_turns = recent_turns;
         if let Some(priority) = thinking_priority {
             policy.set_priority(ChunkKind::Thinking, priority);
+        }
+        if let Some(uses) = edits_from {
+            policy.context_management = Some(serde_json::from_value(serde_json::json!({"edits": [
+                {"type": "clear_thinking_20251015"},
+                {"type": "clear_tool_uses_20250919", "trigger": {"type": "tool_uses", "value": uses},
+                 "keep": {"type": "tool_uses", "value": 1}, "clear_tool_inputs": true},
+            ]})).unwrap());
         }
         let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
         let mut previous: Option<BuildResult> = None;
