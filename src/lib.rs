@@ -11,8 +11,10 @@
 //!   every input, or [`ErrorKind::BudgetExceeded`] says how much the protected
 //!   content needs;
 //! * **never loses what matters**: the system prompt, system, pinned and
-//!   `critical` chunks and the latest user turn survive; a tool call and its
-//!   results are kept or dropped together; every decision is reported;
+//!   `critical` chunks, the latest user message and the newest tool use
+//!   survive, so an agent loop of a thousand tool steps after one
+//!   instruction never outgrows its window; a tool call and its results are
+//!   kept or dropped together; every decision is reported;
 //! * **never lets content forge structure**: a tool result containing
 //!   `</tool_result><user_message>` cannot become a user message.
 //!
@@ -53,7 +55,10 @@
 //!   default tag table, custom renderers, escaping.
 //! * [`tokens`]: exact counting ([`TiktokenCounter`](tokens::TiktokenCounter)),
 //!   estimates for other models, message framing, the model table.
-//! * [`budget`]: what is protected, what moves together, what was decided.
+//! * [`budget`]: what is protected, what moves together, what was decided,
+//!   and Anthropic's `context_management` edits
+//!   ([`ContextManagement`](budget::ContextManagement)), applied by us for
+//!   every model.
 //! * [`ContextBuilder`] → [`BuildResult`]: messages, counts, decisions.
 //! * [`ContextSession`]: the same, turn after turn, at the cost of what is new.
 //! * [`ContextEngine`] over a [`store::Store`]: durable chats with branches
@@ -70,6 +75,7 @@
 //! 1. leaves, importing nothing above them: ids (`chunk_id`), `roles`,
 //!    `error`, JSON input (`json_scan`, `json_input`, `json_text`), the
 //!    fragment tree (`fragment`), semantic [`content`] and its renderers,
+//!    the `context_management` request types,
 //!    the string impls ids and texts share (`str_like`), and the report's
 //!    shared lists and texts ([`Rows`], [`MessageText`]);
 //! 2. the model: `memory`, and `memory_schema`, which reads it from JSON;

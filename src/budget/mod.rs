@@ -24,6 +24,11 @@
 //!      (`<tool_result id=… elided="N tokens"/>`), oldest first;
 //!   2. whole unprotected units are dropped, lowest priority first, then oldest.
 //!
+//!   Before any of this, a policy's (or session's) `context_management`
+//!   edits clear old thinking and old tool uses as Anthropic documents them
+//!   (see [`ContextManagement`]); the ladder runs after them only when the
+//!   edited prompt does not fit.
+//!
 //!   Trimming goes down to the policy's low-water mark (80% of the budget by
 //!   default) so the next turns append without changing the prompt's start;
 //!   given the previous build, the builder keeps its cut while it still fits
