@@ -279,7 +279,7 @@ fn digits(n: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use crate::budget::{ChunkDecision, Decision};
+    use crate::budget::{ChunkDecision, Decision, StubReason};
     use crate::memory::{MemoryChunk, MemoryState};
     use crate::roles::{ChunkKind, Role};
     use crate::{BuildResult, ContextBuilder};
