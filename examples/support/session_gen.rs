@@ -3,10 +3,12 @@
 //!
 //! Each turn is a user request, some thinking, one to three tool calls with
 //! results (prose, Rust code, JSON, CJK text, emoji, long lines, logs), and an
-//! assistant answer. The same seed always gives the same session.
+//! assistant answer. An agent loop ([`agent_loop`]) is one instruction, then
+//! model call after model call with tool calls and results and no new user
+//! message (or only a few). The same seed always gives the same session.
 #![allow(dead_code)]
 
-use agent_context::{ChunkKind, MemoryChunk, MemoryState, Role};
+use agent_context::{ChunkKind, MemoryChunk, MemoryState, Retention, Role};
 use serde_json::json;
 
 /// xorshift64*: small, fast, and the same everywhere.
@@ -224,4 +226,166 @@ pub fn appended_turn(rng: &mut Rng, n: usize) -> Vec<MemoryChunk> {
             .with_text(text(1_300, 6_500)),
         MemoryChunk::agent(format!("bench-answer-{n}"), Role::Assistant, text(180, 900)),
     ]
+}
+
+/// What an agent loop holds beside its model calls.
+#[derive(Debug, Clone, Copy)]
+pub struct LoopShape {
+    /// Model calls (steps) after the instruction.
+    pub steps: usize,
+    /// The smallest and largest tool result in bytes; sizes are drawn
+    /// log-uniformly between them, so most results are small and a few
+    /// are large, as in a coding agent's logs.
+    pub result_bytes: (usize, usize),
+    /// A new user message before every this many steps.
+    pub user_every: Option<usize>,
+    /// A second user message before this step.
+    pub second_user_at: Option<usize>,
+    /// A pinned assistant note in this step.
+    pub pinned_at: Option<usize>,
+    /// The first result of this step is `critical`.
+    pub critical_at: Option<usize>,
+}
+
+impl LoopShape {
+    /// `steps` model calls with results from a few bytes to ~20 KB, and
+    /// nothing else.
+    pub fn new(steps: usize) -> Self {
+        LoopShape {
+            steps,
+            result_bytes: (4, 20_000),
+            user_every: None,
+            second_user_at: None,
+            pinned_at: None,
+            critical_at: None,
+        }
+    }
+}
+
+/// An agent loop: a system prompt and an instruction, then its steps, each
+/// the chunks of one model call followed by the results that answer it.
+#[derive(Debug, Clone)]
+pub struct AgentLoop {
+    pub opening: MemoryState,
+    pub steps: Vec<Vec<MemoryChunk>>,
+}
+
+impl AgentLoop {
+    /// The opening and the first `steps` steps, as one session.
+    pub fn state(&self, steps: usize) -> MemoryState {
+        let mut state = self.opening.clone();
+        state
+            .chunks
+            .extend(self.steps[..steps].iter().flatten().cloned());
+        state
+    }
+
+    /// Every chunk of the loop's steps, in order.
+    pub fn chunks(&self) -> impl Iterator<Item = &MemoryChunk> {
+        self.steps.iter().flatten()
+    }
+}
+
+/// A generated agent loop of `shape`.
+pub fn agent_loop(seed: u64, shape: &LoopShape) -> AgentLoop {
+    let mut rng = Rng::new(seed);
+    let opening = MemoryState::new()
+        .with_system_prompt(
+            "You are an autonomous coding agent. Work until the task is done; \
+             call tools, read their results, never ask the user.",
+        )
+        .with_chunk(MemoryChunk::agent(
+            "instruction",
+            Role::User,
+            "Make `cargo test --workspace` pass and keep clippy clean.",
+        ));
+    let steps = (0..shape.steps)
+        .map(|step| loop_step(&mut rng, step, shape))
+        .collect();
+    AgentLoop { opening, steps }
+}
+
+/// The chunks of step `step`: a user message when the shape says so, then
+/// optional thinking and text, one to three tool calls, and their results.
+pub fn loop_step(rng: &mut Rng, step: usize, shape: &LoopShape) -> Vec<MemoryChunk> {
+    let id = |what: &str| format!("s{step}-{what}");
+    let mut chunks = Vec::new();
+    let user = shape.second_user_at == Some(step)
+        || shape
+            .user_every
+            .is_some_and(|n| step > 0 && step.is_multiple_of(n));
+    if user {
+        let words = rng.range(5, 40);
+        let text = format!("Also: {}", prose(rng, words));
+        chunks.push(MemoryChunk::agent(id("user"), Role::User, text));
+    }
+    if rng.range(0, 2) == 0 {
+        let words = rng.range(10, 150);
+        let thought = prose(rng, words);
+        chunks.push(MemoryChunk::new(id("think"), ChunkKind::Thinking).with_text(thought));
+    }
+    if rng.range(0, 3) == 0 {
+        let words = rng.range(5, 60);
+        let text = prose(rng, words);
+        chunks.push(MemoryChunk::agent(id("text"), Role::Assistant, text));
+    }
+    if shape.pinned_at == Some(step) {
+        let words = rng.range(20, 60);
+        let plan = format!("Plan (keep in view): {}", prose(rng, words));
+        chunks.push(MemoryChunk::agent(id("plan"), Role::Assistant, plan).pinned());
+    }
+    let calls = rng.range(1, 4);
+    let mut results = Vec::with_capacity(calls);
+    for call in 0..calls {
+        let call_id = format!("call_{step}_{call}");
+        let (tool, result) = tool_result(rng, id(&format!("result{call}")), shape.result_bytes);
+        let arg = match tool {
+            "read_file" => json!({"path": format!("src/{}.rs", rng.pick(WORDS))}),
+            "query" => json!({"sql": format!("select * from {} limit 50", rng.pick(WORDS))}),
+            _ => json!({"command": format!("cargo test {}", rng.pick(WORDS))}),
+        };
+        chunks.push(
+            MemoryChunk::new(id(&format!("call{call}")), ChunkKind::Workflow)
+                .with_action("tool_call")
+                .with_tool(tool)
+                .with_call_id(&call_id)
+                .with_data(arg),
+        );
+        let mut result = result.with_tool(tool).with_call_id(&call_id);
+        if call == 0 && shape.critical_at == Some(step) {
+            result = result.with_retention(Retention::Critical);
+        }
+        results.push(result);
+    }
+    chunks.extend(results);
+    chunks
+}
+
+/// A tool result of about a log-uniform size in `bytes`: source code, a
+/// log, a JSON body, one long line of minified JSON, or prose.
+fn tool_result(rng: &mut Rng, id: String, (lo, hi): (usize, usize)) -> (&'static str, MemoryChunk) {
+    let unit = rng.next() as f64 / u64::MAX as f64;
+    let (lo, hi) = ((lo.max(1) as f64).ln(), (hi.max(lo + 1) as f64).ln());
+    let bytes = (lo + (hi - lo) * unit).exp() as usize;
+    let result = MemoryChunk::new(id, ChunkKind::Environment);
+    let cut = |mut text: String| {
+        text.truncate(text.floor_char_boundary(bytes));
+        text
+    };
+    match rng.range(0, 5) {
+        0 => (
+            "read_file",
+            result.with_text(cut(code(rng, bytes / 30 + 1))),
+        ),
+        1 => (
+            "bash",
+            result.with_text(cut(log_lines(rng, bytes / 25 + 1))),
+        ),
+        2 => ("query", result.with_data(json_rows(rng, bytes / 120 + 1))),
+        3 => {
+            let line = serde_json::to_string(&json_rows(rng, bytes / 90 + 1)).unwrap();
+            ("fetch_url", result.with_text(cut(line)))
+        }
+        _ => ("bash", result.with_text(cut(prose(rng, bytes / 5 + 1)))),
+    }
 }
