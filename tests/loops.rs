@@ -2,7 +2,8 @@
 //! with tool calls and results and no new user message. Every build fits
 //! the budget, keeps the latest user message and the newest tool use whole,
 //! never splits a tool call from its results, and a session builds what a
-//! one-shot build of the same memory does.
+//! one-shot build of the same memory does; and the prompt's prefix changes
+//! only when the window refills.
 
 mod common;
 #[path = "../examples/support/session_gen.rs"]
@@ -216,4 +217,75 @@ fn a_loop_with_a_user_message_every_five_steps_never_fails_at_8k() {
     let (_, last) = builds.last().unwrap();
     assert!(last.included.iter().any(|id| id.as_str() == "s195-user"));
     assert!(!last.included.iter().any(|id| id.as_str() == "instruction"));
+}
+
+/// Whether `new` starts with the whole of `old` but for its last message,
+/// which may have grown: every other message of `old` as it was, then a
+/// message of the same role whose content starts with the last one's.
+fn keeps_prefix(old: &BuildResult, new: &BuildResult) -> bool {
+    let Some(last) = old.messages.last() else {
+        return true;
+    };
+    let before_last = old.messages.len() - 1;
+    new.messages.starts_with(&old.messages.take(before_last))
+        && new.messages.get(before_last).is_some_and(|m| {
+            m.role == last.role && m.content.as_str().starts_with(last.content.as_str())
+        })
+}
+
+#[test]
+fn a_loop_changes_its_prompt_prefix_only_when_the_window_refills() {
+    // Results of a few bytes to 4 KB: three steps add ~1,500 tokens, well
+    // under the 6,200 a trim to the low-water mark makes room for, so the
+    // bound below is far from the number of builds.
+    let shape = LoopShape {
+        result_bytes: (4, 4_000),
+        ..LoopShape::new(300)
+    };
+    let agent_loop = agent_loop(21, &shape);
+    let everything = builder(100_000_000).build(&agent_loop.state(300)).unwrap();
+    assert!(everything.excluded.is_empty());
+    let history: usize = everything.decisions.iter().map(|d| d.tokens).sum();
+
+    let builds = session_builds(32_000, &agent_loop, 3, |pushed| pushed.is_multiple_of(60));
+    let budget = builds[0].1.budget;
+    let mut changes = 0;
+    for pair in builds.windows(2) {
+        let ((_, old), (pushed, new)) = (&pair[0], &pair[1]);
+        // The report agrees: a kept prefix is at least every message but
+        // the last; a changed one at most that.
+        let before_last: usize = old.messages.iter().map(|m| m.tokens).sum::<usize>()
+            - old.messages.last().unwrap().tokens;
+        let stable = new
+            .stable_prefix_tokens
+            .expect("a session reports its prefix");
+        if keeps_prefix(old, new) {
+            assert!(
+                stable >= before_last,
+                "step {pushed}: {stable} < {before_last}"
+            );
+        } else {
+            changes += 1;
+            assert!(
+                stable <= before_last,
+                "step {pushed}: {stable} > {before_last}"
+            );
+            assert!(
+                new.trim_target.is_some(),
+                "step {pushed}: the prefix changed but the build did not trim"
+            );
+        }
+    }
+    let refills = history as f64 / (0.2 * budget as f64);
+    let bound = 1.5 * refills + 3.0;
+    println!(
+        "{} builds, {history} history tokens, {refills:.1} refills of a {budget}-token budget: \
+         prefix changed {changes} times (bound {bound:.1})",
+        builds.len()
+    );
+    assert!(changes >= 1, "the window never refilled");
+    assert!(
+        changes as f64 <= bound,
+        "prefix changed {changes} times, over {bound:.1}"
+    );
 }
