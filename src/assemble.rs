@@ -62,13 +62,7 @@ pub(crate) fn summarize(
         Some(summary) => summary.body.clone(),
         None => {
             let frame = render("x").alone();
-            let free = (planner.available + marker.alone()).saturating_sub(layout.total + frame);
-            let headroom =
-                planner.available - (planner.available as f64 * planner.low_water) as usize;
-            let room = free.min((headroom / 2).max(MIN_BODY_CAP));
-            if room < MIN_BODY_CAP {
-                return None;
-            }
+            let room = summary_room(planner, layout, (marker.alone(), frame))?;
             let limit = preparer.policy.summary_input_tokens;
             ask(
                 summarizer,
@@ -82,8 +76,9 @@ pub(crate) fn summarize(
     // shorten until the whole prompt fits, or keep the marker.
     for _ in 0..4 {
         let mut candidate = layout.clone();
-        planner.replace_marker(&mut candidate, render(&body));
-        let summary_tokens = render(&body).alone();
+        let rendered = render(&body);
+        let summary_tokens = rendered.alone();
+        planner.replace_marker(&mut candidate, rendered);
         if candidate.total <= planner.available && summary_tokens >= elision.tokens {
             warnings.push(format!(
                 "the summary ({summary_tokens} tokens) was discarded: it is no smaller than the \
@@ -112,6 +107,21 @@ pub(crate) fn summarize(
         }
     }
     None
+}
+
+/// The room for a new summary's text in `layout`, whose marker costs
+/// `marker` tokens and the summary's frame `frame`: what the budget
+/// leaves, and at most half the headroom the low-water mark keeps (so the
+/// turns after a trim still have room to append). `None` below the
+/// smallest body.
+fn summary_room(
+    planner: &Planner<'_>,
+    layout: &Layout,
+    (marker, frame): (usize, usize),
+) -> Option<usize> {
+    let free = (planner.available + marker).saturating_sub(layout.total + frame);
+    let headroom = planner.available - (planner.available as f64 * planner.low_water) as usize;
+    Some(free.min((headroom / 2).max(MIN_BODY_CAP))).filter(|&room| room >= MIN_BODY_CAP)
 }
 
 /// A new summary from `summarizer`, of at most `room` tokens, of the
