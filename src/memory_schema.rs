@@ -10,13 +10,20 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::content::{Block, blocks_from_value};
+use crate::context_management::ContextManagement;
 use crate::error::{ChunkLocation, ErrorKind, Result, json_type_name};
 use crate::json_input::{self, Document, ParseOptions, value_from_deserializer};
 use crate::json_text::JsonText;
 use crate::memory::{JsonObject, MemoryChunk, MemoryState};
 use crate::roles::{ChunkKind, Retention, Role};
 
-const SESSION_FIELDS: &[&str] = &["id", "system_prompt", "fragments", "chunks"];
+const SESSION_FIELDS: &[&str] = &[
+    "id",
+    "system_prompt",
+    "fragments",
+    "chunks",
+    "context_management",
+];
 
 const CHUNK_FIELDS: &[&str] = &[
     "id",
@@ -163,15 +170,77 @@ pub(crate) fn session_from_value(value: Value) -> Result<MemoryState> {
             ));
         }
     };
+    let context_management = match object.remove("context_management") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(context_management_from_value(value)?),
+    };
     let state = MemoryState {
         id,
         system_prompt,
         fragments,
         chunks,
-        context_management: None,
+        context_management,
     };
     state.validate()?;
     Ok(state)
+}
+
+/// The session's `context_management`, read as Anthropic writes it; an
+/// error names the field inside it (`context_management.edits[0].keep`).
+fn context_management_from_value(value: Value) -> Result<ContextManagement> {
+    if !value.is_object() {
+        // serde would read an array as the struct's fields in order.
+        return Err(session_error(
+            "context_management",
+            format!(
+                "expected an object, found {}; give Anthropic's object, e.g. {{\"edits\": []}}",
+                json_type_name(&value)
+            ),
+        ));
+    }
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let field = match error.path().to_string().as_str() {
+            "." => "context_management".to_owned(),
+            inner => format!("context_management.{inner}"),
+        };
+        let message = error.into_inner().to_string();
+        match shape_hint(&message) {
+            Some(shape) => session_error(&field, format!("{message}; {shape}")),
+            None => session_error(&field, message),
+        }
+    })
+}
+
+/// The JSON shape of the `context_management` value a serde `message` is
+/// about, when it names one of our Rust types instead: the writer of the
+/// session knows the JSON, not the types.
+fn shape_hint(message: &str) -> Option<&'static str> {
+    const SHAPES: [(&str, &str); 5] = [
+        (
+            "enum KeepThinking",
+            r#"the `keep` of clear_thinking_20251015 is "all" or {"type": "thinking_turns", "value": N}"#,
+        ),
+        (
+            "enum KeepToolUses",
+            r#"the `keep` of clear_tool_uses_20250919 is {"type": "tool_uses", "value": N}"#,
+        ),
+        (
+            "enum Trigger",
+            r#"`trigger` is {"type": "input_tokens", "value": N} or {"type": "tool_uses", "value": N}"#,
+        ),
+        (
+            "enum InputTokens",
+            r#"`clear_at_least` is {"type": "input_tokens", "value": N}"#,
+        ),
+        (
+            "enum ClearToolInputs",
+            "`clear_tool_inputs` is true, false or a list of tool names",
+        ),
+    ];
+    SHAPES
+        .iter()
+        .find(|(name, _)| message.ends_with(name))
+        .map(|(_, shape)| *shape)
 }
 
 pub(crate) fn chunk_from_value(index: usize, value: Value) -> Result<MemoryChunk> {
@@ -463,6 +532,76 @@ mod tests {
         );
         let chunk = serde_json::from_str::<crate::MemoryChunk>(r#"{"id": "a", "id": "b"}"#);
         assert!(chunk.is_err());
+    }
+
+    #[test]
+    fn context_management_is_read_and_written_back() {
+        let json = r#"{"chunks":[],"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]}}"#;
+        let state = MemoryState::from_json_str(json).unwrap();
+        let edits = &state.context_management.as_ref().unwrap().edits;
+        assert_eq!(edits.len(), 1);
+        assert_eq!(serde_json::to_string(&state).unwrap(), json);
+        let null = MemoryState::from_json_str(r#"{"context_management": null}"#).unwrap();
+        assert_eq!(null.context_management, None);
+    }
+
+    #[test]
+    fn a_bad_context_management_names_the_field_inside_it() {
+        assert_eq!(
+            error(r#"{"context_management": {"edits": [{"type": "clear_all"}]}}"#),
+            "invalid session: field `context_management.edits[0].type`: unknown variant \
+             `clear_all`, expected `clear_tool_uses_20250919` or `clear_thinking_20251015`"
+        );
+        assert_eq!(
+            error(
+                r#"{"context_management": {"edits": [{"type": "clear_tool_uses_20250919", "keep": {"type": "tool_uses", "value": -1}}]}}"#
+            ),
+            "invalid session: field `context_management.edits[0]`: invalid value: integer `-1`, \
+             expected u64"
+        );
+        assert_eq!(
+            error(r#"{"context_management": {"edit": []}}"#),
+            "invalid session: field `context_management.edit`: unknown field `edit`, expected \
+             `edits`"
+        );
+        // Where serde names a Rust type, the JSON shape is given.
+        for (edit, shape) in [
+            (
+                r#"{"type": "clear_thinking_20251015", "keep": "most"}"#,
+                r#"the `keep` of clear_thinking_20251015 is "all" or {"type": "thinking_turns", "value": N}"#,
+            ),
+            (
+                r#"{"type": "clear_tool_uses_20250919", "keep": 3}"#,
+                r#"the `keep` of clear_tool_uses_20250919 is {"type": "tool_uses", "value": N}"#,
+            ),
+            (
+                r#"{"type": "clear_tool_uses_20250919", "trigger": 100000}"#,
+                r#"`trigger` is {"type": "input_tokens", "value": N} or {"type": "tool_uses", "value": N}"#,
+            ),
+            (
+                r#"{"type": "clear_tool_uses_20250919", "clear_at_least": 5000}"#,
+                r#"`clear_at_least` is {"type": "input_tokens", "value": N}"#,
+            ),
+            (
+                r#"{"type": "clear_tool_uses_20250919", "clear_tool_inputs": "bash"}"#,
+                "`clear_tool_inputs` is true, false or a list of tool names",
+            ),
+        ] {
+            let message = error(&format!(
+                r#"{{"context_management": {{"edits": [{edit}]}}}}"#
+            ));
+            assert!(
+                message.starts_with("invalid session: field `context_management.edits[0]`: ")
+                    && message.ends_with(&format!("; {shape}")),
+                "{message}"
+            );
+        }
+        // serde alone would read an array as the object's fields in order.
+        assert_eq!(
+            error(r#"{"context_management": [[]]}"#),
+            "invalid session: field `context_management`: expected an object, found an array; \
+             give Anthropic's object, e.g. {\"edits\": []}"
+        );
     }
 
     #[test]

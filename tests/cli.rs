@@ -141,6 +141,11 @@ schema_error!(
     r#"{"chunk": []}"#,
     "invalid session: field `chunk`: unknown field"
 );
+schema_error!(
+    bad_context_management,
+    r#"{"context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "most"}]}, "chunks": []}"#,
+    "invalid session: field `context_management.edits[0]`"
+);
 #[test]
 fn root_not_object() {
     // Refused at its first byte, before reading on (the library's schema
@@ -974,6 +979,31 @@ fn caps_from_the_command_line() {
     insta::assert_snapshot!("cap_too_small_below_floor", too_small.stderr);
     let bad_low_water = build_file(&long, &["--low-water", "1.5"]);
     assert_failed(&bad_low_water, 2, "low_water");
+}
+
+// ---- context management --------------------------------------------------
+
+/// Anthropic's example `context_management`: both edits, every field.
+const MANAGEMENT: &str = r#"{"edits": [
+  {"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": 2}},
+  {"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 100000},
+   "keep": {"type": "tool_uses", "value": 3}, "clear_at_least": {"type": "input_tokens", "value": 5000},
+   "exclude_tools": ["memory"], "clear_tool_inputs": true}
+]}"#;
+
+#[test]
+fn a_session_round_trips_its_context_management() {
+    let session = format!(
+        r#"{{"system_prompt": "Be brief.", "context_management": {MANAGEMENT},
+        "chunks": [{{"id": "u1", "kind": "agent", "role": "user", "text": "hi"}}]}}"#
+    );
+    let state = agent_context::MemoryState::from_json_str(&session).unwrap();
+    let written = serde_json::to_string(&state).unwrap();
+    let given: Value = serde_json::from_str(&session).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&written).unwrap(), given);
+    let again = agent_context::MemoryState::from_json_str(&written).unwrap();
+    assert_eq!(again, state);
+    assert_eq!(json_output(&build_file(&session, &[]))["included"][0], "u1");
 }
 
 // ---- replay --------------------------------------------------------------
