@@ -991,6 +991,115 @@ const MANAGEMENT: &str = r#"{"edits": [
    "exclude_tools": ["memory"], "clear_tool_inputs": true}
 ]}"#;
 
+/// `build` with `--context-management VALUE`.
+fn build_managed(value: &str) -> Run {
+    build_file(SMALL, &["--context-management", value])
+}
+
+/// Two tool uses after the user's message: the older one is history.
+const TWO_TOOL_USES: &str = r#"{"chunks": [
+  {"id": "u1", "kind": "agent", "role": "user", "text": "List and read."},
+  {"id": "c1", "kind": "workflow", "action": "tool_call", "tool": "ls", "call_id": "k1", "text": "ls"},
+  {"id": "r1", "kind": "environment", "tool": "ls", "call_id": "k1", "text": "a.txt"},
+  {"id": "c2", "kind": "workflow", "action": "tool_call", "tool": "cat", "call_id": "k2", "text": "cat a.txt"},
+  {"id": "r2", "kind": "environment", "tool": "cat", "call_id": "k2", "text": "hello"}
+]}"#;
+
+/// Clears every tool use but the newest once there are two.
+const CLEAR_OLD_USES: &str = r#"{"edits": [{"type": "clear_tool_uses_20250919",
+  "trigger": {"type": "tool_uses", "value": 1}, "keep": {"type": "tool_uses", "value": 1}}]}"#;
+
+/// What a build of `session` with `flags` did to the older tool result
+/// `r1`, and how many tool uses its applied edits cleared.
+fn older_result(session: &str, flags: &[&str]) -> (Value, Value) {
+    let report = json_output(&build_file(session, flags));
+    let r1 = &report["decisions"][2];
+    assert_eq!(r1["id"], "r1");
+    let cleared = report["applied_edits"][0]["cleared_tool_uses"].clone();
+    (r1["decision"].clone(), cleared)
+}
+
+#[test]
+fn context_management_is_taken_inline_or_from_a_file() {
+    let kept = (Value::from("kept"), Value::Null);
+    let stubbed = (Value::from("stubbed"), Value::from(1));
+    assert_eq!(older_result(TWO_TOOL_USES, &[]), kept);
+    // Inline after whitespace, as a shell's here-document leaves it.
+    let inline = format!("\n  {CLEAR_OLD_USES}");
+    assert_eq!(
+        older_result(TWO_TOOL_USES, &["--context-management", &inline]),
+        stubbed
+    );
+    let file = TempFile::new(CLEAR_OLD_USES);
+    let from_file = ["--context-management", file.path()];
+    assert_eq!(older_result(TWO_TOOL_USES, &from_file), stubbed);
+    // The flag replaces the session's own.
+    let managed = TWO_TOOL_USES.replacen(
+        '{',
+        &format!("{{\"context_management\": {CLEAR_OLD_USES},"),
+        1,
+    );
+    assert_eq!(older_result(&managed, &[]), stubbed);
+    let nothing = ["--context-management", r#"{"edits": []}"#];
+    assert_eq!(older_result(&managed, &nothing), kept);
+    // Anthropic's own example is taken as it is.
+    assert_eq!(json_output(&build_managed(MANAGEMENT))["included"][0], "u1");
+    // The file is read: the same object with a typo in it is refused.
+    let typo = TempFile::new(&MANAGEMENT.replace("exclude_tools", "exclude_tool"));
+    assert_failed(
+        &build_managed(typo.path()),
+        2,
+        &format!(
+            "invalid option `--context-management`: file {:?}, at `edits[1]`: unknown field \
+             `exclude_tool`",
+            typo.path()
+        ),
+    );
+    let replay = run(&["replay", "-", "--context-management", file.path()], SMALL);
+    assert_eq!(replay.code, 0, "{}", replay.stderr);
+    assert_eq!(replay.stdout.lines().count(), 2, "{}", replay.stdout);
+}
+
+#[test]
+fn a_bad_context_management_flag_exits_2_naming_it() {
+    let cases = [
+        (
+            r#"{"edits": ["#,
+            "invalid option `--context-management`: the inline JSON: invalid JSON at line 1",
+        ),
+        (
+            r#"{"edits": [{"type": "clear_everything"}]}"#,
+            "the inline JSON, at `edits[0].type`: unknown variant `clear_everything`, expected \
+             `clear_tool_uses_20250919` or `clear_thinking_20251015`",
+        ),
+        (
+            r#" {"edits": [], "edits": []}"#,
+            "key `edits` is given twice",
+        ),
+        (
+            "no-such-management.json",
+            "invalid option `--context-management`: cannot read file \
+             \"no-such-management.json\"",
+        ),
+        ("-", "standard input is not read for it"),
+    ];
+    for (value, needle) in cases {
+        assert_failed(&build_managed(value), 2, needle);
+    }
+    let array = TempFile::new("[{\"edits\": []}]");
+    let refused = build_managed(array.path());
+    assert_failed(
+        &refused,
+        2,
+        &format!("file {:?} is not a JSON object", array.path()),
+    );
+    let inline = build_managed(r#"{"edits": [{"type": "clear_tool_uses_20250919", "keep": 3}]}"#);
+    assert_failed(&inline, 2, "--context-management");
+    insta::assert_snapshot!("bad_context_management_flag", inline.stderr);
+    let replay = run(&["replay", "-", "--context-management", "{"], SMALL);
+    assert_failed(&replay, 2, "invalid option `--context-management`");
+}
+
 #[test]
 fn a_session_round_trips_its_context_management() {
     let session = format!(

@@ -28,6 +28,7 @@ use options::{BuildOptions, parse_estimate_factor, unused_factor_warning};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod chat;
+mod context_management;
 mod input;
 mod options;
 mod replay;

@@ -7,6 +7,7 @@ use agent_context::tokens::{Calibration, EstimateFactor, Framing};
 use agent_context::{ChunkKind, ContextBuilder, DEFAULT_MODEL, ErrorKind};
 use clap::ValueEnum;
 
+use crate::context_management::read_context_management;
 use crate::parse_format;
 
 #[derive(clap::Args)]
@@ -43,6 +44,12 @@ pub(crate) struct BuildOptions {
     /// When trimming, trim down to this fraction of the budget (1.0: exactly to it).
     #[arg(long, value_name = "FRACTION", default_value_t = 0.8)]
     low_water: f64,
+    /// Anthropic's `context_management` for the build: inline JSON
+    /// (`{"edits": [{"type": "clear_tool_uses_20250919"}]}`) or the path of
+    /// a JSON file holding it. It replaces the session's own
+    /// `context_management` (or, in `chat build`, the chat's).
+    #[arg(long, value_name = "JSON|FILE")]
+    context_management: Option<String>,
     /// Leave out chunks of this kind (repeatable).
     #[arg(long = "exclude-kind", value_name = "KIND", value_parser = parse_kind)]
     exclude_kinds: Vec<ChunkKind>,
@@ -176,6 +183,9 @@ impl BuildOptions {
             builder.calibration(Calibration::with_floor(factor));
         }
         builder.policy_mut().low_water = self.low_water;
+        if let Some(value) = &self.context_management {
+            builder.policy_mut().context_management = Some(read_context_management(value)?);
+        }
         builder.threads(self.threads.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map_or(1, |n| n.get())
