@@ -7,7 +7,7 @@ use std::path::Path;
 
 use common::cli::{Run, run};
 use common::temp::TempDir;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const DATA: [&str; 2] = ["data/coding-agent.json", "data/research-agent.json"];
 
@@ -321,4 +321,91 @@ fn the_system_lane_is_replaced_or_cleared() {
         r#"{"system_prompt": "Be thorough.", "chunks": []}"#,
     );
     assert_eq!(lane().0, "Be thorough.");
+}
+
+/// A chat keeps the `context_management` of the session appended to it in
+/// its system lane, in every store and from process to process: `chat
+/// export` gives it back, `chat build` builds with it, an input replaces
+/// it and `--clear-system` clears it.
+#[test]
+fn context_management_is_kept_with_the_chat() {
+    for (_held, db) in fresh_dbs("management") {
+        context_management_is_kept_with_the_chat_in(&db);
+    }
+}
+
+fn context_management_is_kept_with_the_chat_in(db: &str) {
+    let chat = |args: &[&str], stdin: &str| {
+        let mut all = vec!["chat", args[0], "--db", db, "--chat", "m"];
+        all.extend(&args[1..]);
+        run(&all, stdin)
+    };
+    let management = json!({"edits": [
+        {"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": 2}},
+        {"type": "clear_tool_uses_20250919", "trigger": {"type": "tool_uses", "value": 1},
+         "keep": {"type": "tool_uses", "value": 1}, "exclude_tools": ["memory"],
+         "clear_tool_inputs": true}
+    ]});
+    let session = json!({
+        "system_prompt": "Be brief.",
+        "context_management": management,
+        "chunks": [
+            {"id": "u1", "kind": "agent", "role": "user", "text": "List and read."},
+            {"id": "c1", "kind": "workflow", "action": "tool_call", "tool": "ls", "call_id": "k1", "text": "ls"},
+            {"id": "r1", "kind": "environment", "tool": "ls", "call_id": "k1", "text": "a.txt"},
+            {"id": "c2", "kind": "workflow", "action": "tool_call", "tool": "cat", "call_id": "k2", "text": "cat a.txt"},
+            {"id": "r2", "kind": "environment", "tool": "cat", "call_id": "k2", "text": "hello"}
+        ]
+    });
+    ok(chat(&["append"], &session.to_string()));
+    let exported = || ok(chat(&["export"], ""))["context_management"].clone();
+    assert_eq!(exported(), management);
+    // Chunks alone leave it as it is.
+    let answer = r#"{"id": "a1", "kind": "agent", "role": "assistant", "text": "It says hello."}"#;
+    ok(chat(&["append"], answer));
+    assert_eq!(exported(), management);
+    // `chat build` builds with it (the older tool use is cleared) as
+    // `build` does with the export, which carries it; the flag replaces it.
+    let export = chat(&["export"], "");
+    let nothing = ["--context-management", r#"{"edits": []}"#];
+    for (flags, cleared) in [(&[][..], true), (&nothing[..], false)] {
+        let stored = chat(&[&["build", "--output", "text"][..], flags].concat(), "");
+        assert_eq!(stored.code, 0, "{}", stored.stderr);
+        let stub = r#"<tool_result id="r1" tool="ls" call_id="k1" elided="#;
+        assert_eq!(stored.stdout.contains(stub), cleared, "{}", stored.stdout);
+        let cold = run(
+            &[&["build", "-", "--output", "text"][..], flags].concat(),
+            &export.stdout,
+        );
+        assert_eq!((stored.stdout, stored.stderr), (cold.stdout, cold.stderr));
+    }
+    let bad_flag = chat(&["build", "--context-management", r#"{"edits": 1}"#], "");
+    assert_eq!(bad_flag.code, 2, "{}", bad_flag.stderr);
+    assert_eq!(bad_flag.stdout, "");
+    assert!(
+        bad_flag
+            .stderr
+            .contains("invalid option `--context-management`"),
+        "{}",
+        bad_flag.stderr
+    );
+    // A bad one in the input is refused, and the chat keeps its own.
+    let bad = r#"{"context_management": {"edits": [{"type": "clear_all"}]}, "chunks": []}"#;
+    let refused = chat(&["append"], bad);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("field `context_management.edits[0].type`"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(exported(), management);
+    // Replaced by the next input that carries one, cleared with the lane.
+    let none = json!({"edits": []});
+    let replacing = json!({"context_management": none, "chunks": []});
+    ok(chat(&["append"], &replacing.to_string()));
+    assert_eq!(exported(), none);
+    ok(chat(&["append", "--clear-system"], r#"{"chunks": []}"#));
+    assert!(exported().is_null(), "{}", exported());
 }

@@ -6,6 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
+use agent_context::budget::ContextManagement;
 use agent_context::store::{self, MAIN_BRANCH, Save, SqliteStore, Store};
 use agent_context::{
     ContextBuilder, ContextEngine, ErrorKind, MemoryChunk, MemoryState, Role, fragment, role,
@@ -463,6 +464,37 @@ fn the_system_lane_and_metadata_are_stored() {
     }
 }
 
+/// A chat's `context_management` is kept in its system lane: it comes back
+/// in a fresh process, a stale writer's change conflicts, and none clears it.
+#[test]
+fn the_context_management_is_kept_in_the_system_lane() {
+    let management: ContextManagement = serde_json::from_value(json!({"edits": [
+        {"type": "clear_tool_uses_20250919", "keep": {"type": "tool_uses", "value": 2},
+         "exclude_tools": ["memory"]}
+    ]}))
+    .unwrap();
+    for backend in backends() {
+        let mut first = open(&backend.store, "chat");
+        first.set_context_management(Some(management.clone()));
+        first.push(user("u1", "hi")).unwrap();
+        first.save().unwrap();
+        let mut fresh = open(&backend.reopen(), "chat");
+        let kept = fresh.state().context_management.as_ref();
+        assert_eq!(kept, Some(&management), "{}", backend.name);
+        // Setting the one it has changes nothing.
+        fresh.set_context_management(Some(management.clone()));
+        assert!(!fresh.has_pending(), "{}", backend.name);
+        fresh.set_context_management(None);
+        fresh.save().unwrap();
+        first.set_context_management(Some(ContextManagement::default()));
+        assert!(first.save().unwrap_err().kind().is_conflict());
+        let stored = open(&backend.reopen(), "chat");
+        assert_eq!(stored.state().context_management, None, "{}", backend.name);
+        assert_eq!(stored.state().system_prompt, None, "{}", backend.name);
+        assert_eq!(ids(&stored), ["u1"], "{}", backend.name);
+    }
+}
+
 #[test]
 fn a_stale_system_lane_gets_a_conflict_and_writes_nothing() {
     for backend in backends() {
@@ -598,6 +630,7 @@ fn a_store_of_the_previous_schema_version_is_migrated() {
         engine.state().system_prompt.as_deref(),
         Some("You are terse.")
     );
+    assert_eq!(engine.state().context_management, None, "a lane before it");
     assert_eq!(engine.checkpoints().unwrap().len(), 1);
     let cold = builder().build(engine.state()).unwrap();
     assert_eq!(engine.build().unwrap(), cold);

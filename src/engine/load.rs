@@ -98,12 +98,15 @@ pub(super) fn stored_json(chunk: &MemoryChunk, index: usize) -> Result<String> {
     }
 }
 
-/// The system prompt and fragments of `state` as the store keeps them:
-/// the session JSON with no chunks.
+/// The system lane of `state` (system prompt, fragments and
+/// `context_management`) as the store keeps it: the session JSON with no
+/// chunks. A lane without `context_management`, as stores written before
+/// it was kept hold, reads as none.
 pub(super) fn system_lane_json(state: &MemoryState) -> String {
     let lane = MemoryState {
         system_prompt: state.system_prompt.clone(),
         fragments: state.fragments.clone(),
+        context_management: state.context_management.clone(),
         ..MemoryState::default()
     };
     serde_json::to_string(&lane).unwrap_or_default()

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use crate::budget::Policy;
 use crate::builder::ContextBuilder;
+use crate::context_management::ContextManagement;
 use crate::error::{ErrorKind, Result};
 use crate::fragment::Fragment;
 use crate::memory::{MemoryChunk, MemoryState};
@@ -235,6 +236,17 @@ impl ContextEngine {
         }
     }
 
+    /// Sets the chat's `context_management` (kept in the system lane
+    /// beside the prompt and fragments), pending until saved; builds apply
+    /// it unless the builder's policy sets its own. Setting the one it has
+    /// changes nothing.
+    pub fn set_context_management(&mut self, management: Option<ContextManagement>) {
+        if self.state().context_management != management {
+            self.session.set_context_management(management);
+            self.system_changed = true;
+        }
+    }
+
     /// Replaces the branch's latest assistant message (an `agent` chunk
     /// with role `assistant`; a pending one first, then a stored one) by
     /// `chunk`, in place, or appends `chunk` if there is none. Builds see
@@ -282,9 +294,10 @@ impl ContextEngine {
     ///
     /// [`ErrorKind::Conflict`] if another writer moved the branch's head
     /// since this engine loaded or saved it, [`ErrorKind::SystemConflict`]
-    /// if this save sets the system prompt or fragments and another writer
-    /// set them since (either way, [`reload`](ContextEngine::reload) and
-    /// apply the change again); [`ErrorKind::Store`] if the store fails.
+    /// if this save sets the system lane (prompt, fragments or
+    /// `context_management`) and another writer set it since (either way,
+    /// [`reload`](ContextEngine::reload) and apply the change again);
+    /// [`ErrorKind::Store`] if the store fails.
     /// The engine keeps its pending changes.
     pub fn save(&mut self) -> Result<()> {
         if !self.has_pending() {

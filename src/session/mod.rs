@@ -22,6 +22,7 @@ use crate::budget::{Policy, PreviousCut};
 use crate::builder::{Carry, ContextBuilder, ContextConfig, Pass};
 use crate::chunk_cache::{BuildStats, ChunkCache};
 use crate::chunk_id::fingerprint;
+use crate::context_management::ContextManagement;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
 use crate::memory::{DUPLICATE_ID, MemoryChunk, MemoryState, chunk_error};
@@ -209,6 +210,13 @@ impl ContextSession {
     pub fn set_fragments(&mut self, fragments: Vec<Fragment>) {
         self.carry = None;
         self.state.fragments = fragments;
+    }
+
+    /// Sets the session's `context_management`, which builds apply unless
+    /// their policy sets its own.
+    pub fn set_context_management(&mut self, management: Option<ContextManagement>) {
+        self.carry = None;
+        self.state.context_management = management;
     }
 
     /// The settings the session builds with.

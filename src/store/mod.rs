@@ -168,7 +168,8 @@ pub struct LoadedBranch {
     pub branch: String,
     /// Its head, which a [`Save`] of this view must expect.
     pub head: Option<NodeId>,
-    /// The chat's system prompt and fragments, as [`Save::system`] wrote them.
+    /// The chat's system prompt, fragments and `context_management`, as
+    /// [`Save::system`] wrote them.
     pub system: Option<String>,
     /// The system lane's version, which a [`Save`] that writes it must
     /// expect: 0 until first written, then one more per write.

@@ -78,9 +78,9 @@ pub(crate) struct AppendArgs {
     /// must be exactly one `agent` chunk with role `assistant`.
     #[arg(long)]
     replace_last_assistant: bool,
-    /// Clear the chat's system prompt and fragments (the system lane)
-    /// before applying the input; with a `system_prompt` or `fragments` in
-    /// the input, those replace them.
+    /// Clear the chat's system prompt, fragments and `context_management`
+    /// (the system lane) before applying the input; with a `system_prompt`,
+    /// `fragments` or `context_management` in the input, those replace them.
     #[arg(long)]
     clear_system: bool,
     /// The model whose counts are stored with the chunks (a build for
@@ -237,6 +237,7 @@ fn append(args: &AppendArgs) -> Result<Value> {
         if args.clear_system {
             engine.set_system_prompt(None);
             engine.set(Vec::new());
+            engine.set_context_management(None);
         }
         let appended = apply(&mut engine, &input, args.replace_last_assistant)?;
         match engine.save() {
@@ -264,6 +265,9 @@ fn apply(engine: &mut ContextEngine, input: &MemoryState, replace: bool) -> Resu
     }
     if !input.fragments.is_empty() {
         engine.set(input.fragments.clone());
+    }
+    if input.context_management.is_some() {
+        engine.set_context_management(input.context_management.clone());
     }
     if let (true, Some(chunk)) = (replace, input.chunks.first()) {
         let before = engine.state().chunks.len();
