@@ -528,6 +528,11 @@ impl ContextBuilder {
         system.extend(std::mem::take(&mut history.system_parts));
         let edited = match self.management(pass.policy, state) {
             Some(management) => {
+                if !all_start_clean(&history.items) {
+                    // Measuring then counts joined text: every part needs its text.
+                    let open = |_| None;
+                    self.settle_texts(state, &mut history.items, open, preparer, pass.cache)?;
+                }
                 let measure = Measure {
                     preparer,
                     system: &system,

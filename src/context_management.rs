@@ -37,7 +37,8 @@
 //! uses whatever the order of the edits (Anthropic asks for it first), and
 //! edits of one type apply in their order; protected chunks (pinned,
 //! `critical`, the latest user message, the newest tool use) are never
-//! cleared, though they count among the tool uses `keep` keeps. Without
+//! cleared, though they count among the tool uses `keep` keeps; nor is a
+//! chunk whose custom renderer writes no stub. Without
 //! `context_management`, nothing is cleared while the prompt fits; with it,
 //! the edits run first and the budget's ladder (stubs, then drops) runs
 //! after them only when the edited prompt does not fit.

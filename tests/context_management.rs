@@ -511,3 +511,38 @@ fn a_native_anthropic_request_carries_the_edits_applied_not_asked_for() {
     let first = blocks.iter().find(|b| b["type"] == "tool_result").unwrap();
     assert!(first.to_string().contains("tokens elided"), "{first}");
 }
+
+#[test]
+fn edits_count_exactly_when_a_renderer_writes_parts_that_join_unclean() {
+    // Results written with a leading space: a message of two is counted
+    // joined, and bodies the build let go must come back to be measured.
+    let mut builder = ContextBuilder::new();
+    builder.renderers_mut().register_fn(
+        &["result"],
+        Role::User,
+        |chunk| chunk.kind == ChunkKind::Environment,
+        |chunk, _, out| {
+            out.push_str(" result: ");
+            out.push_str(chunk.text.as_deref().unwrap_or_default());
+        },
+    );
+    builder.max_tokens(3_000);
+    builder.policy_mut().context_management = Some(
+        serde_json::from_value(json!({"edits": [{"type": "clear_thinking_20251015"},
+            {"type": "clear_tool_uses_20250919", "trigger": {"type": "tool_uses", "value": 2}}]}))
+        .unwrap(),
+    );
+    let steps: Vec<Step> = (0..10)
+        .map(|_| Step {
+            thinking: Some(30),
+            calls: vec![(0, 60), (1, 60)],
+            user_after: false,
+        })
+        .collect();
+    let state = agent_loop(&steps);
+    let result = builder.build(&state).unwrap();
+    assert_within_budget(&result);
+    assert_recount(&result, agent_context::tokens::Encoding::O200kBase);
+    // The renderer has no stubs: its results cannot be cleared.
+    assert_eq!(result.applied_edits.len(), 1, "{:?}", result.applied_edits);
+}
