@@ -234,3 +234,45 @@ fn short_whitespace_strings_encode_like_tiktoken() {
         assert_same_tokens(text);
     }
 }
+
+/// Runs of one class long enough to be counted by the linear encoder,
+/// each in the places a segment can start and end.
+const RUNS: &[&str] = &[
+    "A", "a", "x", "Ab", "é", "ǅ", "漢", "かな", "🦀", " ", "\t", "\n", " \n", "=", "-", "}", "#",
+    "7", "deadbeef", "Zm9v",
+];
+
+#[test]
+fn long_runs_encode_like_tiktoken() {
+    for run in RUNS {
+        for bytes in [255, 256, 257, 1_000, 9_000] {
+            let body = run.repeat(bytes / run.len() + 1);
+            for text in [
+                body.clone(),
+                format!("line one\n{body}"),
+                format!("a\n{body}\nb"),
+                format!("x {body}'s and\nmore\n/path {body}"),
+                format!("{body}1{body}\n\n{body}"),
+            ] {
+                assert_same_tokens(&text);
+            }
+        }
+    }
+}
+
+fn text_with_long_runs() -> impl Strategy<Value = String> {
+    let part = prop_oneof![
+        3 => prop::sample::select(ATOMS).prop_map(str::to_owned),
+        1 => (prop::sample::select(RUNS), 200usize..700).prop_map(|(run, n)| run.repeat(n)),
+    ];
+    prop::collection::vec(part, 0..12).prop_map(|parts| parts.concat())
+}
+
+proptest! {
+    #![proptest_config(proptest_config())]
+
+    #[test]
+    fn text_with_long_runs_encodes_like_tiktoken(text in text_with_long_runs()) {
+        assert_same_tokens(&text);
+    }
+}

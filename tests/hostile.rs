@@ -142,3 +142,42 @@ fn special_token_text_is_ordinary_text() {
         assert_tokens(encoding, "<|endoftext|>", &expected);
     }
 }
+
+/// 50 MB of one letter: counted in linear time, as tiktoken counts it
+/// (`A` merges into tokens of eight, as `tests/encoder.rs` checks token for
+/// token on shorter runs).
+#[test]
+fn fifty_megabytes_of_one_letter() {
+    let text = "A".repeat(50 << 20);
+    assert_eq!(counter(Encoding::O200kBase).count(&text), (50 << 20) / 8);
+    let state = MemoryState::new()
+        .with_chunk(MemoryChunk::agent("u1", Role::User, "dump it"))
+        .with_chunk(
+            MemoryChunk::new("t1", agent_context::ChunkKind::Workflow)
+                .with_call_id("k")
+                .with_tool("cat"),
+        )
+        .with_chunk(
+            MemoryChunk::new("r1", agent_context::ChunkKind::Environment)
+                .with_call_id("k")
+                .with_text(text),
+        );
+    let result = ContextBuilder::new()
+        .max_tokens(20_000)
+        .build(&state)
+        .unwrap();
+    assert!(result.token_count <= 20_000);
+    assert_eq!(result.truncated.len(), 1);
+    let recount: usize = result
+        .messages
+        .iter()
+        .map(|m| {
+            3 + counter(Encoding::O200kBase).count(m.role.as_str())
+                + reference(Encoding::O200kBase)
+                    .encode_ordinary(&m.content)
+                    .len()
+        })
+        .sum::<usize>()
+        + 3;
+    assert_eq!(result.token_count, recount);
+}

@@ -7,6 +7,7 @@
 mod calibration;
 mod estimate;
 mod framing;
+mod long_runs;
 mod model;
 pub(crate) mod parts;
 mod tiktoken;

@@ -144,7 +144,7 @@ fn count_joined(tail: &str, counter: &dyn TokenCounter) -> usize {
 }
 
 /// Whether a separator followed by `text` ends at a clean cut.
-fn starts_clean(text: &str) -> bool {
+pub(super) fn starts_clean(text: &str) -> bool {
     text.chars()
         .next()
         .is_some_and(|c| !c.is_whitespace() && c != '/')

@@ -16,8 +16,11 @@
 
 use std::sync::{Mutex, OnceLock};
 
+use bpe_openai::Tokenizer;
 use rustc_hash::FxHashMap;
 use tiktoken::CoreBpe;
+
+use super::long_runs::long_segments;
 
 use crate::error::{ErrorKind, Result};
 use crate::tokens::{Encoding, TokenCounter};
@@ -25,9 +28,11 @@ use crate::tokens::{Encoding, TokenCounter};
 /// Exact counts with a tiktoken encoding.
 ///
 /// Tables load once per process, on the first counter of an encoding, and
-/// are shared by every counter. Counting runs in linear time on hostile text
-/// (a million spaces, megabytes without whitespace): the pre-tokenizer has
-/// no backtracking and long pieces merge with a heap.
+/// are shared by every counter. Counting runs in linear time on every shape
+/// of text (a million spaces, megabytes of one letter, base64, CJK without
+/// spaces): the segments that hold a long run are counted by `bpe-openai`'s
+/// linear encoder, whose tables load the first time one is met (see
+/// `long_runs`).
 #[derive(Clone, Copy)]
 pub struct TiktokenCounter {
     encoding: Encoding,
@@ -61,7 +66,50 @@ impl TiktokenCounter {
 
     /// The token ids of `text` encoded as ordinary text.
     pub fn encode(&self, text: &str) -> Vec<u32> {
-        self.bpe.encode(text)
+        let mut tokens = Vec::new();
+        self.by_segment(text, |text, linear| match linear {
+            Some(linear) => tokens.extend(linear.encode(text)),
+            None => tokens.extend(self.bpe.encode(text)),
+        });
+        tokens
+    }
+
+    /// Tokens of `text`, whatever its length, in linear time.
+    fn count_any(&self, text: &str) -> usize {
+        let mut total = 0;
+        self.by_segment(text, |text, linear| {
+            total += match linear {
+                Some(linear) => linear.count(text),
+                None => self.bpe.count(text),
+            }
+        });
+        total
+    }
+
+    /// Calls `each` on the segments of `text` in order, cut at clean cuts,
+    /// with the linear encoder for those that hold a long run (see
+    /// `long_runs`): counts and tokens add up over them.
+    fn by_segment(&self, text: &str, mut each: impl FnMut(&str, Option<&'static Tokenizer>)) {
+        let mut at = 0;
+        for segment in long_segments(text) {
+            if at < segment.start {
+                each(&text[at..segment.start], None);
+            }
+            each(&text[segment.clone()], Some(self.linear()));
+            at = segment.end;
+        }
+        if at < text.len() || text.is_empty() {
+            each(&text[at..], None);
+        }
+    }
+
+    /// The linear-time encoder of the same encoding (`bpe-openai`'s tables
+    /// load on first use).
+    fn linear(&self) -> &'static Tokenizer {
+        match self.encoding {
+            Encoding::O200kBase | Encoding::O200kHarmony => bpe_openai::o200k_base(),
+            Encoding::Cl100kBase => bpe_openai::cl100k_base(),
+        }
     }
 }
 
@@ -98,7 +146,7 @@ impl TiktokenCounter {
 impl TokenCounter for TiktokenCounter {
     fn count(&self, text: &str) -> usize {
         if text.len() > MEMO_MAX_BYTES {
-            return self.bpe.count(text);
+            return self.count_any(text);
         }
         // A poisoned lock only means another thread panicked mid-insert of
         // an exact count; the map is still valid.
