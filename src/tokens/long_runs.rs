@@ -10,8 +10,10 @@
 //! and common in hostile text (a minified bundle, base64 without breaks, a
 //! log line of padding).
 //!
-//! Counts add up at clean cuts (see [`parts`](super::parts)), so a text
-//! splits into segments there: the segments that hold a long run are
+//! Counts add up at clean cuts (see [`parts`](super::parts)), and right
+//! after an ASCII letter or digit that ASCII whitespace or punctuation
+//! follows (see [`is_cut`]), so a text splits into segments there, most of
+//! them short: the segments that hold a long run are
 //! counted by `bpe-openai`, whose backtracking encoder is linear by
 //! construction, and the rest by `tiktoken`. Both give tiktoken's tokens
 //! exactly (`tests/encoder.rs` holds them to tiktoken-rs on long runs of
@@ -62,7 +64,7 @@ fn next_long_run(bytes: &[u8], from: usize) -> Option<Range<usize>> {
     (bytes.len() - start >= LONG_RUN && kind != DIGIT).then_some(start..bytes.len())
 }
 
-/// The byte ranges of `text`, cut at clean cuts, that hold a run of at
+/// The byte ranges of `text`, cut where counts add up, that hold a run of at
 /// least [`LONG_RUN`] bytes of one class (digits aside), ascending and
 /// apart; none for most texts. Linear: each byte is looked at a bounded
 /// number of times.
@@ -77,7 +79,7 @@ pub(crate) fn long_segments(text: &str) -> Vec<Range<usize>> {
         // Back no further than the last segment, forward past the run: the
         // next scan starts where this segment ends.
         let floor = segments.last().map_or(0, |last| last.end);
-        let segment = clean_cut_before(text, run.start, floor)..clean_cut_after(text, run.end);
+        let segment = cut_before(text, run.start, floor)..cut_after(text, run.end);
         from = segment.end;
         match segments.last_mut() {
             Some(last) if last.end >= segment.start => last.end = segment.end,
@@ -87,23 +89,37 @@ pub(crate) fn long_segments(text: &str) -> Vec<Range<usize>> {
     segments
 }
 
-/// Whether a cut at `at` is clean (see [`parts`](super::parts)).
-fn is_clean_cut(text: &str, at: usize) -> bool {
-    at > 0 && text.as_bytes()[at - 1] == b'\n' && starts_clean(&text[at..])
+/// Whether the pieces of `text` end at `at` and the text from `at` on is
+/// pre-tokenized as if it stood alone, so that counts add up there: a clean
+/// cut (see [`parts`](super::parts)), or a cut after an ASCII letter or
+/// digit before ASCII whitespace or punctuation other than `'`. A letter
+/// piece ends at its last letter (only a contraction, which starts with
+/// `'`, may follow it), a digit piece takes nothing but digits, and
+/// whatever piece starts with a space or a punctuation mark starts there;
+/// no piece before the cut looks past it.
+fn is_cut(text: &str, at: usize) -> bool {
+    let bytes = text.as_bytes();
+    if at == 0 || at >= bytes.len() {
+        return false;
+    }
+    let (before, after) = (bytes[at - 1], bytes[at]);
+    (before == b'\n' && starts_clean(&text[at..]))
+        || (before.is_ascii_alphanumeric()
+            && (after.is_ascii_whitespace() || (after.is_ascii_punctuation() && after != b'\'')))
 }
 
-/// The last clean cut in `floor..=at`, else `floor`.
-fn clean_cut_before(text: &str, at: usize, floor: usize) -> usize {
+/// The last cut in `floor..=at`, else `floor`.
+fn cut_before(text: &str, at: usize, floor: usize) -> usize {
     (floor + 1..=at)
         .rev()
-        .find(|&i| is_clean_cut(text, i))
+        .find(|&i| is_cut(text, i))
         .unwrap_or(floor)
 }
 
-/// The first clean cut at or after `at`, else the end.
-fn clean_cut_after(text: &str, at: usize) -> usize {
+/// The first cut at or after `at`, else the end.
+fn cut_after(text: &str, at: usize) -> usize {
     (at..text.len())
-        .find(|&i| is_clean_cut(text, i))
+        .find(|&i| is_cut(text, i))
         .unwrap_or(text.len())
 }
 
@@ -119,11 +135,13 @@ mod tests {
     }
 
     #[test]
-    fn a_long_run_takes_its_lines_between_clean_cuts() {
+    fn a_long_run_takes_what_lies_between_the_cuts_around_it() {
         let text = format!("first line\n{}\nlast line\n", "A".repeat(300));
         let segments = long_segments(&text);
-        assert_eq!(segments, vec![(11..text.len() - 10)]);
+        assert_eq!(segments, vec![(11..311)]);
         assert!(text[segments[0].clone()].starts_with("AAA"));
+        let json = format!("{{\"key\": \"({})\", \"n\": 1}}", "=".repeat(300));
+        assert_eq!(long_segments(&json), vec![(5..316)]);
         // Runs in one segment, or in touching ones, become one.
         let two = format!("{0} {0}", "=".repeat(300));
         assert_eq!(long_segments(&two), vec![(0..two.len())]);
