@@ -48,20 +48,34 @@ const CLASS: [u8; 256] = {
 const DIGIT: u8 = 3;
 
 /// The first run of at least [`LONG_RUN`] bytes of one class (digits
-/// aside) that starts at or after `from`.
+/// aside) at or after `from`. Such a run holds a whole aligned block of
+/// half that length, so only blocks are tested, each up to its first byte
+/// of another class: a few bytes a block in ordinary text.
 fn next_long_run(bytes: &[u8], from: usize) -> Option<Range<usize>> {
-    let mut start = from;
-    let mut kind = *CLASS.get(*bytes.get(from)? as usize)?;
-    for (i, &b) in bytes.iter().enumerate().skip(from + 1) {
-        let class = CLASS[b as usize];
-        if class != kind {
-            if i - start >= LONG_RUN && kind != DIGIT {
-                return Some(start..i);
-            }
-            (start, kind) = (i, class);
+    const BLOCK: usize = LONG_RUN / 2;
+    let class = |at: usize| CLASS[bytes[at] as usize];
+    let mut block = from.div_ceil(BLOCK) * BLOCK;
+    while block + BLOCK <= bytes.len() {
+        let kind = class(block);
+        let uniform = kind != DIGIT && (block + 1..block + BLOCK).all(|at| class(at) == kind);
+        if !uniform {
+            block += BLOCK;
+            continue;
         }
+        let mut start = block;
+        while start > from && class(start - 1) == kind {
+            start -= 1;
+        }
+        let mut end = block + BLOCK;
+        while end < bytes.len() && class(end) == kind {
+            end += 1;
+        }
+        if end - start >= LONG_RUN {
+            return Some(start..end);
+        }
+        block = end.div_ceil(BLOCK) * BLOCK;
     }
-    (bytes.len() - start >= LONG_RUN && kind != DIGIT).then_some(start..bytes.len())
+    None
 }
 
 /// The byte ranges of `text`, cut where counts add up, that hold a run of at
