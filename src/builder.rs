@@ -232,16 +232,24 @@ impl ContextBuilder {
         }
     }
 
+    /// The most threads a build uses, [`threads`](ContextBuilder::threads)
+    /// asked for more or not: past a few, the walk that decides each chunk
+    /// in order is what a build waits on, and each thread costs memory.
+    pub const MAX_THREADS: usize = 64;
+
     /// The threads a build renders and counts chunks on: by default one,
-    /// the caller's; at least one. With more, a build with much to render
-    /// (a cold build, a session's first) renders and counts batches of
-    /// about 256 KB of chunks on helper threads it starts for the build;
-    /// the result, errors and statistics are the same whatever the number.
-    /// Each helper holds the tokenizer's memo of recent pieces (1.24 MB)
-    /// while the build runs. The CLI uses the machine's parallelism, at
-    /// most 4.
+    /// the caller's. `threads` is clamped to between 1 and
+    /// [`MAX_THREADS`](ContextBuilder::MAX_THREADS) (64). With more than
+    /// one, a build with much to render (a cold build, a session's first)
+    /// renders and counts batches of about 256 KB of chunks on helper
+    /// threads it starts for the build, and never more threads than a batch
+    /// has chunks: a build of a few large chunks starts a few helpers
+    /// whatever it was given. The result, errors and statistics are the
+    /// same whatever the number. Each helper holds the tokenizer's memo of
+    /// recent pieces (1.24 MB) while the build runs. The CLI uses the
+    /// machine's parallelism, at most 4.
     pub fn threads(&mut self, threads: usize) -> &mut Self {
-        self.threads = threads.max(1);
+        self.threads = threads.clamp(1, Self::MAX_THREADS);
         self
     }
 

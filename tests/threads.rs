@@ -175,6 +175,102 @@ fn a_newer_chunk_that_fails_wins_over_an_older_one_that_panics() {
 }
 
 #[test]
+fn a_build_asked_for_more_threads_than_the_most_uses_the_most() {
+    let state = long_session();
+    let one = json(&builder(1, 128_000).build(&state));
+    let counter = Arc::new(ThreadsSeen {
+        counter: TiktokenCounter::new(Encoding::O200kBase).unwrap(),
+        seen: Mutex::default(),
+    });
+    let mut many = builder(100_000, 128_000);
+    many.counter(counter.clone());
+    let started = std::time::Instant::now();
+    let result = json(&many.build(&state));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    let seen = counter.seen.lock().unwrap().len();
+    assert!(
+        (2..=ContextBuilder::MAX_THREADS).contains(&seen),
+        "{seen} threads"
+    );
+    assert!(one.starts_with('{'), "{}", &one[..200]);
+    assert_eq!(one, result);
+}
+
+/// Renders the user's messages, noting the most threads the process had
+/// while rendering one.
+#[cfg(target_os = "linux")]
+#[derive(Default)]
+struct NotesThreads {
+    most: Mutex<usize>,
+}
+
+#[cfg(target_os = "linux")]
+impl ChunkRenderer for NotesThreads {
+    fn can_render(&self, chunk: &MemoryChunk) -> bool {
+        chunk.kind == ChunkKind::Agent && chunk.role == Some(Role::User)
+    }
+    fn role(&self, _: &MemoryChunk) -> Role {
+        Role::User
+    }
+    fn render(&self, chunk: &MemoryChunk, ctx: &RenderContext<'_>, out: &mut String) {
+        let threads = process_threads();
+        let mut most = self.most.lock().unwrap();
+        *most = (*most).max(threads);
+        drop(most);
+        ctx.write_element(
+            out,
+            "said",
+            &[("id", Some(&chunk.id))],
+            chunk.text.as_deref(),
+        );
+    }
+    fn tags(&self) -> Vec<String> {
+        vec!["said".into()]
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn process_threads() -> usize {
+    std::fs::read_dir("/proc/self/task").unwrap().count()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_build_starts_no_more_threads_than_its_batch_has_chunks() {
+    // Two long user messages: one batch worth rendering ahead, of two
+    // chunks, so one helper beside the walk's thread.
+    let mut rng = session_gen::Rng::new(5);
+    let chunks: Vec<MemoryChunk> = (0..2)
+        .map(|n| {
+            MemoryChunk::agent(
+                format!("long-{n}"),
+                Role::User,
+                session_gen::prose(&mut rng, 12_000),
+            )
+        })
+        .collect();
+    let state = MemoryState::from_json_value(serde_json::json!({ "chunks": chunks })).unwrap();
+    let results = [1, ContextBuilder::MAX_THREADS].map(|threads| {
+        let notes = Arc::new(NotesThreads::default());
+        let mut builder = builder(threads, 128_000);
+        builder.register_renderer(notes.clone());
+        let before = process_threads();
+        let result = json(&builder.build(&state));
+        let most = *notes.most.lock().unwrap();
+        (result, most.saturating_sub(before))
+    });
+    assert!(results[0].0.starts_with('{'), "{}", &results[0].0[..200]);
+    assert_eq!(results[0].0, results[1].0);
+    // Tests running beside this one start a few threads of their own; 63
+    // helpers would be far past them.
+    assert!(results[1].1 <= 8, "{} more threads", results[1].1);
+}
+
+#[test]
 fn a_build_on_several_threads_is_the_build_on_one() {
     let state = varied_session();
     for budget in [128_000, 16_000] {
@@ -273,8 +369,19 @@ fn the_cli_builds_the_same_on_any_number_of_threads() {
     assert_eq!(none.code, 2, "{}", none.stderr);
     assert!(
         none.stderr
-            .contains("\"0\" is not a number of threads; give 1 or more"),
+            .contains("\"0\" is not a number of threads; give 1 to 64"),
         "{}",
         none.stderr
     );
+    for command in ["build", "replay"] {
+        let many = run(&[command, "--threads", "100000"], &input);
+        assert_eq!(many.code, 2, "{command}: {}", many.stderr);
+        assert_eq!(many.stdout, "", "{command}");
+        assert!(
+            many.stderr
+                .contains("100000 threads is more than the most a build uses, 64; give 1 to 64"),
+            "{command}: {}",
+            many.stderr
+        );
+    }
 }

@@ -7,7 +7,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Sender, channel};
 use std::thread::{Builder, Scope};
 
 use super::ContextBuilder;
@@ -91,16 +91,20 @@ struct Batch {
     next: AtomicUsize,
 }
 
-/// Threads that make batches ready beside the walk's own, started at the
-/// first batch worth it and kept for the build (a thread's tokenizer
-/// memo warms up once); they end when this is dropped.
+/// A batch for a helper, and where it sends what it made ready.
+type Errand = (Arc<Batch>, Sender<Done>);
+
+/// Threads that make batches ready beside the walk's own, started as the
+/// batches need them and kept for the build (a thread's tokenizer memo
+/// warms up once); they end when this is dropped.
 pub(super) struct Helpers<'scope, 'env> {
     scope: &'scope Scope<'scope, 'env>,
     jobs: &'env Jobs<'env>,
+    /// The threads asked for, the walk's own included.
     threads: usize,
-    batches: Vec<Sender<Arc<Batch>>>,
-    /// What the helpers send back, once they are started.
-    done: Option<Receiver<Done>>,
+    helpers: Vec<Sender<Errand>>,
+    /// Whether the system refused a thread: no more are asked for.
+    refused: bool,
 }
 
 impl<'scope, 'env> Helpers<'scope, 'env> {
@@ -110,8 +114,8 @@ impl<'scope, 'env> Helpers<'scope, 'env> {
             scope,
             jobs,
             threads: jobs.builder.threads,
-            batches: Vec::new(),
-            done: None,
+            helpers: Vec::new(),
+            refused: false,
         }
     }
 
@@ -149,52 +153,53 @@ impl<'scope, 'env> Helpers<'scope, 'env> {
 
     /// The chunks of `todo` made ready by the helpers and this thread.
     fn in_parallel(&mut self, todo: Vec<usize>) -> Done {
-        self.start_helpers();
+        // This thread takes chunks too; a helper more than the batch has
+        // chunks would have none to take.
+        let wanted = self.threads.min(todo.len()) - 1;
+        self.start_helpers(wanted);
         let batch = Arc::new(Batch {
             todo,
             next: AtomicUsize::new(0),
         });
+        let (done_tx, done) = channel();
         // A helper that is gone takes no batch and sends nothing back.
         let sent = self
-            .batches
+            .helpers
             .iter()
-            .filter(|helper| helper.send(Arc::clone(&batch)).is_ok())
+            .take(wanted)
+            .filter(|helper| helper.send((Arc::clone(&batch), done_tx.clone())).is_ok())
             .count();
+        // Only the helpers hold a sender now: if they all end, `recv` fails
+        // instead of waiting.
+        drop(done_tx);
         let mut ready = work(self.jobs, &batch);
-        if let Some(done) = &self.done {
-            for _ in 0..sent {
-                match done.recv() {
-                    Ok(theirs) => ready.extend(theirs),
-                    Err(_) => break,
-                }
+        for _ in 0..sent {
+            match done.recv() {
+                Ok(theirs) => ready.extend(theirs),
+                Err(_) => break,
             }
         }
         ready
     }
 
-    /// Starts the helpers; as many as the system gives, up to the threads
-    /// asked for (with none, the walk's thread does every batch).
-    fn start_helpers(&mut self) {
-        if self.done.is_some() {
-            return;
-        }
-        let (done_tx, done_rx) = channel();
-        for _ in 1..self.threads {
-            let (batch_tx, batch_rx) = channel::<Arc<Batch>>();
-            let (jobs, done) = (self.jobs, done_tx.clone());
+    /// Starts helpers until there are `wanted`, or the system gives no
+    /// more (with none, the walk's thread does every batch).
+    fn start_helpers(&mut self, wanted: usize) {
+        while self.helpers.len() < wanted && !self.refused {
+            let (errand_tx, errands) = channel::<Errand>();
+            let jobs = self.jobs;
             let helper = move || {
-                for batch in batch_rx {
+                for (batch, done) in errands {
                     if done.send(work(jobs, &batch)).is_err() {
                         return;
                     }
                 }
             };
-            if Builder::new().spawn_scoped(self.scope, helper).is_err() {
-                break;
+            match Builder::new().spawn_scoped(self.scope, helper) {
+                Ok(_) => self.helpers.push(errand_tx),
+                Err(_) => self.refused = true,
             }
-            self.batches.push(batch_tx);
         }
-        self.done = Some(done_rx);
     }
 }
 

@@ -57,7 +57,8 @@ pub(crate) struct BuildOptions {
     /// counted exactly ignore it.
     #[arg(long, value_name = "F", value_parser = parse_estimate_factor)]
     pub(crate) estimate_factor: Option<EstimateFactor>,
-    /// Threads to render and count on (default: the machine's, at most 4).
+    /// Threads to render and count on, 1 to 64 (default: the machine's, at
+    /// most 4); a build starts no more than it has chunks to render at once.
     #[arg(long, value_name = "N", value_parser = parse_threads)]
     threads: Option<usize>,
 }
@@ -67,10 +68,14 @@ pub(crate) struct BuildOptions {
 const MAX_DEFAULT_THREADS: usize = 4;
 
 fn parse_threads(text: &str) -> Result<usize, String> {
+    let most = ContextBuilder::MAX_THREADS;
     match text.parse::<usize>() {
+        Ok(threads) if threads > most => Err(format!(
+            "{threads} threads is more than the most a build uses, {most}; give 1 to {most}"
+        )),
         Ok(threads) if threads > 0 => Ok(threads),
         _ => Err(format!(
-            "{text:?} is not a number of threads; give 1 or more"
+            "{text:?} is not a number of threads; give 1 to {most}"
         )),
     }
 }
