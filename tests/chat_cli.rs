@@ -245,6 +245,162 @@ fn bad_input_exits_2_and_writes_nothing() {
     assert_eq!(export["chunks"][1]["id"], "x");
 }
 
+/// The names in `dir`, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+const TURN: &str = "{\"id\": \"u1\", \"kind\": \"agent\", \"role\": \"user\", \"text\": \"a\"}";
+
+/// Every verb on `--db DB`, reading ones included, as (verb, arguments).
+fn every_verb(db: &str) -> Vec<Vec<&str>> {
+    let chat = ["--db", db, "--chat", "c"];
+    let mut verbs: Vec<Vec<&str>> = [
+        &["append"][..],
+        &["build"],
+        &["export"],
+        &["rewind", "--to", "u1"],
+        &["fork", "--name", "side"],
+        &["switch", "main"],
+        &["checkpoint", "here"],
+        &["restore", "here"],
+        &["branches"],
+    ]
+    .iter()
+    .map(|verb| [&["chat", verb[0]][..], &chat, &verb[1..]].concat())
+    .collect();
+    verbs.push(vec!["chat", "list", "--db", db]);
+    verbs
+}
+
+/// A `--db` that is empty or names what exists and is no regular file is
+/// refused by every verb with exit 2, and nothing is created beside it.
+#[test]
+fn a_db_that_is_no_regular_file_is_refused_and_nothing_is_created() {
+    let dir = TempDir::new("chat-db-kinds");
+    let folder = dir.join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    let folder = folder.display().to_string();
+    #[cfg_attr(not(unix), allow(unused_mut))]
+    let mut cases = vec![
+        (folder.clone(), "it is a directory, not a SQLite file"),
+        (String::new(), "the path is empty"),
+    ];
+    #[cfg(unix)]
+    {
+        let fifo = dir.join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        cases.push((
+            fifo.display().to_string(),
+            "it is not a regular file (a FIFO)",
+        ));
+    }
+    let before = listing(dir.path());
+    for (db, says) in &cases {
+        for args in every_verb(db) {
+            let refused = run(&args, TURN);
+            assert_eq!(refused.code, 2, "{args:?}: {}", refused.stderr);
+            assert_eq!(refused.stdout, "", "{args:?}");
+            assert!(
+                refused.stderr.contains(says),
+                "{args:?}: {}",
+                refused.stderr
+            );
+        }
+    }
+    assert_eq!(listing(dir.path()), before);
+    assert_eq!(listing(Path::new(&folder)), Vec::<String>::new());
+}
+
+#[cfg(unix)]
+#[test]
+fn dev_null_is_refused_as_a_store() {
+    let journal = Path::new("/dev/null-journal");
+    let there_before = journal.exists();
+    for args in every_verb("/dev/null") {
+        let refused = run(&args, TURN);
+        assert_eq!(refused.code, 2, "{args:?}: {}", refused.stderr);
+        assert!(
+            refused
+                .stderr
+                .contains("store /dev/null: it is not a regular file (a character device)"),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    assert!(there_before || !journal.exists());
+}
+
+#[test]
+fn an_empty_chat_id_is_refused_and_nothing_is_created() {
+    let (dir, db) = fresh_db("empty-chat");
+    let verbs = every_verb(&db);
+    // `chat list` names no chat.
+    for mut args in verbs.into_iter().filter(|args| args[1] != "list") {
+        let at = args.iter().position(|&arg| arg == "c").unwrap();
+        args[at] = "";
+        let refused = run(&args, TURN);
+        assert_eq!(refused.code, 2, "{args:?}: {}", refused.stderr);
+        assert_eq!(refused.stdout, "", "{args:?}");
+        assert!(
+            refused.stderr.contains("a chat id cannot be empty"),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    assert_eq!(listing(dir.path()), Vec::<String>::new());
+}
+
+#[test]
+fn an_existing_checkpoint_is_moved_only_with_force() {
+    let (_dir, db) = fresh_db("checkpoint");
+    let chat = |args: &[&str], stdin: &str| {
+        let mut all = vec!["chat", args[0], "--db", &db, "--chat", "c"];
+        all.extend(&args[1..]);
+        run(&all, stdin)
+    };
+    let first = ok(chat(&["append"], TURN));
+    let taken = ok(chat(&["checkpoint", "cp"], ""));
+    assert_eq!(taken["node"], first["head"]);
+    let second = ok(chat(&["append"], &TURN.replace("u1", "u2")));
+    assert_ne!(second["head"], first["head"]);
+    let refused = chat(&["checkpoint", "cp"], "");
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert_eq!(refused.stdout, "");
+    assert!(
+        refused.stderr.contains(&format!(
+            "a checkpoint named \"cp\" exists (at node {}); pass --force to move it",
+            first["head"]
+        )),
+        "{}",
+        refused.stderr
+    );
+    let checkpoints = |db: &str| {
+        ok(run(&["chat", "branches", "--db", db, "--chat", "c"], ""))["checkpoints"].clone()
+    };
+    assert_eq!(
+        checkpoints(&db),
+        json!([{"name": "cp", "node": first["head"]}])
+    );
+    let moved = ok(chat(&["checkpoint", "cp", "--force"], ""));
+    assert_eq!(moved["node"], second["head"]);
+    assert_eq!(
+        checkpoints(&db),
+        json!([{"name": "cp", "node": second["head"]}])
+    );
+    // A new name needs no --force.
+    ok(chat(&["checkpoint", "other"], ""));
+}
+
 /// A PostgreSQL URL: reading verbs on a schema with no store create
 /// nothing, bad parameters and unreachable servers exit with the reason,
 /// and no message shows the password.

@@ -349,26 +349,26 @@ fn ids_of_any_content_are_data_and_chats_stay_apart() {
         "é 🦀 \u{202e}".to_owned(),
         String::new(),
     ];
+    // An empty id is an id, but no chat's.
+    let chats = || hostile.iter().enumerate().filter(|(_, id)| !id.is_empty());
     for backend in backends() {
-        for (n, chat) in hostile.iter().enumerate() {
+        for (n, chat) in chats() {
             let mut engine = open(&backend.store, chat);
             for (m, id) in hostile.iter().enumerate().filter(|(_, id)| !id.is_empty()) {
                 engine.push(user(&format!("{id}{n}{m}"), id)).unwrap();
             }
             engine.save().unwrap();
-            engine
-                .fork(chat)
-                .unwrap_or_else(|_| assert!(chat.is_empty()));
+            engine.fork(chat).unwrap();
             engine.checkpoint(&format!("{chat}!")).unwrap();
         }
         let store = backend.reopen();
         assert_eq!(
             store.chats().unwrap().len(),
-            hostile.len(),
+            hostile.len() - 1,
             "{}",
             backend.name
         );
-        for (n, chat) in hostile.iter().enumerate() {
+        for (n, chat) in chats() {
             let engine = open(&store, chat);
             let expected: Vec<String> = hostile
                 .iter()
@@ -643,6 +643,86 @@ fn a_store_of_the_previous_schema_version_is_migrated() {
     engine.save().unwrap();
     let old = ContextEngine::open_branch(Arc::clone(&store), "fixture", "old", builder()).unwrap();
     assert_eq!(ids(&old), ["u1", "a1"]);
+}
+
+#[test]
+fn an_empty_chat_id_is_refused_and_nothing_is_created() {
+    for backend in backends() {
+        let error = ContextEngine::open(Arc::clone(&backend.store), "", builder()).unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::Chat { .. }),
+            "{}: {error}",
+            backend.name
+        );
+        assert!(
+            error.to_string().contains("a chat id cannot be empty"),
+            "{}: {error}",
+            backend.name
+        );
+        assert!(backend.store.open_chat("").is_err(), "{}", backend.name);
+        assert!(
+            ContextEngine::open_branch(Arc::clone(&backend.store), "", MAIN_BRANCH, builder())
+                .is_err(),
+            "{}",
+            backend.name
+        );
+        assert!(
+            backend.store.chats().unwrap().is_empty(),
+            "{}",
+            backend.name
+        );
+    }
+}
+
+/// A path that cannot hold a store file is refused before SQLite opens it,
+/// and nothing is created beside it (SQLite would write a journal there).
+#[test]
+fn a_path_that_is_no_regular_file_is_refused_and_nothing_is_created() {
+    let dir = TempDir::new("store");
+    let listing = || {
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let folder = dir.join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    let error = SqliteStore::open(&folder).unwrap_err();
+    assert_not_a_store(&error, "it is a directory, not a SQLite file");
+    assert!(
+        error.to_string().contains("folder/agent-context.db"),
+        "{error}"
+    );
+    let error = SqliteStore::open("").unwrap_err();
+    assert_not_a_store(&error, "the path is empty");
+    for create in [false, true] {
+        let error = store::open("", create).unwrap_err();
+        assert_not_a_store(&error, "the path is empty");
+        let error = store::open(&folder.display().to_string(), create).unwrap_err();
+        assert_not_a_store(&error, "it is a directory");
+    }
+    #[cfg(unix)]
+    {
+        let fifo = dir.join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let error = SqliteStore::open(&fifo).unwrap_err();
+        assert_not_a_store(&error, "it is not a regular file (a FIFO)");
+        let error = store::open(&fifo.display().to_string(), true).unwrap_err();
+        assert_not_a_store(&error, "(a FIFO)");
+        let error = SqliteStore::open("/dev/null").unwrap_err();
+        assert_not_a_store(&error, "it is not a regular file (a character device)");
+    }
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0);
+    #[cfg(unix)]
+    assert_eq!(listing(), ["folder", "pipe"]);
+    #[cfg(not(unix))]
+    assert_eq!(listing(), ["folder"]);
 }
 
 /// Asserts `error` is [`ErrorKind::NotAStore`] and its message `says` why.

@@ -75,8 +75,9 @@ impl ContextEngine {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Store`] if the store fails or holds chunks this version
-    /// cannot read; as [`ContextSession::new`] for invalid stored chunks.
+    /// [`ErrorKind::Chat`] if `chat` is empty; [`ErrorKind::Store`] if the
+    /// store fails or holds chunks this version cannot read; as
+    /// [`ContextSession::new`] for invalid stored chunks.
     pub fn open(store: Arc<dyn Store>, chat: &str, builder: ContextBuilder) -> Result<Self> {
         let summary = match store.chat(chat)? {
             Some(summary) => summary,

@@ -90,6 +90,14 @@ pub(super) fn check_name(chat: &str, name: &str, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a chat id no one could type.
+pub(super) fn check_chat_id(chat: &str) -> Result<()> {
+    if chat.is_empty() {
+        return Err(chat_error(chat, "a chat id cannot be empty".into()));
+    }
+    Ok(())
+}
+
 pub(super) fn branch_exists(chat: &str, name: &str) -> crate::Error {
     chat_error(
         chat,

@@ -49,11 +49,15 @@ pub fn is_postgres_url(location: &str) -> bool {
 ///
 /// [`ErrorKind::Option`] (option `db`) for a URL that cannot be read, a
 /// PostgreSQL URL in a build without the `postgres` feature, or a missing
-/// store without `create`; otherwise as the backend's `open`.
+/// store without `create`; [`ErrorKind::NotAStore`] for an empty path or
+/// one that names a directory, a device, a FIFO or a socket, before
+/// anything is created (see [`SqliteStore::open`]); otherwise as the
+/// backend's `open`.
 pub fn open(location: &str, create: bool) -> Result<Arc<dyn Store>> {
     if is_postgres_url(location) {
         return open_postgres(location, create);
     }
+    sqlite::check_path(Path::new(location))?;
     if !create && !Path::new(location).exists() {
         return Err(ErrorKind::Option {
             option: "db".into(),
@@ -316,6 +320,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ///
     /// # Errors
     ///
+    /// [`ErrorKind::Chat`] if `chat` is empty (nothing is created);
     /// [`ErrorKind::Store`] if the database fails.
     fn open_chat(&self, chat: &str) -> Result<ChatSummary>;
 

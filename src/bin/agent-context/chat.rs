@@ -33,8 +33,9 @@ pub(crate) enum ChatCommand {
     Fork(ForkArgs),
     /// Make a branch the chat's active branch.
     Switch(NamedArgs),
-    /// Name a branch's head as a checkpoint.
-    Checkpoint(NamedArgs),
+    /// Name a branch's head as a checkpoint; an existing checkpoint is moved
+    /// only with --force.
+    Checkpoint(CheckpointArgs),
     /// Start a new branch at a checkpoint, and switch to it.
     Restore(RestoreArgs),
     /// List a chat's branches and checkpoints.
@@ -47,7 +48,8 @@ pub(crate) enum ChatCommand {
 pub(crate) struct StoreArgs {
     /// The store: the path of a SQLite file, or a PostgreSQL URL
     /// (postgres://user@host/db[?schema=name], with the `postgres`
-    /// feature); created on first write.
+    /// feature); created on first write. An empty path, or one naming a
+    /// directory, a device or a FIFO, is refused and nothing is created.
     #[arg(long, value_name = "PATH|URL", default_value = "agent-context.db")]
     db: String,
 }
@@ -56,7 +58,7 @@ pub(crate) struct StoreArgs {
 pub(crate) struct ChatArgs {
     #[command(flatten)]
     store: StoreArgs,
-    /// The chat's id.
+    /// The chat's id (not empty).
     #[arg(long, value_name = "ID")]
     chat: String,
 }
@@ -134,6 +136,18 @@ pub(crate) struct NamedArgs {
 }
 
 #[derive(clap::Args)]
+pub(crate) struct CheckpointArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The checkpoint's name.
+    name: String,
+    /// Move the checkpoint if it exists (without, an existing name is
+    /// refused).
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(clap::Args)]
 pub(crate) struct RestoreArgs {
     #[command(flatten)]
     chat: ChatArgs,
@@ -170,6 +184,9 @@ pub(crate) fn run(command: ChatCommand) -> Result<String> {
         }
         ChatCommand::Checkpoint(args) => {
             let mut engine = args.target.open_existing(ContextBuilder::new())?;
+            if !args.force {
+                refuse_existing_checkpoint(&engine, &args.name)?;
+            }
             engine.checkpoint(&args.name)?;
             json!({"chat": engine.chat(), "checkpoint": args.name, "node": engine.head()})
         }
@@ -221,6 +238,7 @@ fn append(args: &AppendArgs) -> Result<Value> {
         }
         .into());
     }
+    check_chat_id(&args.target.chat.chat)?;
     let db = &args.target.chat.store.db;
     let other_branch = args
         .target
@@ -292,6 +310,7 @@ fn build(args: &ChatBuildArgs) -> Result<String> {
 }
 
 fn branches(args: &ChatArgs) -> Result<Value> {
+    check_chat_id(&args.chat)?;
     let store = store::open(&args.store.db, false)?;
     require_chat(&store, &args.chat)?;
     let branches: Vec<Value> = store
@@ -337,10 +356,43 @@ impl Target {
 
     /// The engine on this target of an existing store and chat.
     fn open_existing(&self, builder: ContextBuilder) -> Result<ContextEngine> {
+        check_chat_id(&self.chat.chat)?;
         let store = store::open(&self.chat.store.db, false)?;
         require_chat(&store, &self.chat.chat)?;
         self.open(&store, builder)
     }
+}
+
+/// Refuses an empty chat id before the store is opened, so nothing is
+/// created for it.
+fn check_chat_id(chat: &str) -> Result<()> {
+    if chat.is_empty() {
+        return Err(ErrorKind::Chat {
+            chat: chat.to_owned(),
+            message: "a chat id cannot be empty; give --chat a name".into(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Refuses to move checkpoint `name` if it exists.
+fn refuse_existing_checkpoint(engine: &ContextEngine, name: &str) -> Result<()> {
+    let Some(existing) = engine.checkpoints()?.into_iter().find(|c| c.name == name) else {
+        return Ok(());
+    };
+    let at = existing.node.map_or_else(
+        || "an empty branch".to_owned(),
+        |node| format!("node {node}"),
+    );
+    Err(ErrorKind::Chat {
+        chat: engine.chat().to_owned(),
+        message: format!(
+            "a checkpoint named {name:?} exists (at {at}); pass --force to move it to this \
+             branch's head, or choose another name"
+        ),
+    }
+    .into())
 }
 
 fn require_chat(store: &Arc<dyn Store>, chat: &str) -> Result<()> {

@@ -11,8 +11,8 @@ use r2d2_postgres::r2d2::{Pool, PooledConnection};
 use serde_json::Value;
 
 use super::errors::{
-    branch_exists, check_expected, check_name, no_branch, no_chat, no_node, store_error,
-    unreadable_metadata,
+    branch_exists, check_chat_id, check_expected, check_name, no_branch, no_chat, no_node,
+    store_error, unreadable_metadata,
 };
 use super::{
     BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, LoadedBranch, MAIN_BRANCH, NodeId,
@@ -144,6 +144,7 @@ impl Store for PostgresStore {
     }
 
     fn open_chat(&self, chat: &str) -> Result<ChatSummary> {
+        check_chat_id(chat)?;
         self.write(|tx| {
             let now = now_ms();
             let created = tx

@@ -11,8 +11,8 @@ use serde_json::Value;
 mod schema;
 
 use super::errors::{
-    branch_exists, check_expected, check_name, check_schema_version, no_branch, no_chat, no_node,
-    not_a_store, store_error, unreadable_metadata,
+    branch_exists, check_chat_id, check_expected, check_name, check_schema_version, no_branch,
+    no_chat, no_node, not_a_store, store_error, unreadable_metadata,
 };
 use super::{
     BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, LoadedBranch, MAIN_BRANCH, NodeId,
@@ -51,14 +51,19 @@ pub struct SqliteStore {
 
 impl SqliteStore {
     /// Opens (creating if missing) the store at `path`, migrating a store
-    /// written by an earlier version.
+    /// written by an earlier version. An empty path, or one that names a
+    /// directory, a device, a FIFO or a socket, is refused before anything
+    /// is opened or created (SQLite would write its journal beside it).
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Store`] if the file cannot be opened or created, is not
-    /// a store, or was written by a later version of this crate.
+    /// [`ErrorKind::NotAStore`] if `path` is empty or names something other
+    /// than a regular file (a symbolic link to one is followed), or the file
+    /// is not a store or was written by a later version of this crate;
+    /// [`ErrorKind::Store`] if it cannot be opened or created.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
+        check_path(path)?;
         let location = path.display().to_string();
         create_private(path).map_err(|e| ErrorKind::Store {
             location: location.clone(),
@@ -150,6 +155,7 @@ impl Store for SqliteStore {
     }
 
     fn open_chat(&self, chat: &str) -> Result<ChatSummary> {
+        check_chat_id(chat)?;
         self.write(|tx| {
             let now = now_ms();
             let created = tx
@@ -731,6 +737,62 @@ fn schema_version(tx: &Transaction<'_>, location: &str) -> Result<u32> {
 }
 
 /// Creates `path` readable by its owner only, if it does not exist.
+/// Refuses a path that cannot hold a store file: an empty one, or one
+/// naming what exists and is not a regular file.
+pub(super) fn check_path(path: &Path) -> Result<()> {
+    let location = path.display().to_string();
+    if path.as_os_str().is_empty() {
+        return Err(not_a_store(
+            "\"\"",
+            "the path is empty; give the path of a SQLite file".into(),
+        ));
+    }
+    let Ok(metadata) = std::fs::metadata(path) else {
+        // Missing (created on open) or unreadable (opening says why).
+        return Ok(());
+    };
+    let file_type = metadata.file_type();
+    if file_type.is_file() {
+        return Ok(());
+    }
+    if file_type.is_dir() {
+        return Err(not_a_store(
+            &location,
+            format!(
+                "it is a directory, not a SQLite file; give the path of a file, e.g. {}",
+                path.join("agent-context.db").display()
+            ),
+        ));
+    }
+    let what = special_file_name(&file_type).map_or_else(String::new, |name| format!(" ({name})"));
+    Err(not_a_store(
+        &location,
+        format!("it is not a regular file{what}; give the path of a SQLite file"),
+    ))
+}
+
+/// What a path that is neither a file nor a directory names.
+#[cfg(unix)]
+fn special_file_name(file_type: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if file_type.is_char_device() {
+        Some("a character device")
+    } else if file_type.is_block_device() {
+        Some("a block device")
+    } else if file_type.is_fifo() {
+        Some("a FIFO")
+    } else if file_type.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    }
+}
+
+#[cfg(not(unix))]
+fn special_file_name(_: &std::fs::FileType) -> Option<&'static str> {
+    None
+}
+
 fn create_private(path: &Path) -> std::io::Result<()> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
