@@ -131,3 +131,38 @@ fn the_bundled_agent_fits_small_windows() {
         assert!(report["token_count"].as_u64().unwrap() <= max.parse().unwrap());
     }
 }
+
+#[test]
+fn an_anthropic_request_reserves_a_default_reply_as_typed() {
+    let request = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_agent-context"))
+            .args([
+                "build",
+                "data/coding-agent.json",
+                "--output",
+                "anthropic-native",
+            ])
+            .args(["--model", "claude-sonnet-4-5"])
+            .args(extra)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("run agent-context")
+    };
+    for (extra, max_tokens) in [
+        (&[][..], 4096),
+        (&["--max-tokens", "8000"][..], 2000),
+        (&["--reserve", "1000"][..], 1000),
+    ] {
+        let out = request(extra);
+        assert!(out.status.success(), "{extra:?}: {out:?}");
+        let body: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(body["max_tokens"], max_tokens, "{extra:?}");
+    }
+    let refused = request(&["--reserve", "0"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("leave it out for the default of 4096"),
+        "{stderr}"
+    );
+}

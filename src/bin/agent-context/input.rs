@@ -299,6 +299,11 @@ pub(crate) fn flag_hint(kind: &ErrorKind) -> Option<&'static str> {
         ErrorKind::Option { option, .. } if option == "max_tokens" => {
             Some("set the prompt budget with --max-tokens N")
         }
+        ErrorKind::Option { option, message }
+            if option == "reserve_output" && message.starts_with("Anthropic requires") =>
+        {
+            Some("give --reserve N above 0, or leave it out for the default of 4096")
+        }
         ErrorKind::Option { option, .. } if option == "reserve_output" => {
             Some("lower --reserve, or raise --max-tokens")
         }

@@ -262,6 +262,11 @@ impl OutputArgs {
             OutputArg::Anthropic | OutputArg::AnthropicNative
         );
         builder.user_first(anthropic);
+        if matches!(self.output, OutputArg::AnthropicNative)
+            && let Some(reserve) = options.anthropic_default_reserve()
+        {
+            builder.reserve_output(reserve);
+        }
         if self.output.is_native() {
             builder.protocol(Protocol::Native);
         }

@@ -18,9 +18,11 @@ pub(crate) struct BuildOptions {
     /// Prompt budget in tokens (default: the model's context window).
     #[arg(long)]
     max_tokens: Option<usize>,
-    /// Tokens held back for the reply.
-    #[arg(long, default_value_t = 0)]
-    reserve: usize,
+    /// Tokens held back for the reply (default 0; with `--output
+    /// anthropic-native`, 4096 or a quarter of --max-tokens if less: the
+    /// request's `max_tokens`, which Anthropic requires).
+    #[arg(long)]
+    pub(crate) reserve: Option<usize>,
     /// How chunk bodies are escaped.
     #[arg(long, value_enum, default_value_t = EscapeArg::Structural)]
     escape: EscapeArg,
@@ -162,13 +164,27 @@ pub(crate) fn parse_content_format(name: &str) -> Result<ContentFormat, String> 
         .ok_or_else(|| format!("unknown content format {name:?}; expected gfm, commonmark or xml"))
 }
 
+/// The reply's tokens an Anthropic native request holds back (its
+/// `max_tokens`) when `--reserve` is not given.
+pub(crate) const ANTHROPIC_DEFAULT_RESERVE: usize = 4096;
+
 impl BuildOptions {
+    /// The reserve for an Anthropic native request when none was given:
+    /// [`ANTHROPIC_DEFAULT_RESERVE`], or a quarter of `--max-tokens` if that
+    /// is less.
+    pub(crate) fn anthropic_default_reserve(&self) -> Option<usize> {
+        let quarter = self.max_tokens.map_or(usize::MAX, |max| max / 4);
+        self.reserve
+            .is_none()
+            .then(|| ANTHROPIC_DEFAULT_RESERVE.min(quarter))
+    }
+
     /// The builder these flags describe, its policy included.
     pub(crate) fn builder(&self) -> agent_context::Result<ContextBuilder> {
         let mut builder = ContextBuilder::new();
         builder
             .model(&self.model)
-            .reserve_output(self.reserve)
+            .reserve_output(self.reserve.unwrap_or(0))
             .escape(match self.escape {
                 EscapeArg::Structural => EscapeMode::Structural,
                 EscapeArg::Xml => EscapeMode::Xml,
