@@ -401,6 +401,44 @@ fn an_existing_checkpoint_is_moved_only_with_force() {
     ok(chat(&["checkpoint", "other"], ""));
 }
 
+/// `chat switch` takes a branch: a checkpoint's name says how to start a
+/// branch at it, and `--branch` is no option of it.
+#[test]
+fn switch_takes_a_branch_and_says_what_to_do_with_a_checkpoint() {
+    let (_dir, db) = fresh_db("switch");
+    let chat = |args: &[&str], stdin: &str| {
+        let mut all = vec!["chat", args[0], "--db", &db, "--chat", "c"];
+        all.extend(&args[1..]);
+        run(&all, stdin)
+    };
+    ok(chat(&["append"], TURN));
+    ok(chat(&["checkpoint", "cp"], ""));
+    ok(chat(&["fork", "--name", "side"], ""));
+    assert_eq!(ok(chat(&["switch", "side"], ""))["branch"], "side");
+    let checkpoint = chat(&["switch", "cp"], "");
+    assert_eq!(checkpoint.code, 2, "{}", checkpoint.stderr);
+    assert!(
+        checkpoint.stderr.contains(
+            "\"cp\" is a checkpoint, not a branch; start a branch at it with `chat restore cp`"
+        ),
+        "{}",
+        checkpoint.stderr
+    );
+    let branch_flag = chat(&["switch", "--branch", "main", "main"], "");
+    assert_eq!(branch_flag.code, 2);
+    assert!(
+        branch_flag
+            .stderr
+            .contains("unexpected argument '--branch'")
+    );
+    let help = run(&["chat", "switch", "--help"], "");
+    assert!(
+        help.stdout.contains("<NAME>  The branch to make active"),
+        "{}",
+        help.stdout
+    );
+}
+
 /// A PostgreSQL URL: reading verbs on a schema with no store create
 /// nothing, bad parameters and unreachable servers exit with the reason,
 /// and no message shows the password.

@@ -31,8 +31,9 @@ pub(crate) enum ChatCommand {
     Rewind(RewindArgs),
     /// Create a branch at a branch's head, without switching.
     Fork(ForkArgs),
-    /// Make a branch the chat's active branch.
-    Switch(NamedArgs),
+    /// Make a branch the chat's active branch (a checkpoint is not a
+    /// branch: `chat restore` starts one at it).
+    Switch(SwitchArgs),
     /// Name a branch's head as a checkpoint; an existing checkpoint is moved
     /// only with --force.
     Checkpoint(CheckpointArgs),
@@ -128,10 +129,10 @@ pub(crate) struct ForkArgs {
 }
 
 #[derive(clap::Args)]
-pub(crate) struct NamedArgs {
+pub(crate) struct SwitchArgs {
     #[command(flatten)]
-    target: Target,
-    /// The branch or checkpoint name.
+    chat: ChatArgs,
+    /// The branch to make active.
     name: String,
 }
 
@@ -178,8 +179,15 @@ pub(crate) fn run(command: ChatCommand) -> Result<String> {
             json!({"chat": engine.chat(), "branch": args.name, "head": engine.head()})
         }
         ChatCommand::Switch(args) => {
-            let mut engine = args.target.open_existing(ContextBuilder::new())?;
-            engine.switch_branch(&args.name)?;
+            let target = Target {
+                chat: args.chat,
+                branch: None,
+            };
+            let mut engine = target.open_existing(ContextBuilder::new())?;
+            if let Err(error) = engine.switch_branch(&args.name) {
+                refuse_checkpoint_as_branch(&engine, &args.name)?;
+                return Err(error);
+            }
             position(&engine)
         }
         ChatCommand::Checkpoint(args) => {
@@ -393,6 +401,22 @@ fn refuse_existing_checkpoint(engine: &ContextEngine, name: &str) -> Result<()> 
         ),
     }
     .into())
+}
+
+/// The error of `chat switch NAME` where NAME is a checkpoint, not a
+/// branch: it says how to start a branch there.
+fn refuse_checkpoint_as_branch(engine: &ContextEngine, name: &str) -> Result<()> {
+    if engine.checkpoints()?.iter().any(|c| c.name == name) {
+        return Err(ErrorKind::Chat {
+            chat: engine.chat().to_owned(),
+            message: format!(
+                "{name:?} is a checkpoint, not a branch; start a branch at it with \
+                 `chat restore {name}`"
+            ),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 fn require_chat(store: &Arc<dyn Store>, chat: &str) -> Result<()> {
