@@ -32,6 +32,9 @@ pub(super) struct Edited {
     pub(super) cleared: Vec<usize>,
     /// The edits that cleared something, in the order applied.
     pub(super) applied: Vec<AppliedEdit>,
+    /// Exact tokens of the prompt with the edits so far, every other item
+    /// kept: what the next edit measures what it frees against.
+    tokens: usize,
 }
 
 /// A tool call with its results, as items.
@@ -72,11 +75,15 @@ impl ContextBuilder {
         measure: &Measure<'_>,
         cache: &mut ChunkCache,
     ) -> Edited {
-        let mut edited = Edited::default();
         let unedited = self.tokens(measure, &history.items, &[]);
+        let mut edited = Edited {
+            tokens: unedited,
+            ..Edited::default()
+        };
         for edit in &management.edits {
             if let ContextEdit::ClearThinking(edit) = edit
-                && let Some(applied) = self.clear_thinking(edit, history, (state, measure), cache)
+                && let Some(applied) =
+                    self.clear_thinking(edit, history, (state, measure), &mut edited, cache)
             {
                 edited.applied.push(applied);
             }
@@ -120,6 +127,7 @@ impl ContextBuilder {
         edit: &ClearThinking,
         history: &mut History<'_>,
         (state, measure): (&MemoryState, &Measure<'_>),
+        edited: &mut Edited,
         cache: &mut ChunkCache,
     ) -> Option<AppliedEdit> {
         let keep = edit.keeps()?;
@@ -143,7 +151,7 @@ impl ContextBuilder {
         if !cleared.contains(&true) {
             return None;
         }
-        let before = self.tokens(measure, &history.items, &[]);
+        let before = edited.tokens;
         let mut cleared_turns: Vec<usize> = Vec::new();
         let mut flags = cleared.iter();
         history.items.retain_mut(|item| {
@@ -163,6 +171,7 @@ impl ContextBuilder {
             false
         });
         let after = self.tokens(measure, &history.items, &[]);
+        edited.tokens = after;
         Some(AppliedEdit::ClearThinking {
             cleared_thinking_turns: cleared_turns.len(),
             cleared_input_tokens: before as i64 - after as i64,
@@ -205,7 +214,7 @@ impl ContextBuilder {
             cleared += usize::from(steps.len() > before);
         }
         let with: Vec<Step> = edited.steps.iter().chain(&steps).copied().collect();
-        let before = self.tokens(measure, &history.items, &edited.steps);
+        let before = edited.tokens;
         let after = self.tokens(measure, &history.items, &with);
         let freed = before as i64 - after as i64;
         if cleared == 0 || freed < i64::try_from(edit.at_least()).unwrap_or(i64::MAX) {
@@ -221,6 +230,7 @@ impl ContextBuilder {
                 Step::Drop(_) => None,
             }));
         edited.steps = with;
+        edited.tokens = after;
         Some(AppliedEdit::ClearToolUses {
             cleared_tool_uses: cleared,
             cleared_input_tokens: freed,
