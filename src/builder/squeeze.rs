@@ -60,11 +60,11 @@ impl ContextBuilder {
             self.cut_results(history, &squeezable, cap, state, preparer);
             match plan(history) {
                 Ok(layout) => return Ok(layout),
-                Err(_) if cap == MIN_CAP => break,
+                Err(now) if cap == MIN_CAP => return Err(now),
                 Err(now) => required = now,
             }
         }
-        plan(history)
+        Err(required)
     }
 
     /// Renders the `squeezable` items (index and tokens as first planned)
