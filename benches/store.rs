@@ -81,7 +81,7 @@ impl Fixture {
         let head = engine.head().expect("the chat has chunks");
         std::fs::write(
             &json,
-            serde_json::to_string(engine.state()).expect("state serializes"),
+            serde_json::to_string(engine.state().unwrap()).expect("state serializes"),
         )
         .expect("the export is written");
         let loaded = store.load(CHAT, "main", None).expect("the chat loads");

@@ -55,7 +55,7 @@ impl Backend {
         engine.save().expect("the chat saves");
         println!(
             "{name}: saved {} chunks with their counts in {:?}",
-            engine.state().chunks.len(),
+            engine.state().unwrap().chunks.len(),
             start.elapsed()
         );
         let head = engine.head().expect("the chat has chunks");

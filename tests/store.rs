@@ -88,8 +88,14 @@ fn assistant(id: &str, text: &str) -> MemoryChunk {
     MemoryChunk::agent(id, Role::Assistant, text)
 }
 
-fn ids(engine: &ContextEngine) -> Vec<String> {
-    engine.state().chunks.iter().map(|c| c.id.clone()).collect()
+fn ids(engine: &mut ContextEngine) -> Vec<String> {
+    engine
+        .state()
+        .unwrap()
+        .chunks
+        .iter()
+        .map(|c| c.id.clone())
+        .collect()
 }
 
 fn long_state(turns: usize) -> MemoryState {
@@ -139,8 +145,8 @@ fn batches_appended_come_back_as_they_went_in() {
             engine.save().unwrap();
         }
         assert!(!engine.has_pending());
-        let again = open(&backend.reopen(), "chat");
-        assert_eq!(again.state(), &state, "{}", backend.name);
+        let mut again = open(&backend.reopen(), "chat");
+        assert_eq!(again.state().unwrap(), &state, "{}", backend.name);
         assert_eq!(again.head(), engine.head(), "{}", backend.name);
         let branches = again.branches().unwrap();
         assert_eq!(branches.len(), 1);
@@ -162,8 +168,8 @@ fn a_batch_with_an_invalid_chunk_stores_nothing() {
         assert!(engine.extend(duplicate).is_err());
         assert!(!engine.has_pending());
         engine.save().unwrap();
-        let again = open(&backend.reopen(), "chat");
-        assert_eq!(ids(&again), ["u1"], "{}", backend.name);
+        let mut again = open(&backend.reopen(), "chat");
+        assert_eq!(ids(&mut again), ["u1"], "{}", backend.name);
         assert_eq!(again.head(), head);
     }
 }
@@ -187,12 +193,12 @@ fn a_stale_engine_gets_a_conflict_and_writes_nothing() {
             other => panic!("{}: expected a conflict, got {other:?}", backend.name),
         }
         assert!(second.has_pending(), "the change is kept to apply again");
-        assert_eq!(ids(&open(&backend.reopen(), "chat")), ["u1"]);
+        assert_eq!(ids(&mut open(&backend.reopen(), "chat")), ["u1"]);
         // Reloaded, it applies its change on top.
         second.reload().unwrap();
         second.push(user("v1", "from the second")).unwrap();
         second.save().unwrap();
-        assert_eq!(ids(&open(&backend.reopen(), "chat")), ["u1", "v1"]);
+        assert_eq!(ids(&mut open(&backend.reopen(), "chat")), ["u1", "v1"]);
         // A stale engine's fork and checkpoint name what it has loaded.
         let seen = first.head();
         first.fork("seen").unwrap();
@@ -225,7 +231,7 @@ fn rewind_fork_checkpoint_and_restore_leave_other_branches_intact() {
 
         let name = engine.rewind("u2", None).unwrap();
         assert_eq!(name, "main-v2");
-        assert_eq!(ids(&engine), ["u1", "a1"]);
+        assert_eq!(ids(&mut engine), ["u1", "a1"]);
         engine.push(user("u2", "another question")).unwrap();
         engine.save().unwrap();
         assert_eq!(
@@ -234,7 +240,7 @@ fn rewind_fork_checkpoint_and_restore_leave_other_branches_intact() {
             "{}",
             backend.name
         );
-        assert_eq!(ids(&engine), ["u1", "a1"]);
+        assert_eq!(ids(&mut engine), ["u1", "a1"]);
 
         // A new process opens the active branch.
         let fresh = open(&backend.reopen(), "chat");
@@ -253,17 +259,18 @@ fn rewind_fork_checkpoint_and_restore_leave_other_branches_intact() {
                 ("spare", 4, false)
             ]
         );
-        let main = ContextEngine::open_branch(backend.reopen(), "chat", "main", builder()).unwrap();
-        assert_eq!(ids(&main), ["u1", "a1", "u2", "a2"]);
+        let mut main =
+            ContextEngine::open_branch(backend.reopen(), "chat", "main", builder()).unwrap();
+        assert_eq!(ids(&mut main), ["u1", "a1", "u2", "a2"]);
         assert_eq!(main.head(), main_head);
 
         let restored = engine.restore("four", Some("back")).unwrap();
         assert_eq!(restored, "back");
-        assert_eq!(ids(&engine), ["u1", "a1", "u2", "a2"]);
+        assert_eq!(ids(&mut engine), ["u1", "a1", "u2", "a2"]);
         engine.switch_branch("main-v2").unwrap();
-        assert_eq!(ids(&engine), ["u1", "a1", "u2"]);
+        assert_eq!(ids(&mut engine), ["u1", "a1", "u2"]);
         assert_eq!(
-            engine.state().chunks[2].text.as_deref(),
+            engine.state().unwrap().chunks[2].text.as_deref(),
             Some("another question")
         );
 
@@ -295,7 +302,7 @@ fn replacing_the_last_assistant_message_rewrites_only_this_branch() {
         engine
             .replace_last_assistant(assistant("a1", "draft"))
             .unwrap();
-        assert_eq!(ids(&engine), ["u1", "a1"]);
+        assert_eq!(ids(&mut engine), ["u1", "a1"]);
         // A pending one is replaced before it is ever stored.
         engine
             .replace_last_assistant(assistant("a1", "second draft"))
@@ -313,20 +320,25 @@ fn replacing_the_last_assistant_message_rewrites_only_this_branch() {
         engine
             .replace_last_assistant(assistant("a1-final", "final answer"))
             .unwrap();
-        assert_eq!(ids(&engine), ["u1", "a1-final", "t1"]);
+        assert_eq!(ids(&mut engine), ["u1", "a1-final", "t1"]);
         engine.save().unwrap();
-        let fresh = open(&backend.reopen(), "chat");
-        assert_eq!(ids(&fresh), ["u1", "a1-final", "t1"], "{}", backend.name);
+        let mut fresh = open(&backend.reopen(), "chat");
         assert_eq!(
-            fresh.state().chunks[1].text.as_deref(),
+            ids(&mut fresh),
+            ["u1", "a1-final", "t1"],
+            "{}",
+            backend.name
+        );
+        assert_eq!(
+            fresh.state().unwrap().chunks[1].text.as_deref(),
             Some("final answer")
         );
         // The checkpoint still names the draft.
         let mut other = open(&backend.reopen(), "chat");
         other.restore("drafted", None).unwrap();
-        assert_eq!(ids(&other), ["u1", "a1"]);
+        assert_eq!(ids(&mut other), ["u1", "a1"]);
         assert_eq!(
-            other.state().chunks[1].text.as_deref(),
+            other.state().unwrap().chunks[1].text.as_deref(),
             Some("second draft")
         );
         // Only an assistant message can replace one.
@@ -369,14 +381,14 @@ fn ids_of_any_content_are_data_and_chats_stay_apart() {
             backend.name
         );
         for (n, chat) in chats() {
-            let engine = open(&store, chat);
+            let mut engine = open(&store, chat);
             let expected: Vec<String> = hostile
                 .iter()
                 .enumerate()
                 .filter(|(_, id)| !id.is_empty())
                 .map(|(m, id)| format!("{id}{n}{m}"))
                 .collect();
-            assert_eq!(ids(&engine), expected, "{}: chat {n}", backend.name);
+            assert_eq!(ids(&mut engine), expected, "{}: chat {n}", backend.name);
             assert_eq!(engine.checkpoints().unwrap().len(), 1);
         }
     }
@@ -395,7 +407,7 @@ fn a_fresh_process_builds_a_stored_chat_without_counting_it_again() {
         let stats = fresh.session().stats();
         assert_eq!(stats.tokens_counted, 0, "{}: {stats:?}", backend.name);
         assert!(!result.excluded.is_empty(), "the budget cuts the chat");
-        let cold = builder().build(fresh.state()).unwrap();
+        let cold = builder().build(fresh.state().unwrap()).unwrap();
         assert_eq!(
             serde_json::to_string(&result).unwrap(),
             serde_json::to_string(&cold).unwrap()
@@ -455,9 +467,15 @@ fn the_system_lane_and_metadata_are_stored() {
             .set_metadata("chat", &json!({"owner": "ops"}))
             .unwrap();
         let store = backend.reopen();
-        let fresh = open(&store, "chat");
-        assert_eq!(fresh.state().system_prompt.as_deref(), Some("Be brief."));
-        assert_eq!(fresh.state().fragments, engine.state().fragments);
+        let mut fresh = open(&store, "chat");
+        assert_eq!(
+            fresh.state().unwrap().system_prompt.as_deref(),
+            Some("Be brief.")
+        );
+        assert_eq!(
+            fresh.state().unwrap().fragments,
+            engine.state().unwrap().fragments
+        );
         let chat = store.chat("chat").unwrap().unwrap();
         assert_eq!(chat.metadata, json!({"owner": "ops"}));
         assert!(store.set_metadata("missing", &json!({})).is_err());
@@ -479,7 +497,7 @@ fn the_context_management_is_kept_in_the_system_lane() {
         first.push(user("u1", "hi")).unwrap();
         first.save().unwrap();
         let mut fresh = open(&backend.reopen(), "chat");
-        let kept = fresh.state().context_management.as_ref();
+        let kept = fresh.state().unwrap().context_management.as_ref();
         assert_eq!(kept, Some(&management), "{}", backend.name);
         // Setting the one it has changes nothing.
         fresh.set_context_management(Some(management.clone()));
@@ -488,10 +506,20 @@ fn the_context_management_is_kept_in_the_system_lane() {
         fresh.save().unwrap();
         first.set_context_management(Some(ContextManagement::default()));
         assert!(first.save().unwrap_err().kind().is_conflict());
-        let stored = open(&backend.reopen(), "chat");
-        assert_eq!(stored.state().context_management, None, "{}", backend.name);
-        assert_eq!(stored.state().system_prompt, None, "{}", backend.name);
-        assert_eq!(ids(&stored), ["u1"], "{}", backend.name);
+        let mut stored = open(&backend.reopen(), "chat");
+        assert_eq!(
+            stored.state().unwrap().context_management,
+            None,
+            "{}",
+            backend.name
+        );
+        assert_eq!(
+            stored.state().unwrap().system_prompt,
+            None,
+            "{}",
+            backend.name
+        );
+        assert_eq!(ids(&mut stored), ["u1"], "{}", backend.name);
     }
 }
 
@@ -515,10 +543,13 @@ fn a_stale_system_lane_gets_a_conflict_and_writes_nothing() {
             other => panic!("{}: expected a conflict, got {other:?}", backend.name),
         }
         assert!(error.kind().is_conflict());
-        let stored = open(&backend.reopen(), "chat");
-        assert_eq!(stored.state().system_prompt.as_deref(), Some("first"));
+        let mut stored = open(&backend.reopen(), "chat");
         assert_eq!(
-            ids(&stored),
+            stored.state().unwrap().system_prompt.as_deref(),
+            Some("first")
+        );
+        assert_eq!(
+            ids(&mut stored),
             ["u1"],
             "nothing of the refused save is written"
         );
@@ -529,7 +560,10 @@ fn a_stale_system_lane_gets_a_conflict_and_writes_nothing() {
         first.set_system_prompt(Some("third".into()));
         assert!(first.save().unwrap_err().kind().is_conflict());
         let mut stored = open(&backend.reopen(), "chat");
-        assert_eq!(stored.state().system_prompt.as_deref(), Some("second"));
+        assert_eq!(
+            stored.state().unwrap().system_prompt.as_deref(),
+            Some("second")
+        );
         // Setting what is there writes nothing, so it cannot conflict.
         first.reload().unwrap();
         first.set_system_prompt(Some("second".into()));
@@ -537,9 +571,12 @@ fn a_stale_system_lane_gets_a_conflict_and_writes_nothing() {
         stored.set_system_prompt(Some("fourth".into()));
         stored.save().unwrap();
         first.save().unwrap();
-        let stored = open(&backend.reopen(), "chat");
-        assert_eq!(stored.state().system_prompt.as_deref(), Some("fourth"));
-        assert_eq!(ids(&stored), ["u1", "u3"], "{}", backend.name);
+        let mut stored = open(&backend.reopen(), "chat");
+        assert_eq!(
+            stored.state().unwrap().system_prompt.as_deref(),
+            Some("fourth")
+        );
+        assert_eq!(ids(&mut stored), ["u1", "u3"], "{}", backend.name);
     }
 }
 
@@ -595,7 +632,7 @@ proptest! {
         let mut settings = builder();
         settings.max_tokens(max_tokens);
         let mut fresh = ContextEngine::open(backend.reopen(), "chat", settings.clone()).unwrap();
-        let export = serde_json::to_string(fresh.state()).unwrap();
+        let export = serde_json::to_string(fresh.state().unwrap()).unwrap();
         let exported = MemoryState::from_json_str(&export).unwrap();
         prop_assert_eq!(&exported, &state);
         match (fresh.build(), settings.build(&exported)) {
@@ -623,16 +660,20 @@ fn a_store_of_the_previous_schema_version_is_migrated() {
         .unwrap()
         .query_row("SELECT version FROM schema_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     let mut engine = open(&store, "fixture");
-    assert_eq!(ids(&engine), ["u1", "a1", "u2", "a2"]);
+    assert_eq!(ids(&mut engine), ["u1", "a1", "u2", "a2"]);
     assert_eq!(
-        engine.state().system_prompt.as_deref(),
+        engine.state().unwrap().system_prompt.as_deref(),
         Some("You are terse.")
     );
-    assert_eq!(engine.state().context_management, None, "a lane before it");
+    assert_eq!(
+        engine.state().unwrap().context_management,
+        None,
+        "a lane before it"
+    );
     assert_eq!(engine.checkpoints().unwrap().len(), 1);
-    let cold = builder().build(engine.state()).unwrap();
+    let cold = builder().build(engine.state().unwrap()).unwrap();
     assert_eq!(engine.build().unwrap(), cold);
     assert_eq!(
         engine.keep_counts().unwrap(),
@@ -641,8 +682,12 @@ fn a_store_of_the_previous_schema_version_is_migrated() {
     );
     engine.push(user("u3", "and now?")).unwrap();
     engine.save().unwrap();
-    let old = ContextEngine::open_branch(Arc::clone(&store), "fixture", "old", builder()).unwrap();
-    assert_eq!(ids(&old), ["u1", "a1"]);
+    let mut old =
+        ContextEngine::open_branch(Arc::clone(&store), "fixture", "old", builder()).unwrap();
+    assert_eq!(ids(&mut old), ["u1", "a1"]);
+    // The migrated nodes are linked: a chunk is found on its branch by id.
+    engine.rewind("a2", Some("retry")).unwrap();
+    assert_eq!(ids(&mut engine), ["u1", "a1", "u2"]);
 }
 
 #[test]
@@ -770,9 +815,8 @@ fn a_newer_store_or_another_database_is_refused() {
         .unwrap()
         .execute("UPDATE nodes SET codec = 7", [])
         .unwrap();
-    let error = ContextEngine::open(store, "chat", builder())
-        .unwrap_err()
-        .to_string();
+    let mut engine = ContextEngine::open(store, "chat", builder()).unwrap();
+    let error = engine.state().unwrap_err().to_string();
     assert!(error.contains("chunk codec 7"), "{error}");
 }
 
@@ -838,7 +882,7 @@ fn review_regressions() {
         let mut fresh = ContextEngine::open(backend.reopen(), "chat", other.clone()).unwrap();
         assert_eq!(
             fresh.build().unwrap(),
-            other.build(fresh.state()).unwrap(),
+            other.build(fresh.state().unwrap()).unwrap(),
             "{}",
             backend.name
         );
@@ -848,7 +892,7 @@ fn review_regressions() {
         fresh.push(nulled).unwrap();
         let error = fresh.save().unwrap_err();
         assert!(matches!(error.kind(), ErrorKind::Chunk { .. }), "{error}");
-        assert_eq!(ids(&open(&backend.reopen(), "chat")), ["u1", "a1"]);
+        assert_eq!(ids(&mut open(&backend.reopen(), "chat")), ["u1", "a1"]);
 
         let missing = ContextEngine::open_branch(backend.reopen(), "new", "feature", builder());
         assert!(matches!(
@@ -951,7 +995,7 @@ fn a_postgres_writer_waits_for_a_held_chat_only_so_long() {
     holder.rollback().unwrap();
     engine.save().unwrap();
     assert_eq!(
-        ids(&open(&store::open(&url, false).unwrap(), "chat")),
+        ids(&mut open(&store::open(&url, false).unwrap(), "chat")),
         ["u1"]
     );
 }
@@ -964,7 +1008,7 @@ fn a_postgres_schema_named_by_a_keyword_works() {
     let mut engine = open(&store::open(&url, true).unwrap(), "chat");
     engine.push(user("u1", "hi")).unwrap();
     engine.save().unwrap();
-    let stored = ids(&open(&store::open(&url, false).unwrap(), "chat"));
+    let stored = ids(&mut open(&store::open(&url, false).unwrap(), "chat"));
     let mut client =
         ::postgres::Client::connect(&common::postgres::server_url(), ::postgres::NoTls).unwrap();
     client

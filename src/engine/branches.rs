@@ -17,14 +17,17 @@ impl ContextEngine {
     /// the branch has `chunk_id`, or `name` is taken.
     pub fn rewind(&mut self, chunk_id: &str, name: Option<&str>) -> Result<String> {
         self.require_saved("rewind")?;
-        let Some(index) = self.state().chunks.iter().position(|c| c.id == chunk_id) else {
+        let found = match self.head {
+            Some(head) => self.store.find_chunk(&self.chat, head, chunk_id)?,
+            None => None,
+        };
+        let Some(found) = found else {
             return Err(self.chat_error(format!(
                 "no chunk of branch {:?} has the id {chunk_id:?}",
                 self.branch
             )));
         };
-        let parent = index.checked_sub(1).map(|i| self.nodes[i]);
-        self.branch_off(parent, name)
+        self.branch_off(found.parent, name)
     }
 
     /// Starts a new branch at checkpoint `checkpoint` and switches to it,

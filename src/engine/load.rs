@@ -10,47 +10,74 @@ use crate::session::ContextSession;
 use crate::store::{CHUNK_CODEC, StoredChunk};
 
 impl ContextEngine {
-    /// Replaces the session by the branch as stored, seeded with the
-    /// stored counts; pending changes are dropped.
+    /// Drops pending changes and reads where the branch stands: its head,
+    /// its length and the system lane, not its chunks.
     pub(super) fn load(&mut self) -> Result<()> {
+        let at = self.store.head(&self.chat, &self.branch)?;
+        let location = self.store.location();
+        let lane = match &at.system {
+            Some(system) => system_lane(system, &location)?,
+            None => MemoryState::new(),
+        };
+        self.session = ContextSession::with_config(self.session.config().clone(), lane)?;
+        self.head = at.head;
+        self.stored = at.chunks;
+        self.nodes = None;
+        self.system_version = at.system_version;
+        self.replaced_from = None;
+        self.system_changed = false;
+        self.uncounted = Vec::new();
+        self.last_build = None;
+        Ok(())
+    }
+
+    /// A session of the system lane alone (its pending changes kept).
+    pub(super) fn lane_session(&self) -> Result<ContextSession> {
+        ContextSession::with_config(self.session.config().clone(), lane_of(self.held()))
+    }
+
+    /// Reads the stored chunks at the engine's head into the session, before
+    /// the pending ones, seeded with their stored counts; once.
+    pub(super) fn load_chunks(&mut self) -> Result<()> {
+        if self.nodes.is_some() {
+            return Ok(());
+        }
         let key = self.session.count_key();
         // A build needs the tables (for the system prompt and markers, and
         // what the store has no counts for): they load while the store reads.
         self.session.builder().load_tables_in_background();
-        let loaded = self.store.load(&self.chat, &self.branch, key.as_deref())?;
         let location = self.store.location();
-        let mut state = match &loaded.system {
-            Some(system) => system_lane(system, &location)?,
-            None => MemoryState::new(),
-        };
-        state.chunks = loaded
-            .chunks
-            .iter()
-            .enumerate()
-            .map(|(index, stored)| decode_chunk(index, stored, &location))
-            .collect::<Result<_>>()?;
+        let (mut chunks, mut nodes, mut counts) = (Vec::new(), Vec::new(), Vec::new());
+        self.store
+            .for_each_chunk(&self.chat, self.head, key.as_deref(), &mut |stored| {
+                chunks.push(decode_chunk(chunks.len(), &stored, &location)?);
+                nodes.push(stored.node);
+                counts.push(stored.counts);
+                Ok(())
+            })?;
+        let mut state = self.session.state().clone();
+        chunks.append(&mut state.chunks);
+        state.chunks = chunks;
         let mut session = ContextSession::with_config(self.session.config().clone(), state)?;
-        let counted = loaded.chunks.iter().enumerate();
-        session.seed_counts(counted.filter_map(|(i, c)| Some((i, c.counts.as_deref()?))));
+        let counted = counts.iter().enumerate();
+        session.seed_counts(counted.filter_map(|(i, c)| Some((i, c.as_deref()?))));
         self.uncounted = match key {
-            Some(_) => (0..loaded.chunks.len())
-                .filter(|&i| loaded.chunks[i].counts.is_none())
-                .collect(),
+            Some(_) => (0..counts.len()).filter(|&i| counts[i].is_none()).collect(),
             None => Vec::new(),
         };
-        self.nodes = loaded.chunks.iter().map(|c| c.node).collect();
-        self.head = loaded.head;
-        self.system_version = loaded.system_version;
+        self.stored = nodes.len();
+        self.nodes = Some(nodes);
         self.session = session;
-        self.replaced_from = None;
-        self.system_changed = false;
-        self.last_build = None;
         Ok(())
     }
 }
 
 /// A stored chunk, read with the codec it was written with.
-fn decode_chunk(index: usize, stored: &StoredChunk, location: &str) -> Result<MemoryChunk> {
+pub(super) fn decode_chunk(
+    index: usize,
+    stored: &StoredChunk,
+    location: &str,
+) -> Result<MemoryChunk> {
     let unreadable = |message: String| ErrorKind::Store {
         location: location.to_owned(),
         message: format!("stored chunk {index} (node {}): {message}", stored.node),
@@ -103,13 +130,17 @@ pub(super) fn stored_json(chunk: &MemoryChunk, index: usize) -> Result<String> {
 /// chunks. A lane without `context_management`, as stores written before
 /// it was kept hold, reads as none.
 pub(super) fn system_lane_json(state: &MemoryState) -> String {
-    let lane = MemoryState {
+    serde_json::to_string(&lane_of(state)).unwrap_or_default()
+}
+
+/// The system lane of `state`, without its chunks.
+fn lane_of(state: &MemoryState) -> MemoryState {
+    MemoryState {
         system_prompt: state.system_prompt.clone(),
         fragments: state.fragments.clone(),
         context_management: state.context_management.clone(),
         ..MemoryState::default()
-    };
-    serde_json::to_string(&lane).unwrap_or_default()
+    }
 }
 
 fn system_lane(json: &str, location: &str) -> Result<MemoryState> {

@@ -9,6 +9,7 @@
 //! nothing it stored.
 
 mod branches;
+mod export;
 mod load;
 
 use std::sync::Arc;
@@ -51,9 +52,14 @@ pub struct ContextEngine {
     branch: String,
     /// The branch's head when loaded or last saved: what a save expects.
     head: Option<NodeId>,
-    /// The node of each stored chunk, in session order; the session's
-    /// chunks past these are pending.
-    nodes: Vec<NodeId>,
+    /// How many chunks the branch holds at `head`.
+    stored: usize,
+    /// The node of each stored chunk, in session order, once something
+    /// needed the stored chunks (a build, the state): the session then
+    /// holds them, followed by the pending ones. Before that it holds the
+    /// system lane and the pending chunks only, so appending to a long
+    /// chat costs what the new chunks cost.
+    nodes: Option<Vec<NodeId>>,
     session: ContextSession,
     /// The first stored chunk replaced since the last save: the save
     /// writes the branch again from there.
@@ -71,13 +77,14 @@ pub struct ContextEngine {
 impl ContextEngine {
     /// Opens `chat` (created if missing) on its active branch, to build
     /// with `builder`'s settings; usage recorded for the chat calibrates
-    /// the builder's estimates.
+    /// the builder's estimates. Only where the branch stands is read: its
+    /// chunks are read when a build or [`state`](ContextEngine::state)
+    /// needs them.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::Chat`] if `chat` is empty; [`ErrorKind::Store`] if the
-    /// store fails or holds chunks this version cannot read; as
-    /// [`ContextSession::new`] for invalid stored chunks.
+    /// store fails or holds a system lane this version cannot read.
     pub fn open(store: Arc<dyn Store>, chat: &str, builder: ContextBuilder) -> Result<Self> {
         let summary = match store.chat(chat)? {
             Some(summary) => summary,
@@ -140,7 +147,8 @@ impl ContextEngine {
             chat: chat.to_owned(),
             branch: branch.to_owned(),
             head: None,
-            nodes: Vec::new(),
+            stored: 0,
+            nodes: None,
             session,
             replaced_from: None,
             system_changed: false,
@@ -172,14 +180,39 @@ impl ContextEngine {
         &self.store
     }
 
-    /// The session: the branch's chunks and the pending changes.
+    /// How many chunks the branch holds at the engine's head (pending
+    /// ones not counted).
+    pub fn stored_len(&self) -> usize {
+        self.stored
+    }
+
+    /// The session the engine builds with: the system lane and pending
+    /// changes, and the stored chunks once a build or
+    /// [`state`](ContextEngine::state) has read them.
     pub fn session(&self) -> &ContextSession {
         &self.session
     }
 
     /// The memory the engine builds: stored chunks, then pending ones.
-    pub fn state(&self) -> &MemoryState {
+    /// Reads the stored chunks first if nothing has yet.
+    ///
+    /// # Errors
+    ///
+    /// As [`session`](ContextEngine::session).
+    pub fn state(&mut self) -> Result<&MemoryState> {
+        self.load_chunks()?;
+        Ok(self.session.state())
+    }
+
+    /// The system lane and the chunks the session holds: every chunk once
+    /// the stored ones are read, else the pending ones.
+    pub(super) fn held(&self) -> &MemoryState {
         self.session.state()
+    }
+
+    /// How many of the session's chunks are stored ones.
+    fn stored_held(&self) -> usize {
+        self.nodes.as_ref().map_or(0, Vec::len)
     }
 
     /// Builds with `builder`'s settings from now on (every chunk is
@@ -194,7 +227,7 @@ impl ContextEngine {
 
     /// Whether there are changes to save.
     pub fn has_pending(&self) -> bool {
-        self.session.state().chunks.len() > self.nodes.len()
+        self.held().chunks.len() > self.stored_held()
             || self.replaced_from.is_some()
             || self.system_changed
     }
@@ -206,23 +239,54 @@ impl ContextEngine {
     /// As [`ContextSession::push`]: an invalid chunk or an id already on
     /// the branch; nothing changes.
     pub fn push(&mut self, chunk: MemoryChunk) -> Result<()> {
-        self.session.push(chunk)
+        self.extend(std::iter::once(chunk))
     }
 
     /// Appends chunks, all or none, pending until [`save`](ContextEngine::save).
+    /// Before the stored chunks are read, each new id is looked up in the
+    /// store's index, so the cost does not grow with the chat.
     ///
     /// # Errors
     ///
     /// As [`ContextSession::extend`]; nothing changes.
     pub fn extend(&mut self, chunks: impl IntoIterator<Item = MemoryChunk>) -> Result<()> {
+        let chunks: Vec<MemoryChunk> = chunks.into_iter().collect();
+        if self.nodes.is_none() {
+            self.refuse_stored_ids(&chunks)?;
+        }
         self.session.extend(chunks)
+    }
+
+    /// Refuses a chunk whose id a stored chunk of the branch has.
+    fn refuse_stored_ids(&self, chunks: &[MemoryChunk]) -> Result<()> {
+        let Some(head) = self.head else {
+            return Ok(());
+        };
+        for (offset, chunk) in chunks.iter().enumerate() {
+            if let Some(stored) = self.store.find_chunk(&self.chat, head, &chunk.id)? {
+                return Err(ErrorKind::Chunk {
+                    location: crate::error::ChunkLocation {
+                        index: self.held().chunks.len() + offset,
+                        id: Some(chunk.id.clone()),
+                    },
+                    field: "id".into(),
+                    message: format!(
+                        "duplicate id: stored chunk {} of branch {:?} has it, and every chunk \
+                         id must be unique",
+                        stored.position, self.branch
+                    ),
+                }
+                .into());
+            }
+        }
+        Ok(())
     }
 
     /// Sets the chat's system prompt, pending until saved. Setting the
     /// prompt it has changes nothing, so it cannot conflict with another
     /// writer's.
     pub fn set_system_prompt(&mut self, prompt: Option<String>) {
-        if self.state().system_prompt != prompt {
+        if self.held().system_prompt != prompt {
             self.session.set_system_prompt(prompt);
             self.system_changed = true;
         }
@@ -231,7 +295,7 @@ impl ContextEngine {
     /// Sets the chat's fragments (the system lane), pending until saved.
     /// Setting the fragments it has changes nothing.
     pub fn set(&mut self, fragments: Vec<Fragment>) {
-        if self.state().fragments != fragments {
+        if self.held().fragments != fragments {
             self.session.set_fragments(fragments);
             self.system_changed = true;
         }
@@ -242,7 +306,7 @@ impl ContextEngine {
     /// it unless the builder's policy sets its own. Setting the one it has
     /// changes nothing.
     pub fn set_context_management(&mut self, management: Option<ContextManagement>) {
-        if self.state().context_management != management {
+        if self.held().context_management != management {
             self.session.set_context_management(management);
             self.system_changed = true;
         }
@@ -253,17 +317,18 @@ impl ContextEngine {
     /// `chunk`, in place, or appends `chunk` if there is none. Builds see
     /// the change at once; the store at [`save`](ContextEngine::save), which
     /// writes the branch again from the replaced chunk (other branches and
-    /// checkpoints that reach the old one keep it).
+    /// checkpoints that reach the old one keep it). Returns whether it
+    /// replaced one.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::Chunk`] if `chunk` is not an assistant message, is
     /// invalid, or takes an id another chunk has; nothing changes.
-    pub fn replace_last_assistant(&mut self, chunk: MemoryChunk) -> Result<()> {
+    pub fn replace_last_assistant(&mut self, chunk: MemoryChunk) -> Result<bool> {
         if chunk.kind != ChunkKind::Agent || chunk.role != Some(Role::Assistant) {
             return Err(ErrorKind::Chunk {
                 location: crate::error::ChunkLocation {
-                    index: self.state().chunks.len(),
+                    index: self.held().chunks.len(),
                     id: Some(chunk.id.clone()),
                 },
                 field: "kind".into(),
@@ -273,19 +338,21 @@ impl ContextEngine {
             }
             .into());
         }
+        self.load_chunks()?;
         let chunks = &self.session.state().chunks;
         let last = chunks
             .iter()
             .rposition(|c| c.kind == ChunkKind::Agent && c.role == Some(Role::Assistant));
         let Some(index) = last else {
-            return self.session.push(chunk);
+            self.session.push(chunk)?;
+            return Ok(false);
         };
         let id = chunks[index].id.clone();
         self.session.replace(&id, chunk)?;
-        if index < self.nodes.len() {
+        if index < self.stored_held() {
             self.replaced_from = Some(self.replaced_from.map_or(index, |i| i.min(index)));
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Writes every pending change in one transaction: on success they
@@ -304,19 +371,29 @@ impl ContextEngine {
         if !self.has_pending() {
             return Ok(());
         }
-        let from = self.replaced_from.unwrap_or(self.nodes.len());
+        let from = self.replaced_from.unwrap_or(self.stored_held());
         let chunks = self.chunks_to_store(from)?;
         let mut save = Save::append(&self.branch, self.head, chunks);
-        if self.replaced_from.is_some() {
-            let parent = from.checked_sub(1).map(|i| self.nodes[i]);
-            save = save.replacing(self.nodes[from], parent);
+        if let (Some(_), Some(nodes)) = (self.replaced_from, &self.nodes) {
+            let parent = from.checked_sub(1).map(|i| nodes[i]);
+            save = save.replacing(nodes[from], parent);
         }
         if self.system_changed {
-            save = save.with_system(load::system_lane_json(self.state()), self.system_version);
+            save = save.with_system(load::system_lane_json(self.held()), self.system_version);
         }
         let saved = self.store.save(&self.chat, &save)?;
-        self.nodes.truncate(from);
-        self.nodes.extend(saved.nodes);
+        match &mut self.nodes {
+            Some(nodes) => {
+                nodes.truncate(from);
+                nodes.extend(saved.nodes);
+                self.stored = nodes.len();
+            }
+            None => {
+                // The saved chunks are stored ones now, read again when needed.
+                self.stored += saved.nodes.len();
+                self.session = self.lane_session()?;
+            }
+        }
         self.head = saved.head;
         if self.system_changed {
             // Only a save that wrote the lane may take its version: another
@@ -330,7 +407,7 @@ impl ContextEngine {
 
     /// The chunks from `from` on, with their counts when they can be kept.
     fn chunks_to_store(&mut self, from: usize) -> Result<Vec<NewChunk>> {
-        let end = self.state().chunks.len();
+        let end = self.held().chunks.len();
         let key = self.session.count_key();
         let counts = match &key {
             Some(_) => self.session.counts_to_keep(from..end)?,
@@ -359,6 +436,7 @@ impl ContextEngine {
     ///
     /// As [`ContextSession::build`].
     pub fn build(&mut self) -> Result<BuildResult> {
+        self.load_chunks()?;
         let result = self.session.build()?;
         self.last_build = Some(result.clone());
         Ok(result)
@@ -371,6 +449,7 @@ impl ContextEngine {
     ///
     /// As [`ContextSession::build_with`].
     pub fn resolve(&mut self, policy: &Policy) -> Result<BuildResult> {
+        self.load_chunks()?;
         let result = self.session.build_with(policy)?;
         self.last_build = Some(result.clone());
         Ok(result)
@@ -393,10 +472,11 @@ impl ContextEngine {
         self.uncounted.retain(|&index| index < replaced);
         let uncounted = std::mem::take(&mut self.uncounted);
         let counts = self.session.counts_to_keep(uncounted.iter().copied())?;
+        let nodes = self.nodes.as_deref().unwrap_or_default();
         let kept: Vec<(NodeId, String)> = uncounted
             .iter()
             .zip(counts)
-            .filter_map(|(&index, value)| Some((self.nodes[index], value?)))
+            .filter_map(|(&index, value)| Some((*nodes.get(index)?, value?)))
             .collect();
         self.store.put_counts(&self.chat, &key, &kept)?;
         Ok(kept.len())

@@ -18,6 +18,7 @@
 //! by it and takes all values as parameters: ids of any content are data.
 
 mod errors;
+mod lineage;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod sqlite;
@@ -149,18 +150,41 @@ pub struct CheckpointSummary {
     pub node: Option<NodeId>,
 }
 
-/// A stored chunk, as [`Store::load`] returns it.
+/// A stored chunk, as [`Store::read_back`] and [`Store::load`] return it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StoredChunk {
     /// Its node.
     pub node: NodeId,
+    /// The node before it (`None` for the first chunk of a chat).
+    pub parent: Option<NodeId>,
+    /// Its position on every branch that holds it: 0 for the first chunk.
+    pub position: usize,
     /// The codec its JSON was written with.
     pub codec: u32,
     /// The chunk as the session JSON writes it.
     pub json: String,
     /// Its counts under the key [`Store::load`] asked for, if stored.
     pub counts: Option<String>,
+}
+
+/// Where a branch stands, without its chunks: its head, its length and
+/// the chat's system lane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BranchHead {
+    /// The branch's name.
+    pub branch: String,
+    /// Its head, which a [`Save`] of this view must expect.
+    pub head: Option<NodeId>,
+    /// How many chunks it holds.
+    pub chunks: usize,
+    /// The chat's system prompt, fragments and `context_management`, as
+    /// [`Save::system`] wrote them.
+    pub system: Option<String>,
+    /// The system lane's version, which a [`Save`] that writes it must
+    /// expect: 0 until first written, then one more per write.
+    pub system_version: u64,
 }
 
 /// A branch's content: its head, the chat's system lane and the chunks on
@@ -345,14 +369,140 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// [`ErrorKind::Chat`] if the chat does not exist.
     fn set_metadata(&self, chat: &str, metadata: &Value) -> Result<()>;
 
+    /// Where the branch stands: its head, its length and the system lane,
+    /// read without reading its chunks.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chat`] if the chat or branch does not exist.
+    fn head(&self, chat: &str, branch: &str) -> Result<BranchHead>;
+
+    /// Up to `limit` chunks from node `from` back towards the root, newest
+    /// first (`from` itself first), each with its counts under `count_key`
+    /// when given and stored; none if `from` is not a node of the chat.
+    /// Its cost grows with `limit`, not with the chat.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Store`] if the database fails.
+    fn read_back(
+        &self,
+        chat: &str,
+        from: NodeId,
+        limit: usize,
+        count_key: Option<&str>,
+    ) -> Result<Vec<StoredChunk>>;
+
+    /// The ancestor of `node` (or `node` itself) at `position`, found in
+    /// O(log n) steps; `None` if `position` is past `node` or `node` is not
+    /// a node of the chat.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Store`] if the database fails.
+    fn ancestor(&self, chat: &str, node: NodeId, position: usize) -> Result<Option<NodeId>>;
+
+    /// The nodes of the chat (on any branch) that hold chunk `chunk_id` at
+    /// a position up to `max_position`, newest first: found through an
+    /// index.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Store`] if the database fails.
+    fn nodes_with_chunk_id(
+        &self,
+        chat: &str,
+        chunk_id: &str,
+        max_position: usize,
+    ) -> Result<Vec<(NodeId, usize)>>;
+
+    /// The chunk `chunk_id` on the path to `head`, if there is one: the
+    /// nodes holding that id, each checked to be `head`'s ancestor at its
+    /// position. Its cost does not grow with the chat.
+    ///
+    /// # Errors
+    ///
+    /// As [`read_back`](Store::read_back).
+    fn find_chunk(&self, chat: &str, head: NodeId, chunk_id: &str) -> Result<Option<StoredChunk>> {
+        let Some(last) = self.read_back(chat, head, 1, None)?.pop() else {
+            return Ok(None);
+        };
+        for (node, position) in self.nodes_with_chunk_id(chat, chunk_id, last.position)? {
+            if self.ancestor(chat, head, position)? == Some(node) {
+                return Ok(self.read_back(chat, node, 1, None)?.pop());
+            }
+        }
+        Ok(None)
+    }
+
+    /// Calls `each` with the chunks on the path to `head`, oldest first, a
+    /// page at a time: memory does not grow with the chat.
+    ///
+    /// # Errors
+    ///
+    /// As [`read_back`](Store::read_back); [`ErrorKind::Chat`] if another
+    /// writer replaced chunks of the path while it was read (read it
+    /// again); the first error of `each`, which stops the walk.
+    fn for_each_chunk(
+        &self,
+        chat: &str,
+        head: Option<NodeId>,
+        count_key: Option<&str>,
+        each: &mut dyn FnMut(StoredChunk) -> Result<()>,
+    ) -> Result<()> {
+        const PAGE: usize = 512;
+        let Some(head) = head else {
+            return Ok(());
+        };
+        let Some(newest) = self.read_back(chat, head, 1, None)?.pop() else {
+            return Ok(());
+        };
+        let mut start = 0;
+        while start <= newest.position {
+            let end = (start + PAGE - 1).min(newest.position);
+            let wanted = end - start + 1;
+            let page = match self.ancestor(chat, head, end)? {
+                Some(last) => self.read_back(chat, last, wanted, count_key)?,
+                None => Vec::new(),
+            };
+            if page.len() != wanted {
+                return Err(errors::chat_error(
+                    chat,
+                    "the branch changed while it was read (another writer replaced its newest \
+                     chunks); read it again"
+                        .into(),
+                ));
+            }
+            page.into_iter().rev().try_for_each(&mut *each)?;
+            start = end + 1;
+        }
+        Ok(())
+    }
+
     /// The branch's head, the system lane and the chunks to the head, each
-    /// with its counts under `count_key` when given and stored.
+    /// with its counts under `count_key` when given and stored. Reads the
+    /// whole branch: [`head`](Store::head) and
+    /// [`read_back`](Store::read_back) read what a verb needs.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::Chat`] if the chat or branch does
     /// not exist.
-    fn load(&self, chat: &str, branch: &str, count_key: Option<&str>) -> Result<LoadedBranch>;
+    fn load(&self, chat: &str, branch: &str, count_key: Option<&str>) -> Result<LoadedBranch> {
+        let head = self.head(chat, branch)?;
+        let mut chunks = Vec::with_capacity(head.chunks);
+        self.for_each_chunk(chat, head.head, count_key, &mut |chunk| {
+            chunks.push(chunk);
+            Ok(())
+        })?;
+        Ok(LoadedBranch {
+            branch: head.branch,
+            head: head.head,
+            system: head.system,
+            system_version: head.system_version,
+            chunks,
+        })
+    }
 
     /// Writes `save` in one transaction.
     ///

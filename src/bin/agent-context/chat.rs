@@ -165,8 +165,9 @@ pub(crate) fn run(command: ChatCommand) -> Result<String> {
         ChatCommand::Append(args) => append(&args)?,
         ChatCommand::Build(args) => return build(&args),
         ChatCommand::Export(target) => {
-            let engine = target.open_existing(ContextBuilder::new())?;
-            serde_json::to_value(engine.state()).unwrap_or_default()
+            let mut engine = target.open_existing(ContextBuilder::new())?;
+            engine.export(&mut std::io::stdout().lock())?;
+            return Ok(String::new());
         }
         ChatCommand::Rewind(args) => {
             let mut engine = args.target.open_existing(ContextBuilder::new())?;
@@ -296,9 +297,8 @@ fn apply(engine: &mut ContextEngine, input: &MemoryState, replace: bool) -> Resu
         engine.set_context_management(input.context_management.clone());
     }
     if let (true, Some(chunk)) = (replace, input.chunks.first()) {
-        let before = engine.state().chunks.len();
-        engine.replace_last_assistant(chunk.clone())?;
-        return Ok(engine.state().chunks.len() - before);
+        let replaced = engine.replace_last_assistant(chunk.clone())?;
+        return Ok(usize::from(!replaced));
     }
     engine.extend(input.chunks.iter().cloned())?;
     Ok(input.chunks.len())

@@ -14,8 +14,9 @@ use super::errors::{
     branch_exists, check_chat_id, check_expected, check_name, no_branch, no_chat, no_node,
     store_error, unreadable_metadata,
 };
+use super::lineage::{Chain, Link};
 use super::{
-    BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, LoadedBranch, MAIN_BRANCH, NodeId,
+    BranchHead, BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, MAIN_BRANCH, NodeId,
     Save, Saved, Store, StoredChunk, Usage, now_ms,
 };
 use crate::error::{ErrorKind, Result};
@@ -202,7 +203,7 @@ impl Store for PostgresStore {
         })
     }
 
-    fn load(&self, chat: &str, branch: &str, count_key: Option<&str>) -> Result<LoadedBranch> {
+    fn head(&self, chat: &str, branch: &str) -> Result<BranchHead> {
         self.read(|tx| {
             let row = tx
                 .query_typed_opt(
@@ -217,16 +218,111 @@ impl Store for PostgresStore {
                 .branch_head(tx, chat, branch)?
                 .ok_or_else(|| no_branch(chat, branch))?;
             let chunks = match head {
-                Some(head) => self.path_to(tx, chat, head, count_key)?,
-                None => Vec::new(),
+                Some(head) => self.position_of(tx, chat, head)?.map_or(0, |p| p + 1),
+                None => 0,
             };
-            Ok(LoadedBranch {
+            Ok(BranchHead {
                 branch: branch.to_owned(),
                 head,
+                chunks: usize::try_from(chunks).unwrap_or(0),
                 system,
                 system_version,
-                chunks,
             })
+        })
+    }
+
+    fn read_back(
+        &self,
+        chat: &str,
+        from: NodeId,
+        limit: usize,
+        count_key: Option<&str>,
+    ) -> Result<Vec<StoredChunk>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(|tx| {
+            tx.query_typed(
+                "WITH RECURSIVE back (id, n) AS ( \
+                   SELECT $2::bigint, 1::bigint WHERE $3::bigint > 0 \
+                   UNION ALL \
+                   SELECT n.parent, back.n + 1 FROM nodes n JOIN back ON n.id = back.id \
+                   WHERE n.chat = $1 AND n.parent IS NOT NULL AND back.n < $3::bigint) \
+                 SELECT n.id, n.parent, n.position, n.codec, n.body, c.value FROM back \
+                 JOIN nodes n ON n.id = back.id AND n.chat = $1 \
+                 LEFT JOIN counts c ON c.node = n.id AND c.key = $4 \
+                 ORDER BY back.n",
+                &[
+                    (&chat.as_bytes(), Type::BYTEA),
+                    (&from, Type::INT8),
+                    (&limit, Type::INT8),
+                    (&count_key, Type::TEXT),
+                ],
+            )
+            .map_err(self.fail())?
+            .iter()
+            .map(|row| {
+                Ok(StoredChunk {
+                    node: self.column(row, 0)?,
+                    parent: self.column(row, 1)?,
+                    position: usize::try_from(self.column::<i64>(row, 2)?).unwrap_or(0),
+                    codec: u32::try_from(self.column::<i32>(row, 3)?).unwrap_or(u32::MAX),
+                    json: self.column(row, 4)?,
+                    counts: self.column(row, 5)?,
+                })
+            })
+            .collect()
+        })
+    }
+
+    fn ancestor(&self, chat: &str, node: NodeId, position: usize) -> Result<Option<NodeId>> {
+        let position = i64::try_from(position).unwrap_or(i64::MAX);
+        self.read(|tx| {
+            tx.query_typed_opt(
+                "WITH RECURSIVE climb (id, position, parent, jump) AS ( \
+                   SELECT id, position, parent, jump FROM nodes WHERE id = $2 AND chat = $1 \
+                   UNION ALL \
+                   SELECT n.id, n.position, n.parent, n.jump FROM climb c \
+                   JOIN nodes j ON j.id = c.jump \
+                   JOIN nodes n ON n.id = CASE WHEN j.position >= $3 THEN c.jump ELSE c.parent END \
+                   WHERE c.position > $3) \
+                 SELECT id FROM climb WHERE position = $3",
+                &[
+                    (&chat.as_bytes(), Type::BYTEA),
+                    (&node, Type::INT8),
+                    (&position, Type::INT8),
+                ],
+            )
+            .map_err(self.fail())?
+            .map(|row| self.column(&row, 0))
+            .transpose()
+        })
+    }
+
+    fn nodes_with_chunk_id(
+        &self,
+        chat: &str,
+        chunk_id: &str,
+        max_position: usize,
+    ) -> Result<Vec<(NodeId, usize)>> {
+        let max_position = i64::try_from(max_position).unwrap_or(i64::MAX);
+        self.read(|tx| {
+            tx.query_typed(
+                "SELECT id, position FROM nodes \
+                 WHERE chat = $1 AND chunk_id = $2 AND position <= $3 \
+                 ORDER BY position DESC, id DESC",
+                &[
+                    (&chat.as_bytes(), Type::BYTEA),
+                    (&chunk_id.as_bytes(), Type::BYTEA),
+                    (&max_position, Type::INT8),
+                ],
+            )
+            .map_err(self.fail())?
+            .iter()
+            .map(|row| {
+                let node = self.column(row, 0)?;
+                let position = usize::try_from(self.column::<i64>(row, 1)?).unwrap_or(0);
+                Ok((node, position))
+            })
+            .collect()
         })
     }
 
@@ -528,43 +624,6 @@ impl PostgresStore {
         Ok(())
     }
 
-    /// The chunks from the root to `head`, oldest first.
-    fn path_to(
-        &self,
-        tx: &mut Transaction<'_>,
-        chat: &str,
-        head: NodeId,
-        count_key: Option<&str>,
-    ) -> Result<Vec<StoredChunk>> {
-        tx.query_typed(
-            "WITH RECURSIVE path (id) AS ( \
-               SELECT $2::bigint \
-               UNION ALL \
-               SELECT n.parent FROM nodes n JOIN path p ON n.id = p.id \
-               WHERE n.chat = $1 AND n.parent IS NOT NULL) \
-             SELECT n.id, n.codec, n.body, c.value FROM path \
-             JOIN nodes n ON n.id = path.id AND n.chat = $1 \
-             LEFT JOIN counts c ON c.node = n.id AND c.key = $3 \
-             ORDER BY n.position",
-            &[
-                (&chat.as_bytes(), Type::BYTEA),
-                (&head, Type::INT8),
-                (&count_key, Type::TEXT),
-            ],
-        )
-        .map_err(self.fail())?
-        .iter()
-        .map(|row| {
-            Ok(StoredChunk {
-                node: self.column(row, 0)?,
-                codec: u32::try_from(self.column::<i32>(row, 1)?).unwrap_or(u32::MAX),
-                json: self.column(row, 2)?,
-                counts: self.column(row, 3)?,
-            })
-        })
-        .collect()
-    }
-
     /// Inserts the save's chunks as a chain under its parent, in one
     /// statement per table: the ids are drawn first, so each chunk's
     /// parent is known before any is inserted.
@@ -574,13 +633,13 @@ impl PostgresStore {
         chat: &str,
         save: &Save,
     ) -> Result<Vec<NodeId>> {
-        let first_position: i64 = match save.parent {
+        let mut chain = match save.parent {
             Some(parent) => {
-                self.position_of(tx, chat, parent)?
-                    .ok_or_else(|| no_node(chat, parent))?
-                    + 1
+                let jump_chain = self.jump_chain(tx, chat, parent)?;
+                let parent = *jump_chain.first().ok_or_else(|| no_node(chat, parent))?;
+                Chain::under(Some(parent), &jump_chain)
             }
-            None => 0,
+            None => Chain::under(None, &[]),
         };
         if save.chunks.is_empty() {
             return Ok(Vec::new());
@@ -601,15 +660,21 @@ impl PostgresStore {
             .chain(nodes.iter().map(|&node| Some(node)))
             .take(nodes.len())
             .collect();
-        let positions: Vec<i64> = (first_position..).take(nodes.len()).collect();
+        let (positions, jumps): (Vec<i64>, Vec<Option<NodeId>>) = nodes
+            .iter()
+            .map(|&node| {
+                let link = chain.push(node);
+                (link.position, link.jump)
+            })
+            .unzip();
         let chunk_ids: Vec<&[u8]> = save.chunks.iter().map(|c| c.chunk_id.as_bytes()).collect();
         let bodies: Vec<&str> = save.chunks.iter().map(|c| c.json.as_str()).collect();
         let codec = i32::try_from(CHUNK_CODEC).unwrap_or(i32::MAX);
         tx.execute_typed(
-            "INSERT INTO nodes (id, chat, parent, position, chunk_id, codec, body) \
-             SELECT id, $1, parent, position, chunk_id, $2, body \
-             FROM UNNEST($3::bigint[], $4::bigint[], $5::bigint[], $6::bytea[], $7::text[]) \
-               AS t (id, parent, position, chunk_id, body)",
+            "INSERT INTO nodes (id, chat, parent, position, chunk_id, codec, body, jump) \
+             SELECT id, $1, parent, position, chunk_id, $2, body, jump \
+             FROM UNNEST($3::bigint[], $4::bigint[], $5::bigint[], $6::bytea[], $7::text[], \
+               $8::bigint[]) AS t (id, parent, position, chunk_id, body, jump)",
             &[
                 (&chat.as_bytes(), Type::BYTEA),
                 (&codec, Type::INT4),
@@ -618,6 +683,7 @@ impl PostgresStore {
                 (&positions, Type::INT8_ARRAY),
                 (&chunk_ids, Type::BYTEA_ARRAY),
                 (&bodies, Type::TEXT_ARRAY),
+                (&jumps, Type::INT8_ARRAY),
             ],
         )
         .map_err(self.fail())?;
@@ -640,6 +706,28 @@ impl PostgresStore {
             .map_err(self.fail())?;
         }
         Ok(nodes)
+    }
+
+    /// The links of `node` and of every node its jumps reach, `node` first.
+    fn jump_chain(&self, tx: &mut Transaction<'_>, chat: &str, node: NodeId) -> Result<Vec<Link>> {
+        tx.query_typed(
+            "WITH RECURSIVE chain (id, position, jump, n) AS ( \
+               SELECT id, position, jump, 0 FROM nodes WHERE id = $2 AND chat = $1 \
+               UNION ALL \
+               SELECT n.id, n.position, n.jump, c.n + 1 FROM nodes n JOIN chain c ON n.id = c.jump) \
+             SELECT id, position, jump FROM chain ORDER BY n",
+            &[(&chat.as_bytes(), Type::BYTEA), (&node, Type::INT8)],
+        )
+        .map_err(self.fail())?
+        .iter()
+        .map(|row| {
+            Ok(Link {
+                id: self.column(row, 0)?,
+                position: self.column(row, 1)?,
+                jump: self.column(row, 2)?,
+            })
+        })
+        .collect()
     }
 
     /// Deletes `node` and the nodes below it unless a branch or checkpoint

@@ -9,7 +9,7 @@
 //! the order SQLite lists them in.
 
 /// The schema version this crate writes.
-pub(super) const CURRENT_VERSION: u32 = 1;
+pub(super) const CURRENT_VERSION: u32 = 2;
 
 pub(super) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
     // 1: chats with their system lane, chunks as nodes of a graph,
@@ -71,13 +71,24 @@ pub(super) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
          base_tokens BIGINT
      );
      CREATE INDEX usage_by_chat ON usage (chat, id);",
+    // 2: each node's jump (see `store::lineage`), filled in for the nodes
+    // already there by `backfill_jumps`, and chunks found by id, so no verb
+    // but an export reads a whole branch.
+    "ALTER TABLE nodes ADD COLUMN jump BIGINT;
+     CREATE INDEX nodes_by_chunk_id ON nodes (chat, chunk_id);
+     UPDATE schema_version SET version = 2;",
 ];
+
+/// The first version whose nodes have jumps.
+const JUMPS_SINCE: u32 = 2;
 
 use postgres::Client;
 
 use super::db_error;
 use crate::error::{ErrorKind, Result};
+use crate::store::NodeId;
 use crate::store::errors::{check_schema_version, not_a_store, store_error};
+use crate::store::lineage::{Link, jump_for};
 
 /// Brings the store in `schema` to [`CURRENT_VERSION`] (creating the schema
 /// with `create`), in one transaction. Processes that start together take
@@ -140,7 +151,44 @@ pub(super) fn migrate(
             )
         })?;
     }
+    if version > 0 && version < JUMPS_SINCE {
+        backfill_jumps(&mut tx).map_err(|e| {
+            store_error(
+                location,
+                format!(
+                    "migrating the schema: linking nodes: {}",
+                    super::describe(&e)
+                ),
+            )
+        })?;
+    }
     tx.commit().map_err(&fail)
+}
+
+/// Gives every node its jump, parents before children: once, when a store
+/// written before nodes had jumps is migrated.
+fn backfill_jumps(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Error> {
+    let mut links: rustc_hash::FxHashMap<NodeId, Link> = rustc_hash::FxHashMap::default();
+    let rows = tx.query(
+        "SELECT id, parent, position FROM nodes ORDER BY position, id",
+        &[],
+    )?;
+    let (mut ids, mut jumps) = (Vec::new(), Vec::new());
+    for row in &rows {
+        let (id, parent, position): (NodeId, Option<NodeId>, i64) =
+            (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+        let parent = parent.and_then(|p| links.get(&p).copied());
+        let jump = parent.map(|parent| jump_for(parent, |node| links.get(&node).copied()));
+        links.insert(id, Link { id, position, jump });
+        ids.push(id);
+        jumps.push(jump);
+    }
+    tx.execute(
+        "UPDATE nodes SET jump = t.jump FROM UNNEST($1::bigint[], $2::bigint[]) AS t (id, jump) \
+         WHERE nodes.id = t.id",
+        &[&ids, &jumps],
+    )?;
+    Ok(())
 }
 
 /// The store's version in `schema`: `None` if the schema has no tables,

@@ -14,12 +14,13 @@ use super::errors::{
     branch_exists, check_chat_id, check_expected, check_name, check_schema_version, no_branch,
     no_chat, no_node, not_a_store, store_error, unreadable_metadata,
 };
+use super::lineage::{Chain, Link, jump_for};
 use super::{
-    BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, LoadedBranch, MAIN_BRANCH, NodeId,
+    BranchHead, BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, MAIN_BRANCH, NodeId,
     Save, Saved, Store, StoredChunk, Usage, now_ms,
 };
 use crate::error::{ErrorKind, Result};
-use schema::{CURRENT_VERSION, MIGRATIONS};
+use schema::{CURRENT_VERSION, JUMPS_SINCE, MIGRATIONS};
 
 /// How long a writer waits for another's transaction before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -214,23 +215,108 @@ impl Store for SqliteStore {
         })
     }
 
-    fn load(&self, chat: &str, branch: &str, count_key: Option<&str>) -> Result<LoadedBranch> {
+    fn head(&self, chat: &str, branch: &str) -> Result<BranchHead> {
         self.read(|tx| {
             let (system, system_version) = self.system_lane(tx, chat)?;
             let head = branch_head(tx, chat, branch)
                 .map_err(self.fail())?
                 .ok_or_else(|| no_branch(chat, branch))?;
             let chunks = match head {
-                Some(head) => self.path_to(tx, chat, head, count_key)?,
-                None => Vec::new(),
+                Some(head) => self.position_of(tx, chat, head)?.map_or(0, |p| p + 1),
+                None => 0,
             };
-            Ok(LoadedBranch {
+            Ok(BranchHead {
                 branch: branch.to_owned(),
                 head,
+                chunks: usize::try_from(chunks).unwrap_or(0),
                 system,
                 system_version,
-                chunks,
             })
+        })
+    }
+
+    fn read_back(
+        &self,
+        chat: &str,
+        from: NodeId,
+        limit: usize,
+        count_key: Option<&str>,
+    ) -> Result<Vec<StoredChunk>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(|tx| {
+            let mut statement = tx
+                .prepare_cached(
+                    "WITH RECURSIVE back (id, n) AS ( \
+                       SELECT ?2, 1 WHERE ?3 > 0 \
+                       UNION ALL \
+                       SELECT n.parent, back.n + 1 FROM nodes n JOIN back ON n.id = back.id \
+                       WHERE n.chat = ?1 AND n.parent IS NOT NULL AND back.n < ?3) \
+                     SELECT n.id, n.parent, n.position, n.codec, n.body, c.value FROM back \
+                     JOIN nodes n ON n.id = back.id AND n.chat = ?1 \
+                     LEFT JOIN counts c ON c.node = n.id AND c.key = ?4 \
+                     ORDER BY back.n",
+                )
+                .map_err(self.fail())?;
+            let rows = statement
+                .query_map(params![chat, from, limit, count_key], |row| {
+                    Ok(StoredChunk {
+                        node: row.get(0)?,
+                        parent: row.get(1)?,
+                        position: usize::try_from(row.get::<_, i64>(2)?).unwrap_or(0),
+                        codec: row.get(3)?,
+                        json: row.get(4)?,
+                        counts: row.get(5)?,
+                    })
+                })
+                .map_err(self.fail())?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(self.fail())
+        })
+    }
+
+    fn ancestor(&self, chat: &str, node: NodeId, position: usize) -> Result<Option<NodeId>> {
+        let position = i64::try_from(position).unwrap_or(i64::MAX);
+        self.read(|tx| {
+            tx.prepare_cached(
+                "WITH RECURSIVE climb (id, position, parent, jump) AS ( \
+                   SELECT id, position, parent, jump FROM nodes WHERE id = ?2 AND chat = ?1 \
+                   UNION ALL \
+                   SELECT n.id, n.position, n.parent, n.jump FROM climb c \
+                   JOIN nodes j ON j.id = c.jump \
+                   JOIN nodes n ON n.id = CASE WHEN j.position >= ?3 THEN c.jump ELSE c.parent END \
+                   WHERE c.position > ?3) \
+                 SELECT id FROM climb WHERE position = ?3",
+            )
+            .map_err(self.fail())?
+            .query_row(params![chat, node, position], |row| row.get(0))
+            .optional()
+            .map_err(self.fail())
+        })
+    }
+
+    fn nodes_with_chunk_id(
+        &self,
+        chat: &str,
+        chunk_id: &str,
+        max_position: usize,
+    ) -> Result<Vec<(NodeId, usize)>> {
+        let max_position = i64::try_from(max_position).unwrap_or(i64::MAX);
+        self.read(|tx| {
+            let mut statement = tx
+                .prepare_cached(
+                    "SELECT id, position FROM nodes \
+                     WHERE chat = ?1 AND chunk_id = ?2 AND position <= ?3 \
+                     ORDER BY position DESC, id DESC",
+                )
+                .map_err(self.fail())?;
+            let rows = statement
+                .query_map(params![chat, chunk_id, max_position], |row| {
+                    let position: i64 = row.get(1)?;
+                    Ok((row.get(0)?, usize::try_from(position).unwrap_or(0)))
+                })
+                .map_err(self.fail())?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(self.fail())
         })
     }
 
@@ -464,55 +550,20 @@ impl SqliteStore {
         Ok((system, u64::try_from(version).unwrap_or(0)))
     }
 
-    /// The chunks from the root to `head`, oldest first.
-    fn path_to(
-        &self,
-        tx: &Transaction<'_>,
-        chat: &str,
-        head: NodeId,
-        count_key: Option<&str>,
-    ) -> Result<Vec<StoredChunk>> {
-        let mut statement = tx
-            .prepare_cached(
-                "WITH RECURSIVE path (id) AS ( \
-                   SELECT ?2 \
-                   UNION ALL \
-                   SELECT n.parent FROM nodes n JOIN path p ON n.id = p.id \
-                   WHERE n.chat = ?1 AND n.parent IS NOT NULL) \
-                 SELECT n.id, n.codec, n.body, c.value FROM path \
-                 JOIN nodes n ON n.id = path.id AND n.chat = ?1 \
-                 LEFT JOIN counts c ON c.node = n.id AND c.key = ?3 \
-                 ORDER BY n.position",
-            )
-            .map_err(self.fail())?;
-        let rows = statement
-            .query_map(params![chat, head, count_key], |row| {
-                Ok(StoredChunk {
-                    node: row.get(0)?,
-                    codec: row.get(1)?,
-                    json: row.get(2)?,
-                    counts: row.get(3)?,
-                })
-            })
-            .map_err(self.fail())?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(self.fail())
-    }
-
     /// Inserts the save's chunks as a chain under its parent.
     fn insert_chunks(&self, tx: &Transaction<'_>, chat: &str, save: &Save) -> Result<Vec<NodeId>> {
-        let first_position: i64 = match save.parent {
+        let mut chain = match save.parent {
             Some(parent) => {
-                self.position_of(tx, chat, parent)?
-                    .ok_or_else(|| no_node(chat, parent))?
-                    + 1
+                let jump_chain = self.jump_chain(tx, chat, parent)?;
+                let parent = *jump_chain.first().ok_or_else(|| no_node(chat, parent))?;
+                Chain::under(Some(parent), &jump_chain)
             }
-            None => 0,
+            None => Chain::under(None, &[]),
         };
         let mut insert_node = tx
             .prepare_cached(
-                "INSERT INTO nodes (chat, parent, position, chunk_id, codec, body) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO nodes (chat, parent, position, chunk_id, codec, body, jump) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
             .map_err(self.fail())?;
         let mut insert_counts = tx
@@ -520,7 +571,8 @@ impl SqliteStore {
             .map_err(self.fail())?;
         let mut parent = save.parent;
         let mut nodes = Vec::with_capacity(save.chunks.len());
-        for (position, chunk) in (first_position..).zip(&save.chunks) {
+        for chunk in &save.chunks {
+            let (position, jump) = chain.next();
             insert_node
                 .execute(params![
                     chat,
@@ -528,10 +580,12 @@ impl SqliteStore {
                     position,
                     chunk.chunk_id,
                     CHUNK_CODEC,
-                    chunk.json
+                    chunk.json,
+                    jump
                 ])
                 .map_err(self.fail())?;
             let node = tx.last_insert_rowid();
+            chain.push(node);
             if let Some(counts) = &chunk.counts {
                 insert_counts
                     .execute(params![node, counts.key, counts.value])
@@ -541,6 +595,31 @@ impl SqliteStore {
             parent = Some(node);
         }
         Ok(nodes)
+    }
+
+    /// The links of `node` and of every node its jumps reach, `node` first.
+    fn jump_chain(&self, tx: &Transaction<'_>, chat: &str, node: NodeId) -> Result<Vec<Link>> {
+        let mut statement = tx
+            .prepare_cached(
+                "WITH RECURSIVE chain (id, position, jump, n) AS ( \
+                   SELECT id, position, jump, 0 FROM nodes WHERE id = ?2 AND chat = ?1 \
+                   UNION ALL \
+                   SELECT n.id, n.position, n.jump, c.n + 1 FROM nodes n \
+                   JOIN chain c ON n.id = c.jump) \
+                 SELECT id, position, jump FROM chain ORDER BY n",
+            )
+            .map_err(self.fail())?;
+        let rows = statement
+            .query_map(params![chat, node], |row| {
+                Ok(Link {
+                    id: row.get(0)?,
+                    position: row.get(1)?,
+                    jump: row.get(2)?,
+                })
+            })
+            .map_err(self.fail())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.fail())
     }
 
     /// Deletes `node` and the nodes below it unless a branch or checkpoint
@@ -698,7 +777,33 @@ fn migrate(connection: &mut Connection, location: &str) -> Result<()> {
             )
         })?;
     }
+    if version < JUMPS_SINCE {
+        backfill_jumps(&tx).map_err(|e| {
+            store_error(
+                location,
+                format!("migrating the schema: linking nodes: {e}"),
+            )
+        })?;
+    }
     tx.commit().map_err(&fail)
+}
+
+/// Gives every node its jump, parents before children: once, when a store
+/// written before nodes had jumps is migrated.
+fn backfill_jumps(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    let mut links: rustc_hash::FxHashMap<NodeId, Link> = rustc_hash::FxHashMap::default();
+    let mut select = tx.prepare("SELECT id, parent, position FROM nodes ORDER BY position, id")?;
+    let mut update = tx.prepare("UPDATE nodes SET jump = ?2 WHERE id = ?1")?;
+    let mut rows = select.query([])?;
+    while let Some(row) = rows.next()? {
+        let (id, parent, position): (NodeId, Option<NodeId>, i64) =
+            (row.get(0)?, row.get(1)?, row.get(2)?);
+        let parent = parent.and_then(|p| links.get(&p).copied());
+        let jump = parent.map(|parent| jump_for(parent, |node| links.get(&node).copied()));
+        links.insert(id, Link { id, position, jump });
+        update.execute(params![id, jump])?;
+    }
+    Ok(())
 }
 
 /// The store's schema version (0 for an empty file), refusing a file that

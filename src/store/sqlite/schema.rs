@@ -5,7 +5,7 @@
 //! version stored, so every version's stores keep loading.
 
 /// The schema version this crate writes.
-pub(crate) const CURRENT_VERSION: u32 = 3;
+pub(crate) const CURRENT_VERSION: u32 = 4;
 
 pub(crate) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
     // 1: chats, chunks as nodes of a graph, branches and checkpoints.
@@ -65,4 +65,13 @@ pub(crate) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
     // is refused instead of overwriting it.
     "ALTER TABLE chats ADD COLUMN system_version INTEGER NOT NULL DEFAULT 0;
      UPDATE schema_version SET version = 3;",
+    // 4: each node's jump (see `store::lineage`), filled in for the nodes
+    // already there by `backfill_jumps`, and chunks found by id, so no verb
+    // but an export reads a whole branch.
+    "ALTER TABLE nodes ADD COLUMN jump INTEGER;
+     CREATE INDEX nodes_by_chunk_id ON nodes (chat, chunk_id);
+     UPDATE schema_version SET version = 4;",
 ];
+
+/// The first version whose nodes have jumps.
+pub(crate) const JUMPS_SINCE: u32 = 4;
