@@ -14,6 +14,7 @@ mod stored;
 pub use config::ContextConfig;
 use edit::{Edited, Measure};
 pub(crate) use extend::Carry;
+pub(crate) use stored::kept_alone_tokens;
 use history::History;
 
 use std::sync::Arc;
@@ -198,6 +199,21 @@ pub(crate) struct Pass<'a> {
     pub(crate) policy: &'a Policy,
     pub(crate) previous: Option<&'a PreviousBuild>,
     pub(crate) cache: &'a mut ChunkCache,
+    /// Chunks older than the state's that the budget drops unread.
+    pub(crate) outside: Outside,
+}
+
+/// Chunks that come before a build's state and that the budget drops
+/// without planning them (a stored chat's build reads only its newest
+/// chunks): they count in the elided-history marker, which sits where the
+/// first of them would.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Outside {
+    pub(crate) chunks: usize,
+    pub(crate) tokens: usize,
+    /// The state's first chunk that comes after the first outside one: the
+    /// marker goes before it, unless a dropped chunk comes first.
+    pub(crate) marker_before: usize,
 }
 
 impl Default for ContextBuilder {
@@ -493,6 +509,21 @@ impl ContextBuilder {
         self.compile()?.build_validated(state)
     }
 
+    /// Whether a build under `policy` plans each chunk from what it holds
+    /// alone, so a stored chat may be built from its newest chunks (see
+    /// `engine::newest`): no filter, custom renderer, summarizer, context
+    /// editing, previous build, or cap naming a tool or chunk.
+    pub(crate) fn plans_chunks_alone(&self, policy: &Policy, state: &MemoryState) -> bool {
+        self.include_kinds.is_none()
+            && self.exclude_kinds.is_empty()
+            && self.include_ids.is_none()
+            && self.renderers.only_default()
+            && self.previous.is_none()
+            && policy.summarizer().is_none()
+            && self.management(policy, state).is_none()
+            && !policy.caps.names_tools_or_chunks()
+    }
+
     /// What renders and counts chunks under `policy`.
     pub(crate) fn preparer<'a>(
         &'a self,
@@ -595,7 +626,16 @@ impl ContextBuilder {
             system,
             edited,
         } = prepared;
-        let base = self.planner(budget.available, preparer, &system, &ladder, history.frozen);
+        let outside = pass.outside;
+        let frozen = (
+            history.frozen.0 + outside.chunks,
+            history.frozen.1 + outside.tokens,
+        );
+        let mut base = self.planner(budget.available, preparer, &system, &ladder, frozen);
+        if outside.chunks > 0 {
+            let first_after = history.items.iter().position(|i| i.chunk >= outside.marker_before);
+            base.marker_at = Some(first_after.unwrap_or(history.items.len()));
+        }
         let mut layout = self
             .plan_fitting(&base, &mut history, state, preparer)
             .map_err(|required| self.over_budget(required, budget))?;
@@ -699,6 +739,7 @@ impl ContextBuilder {
             available,
             low_water: preparer.policy.low_water,
             frozen,
+            marker_at: None,
             history_start: CountedText::new(
                 history_note(self.renderers.protocol(), format!("<{HISTORY_START_TAG}/>")),
                 counter,
@@ -764,6 +805,7 @@ impl ContextBuilder {
             last_part,
             protocol: self.renderers.protocol(),
             decisions: decisions.into(),
+            unread_chunks: 0,
             applied_edits,
             warnings: budget.warnings,
         }

@@ -121,14 +121,24 @@ pub struct BuildResult {
     /// build can be read by the native adapters.
     #[serde(skip)]
     pub(crate) protocol: Protocol,
-    /// One decision per input chunk, in input order.
+    /// One decision per input chunk, in input order (per chunk read, for a
+    /// stored chat built from its newest chunks: see `unread_chunks`).
     pub decisions: Rows<ChunkDecision>,
+    /// Stored chunks a chat's build did not read: older ones the budget
+    /// drops whatever they hold, counted in `elided` but not listed in
+    /// `excluded` or `decisions`. Absent (0) for every other build.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unread_chunks: usize,
     /// The `context_management` edits that cleared something, in
     /// Anthropic's response shape.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub applied_edits: Vec<AppliedEdit>,
     /// Things the caller should know (e.g. a budget above the model's window).
     pub warnings: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl BuildResult {

@@ -648,6 +648,58 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(proptest_config())]
+
+    /// A build of a long chat from its newest chunks makes the prompt a
+    /// build of its export makes; its report lists the chunks it read.
+    #[test]
+    fn a_long_chat_built_from_its_newest_chunks_is_built_as_its_export(
+        state in session(160),
+        max_tokens in 300usize..6_000,
+        first_read in 1usize..64,
+    ) {
+        let backend = backends().remove(0);
+        let mut engine = open(&backend.store, "chat");
+        engine.set_system_prompt(state.system_prompt.clone());
+        engine.extend(state.chunks.iter().cloned()).unwrap();
+        engine.save().unwrap();
+        let mut settings = builder();
+        settings.max_tokens(max_tokens);
+        let mut fresh = ContextEngine::open(backend.reopen(), "chat", settings.clone()).unwrap();
+        fresh.set_first_read(first_read);
+        match (fresh.build(), settings.build(&state)) {
+            (Ok(stored), Ok(cold)) => assert_same_prompt(&stored, &cold)?,
+            (Err(stored), Err(cold)) => prop_assert_eq!(stored.to_string(), cold.to_string()),
+            (stored, cold) => prop_assert!(false, "stored {stored:?} vs cold {cold:?}"),
+        }
+    }
+}
+
+/// Whether `stored` (maybe built from the newest chunks) makes the prompt
+/// `cold` makes, and reports the same of every chunk it read.
+fn assert_same_prompt(
+    stored: &agent_context::BuildResult,
+    cold: &agent_context::BuildResult,
+) -> Result<(), TestCaseError> {
+    let json = |r: &agent_context::BuildResult| serde_json::to_value(r).unwrap();
+    let (stored_json, cold_json) = (json(stored), json(cold));
+    for field in ["messages", "token_count", "elided", "trim_target", "warnings", "truncated"] {
+        prop_assert_eq!(&stored_json[field], &cold_json[field], "{}", field);
+    }
+    if stored.unread_chunks == 0 {
+        prop_assert_eq!(stored_json, cold_json);
+        return Ok(());
+    }
+    // Each chunk read is reported as the whole build reports it.
+    prop_assert_eq!(stored.decisions.len() + stored.unread_chunks, cold.decisions.len());
+    for decision in stored.decisions.iter() {
+        let same = cold.decisions.iter().find(|d| d.id == decision.id);
+        prop_assert_eq!(Some(decision), same);
+    }
+    Ok(())
+}
+
 /// A store written by schema version 1 (before counts and usage): it opens,
 /// is migrated in place, and its chats load, build and take new chunks.
 #[test]
@@ -660,7 +712,7 @@ fn a_store_of_the_previous_schema_version_is_migrated() {
         .unwrap()
         .query_row("SELECT version FROM schema_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     let mut engine = open(&store, "fixture");
     assert_eq!(ids(&mut engine), ["u1", "a1", "u2", "a2"]);
     assert_eq!(

@@ -137,6 +137,22 @@ impl Default for Caps {
 }
 
 impl Caps {
+    /// The smallest cap set, if any is.
+    pub(crate) fn smallest(&self) -> Option<usize> {
+        (self.by_kind.values())
+            .chain(self.by_tag.values())
+            .chain(self.by_tool.values())
+            .chain(self.by_chunk.values())
+            .filter_map(|cap| *cap)
+            .min()
+    }
+
+    /// Whether a cap names a tool or a chunk (whose warnings depend on
+    /// which chunks a state holds).
+    pub(crate) fn names_tools_or_chunks(&self) -> bool {
+        !self.by_tool.is_empty() || !self.by_chunk.is_empty()
+    }
+
     /// No caps at all.
     pub fn none() -> Self {
         Caps {

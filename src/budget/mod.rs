@@ -57,7 +57,7 @@ pub(crate) use fate::{Fate, fates_after};
 pub(crate) use planner::{Elision, Layout, Planner, Slot, all_start_clean, framing_table};
 pub use policy::{Policy, PriorityTarget, Summarizer};
 pub(crate) use previous_cut::PreviousCut;
-pub(crate) use timeline::Timeline;
+pub(crate) use timeline::{Timeline, is_read};
 pub(crate) use truncate::{MIN_BODY_CAP, cut_body, marker_only};
 pub use truncate::{MIN_CAP, TruncatedBody, truncate_to_cap};
 pub(crate) use units::{

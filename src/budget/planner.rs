@@ -99,6 +99,10 @@ pub(crate) struct Planner<'a> {
     /// Chunks dropped outside the plan (see the builder's `frozen`), and
     /// their tokens: they count in the marker.
     pub(crate) frozen: (usize, usize),
+    /// The item the marker goes before at the latest, when chunks older
+    /// than some items were dropped outside the plan (see the builder's
+    /// `Outside`); `items.len()` puts it after them all.
+    pub(crate) marker_at: Option<usize>,
     pub(crate) history_start: CountedText,
     /// How the marker is written into the history.
     pub(crate) protocol: Protocol,
@@ -239,7 +243,13 @@ impl Planner<'_> {
             };
         };
         let mut marker_placed = marker.is_none();
-        for (item, &fate) in self.items.iter().zip(&fates) {
+        for (i, (item, &fate)) in self.items.iter().zip(&fates).enumerate() {
+            if !marker_placed && self.marker_at == Some(i) {
+                if let Some(marker) = &marker {
+                    add(Role::User, marker);
+                }
+                marker_placed = true;
+            }
             match fate {
                 Fate::Dropped if !marker_placed => {
                     if let Some(marker) = &marker {
@@ -250,6 +260,11 @@ impl Planner<'_> {
                 Fate::Dropped => {}
                 Fate::Stubbed => add(item.role, item.stub.as_deref().unwrap_or(&item.part)),
                 Fate::Kept => add(item.role, &item.part),
+            }
+        }
+        if !marker_placed && self.marker_at == Some(self.items.len()) {
+            if let Some(marker) = &marker {
+                add(Role::User, marker);
             }
         }
         if let Some((current, sum, last_alone, _)) = open {
@@ -315,12 +330,19 @@ impl Planner<'_> {
         };
         let mut marker_placed = marker.is_none();
         for (i, item) in self.items.iter().enumerate() {
+            if !marker_placed && self.marker_at == Some(i) {
+                push(Role::User, Slot::Marker);
+                marker_placed = true;
+            }
             if fates[i] != Fate::Dropped {
                 push(item.role, Slot::Item(i));
             } else if !marker_placed {
                 push(Role::User, Slot::Marker);
                 marker_placed = true;
             }
+        }
+        if !marker_placed && self.marker_at == Some(self.items.len()) {
+            push(Role::User, Slot::Marker);
         }
         if self.user_first
             && messages

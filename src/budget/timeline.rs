@@ -48,6 +48,12 @@ fn side(chunk: &MemoryChunk) -> Side {
 /// The steps, latest user message and newest tool use of a session's
 /// selected chunks, fed in order with [`push`](Timeline::push); it grows
 /// with a session (a chunk appended is one more push).
+/// Whether the model reads `chunk` (a user message, a tool result, a
+/// subagent's answer): a step starts at the first chunk it writes after one.
+pub(crate) fn is_read(chunk: &MemoryChunk) -> bool {
+    side(chunk) == Side::User
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Timeline {
     /// The index of each step's first chunk, ascending.

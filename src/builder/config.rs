@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Budget, Carry, ContextBuilder, DEFAULT_MODEL, Pass};
+use super::{Budget, Carry, ContextBuilder, DEFAULT_MODEL, Outside, Pass};
 use crate::budget::Policy;
 use crate::chunk_cache::ChunkCache;
 use crate::error::{ErrorKind, Result};
@@ -145,6 +145,7 @@ impl ContextConfig {
             policy: &self.settings.policy,
             previous: self.settings.previous.as_deref(),
             cache: &mut ChunkCache::default(),
+            outside: Outside::default(),
         };
         self.build_with(state, pass)
     }

@@ -124,6 +124,13 @@ fn encode(role: Role, part: &CountedText) -> String {
     format!("{} {head} {alone} {joined} {clean}", role.as_str())
 }
 
+/// The tokens alone of a chunk whose counts [`counts_to_keep`] wrote.
+///
+/// [`counts_to_keep`]: ContextBuilder::counts_to_keep
+pub(crate) fn kept_alone_tokens(text: &str) -> Option<u64> {
+    decode(text).map(|(_, part)| part.alone() as u64)
+}
+
 fn decode(text: &str) -> Option<(Role, CountedText)> {
     let mut fields = text.split(' ');
     let role = match fields.next()? {

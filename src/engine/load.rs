@@ -134,7 +134,7 @@ pub(super) fn system_lane_json(state: &MemoryState) -> String {
 }
 
 /// The system lane of `state`, without its chunks.
-fn lane_of(state: &MemoryState) -> MemoryState {
+pub(super) fn lane_of(state: &MemoryState) -> MemoryState {
     MemoryState {
         system_prompt: state.system_prompt.clone(),
         fragments: state.fragments.clone(),

@@ -11,11 +11,13 @@
 mod branches;
 mod export;
 mod load;
+mod newest;
+mod tally;
 
 use std::sync::Arc;
 
 use crate::budget::Policy;
-use crate::builder::ContextBuilder;
+use crate::builder::{ContextBuilder, kept_alone_tokens};
 use crate::context_management::ContextManagement;
 use crate::error::{ErrorKind, Result};
 use crate::fragment::Fragment;
@@ -72,6 +74,8 @@ pub struct ContextEngine {
     uncounted: Vec<usize>,
     /// The last build, for [`track_usage`](ContextEngine::track_usage).
     last_build: Option<BuildResult>,
+    /// How many chunks a build reads first (see `newest`).
+    first_read: usize,
 }
 
 impl ContextEngine {
@@ -155,6 +159,7 @@ impl ContextEngine {
             system_version: 0,
             uncounted: Vec::new(),
             last_build: None,
+            first_read: newest::FIRST_READ,
         };
         engine.load()?;
         Ok(engine)
@@ -178,6 +183,14 @@ impl ContextEngine {
     /// The store.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
+    }
+
+    /// Sets how many of the newest chunks a build reads first (512 unless
+    /// set; at least 1): a build reads four times as many each time the
+    /// budget needs more, and the whole branch at the latest. A chat of
+    /// large chunks fills the budget with fewer.
+    pub fn set_first_read(&mut self, chunks: usize) {
+        self.first_read = chunks.max(1);
     }
 
     /// How many chunks the branch holds at the engine's head (pending
@@ -420,11 +433,12 @@ impl ContextEngine {
             .enumerate()
             .map(|(offset, (chunk, value))| {
                 let json = load::stored_json(chunk, from + offset)?;
-                let counts = key
-                    .clone()
-                    .zip(value)
-                    .map(|(key, value)| CountRecord { key, value });
-                Ok(NewChunk::new(chunk.id.clone(), json, counts))
+                let counts = key.clone().zip(value).and_then(|(key, value)| {
+                    let tokens = kept_alone_tokens(&value)?;
+                    Some(CountRecord { key, value, tokens })
+                });
+                let meta = tally::meta_of(chunk);
+                Ok(NewChunk::new(chunk.id.clone(), json, counts).with_meta(meta))
             })
             .collect()
     }
@@ -436,6 +450,11 @@ impl ContextEngine {
     ///
     /// As [`ContextSession::build`].
     pub fn build(&mut self) -> Result<BuildResult> {
+        let policy = self.session.config().settings().current_policy().clone();
+        if let Some(result) = self.build_from_newest(&policy)? {
+            self.last_build = Some(result.clone());
+            return Ok(result);
+        }
         self.load_chunks()?;
         let result = self.session.build()?;
         self.last_build = Some(result.clone());
@@ -449,6 +468,10 @@ impl ContextEngine {
     ///
     /// As [`ContextSession::build_with`].
     pub fn resolve(&mut self, policy: &Policy) -> Result<BuildResult> {
+        if let Some(result) = self.build_from_newest(policy)? {
+            self.last_build = Some(result.clone());
+            return Ok(result);
+        }
         self.load_chunks()?;
         let result = self.session.build_with(policy)?;
         self.last_build = Some(result.clone());
@@ -473,10 +496,14 @@ impl ContextEngine {
         let uncounted = std::mem::take(&mut self.uncounted);
         let counts = self.session.counts_to_keep(uncounted.iter().copied())?;
         let nodes = self.nodes.as_deref().unwrap_or_default();
-        let kept: Vec<(NodeId, String)> = uncounted
+        let kept: Vec<(NodeId, String, u64)> = uncounted
             .iter()
             .zip(counts)
-            .filter_map(|(&index, value)| Some((*nodes.get(index)?, value?)))
+            .filter_map(|(&index, value)| {
+                let value = value?;
+                let tokens = kept_alone_tokens(&value)?;
+                Some((*nodes.get(index)?, value, tokens))
+            })
             .collect();
         self.store.put_counts(&self.chat, &key, &kept)?;
         Ok(kept.len())

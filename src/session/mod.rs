@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use rustc_hash::FxHashMap;
 
 use crate::budget::{Policy, PreviousCut};
-use crate::builder::{Carry, ContextBuilder, ContextConfig, Pass};
+use crate::builder::{Carry, ContextBuilder, ContextConfig, Outside, Pass};
 use crate::chunk_cache::{BuildStats, ChunkCache};
 use crate::chunk_id::fingerprint;
 use crate::context_management::ContextManagement;
@@ -318,6 +318,7 @@ impl ContextSession {
             policy,
             previous: self.previous.as_ref(),
             cache: &mut self.cache,
+            outside: Outside::default(),
         };
         let result = self.config.build_with(&self.state, pass)?;
         let cached = &mut self.cache.stats.chunks_cached;

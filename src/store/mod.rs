@@ -19,6 +19,7 @@
 
 mod errors;
 mod lineage;
+mod tally;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod sqlite;
@@ -33,6 +34,7 @@ use crate::error::{ErrorKind, Result};
 #[cfg(feature = "postgres")]
 pub use postgres::{DEFAULT_POOL_SIZE, DEFAULT_SCHEMA, PostgresStore};
 pub use sqlite::SqliteStore;
+pub use tally::{CLASSES, ChunkMeta, ClassTally, PathSummary, SIZES, TokenTally};
 
 /// Whether `location` names a PostgreSQL server rather than a file:
 /// it starts with `postgres://` or `postgresql://`.
@@ -216,6 +218,8 @@ pub struct CountRecord {
     pub key: String,
     /// The counts.
     pub value: String,
+    /// The chunk's tokens alone, which the path's [`TokenTally`] adds up.
+    pub tokens: u64,
 }
 
 /// A chunk to store.
@@ -228,6 +232,8 @@ pub struct NewChunk {
     pub json: String,
     /// Its counts, if known.
     pub counts: Option<CountRecord>,
+    /// What the path's tallies need of it.
+    pub meta: ChunkMeta,
 }
 
 impl NewChunk {
@@ -237,7 +243,14 @@ impl NewChunk {
             chunk_id,
             json,
             counts,
+            meta: ChunkMeta::default(),
         }
+    }
+
+    /// The same chunk, with what the path's tallies need of it.
+    pub fn with_meta(mut self, meta: ChunkMeta) -> Self {
+        self.meta = meta;
+        self
     }
 }
 
@@ -515,12 +528,27 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// if the chat or branch does not exist. Either way nothing is written.
     fn save(&self, chat: &str, save: &Save) -> Result<Saved>;
 
-    /// Stores counts of stored nodes under `key`, keeping any already there.
+    /// Stores counts of stored nodes under `key` (`(node, counts, tokens
+    /// alone)`, parents before children), keeping any already there.
     ///
     /// # Errors
     ///
     /// As [`open_chat`](Store::open_chat).
-    fn put_counts(&self, chat: &str, key: &str, counts: &[(NodeId, String)]) -> Result<()>;
+    fn put_counts(&self, chat: &str, key: &str, counts: &[(NodeId, String, u64)]) -> Result<()>;
+
+    /// What the store knows of the path to `node` (see [`PathSummary`]),
+    /// its tokens under `count_key`; `None` if `node` is not a node of the
+    /// chat.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Store`] if the database fails.
+    fn path_summary(
+        &self,
+        chat: &str,
+        node: NodeId,
+        count_key: &str,
+    ) -> Result<Option<PathSummary>>;
 
     /// The chat's branches, by name.
     ///

@@ -15,6 +15,7 @@ use super::errors::{
     store_error, unreadable_metadata,
 };
 use super::lineage::{Chain, Link};
+use super::tally::{ClassTally, NodeTallies, PathSummary, TokenTally, chain_tallies, token_tally};
 use super::{
     BranchHead, BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, MAIN_BRANCH, NodeId,
     Save, Saved, Store, StoredChunk, Usage, now_ms,
@@ -374,29 +375,77 @@ impl Store for PostgresStore {
         })
     }
 
-    fn put_counts(&self, chat: &str, key: &str, counts: &[(NodeId, String)]) -> Result<()> {
+    fn put_counts(&self, chat: &str, key: &str, counts: &[(NodeId, String, u64)]) -> Result<()> {
         self.write(|tx| {
             match self.lock_chat(tx, chat) {
                 // No chat, no nodes: nothing to keep counts of.
                 Err(error) if matches!(error.kind(), ErrorKind::Chat { .. }) => return Ok(()),
                 other => other?,
             };
-            let nodes: Vec<NodeId> = counts.iter().map(|(node, _)| *node).collect();
-            let values: Vec<&str> = counts.iter().map(|(_, value)| value.as_str()).collect();
-            tx.execute_typed(
-                "INSERT INTO counts (node, key, value) \
-                 SELECT n.id, $2, c.value FROM UNNEST($3::bigint[], $4::text[]) AS c (node, value) \
-                 JOIN nodes n ON n.id = c.node AND n.chat = $1 \
-                 ON CONFLICT (node, key) DO NOTHING",
-                &[
-                    (&chat.as_bytes(), Type::BYTEA),
-                    (&key, Type::TEXT),
-                    (&nodes, Type::INT8_ARRAY),
-                    (&values, Type::TEXT_ARRAY),
-                ],
-            )
-            .map_err(self.fail())?;
+            for (node, value, tokens) in counts {
+                let Some(row) = tx
+                    .query_typed_opt(
+                        "SELECT parent FROM nodes WHERE id = $1 AND chat = $2",
+                        &[(node, Type::INT8), (&chat.as_bytes(), Type::BYTEA)],
+                    )
+                    .map_err(self.fail())?
+                else {
+                    continue;
+                };
+                let above = match self.column::<Option<NodeId>>(&row, 0)? {
+                    Some(parent) => Some(self.token_tally(tx, parent, key)?),
+                    None => None,
+                };
+                let tally = token_tally(above, Some(*tokens)).map(|t| t.encode());
+                tx.execute_typed(
+                    "INSERT INTO counts (node, key, value, tally) VALUES ($1, $2, $3, $4) \
+                     ON CONFLICT (node, key) DO NOTHING",
+                    &[
+                        (node, Type::INT8),
+                        (&key, Type::TEXT),
+                        (value, Type::TEXT),
+                        (&tally, Type::TEXT),
+                    ],
+                )
+                .map_err(self.fail())?;
+            }
             Ok(())
+        })
+    }
+
+    fn path_summary(
+        &self,
+        chat: &str,
+        node: NodeId,
+        count_key: &str,
+    ) -> Result<Option<PathSummary>> {
+        self.read(|tx| {
+            let Some(row) = tx
+                .query_typed_opt(
+                    "SELECT n.position, n.last_user, n.last_call, n.last_protected, n.classes, \
+                     c.tally FROM nodes n LEFT JOIN counts c ON c.node = n.id AND c.key = $3 \
+                     WHERE n.id = $2 AND n.chat = $1",
+                    &[
+                        (&chat.as_bytes(), Type::BYTEA),
+                        (&node, Type::INT8),
+                        (&count_key, Type::TEXT),
+                    ],
+                )
+                .map_err(self.fail())?
+            else {
+                return Ok(None);
+            };
+            let classes: Option<String> = self.column(&row, 4)?;
+            let tokens: Option<String> = self.column(&row, 5)?;
+            Ok(Some(PathSummary {
+                node,
+                position: usize::try_from(self.column::<i64>(&row, 0)?).unwrap_or(0),
+                last_user: self.column(&row, 1)?,
+                last_call: self.column(&row, 2)?,
+                last_protected: self.column(&row, 3)?,
+                classes: classes.as_deref().and_then(ClassTally::decode),
+                tokens: tokens.as_deref().and_then(TokenTally::decode),
+            }))
         })
     }
 
@@ -660,6 +709,24 @@ impl PostgresStore {
             .chain(nodes.iter().map(|&node| Some(node)))
             .take(nodes.len())
             .collect();
+        let parent_tallies = match save.parent {
+            Some(parent) => {
+                let key = save.chunks.first().and_then(|c| c.counts.as_ref()).map(|c| c.key.as_str());
+                let tokens = match key {
+                    Some(key) => self.token_tally(tx, parent, key)?,
+                    None => None,
+                };
+                Some((self.tallies(tx, parent)?, tokens))
+            }
+            None => None,
+        };
+        let tallies = chain_tallies(&nodes, &save.chunks, parent_tallies);
+        let last_users: Vec<Option<NodeId>> = tallies.iter().map(|t| t.0.last_user).collect();
+        let last_calls: Vec<Option<NodeId>> = tallies.iter().map(|t| t.0.last_call).collect();
+        let last_protected: Vec<Option<NodeId>> =
+            tallies.iter().map(|t| t.0.last_protected).collect();
+        let classes: Vec<Option<String>> =
+            tallies.iter().map(|t| t.0.classes.map(|c| c.encode())).collect();
         let (positions, jumps): (Vec<i64>, Vec<Option<NodeId>>) = nodes
             .iter()
             .map(|&node| {
@@ -671,10 +738,14 @@ impl PostgresStore {
         let bodies: Vec<&str> = save.chunks.iter().map(|c| c.json.as_str()).collect();
         let codec = i32::try_from(CHUNK_CODEC).unwrap_or(i32::MAX);
         tx.execute_typed(
-            "INSERT INTO nodes (id, chat, parent, position, chunk_id, codec, body, jump) \
-             SELECT id, $1, parent, position, chunk_id, $2, body, jump \
+            "INSERT INTO nodes (id, chat, parent, position, chunk_id, codec, body, jump, \
+               last_user, last_call, last_protected, classes) \
+             SELECT id, $1, parent, position, chunk_id, $2, body, jump, last_user, last_call, \
+               last_protected, classes \
              FROM UNNEST($3::bigint[], $4::bigint[], $5::bigint[], $6::bytea[], $7::text[], \
-               $8::bigint[]) AS t (id, parent, position, chunk_id, body, jump)",
+               $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[]) \
+               AS t (id, parent, position, chunk_id, body, jump, last_user, last_call, \
+               last_protected, classes)",
             &[
                 (&chat.as_bytes(), Type::BYTEA),
                 (&codec, Type::INT4),
@@ -684,28 +755,75 @@ impl PostgresStore {
                 (&chunk_ids, Type::BYTEA_ARRAY),
                 (&bodies, Type::TEXT_ARRAY),
                 (&jumps, Type::INT8_ARRAY),
+                (&last_users, Type::INT8_ARRAY),
+                (&last_calls, Type::INT8_ARRAY),
+                (&last_protected, Type::INT8_ARRAY),
+                (&classes, Type::TEXT_ARRAY),
             ],
         )
         .map_err(self.fail())?;
-        let counted = nodes.iter().zip(&save.chunks);
+        let counted = nodes.iter().zip(&save.chunks).zip(&tallies);
         let (counted_nodes, records): (Vec<NodeId>, Vec<_>) = counted
-            .filter_map(|(node, chunk)| Some((*node, chunk.counts.as_ref()?)))
+            .filter_map(|((node, chunk), (_, tokens))| Some((*node, (chunk.counts.as_ref()?, tokens))))
             .unzip();
         if !counted_nodes.is_empty() {
-            let keys: Vec<&str> = records.iter().map(|r| r.key.as_str()).collect();
-            let values: Vec<&str> = records.iter().map(|r| r.value.as_str()).collect();
+            let keys: Vec<&str> = records.iter().map(|r| r.0.key.as_str()).collect();
+            let values: Vec<&str> = records.iter().map(|r| r.0.value.as_str()).collect();
+            let token_tallies: Vec<Option<String>> =
+                records.iter().map(|r| r.1.map(|t| t.encode())).collect();
             tx.execute_typed(
-                "INSERT INTO counts (node, key, value) \
-                 SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[])",
+                "INSERT INTO counts (node, key, value, tally) \
+                 SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[])",
                 &[
                     (&counted_nodes, Type::INT8_ARRAY),
                     (&keys, Type::TEXT_ARRAY),
                     (&values, Type::TEXT_ARRAY),
+                    (&token_tallies, Type::TEXT_ARRAY),
                 ],
             )
             .map_err(self.fail())?;
         }
         Ok(nodes)
+    }
+
+    /// The tallies node `node` keeps for its path.
+    fn tallies(&self, tx: &mut Transaction<'_>, node: NodeId) -> Result<NodeTallies> {
+        let Some(row) = tx
+            .query_typed_opt(
+                "SELECT last_user, last_call, last_protected, classes FROM nodes WHERE id = $1",
+                &[(&node, Type::INT8)],
+            )
+            .map_err(self.fail())?
+        else {
+            return Ok(NodeTallies::default());
+        };
+        let classes: Option<String> = self.column(&row, 3)?;
+        Ok(NodeTallies {
+            last_user: self.column(&row, 0)?,
+            last_call: self.column(&row, 1)?,
+            last_protected: self.column(&row, 2)?,
+            classes: classes.as_deref().and_then(ClassTally::decode),
+        })
+    }
+
+    /// The token tally of the path to `node` under `key`, if it has one.
+    fn token_tally(
+        &self,
+        tx: &mut Transaction<'_>,
+        node: NodeId,
+        key: &str,
+    ) -> Result<Option<TokenTally>> {
+        let row = tx
+            .query_typed_opt(
+                "SELECT tally FROM counts WHERE node = $1 AND key = $2",
+                &[(&node, Type::INT8), (&key, Type::TEXT)],
+            )
+            .map_err(self.fail())?;
+        let tally: Option<String> = match row {
+            Some(row) => self.column(&row, 0)?,
+            None => None,
+        };
+        Ok(tally.as_deref().and_then(TokenTally::decode))
     }
 
     /// The links of `node` and of every node its jumps reach, `node` first.

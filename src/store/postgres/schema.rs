@@ -9,7 +9,7 @@
 //! the order SQLite lists them in.
 
 /// The schema version this crate writes.
-pub(super) const CURRENT_VERSION: u32 = 2;
+pub(super) const CURRENT_VERSION: u32 = 3;
 
 pub(super) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
     // 1: chats with their system lane, chunks as nodes of a graph,
@@ -77,6 +77,13 @@ pub(super) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
     "ALTER TABLE nodes ADD COLUMN jump BIGINT;
      CREATE INDEX nodes_by_chunk_id ON nodes (chat, chunk_id);
      UPDATE schema_version SET version = 2;",
+    // 3: what each node's path holds (see `store::tally`), so a build reads
+    // only the newest chunks; nodes stored before have none, and build by
+    // reading every chunk.
+    "ALTER TABLE nodes ADD COLUMN last_user BIGINT, ADD COLUMN last_call BIGINT,
+       ADD COLUMN last_protected BIGINT, ADD COLUMN classes TEXT;
+     ALTER TABLE counts ADD COLUMN tally TEXT;
+     UPDATE schema_version SET version = 3;",
 ];
 
 /// The first version whose nodes have jumps.

@@ -15,6 +15,7 @@ use super::errors::{
     no_chat, no_node, not_a_store, store_error, unreadable_metadata,
 };
 use super::lineage::{Chain, Link, jump_for};
+use super::tally::{ClassTally, NodeTallies, PathSummary, TokenTally, token_tally};
 use super::{
     BranchHead, BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, MAIN_BRANCH, NodeId,
     Save, Saved, Store, StoredChunk, Usage, now_ms,
@@ -361,21 +362,62 @@ impl Store for SqliteStore {
         })
     }
 
-    fn put_counts(&self, chat: &str, key: &str, counts: &[(NodeId, String)]) -> Result<()> {
+    fn put_counts(&self, chat: &str, key: &str, counts: &[(NodeId, String, u64)]) -> Result<()> {
         self.write(|tx| {
             let mut statement = tx
                 .prepare(
-                    "INSERT INTO counts (node, key, value) \
-                     SELECT id, ?3, ?4 FROM nodes WHERE id = ?1 AND chat = ?2 \
+                    "INSERT INTO counts (node, key, value, tally) \
+                     SELECT id, ?3, ?4, ?5 FROM nodes WHERE id = ?1 AND chat = ?2 \
                      ON CONFLICT (node, key) DO NOTHING",
                 )
                 .map_err(self.fail())?;
-            for (node, value) in counts {
+            for (node, value, tokens) in counts {
+                let parent: Option<Option<NodeId>> = tx
+                    .prepare_cached("SELECT parent FROM nodes WHERE id = ?1 AND chat = ?2")
+                    .and_then(|mut s| s.query_row(params![node, chat], |row| row.get(0)).optional())
+                    .map_err(self.fail())?;
+                let Some(parent) = parent else { continue };
+                let above = match parent {
+                    Some(parent) => Some(self.token_tally(tx, parent, key)?),
+                    None => None,
+                };
+                let tally = token_tally(above, Some(*tokens)).map(|t| t.encode());
                 statement
-                    .execute(params![node, chat, key, value])
+                    .execute(params![node, chat, key, value, tally])
                     .map_err(self.fail())?;
             }
             Ok(())
+        })
+    }
+
+    fn path_summary(
+        &self,
+        chat: &str,
+        node: NodeId,
+        count_key: &str,
+    ) -> Result<Option<PathSummary>> {
+        self.read(|tx| {
+            tx.prepare_cached(
+                "SELECT n.position, n.last_user, n.last_call, n.last_protected, n.classes, \
+                 c.tally FROM nodes n LEFT JOIN counts c ON c.node = n.id AND c.key = ?3 \
+                 WHERE n.id = ?2 AND n.chat = ?1",
+            )
+            .map_err(self.fail())?
+            .query_row(params![chat, node, count_key], |row| {
+                let classes: Option<String> = row.get(4)?;
+                let tokens: Option<String> = row.get(5)?;
+                Ok(PathSummary {
+                    node,
+                    position: usize::try_from(row.get::<_, i64>(0)?).unwrap_or(0),
+                    last_user: row.get(1)?,
+                    last_call: row.get(2)?,
+                    last_protected: row.get(3)?,
+                    classes: classes.as_deref().and_then(ClassTally::decode),
+                    tokens: tokens.as_deref().and_then(TokenTally::decode),
+                })
+            })
+            .optional()
+            .map_err(self.fail())
         })
     }
 
@@ -562,17 +604,30 @@ impl SqliteStore {
         };
         let mut insert_node = tx
             .prepare_cached(
-                "INSERT INTO nodes (chat, parent, position, chunk_id, codec, body, jump) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO nodes (chat, parent, position, chunk_id, codec, body, jump, \
+                 last_user, last_call, last_protected, classes) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             )
             .map_err(self.fail())?;
         let mut insert_counts = tx
-            .prepare_cached("INSERT INTO counts (node, key, value) VALUES (?1, ?2, ?3)")
+            .prepare_cached("INSERT INTO counts (node, key, value, tally) VALUES (?1, ?2, ?3, ?4)")
             .map_err(self.fail())?;
         let mut parent = save.parent;
+        let mut above = match parent {
+            Some(node) => Some(self.tallies(tx, node)?),
+            None => None,
+        };
+        let mut tokens_above = match (parent, save.chunks.first().and_then(|c| c.counts.as_ref())) {
+            (Some(node), Some(counts)) => Some(self.token_tally(tx, node, &counts.key)?),
+            _ => None,
+        };
         let mut nodes = Vec::with_capacity(save.chunks.len());
         for chunk in &save.chunks {
             let (position, jump) = chain.next();
+            // Written with what the node inherits; where it is itself the
+            // last user message, tool call or protected chunk, its id is
+            // set once known.
+            let inherited = NodeTallies::of(0, &chunk.meta, above.as_ref());
             insert_node
                 .execute(params![
                     chat,
@@ -581,20 +636,77 @@ impl SqliteStore {
                     chunk.chunk_id,
                     CHUNK_CODEC,
                     chunk.json,
-                    jump
+                    jump,
+                    inherited.last_user,
+                    inherited.last_call,
+                    inherited.last_protected,
+                    inherited.classes.map(|c| c.encode()),
                 ])
                 .map_err(self.fail())?;
             let node = tx.last_insert_rowid();
-            chain.push(node);
-            if let Some(counts) = &chunk.counts {
-                insert_counts
-                    .execute(params![node, counts.key, counts.value])
-                    .map_err(self.fail())?;
+            let tallies = NodeTallies::of(node, &chunk.meta, above.as_ref());
+            if tallies != inherited {
+                tx.prepare_cached(
+                    "UPDATE nodes SET last_user = ?2, last_call = ?3, last_protected = ?4 \
+                     WHERE id = ?1",
+                )
+                .and_then(|mut update| {
+                    update.execute(params![
+                        node,
+                        tallies.last_user,
+                        tallies.last_call,
+                        tallies.last_protected
+                    ])
+                })
+                .map_err(self.fail())?;
             }
+            chain.push(node);
+            tokens_above = match &chunk.counts {
+                Some(counts) => {
+                    let tally = token_tally(parent.map(|_| tokens_above.flatten()), Some(counts.tokens));
+                    insert_counts
+                        .execute(params![node, counts.key, counts.value, tally.map(|t| t.encode())])
+                        .map_err(self.fail())?;
+                    Some(tally)
+                }
+                None => Some(None),
+            };
+            above = Some(tallies);
             nodes.push(node);
             parent = Some(node);
         }
         Ok(nodes)
+    }
+
+    /// The tallies node `node` keeps for its path.
+    fn tallies(&self, tx: &Transaction<'_>, node: NodeId) -> Result<NodeTallies> {
+        tx.prepare_cached(
+            "SELECT last_user, last_call, last_protected, classes FROM nodes WHERE id = ?1",
+        )
+        .map_err(self.fail())?
+        .query_row([node], |row| {
+            let classes: Option<String> = row.get(3)?;
+            Ok(NodeTallies {
+                last_user: row.get(0)?,
+                last_call: row.get(1)?,
+                last_protected: row.get(2)?,
+                classes: classes.as_deref().and_then(ClassTally::decode),
+            })
+        })
+        .optional()
+        .map_err(self.fail())
+        .map(Option::unwrap_or_default)
+    }
+
+    /// The token tally of the path to `node` under `key`, if it has one.
+    fn token_tally(&self, tx: &Transaction<'_>, node: NodeId, key: &str) -> Result<Option<TokenTally>> {
+        let tally: Option<Option<String>> = tx
+            .prepare_cached("SELECT tally FROM counts WHERE node = ?1 AND key = ?2")
+            .map_err(self.fail())?
+            .query_row(params![node, key], |row| row.get(0))
+            .optional()
+            .map_err(self.fail())?;
+        Ok(tally.flatten().as_deref().and_then(TokenTally::decode))
     }
 
     /// The links of `node` and of every node its jumps reach, `node` first.

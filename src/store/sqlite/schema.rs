@@ -5,7 +5,7 @@
 //! version stored, so every version's stores keep loading.
 
 /// The schema version this crate writes.
-pub(crate) const CURRENT_VERSION: u32 = 4;
+pub(crate) const CURRENT_VERSION: u32 = 5;
 
 pub(crate) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
     // 1: chats, chunks as nodes of a graph, branches and checkpoints.
@@ -71,6 +71,15 @@ pub(crate) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
     "ALTER TABLE nodes ADD COLUMN jump INTEGER;
      CREATE INDEX nodes_by_chunk_id ON nodes (chat, chunk_id);
      UPDATE schema_version SET version = 4;",
+    // 5: what each node's path holds (see `store::tally`), so a build reads
+    // only the newest chunks; nodes stored before have none, and build by
+    // reading every chunk.
+    "ALTER TABLE nodes ADD COLUMN last_user INTEGER;
+     ALTER TABLE nodes ADD COLUMN last_call INTEGER;
+     ALTER TABLE nodes ADD COLUMN last_protected INTEGER;
+     ALTER TABLE nodes ADD COLUMN classes TEXT;
+     ALTER TABLE counts ADD COLUMN tally TEXT;
+     UPDATE schema_version SET version = 5;",
 ];
 
 /// The first version whose nodes have jumps.
