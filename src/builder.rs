@@ -14,8 +14,8 @@ mod stored;
 pub use config::ContextConfig;
 use edit::{Edited, Measure};
 pub(crate) use extend::Carry;
-pub(crate) use stored::kept_alone_tokens;
 use history::History;
+pub(crate) use stored::kept_alone_tokens;
 
 use std::sync::Arc;
 
@@ -201,6 +201,20 @@ pub(crate) struct Pass<'a> {
     pub(crate) cache: &'a mut ChunkCache,
     /// Chunks older than the state's that the budget drops unread.
     pub(crate) outside: Outside,
+}
+
+impl Outside {
+    /// `planner`, counting these chunks in its marker, which goes before
+    /// the first of `items` that comes after the first of them.
+    fn planned_by<'p>(&self, mut planner: Planner<'p>, items: &[Item]) -> Planner<'p> {
+        if self.chunks > 0 {
+            planner.frozen.0 += self.chunks;
+            planner.frozen.1 += self.tokens;
+            let first_after = items.iter().position(|i| i.chunk >= self.marker_before);
+            planner.marker_at = Some(first_after.unwrap_or(items.len()));
+        }
+        planner
+    }
 }
 
 /// Chunks that come before a build's state and that the budget drops
@@ -626,16 +640,8 @@ impl ContextBuilder {
             system,
             edited,
         } = prepared;
-        let outside = pass.outside;
-        let frozen = (
-            history.frozen.0 + outside.chunks,
-            history.frozen.1 + outside.tokens,
-        );
-        let mut base = self.planner(budget.available, preparer, &system, &ladder, frozen);
-        if outside.chunks > 0 {
-            let first_after = history.items.iter().position(|i| i.chunk >= outside.marker_before);
-            base.marker_at = Some(first_after.unwrap_or(history.items.len()));
-        }
+        let base = self.planner(budget.available, preparer, &system, &ladder, history.frozen);
+        let base = pass.outside.planned_by(base, &history.items);
         let mut layout = self
             .plan_fitting(&base, &mut history, state, preparer)
             .map_err(|required| self.over_budget(required, budget))?;

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use agent_context::budget::ContextManagement;
 use agent_context::store::{self, MAIN_BRANCH, Save, SqliteStore, Store};
 use agent_context::{
-    ContextBuilder, ContextEngine, ErrorKind, MemoryChunk, MemoryState, Role, fragment, role,
+    ChunkKind, ContextBuilder, ContextEngine, ErrorKind, MemoryChunk, MemoryState, Role, fragment,
+    role,
 };
 use common::temp::TempDir;
 use common::*;
@@ -655,9 +656,9 @@ proptest! {
     /// build of its export makes; its report lists the chunks it read.
     #[test]
     fn a_long_chat_built_from_its_newest_chunks_is_built_as_its_export(
-        state in session(160),
-        max_tokens in 300usize..6_000,
-        first_read in 1usize..64,
+        state in prop_oneof![session(320), long_loop()],
+        max_tokens in 300usize..1_500,
+        first_read in 1usize..32,
     ) {
         let backend = backends().remove(0);
         let mut engine = open(&backend.store, "chat");
@@ -676,6 +677,126 @@ proptest! {
     }
 }
 
+/// A long agent loop of 200 to 800 chunks: notes, thinking, tool calls
+/// with one or two results, rarely a user message, now and then an orphan
+/// result, a pinned, critical or system chunk, or a priority of its own.
+fn long_loop() -> impl Strategy<Value = MemoryState> {
+    let step = (0u8..100, 1usize..40, 0u8..100);
+    prop::collection::vec(step, 80..300).prop_map(|steps| {
+        let mut state = MemoryState::new().with_chunk(user("task", "Keep the build green."));
+        for (i, (what, words, extra)) in steps.into_iter().enumerate() {
+            let text = "word ".repeat(words);
+            let mut chunks = match what {
+                0..1 => vec![user(&format!("u{i}"), &text)],
+                1..35 => vec![assistant(&format!("a{i}"), &text)],
+                35..45 => {
+                    vec![MemoryChunk::new(format!("t{i}"), ChunkKind::Thinking).with_text(text)]
+                }
+                45..47 => vec![
+                    MemoryChunk::new(format!("o{i}"), ChunkKind::Environment)
+                        .with_call_id(format!("gone{i}"))
+                        .with_text(text),
+                ],
+                47..48 => {
+                    vec![MemoryChunk::new(format!("s{i}"), ChunkKind::System).with_text(text)]
+                }
+                _ => {
+                    let call = format!("k{i}");
+                    let mut unit = vec![
+                        MemoryChunk::new(format!("c{i}"), ChunkKind::Workflow)
+                            .with_call_id(call.clone())
+                            .with_text(format!("run {i}")),
+                    ];
+                    for r in 0..1 + usize::from(what % 2 == 0) {
+                        unit.push(
+                            MemoryChunk::new(format!("r{i}.{r}"), ChunkKind::Environment)
+                                .with_call_id(call.clone())
+                                .with_text(text.clone()),
+                        );
+                    }
+                    unit
+                }
+            };
+            match extra {
+                0..2 => chunks[0].pinned = true,
+                2..4 => chunks[0].retention = Some(agent_context::Retention::Critical),
+                4..5 => chunks[0].priority = Some(50),
+                _ => {}
+            }
+            for chunk in chunks {
+                state = state.with_chunk(chunk);
+            }
+        }
+        state
+    })
+}
+
+/// One instruction, then `steps` tool steps, each with a short note: the
+/// loop an autonomous agent stores.
+fn agent_loop(steps: usize) -> MemoryState {
+    let mut state = MemoryState::new().with_chunk(user("task", "Fix every failing test."));
+    for step in 0..steps {
+        let call = format!("call{step}");
+        state = state
+            .with_chunk(assistant(
+                &format!("n{step}"),
+                &format!("Step {step}: reading the log."),
+            ))
+            .with_chunk(
+                MemoryChunk::new(format!("c{step}"), ChunkKind::Workflow)
+                    .with_call_id(call.clone())
+                    .with_text(format!("cat log{step}.txt")),
+            )
+            .with_chunk(
+                MemoryChunk::new(format!("r{step}"), ChunkKind::Environment)
+                    .with_call_id(call)
+                    .with_text(format!("line {step}: ok\n").repeat(step % 5 + 1)),
+            );
+    }
+    state
+}
+
+#[test]
+fn a_long_chat_is_built_from_its_newest_chunks_as_its_export() {
+    let mut chatty = MemoryState::new();
+    for turn in 0..1_500 {
+        chatty = chatty
+            .with_chunk(user(&format!("u{turn}"), &format!("question {turn}")))
+            .with_chunk(assistant(&format!("a{turn}"), &format!("answer {turn}")));
+    }
+    let pinned = {
+        let mut state = agent_loop(1_000);
+        state.chunks[40].pinned = true;
+        state.chunks[43].retention = Some(agent_context::Retention::Critical);
+        state
+    };
+    for (name, state) in [
+        ("loop", agent_loop(1_000)),
+        ("chat", chatty),
+        ("pinned", pinned),
+    ] {
+        let backend = backends().remove(0);
+        let mut engine = open(&backend.store, "chat");
+        engine.extend(state.chunks.iter().cloned()).unwrap();
+        engine.save().unwrap();
+        let mut settings = builder();
+        settings.max_tokens(4_000);
+        let mut fresh = ContextEngine::open(backend.reopen(), "chat", settings.clone()).unwrap();
+        let stored = fresh.build().unwrap();
+        let cold = settings.build(&state).unwrap();
+        assert!(
+            stored.unread_chunks > state.chunks.len() / 2,
+            "{name}: {} of {} unread",
+            stored.unread_chunks,
+            state.chunks.len()
+        );
+        assert_same_prompt(&stored, &cold).unwrap();
+        // The report says so.
+        let report = serde_json::to_value(&stored).unwrap();
+        assert_eq!(report["unread_chunks"], stored.unread_chunks, "{name}");
+    }
+}
+
 /// Whether `stored` (maybe built from the newest chunks) makes the prompt
 /// `cold` makes, and reports the same of every chunk it read.
 fn assert_same_prompt(
@@ -684,7 +805,14 @@ fn assert_same_prompt(
 ) -> Result<(), TestCaseError> {
     let json = |r: &agent_context::BuildResult| serde_json::to_value(r).unwrap();
     let (stored_json, cold_json) = (json(stored), json(cold));
-    for field in ["messages", "token_count", "elided", "trim_target", "warnings", "truncated"] {
+    for field in [
+        "messages",
+        "token_count",
+        "elided",
+        "trim_target",
+        "warnings",
+        "truncated",
+    ] {
         prop_assert_eq!(&stored_json[field], &cold_json[field], "{}", field);
     }
     if stored.unread_chunks == 0 {
@@ -692,7 +820,10 @@ fn assert_same_prompt(
         return Ok(());
     }
     // Each chunk read is reported as the whole build reports it.
-    prop_assert_eq!(stored.decisions.len() + stored.unread_chunks, cold.decisions.len());
+    prop_assert_eq!(
+        stored.decisions.len() + stored.unread_chunks,
+        cold.decisions.len()
+    );
     for decision in stored.decisions.iter() {
         let same = cold.decisions.iter().find(|d| d.id == decision.id);
         prop_assert_eq!(Some(decision), same);

@@ -262,10 +262,11 @@ impl Planner<'_> {
                 Fate::Kept => add(item.role, &item.part),
             }
         }
-        if !marker_placed && self.marker_at == Some(self.items.len()) {
-            if let Some(marker) = &marker {
-                add(Role::User, marker);
-            }
+        if let Some(marker) = marker
+            .as_ref()
+            .filter(|_| !marker_placed && self.marker_at == Some(self.items.len()))
+        {
+            add(Role::User, marker);
         }
         if let Some((current, sum, last_alone, _)) = open {
             total += self.framing[role_index(current)] + sum + last_alone;

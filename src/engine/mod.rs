@@ -426,21 +426,58 @@ impl ContextEngine {
             Some(_) => self.session.counts_to_keep(from..end)?,
             None => vec![None; end - from],
         };
+        let orphans = self.orphans(from)?;
         let chunks = &self.session.state().chunks[from..];
         chunks
             .iter()
             .zip(counts)
+            .zip(orphans)
             .enumerate()
-            .map(|(offset, (chunk, value))| {
+            .map(|(offset, ((chunk, value), orphan))| {
                 let json = load::stored_json(chunk, from + offset)?;
                 let counts = key.clone().zip(value).and_then(|(key, value)| {
-                    let tokens = kept_alone_tokens(&value)?;
+                    // An orphan result is in no prompt: it adds no tokens.
+                    let tokens = if orphan {
+                        0
+                    } else {
+                        kept_alone_tokens(&value)?
+                    };
                     Some(CountRecord { key, value, tokens })
                 });
-                let meta = tally::meta_of(chunk);
+                let mut meta = tally::meta_of(chunk);
+                meta.orphan = orphan;
                 Ok(NewChunk::new(chunk.id.clone(), json, counts).with_meta(meta))
             })
             .collect()
+    }
+
+    /// Per session chunk from `from` on, whether it is a tool result whose
+    /// call is neither among the session's chunks nor (when the stored ones
+    /// are not read) on the branch: an orphan, left out of every prompt.
+    fn orphans(&self, from: usize) -> Result<Vec<bool>> {
+        let chunks = &self.held().chunks;
+        let calls: rustc_hash::FxHashSet<&str> = chunks
+            .iter()
+            .filter(|c| c.kind == ChunkKind::Workflow)
+            .filter_map(|c| c.call_id.as_deref())
+            .collect();
+        let mut orphans = Vec::with_capacity(chunks.len().saturating_sub(from));
+        for chunk in &chunks[from..] {
+            let orphan = match (chunk.kind, chunk.call_id.as_deref()) {
+                (ChunkKind::Environment, Some(call)) if !calls.contains(call) => {
+                    match (self.nodes.is_none(), self.head) {
+                        (true, Some(head)) => self
+                            .store
+                            .find_call(&self.chat, head, call, usize::MAX >> 1)?
+                            .is_none(),
+                        _ => true,
+                    }
+                }
+                _ => false,
+            };
+            orphans.push(orphan);
+        }
+        Ok(orphans)
     }
 
     /// Builds this turn's prompt with the builder's policy (the session's
@@ -495,13 +532,19 @@ impl ContextEngine {
         self.uncounted.retain(|&index| index < replaced);
         let uncounted = std::mem::take(&mut self.uncounted);
         let counts = self.session.counts_to_keep(uncounted.iter().copied())?;
+        let orphans = self.orphans(0)?;
         let nodes = self.nodes.as_deref().unwrap_or_default();
         let kept: Vec<(NodeId, String, u64)> = uncounted
             .iter()
             .zip(counts)
             .filter_map(|(&index, value)| {
                 let value = value?;
-                let tokens = kept_alone_tokens(&value)?;
+                let orphan = orphans.get(index).copied().unwrap_or(false);
+                let tokens = if orphan {
+                    0
+                } else {
+                    kept_alone_tokens(&value)?
+                };
                 Some((*nodes.get(index)?, value, tokens))
             })
             .collect();

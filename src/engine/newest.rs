@@ -30,9 +30,13 @@ use crate::message::BuildResult;
 use crate::roles::ChunkKind;
 use crate::store::{NodeId, PathSummary, SIZES, StoredChunk, TokenTally};
 
-/// How many chunks the first read takes; each next read takes four times
-/// as many.
+/// How many chunks the first read takes; each next read takes at least
+/// twice as many.
 pub(super) const FIRST_READ: usize = 512;
+
+/// How many more chunks a read takes when the oldest ones read cut the
+/// newest tool use.
+const STEP_BACK: usize = 16;
 
 /// The most protected chunks older than those read that a build fetches
 /// one by one before it reads the whole branch instead.
@@ -55,77 +59,191 @@ impl ContextEngine {
         let Some(newest) = self.store.path_summary(&self.chat, head, &key)? else {
             return Ok(None);
         };
-        let mut read: Vec<StoredChunk> = Vec::new();
+        let target = self.session.config().budget() as f64 * policy.low_water;
+        let mut read = Newest::default();
         let mut want = self.first_read;
         loop {
-            let from = match read.last() {
-                None => head,
-                Some(oldest) => match oldest.parent {
-                    Some(parent) => parent,
-                    None => return Ok(None),
-                },
-            };
-            let more = self
-                .store
-                .read_back(&self.chat, from, want - read.len(), Some(&key))?;
-            if more.is_empty() || more.last().is_some_and(|c| c.parent.is_none()) {
+            if !self.read_more(&mut read, head, want, &key)? {
                 // Every chunk is read: the whole build costs no more.
                 return Ok(None);
             }
-            read.extend(more);
-            if let Some(result) = self.try_newest(&read, &newest, &key, policy)? {
+            if let Some(call) = self.cut_unit(&read, head)? {
+                // A result read answers an older call: read on to it.
+                want = read.chunks.len() + read.start().saturating_sub(call);
+                continue;
+            }
+            if !holds_newest_use(&read.chunks, newest.last_call) {
+                want = read.chunks.len() + STEP_BACK;
+                continue;
+            }
+            let Some(plan) = self.plan_newest(&read, (head, &newest), &key, policy)? else {
+                want = want.saturating_mul(2);
+                continue;
+            };
+            // The chunks read must hold more than the prompt takes at or
+            // above the unread chunks' priority: until they do, read as
+            // many more as their rate says, a quarter over.
+            let above = read.tokens_at_or_above(plan.unread.priority, policy);
+            if (above as f64) < target {
+                let per_chunk = above.max(1) as f64 / read.chunks.len() as f64;
+                let needed = (target / per_chunk * 1.25) as usize;
+                want = needed.clamp(want.saturating_mul(2), want.saturating_mul(16));
+                continue;
+            }
+            if let Some(result) = self.build_newest(&read, plan, policy)? {
                 return Ok(Some(result));
             }
-            want = want.saturating_mul(4);
+            want = want.saturating_mul(2);
         }
     }
 
-    /// The build from the chunks `read` (newest first), if it is exact.
-    fn try_newest(
-        &self,
-        read: &[StoredChunk],
-        newest: &PathSummary,
-        key: &str,
-        policy: &Policy,
-    ) -> Result<Option<BuildResult>> {
+    /// Reads up to `want` chunks in all, older than those in `read`;
+    /// `false` once the whole branch is read.
+    fn read_more(&self, read: &mut Newest, head: NodeId, want: usize, key: &str) -> Result<bool> {
+        let from = match read.stored.last() {
+            None => head,
+            Some(oldest) => match oldest.parent {
+                Some(parent) => parent,
+                None => return Ok(false),
+            },
+        };
+        let limit = want.saturating_sub(read.stored.len()).max(1);
+        let more = self.store.read_back(&self.chat, from, limit, Some(key))?;
+        if more.is_empty() || more.last().is_some_and(|c| c.parent.is_none()) {
+            return Ok(false);
+        }
         let location = self.store.location();
-        let (Some(oldest), Some(before)) = (read.last(), read.last().and_then(|c| c.parent)) else {
+        for stored in more {
+            read.chunks
+                .push(decode_chunk(stored.position, &stored, &location)?);
+            read.stored.push(stored);
+        }
+        Ok(true)
+    }
+
+    /// The position of the oldest call, older than the chunks `read`, that
+    /// a result among them answers (a result whose call is nowhere on the
+    /// branch is an orphan, left out of every build alike).
+    fn cut_unit(&self, read: &Newest, head: NodeId) -> Result<Option<usize>> {
+        let Some(before) = read.start().checked_sub(1) else {
             return Ok(None);
         };
-        let start = oldest.position;
-        let suffix: Vec<MemoryChunk> = read
+        let calls: rustc_hash::FxHashSet<&str> = read
+            .chunks
             .iter()
-            .rev()
-            .map(|c| decode_chunk(c.position, c, &location))
-            .collect::<Result<_>>()?;
-        if splits_a_unit(&suffix) || !holds_newest_use(&suffix, newest.last_call) {
-            return Ok(None);
+            .filter(|c| c.kind == ChunkKind::Workflow)
+            .filter_map(|c| c.call_id.as_deref())
+            .collect();
+        let mut oldest = None;
+        for chunk in read
+            .chunks
+            .iter()
+            .filter(|c| c.kind == ChunkKind::Environment)
+        {
+            let Some(call) = chunk.call_id.as_deref().filter(|c| !calls.contains(c)) else {
+                continue;
+            };
+            if let Some(position) = self.store.find_call(&self.chat, head, call, before)? {
+                oldest = Some(oldest.map_or(position, |o: usize| o.min(position)));
+            }
         }
+        Ok(oldest)
+    }
+
+    /// What a build from the chunks `read` keeps of the older ones, and
+    /// what it leaves unread; `None` when more must be read.
+    fn plan_newest(
+        &self,
+        read: &Newest,
+        (head, newest): (NodeId, &PathSummary),
+        key: &str,
+        policy: &Policy,
+    ) -> Result<Option<NewestPlan>> {
+        let location = self.store.location();
+        let Some(before) = read.stored.last().and_then(|c| c.parent) else {
+            return Ok(None);
+        };
         let Some(below) = self.store.path_summary(&self.chat, before, key)? else {
             return Ok(None);
         };
         let latest_user = newest
             .last_user
-            .filter(|_| !suffix.iter().any(MemoryChunk::is_user_turn));
-        let Some(old) = self.protected_before(&below, latest_user, key)? else {
+            .filter(|_| !read.chunks.iter().any(MemoryChunk::is_user_turn));
+        let Some(mut old) = self.protected_before(&below, latest_user, key)? else {
             return Ok(None);
         };
-        let old_chunks: Vec<MemoryChunk> = old
+        let mut old_chunks: Vec<MemoryChunk> = old
             .iter()
             .map(|c| decode_chunk(c.position, c, &location))
             .collect::<Result<_>>()?;
-        let Some(unread) = Unread::of(&below, &old, &old_chunks, policy) else {
+        // A protected tool call or result keeps its whole unit.
+        let units: Vec<String> = old_chunks
+            .iter()
+            .filter_map(|c| tool_call(c).map(str::to_owned))
+            .collect();
+        for call in units {
+            for (node, position, _) in
+                self.store
+                    .unit_on_path(&self.chat, head, &call, below.position)?
+            {
+                if old.iter().any(|c| c.node == node) {
+                    continue;
+                }
+                let Some(member) = self.store.read_back(&self.chat, node, 1, Some(key))?.pop()
+                else {
+                    return Ok(None);
+                };
+                old_chunks.push(decode_chunk(position, &member, &location)?);
+                old.push(member);
+            }
+        }
+        let mut order: Vec<usize> = (0..old.len()).collect();
+        order.sort_by_key(|&i| old[i].position);
+        let old: Vec<StoredChunk> = order.iter().map(|&i| old[i].clone()).collect();
+        let old_chunks: Vec<MemoryChunk> = order.iter().map(|&i| old_chunks[i].clone()).collect();
+        let mut old_tokens = TokenTally::default();
+        for chunk in &old {
+            match self.own_tokens(chunk, key)? {
+                Some(own) => old_tokens = old_tokens.plus(&own),
+                None => return Ok(None),
+            }
+        }
+        let Some(unread) = Unread::of(&below, (&old_chunks, old_tokens), policy) else {
             return Ok(None);
         };
+        Ok(Some(NewestPlan {
+            old,
+            old_chunks,
+            unread,
+        }))
+    }
+
+    /// The build of the old chunks `plan` keeps and the chunks `read`, with
+    /// the unread ones in the marker, if it is exact.
+    fn build_newest(
+        &self,
+        read: &Newest,
+        plan: NewestPlan,
+        policy: &Policy,
+    ) -> Result<Option<BuildResult>> {
+        let NewestPlan {
+            old,
+            old_chunks,
+            unread,
+        } = plan;
+        let start = read.start();
         let mut state = lane_of(self.held());
         state.chunks = old_chunks;
-        state.chunks.extend(suffix);
+        state.chunks.extend(read.chunks.iter().rev().cloned());
         state.validate()?;
         let config = self.session.config();
         let mut cache = ChunkCache::default();
-        let seeds = old.iter().chain(read.iter().rev()).map(|c| c.counts.as_deref());
-        let seeds: Vec<(usize, &str)> =
-            seeds.enumerate().filter_map(|(i, c)| Some((i, c?))).collect();
+        let seeds = old.iter().chain(read.stored.iter().rev());
+        let seeds: Vec<(usize, &str)> = seeds
+            .map(|c| c.counts.as_deref())
+            .enumerate()
+            .filter_map(|(i, c)| Some((i, c?)))
+            .collect();
         config.settings().seed_counts(seeds, &mut cache);
         let first_unread = (0..start)
             .find(|p| old.iter().all(|c| c.position != *p))
@@ -156,14 +274,30 @@ impl ContextEngine {
         if !past_unread {
             return Ok(None);
         }
-        result.unread_chunks = unread.chunks;
+        result.unread_chunks = unread.unread;
         Ok(Some(result))
+    }
+
+    /// What `chunk` adds to its path's token tally (nothing for an orphan
+    /// result), if the tallies are stored.
+    fn own_tokens(&self, chunk: &StoredChunk, key: &str) -> Result<Option<TokenTally>> {
+        let Some(with) = self.store.path_summary(&self.chat, chunk.node, key)? else {
+            return Ok(None);
+        };
+        let without = match chunk.parent {
+            Some(parent) => match self.store.path_summary(&self.chat, parent, key)? {
+                Some(summary) => summary.tokens,
+                None => return Ok(None),
+            },
+            None => Some(TokenTally::default()),
+        };
+        Ok(with.tokens.zip(without).map(|(w, o)| w.minus(&o)))
     }
 
     /// The chunks older than those read that a build keeps whatever the
     /// budget: the protected ones on the path to `below`, and the latest
     /// user message if it is that old; oldest first. `None` when there are
-    /// too many, or one belongs to a tool unit.
+    /// too many.
     fn protected_before(
         &self,
         below: &PathSummary,
@@ -199,9 +333,42 @@ impl ContextEngine {
     }
 }
 
-/// The unread chunks: how many, their tokens, and the highest priority
-/// among them.
+/// The newest chunks read so far, newest first, as stored and as read.
+#[derive(Default)]
+struct Newest {
+    stored: Vec<StoredChunk>,
+    chunks: Vec<MemoryChunk>,
+}
+
+impl Newest {
+    /// The position of the oldest chunk read.
+    fn start(&self) -> usize {
+        self.stored.last().map_or(0, |c| c.position)
+    }
+
+    /// Tokens of the unprotected chunks read whose priority is `priority`
+    /// or more, as stored.
+    fn tokens_at_or_above(&self, priority: i64, policy: &Policy) -> u64 {
+        let pairs = self.stored.iter().zip(&self.chunks);
+        pairs
+            .filter(|(_, chunk)| !meta_of(chunk).protected && policy.priority_of(chunk) >= priority)
+            .filter_map(|(stored, _)| kept_alone_tokens(stored.counts.as_deref()?))
+            .sum()
+    }
+}
+
+/// What a build from the newest chunks keeps of the older ones, and what
+/// it leaves unread.
+struct NewestPlan {
+    old: Vec<StoredChunk>,
+    old_chunks: Vec<MemoryChunk>,
+    unread: Unread,
+}
+
+/// The unread chunks: how many, how many of them the budget drops (all
+/// but orphan results), their tokens, and the highest priority among them.
 struct Unread {
+    unread: usize,
     chunks: usize,
     tokens: u64,
     priority: i64,
@@ -212,17 +379,11 @@ impl Unread {
     /// the tallies are missing or one of them may be cut by a cap.
     fn of(
         below: &PathSummary,
-        old: &[StoredChunk],
-        old_chunks: &[MemoryChunk],
+        (old_chunks, old_tokens): (&[MemoryChunk], TokenTally),
         policy: &Policy,
     ) -> Option<Unread> {
         let (mut classes, tokens) = (below.classes?, below.tokens?);
-        let mut old_tokens = TokenTally::default();
-        for (stored, chunk) in old.iter().zip(old_chunks) {
-            if tool_call(chunk).is_some() {
-                return None;
-            }
-            old_tokens = old_tokens.with(kept_alone_tokens(stored.counts.as_deref()?)?);
+        for chunk in old_chunks {
             if !meta_of(chunk).protected {
                 classes = without(classes, chunk);
             }
@@ -234,8 +395,11 @@ impl Unread {
                 return None;
             }
         }
-        let chunks = (below.position + 1).checked_sub(old.len())?;
+        let unread = (below.position + 1).checked_sub(old_chunks.len())?;
+        // Orphan results are in no prompt, and not among the dropped.
+        let chunks = unread.checked_sub(usize::try_from(classes.orphans).ok()?)?;
         Some(Unread {
+            unread,
             chunks,
             tokens: tokens.total,
             priority: highest_priority(&classes, policy)?,
@@ -243,25 +407,12 @@ impl Unread {
     }
 }
 
-/// Whether a tool result among `chunks` answers a call that is not.
-fn splits_a_unit(chunks: &[MemoryChunk]) -> bool {
-    let mut calls = rustc_hash::FxHashSet::default();
-    chunks.iter().any(|chunk| match chunk.kind {
-        ChunkKind::Workflow => {
-            calls.extend(chunk.call_id.as_deref());
-            false
-        }
-        ChunkKind::Environment => chunk.call_id.as_deref().is_some_and(|c| !calls.contains(c)),
-        _ => false,
-    })
-}
-
-/// Whether `chunks` hold the newest tool use whole: the step of their
-/// newest call starts after a chunk among them; with no call among them,
-/// whether the path has none.
+/// Whether `chunks` (newest first) hold the newest tool use whole: the
+/// step of their newest call starts after a chunk among them; with no call
+/// among them, whether the path has none.
 fn holds_newest_use(chunks: &[MemoryChunk], last_call: Option<NodeId>) -> bool {
-    match chunks.iter().rposition(|c| c.kind == ChunkKind::Workflow) {
-        Some(call) => chunks[..call].iter().any(is_read),
+    match chunks.iter().position(|c| c.kind == ChunkKind::Workflow) {
+        Some(call) => chunks[call + 1..].iter().any(is_read),
         None => last_call.is_none(),
     }
 }

@@ -19,10 +19,10 @@
 
 mod errors;
 mod lineage;
-mod tally;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod sqlite;
+mod tally;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -428,6 +428,64 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         chunk_id: &str,
         max_position: usize,
     ) -> Result<Vec<(NodeId, usize)>>;
+
+    /// The tool calls and results of the chat (on any branch) with call id
+    /// `call_id` at a position up to `max_position`, newest first, each
+    /// with whether it is the call: found through an index.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Store`] if the database fails.
+    fn nodes_with_call_id(
+        &self,
+        chat: &str,
+        call_id: &str,
+        max_position: usize,
+    ) -> Result<Vec<(NodeId, usize, bool)>>;
+
+    /// The nodes of the tool unit `call_id` (its call and results) on the
+    /// path to `head` at or before `max_position`, newest first.
+    ///
+    /// # Errors
+    ///
+    /// As [`ancestor`](Store::ancestor).
+    fn unit_on_path(
+        &self,
+        chat: &str,
+        head: NodeId,
+        call_id: &str,
+        max_position: usize,
+    ) -> Result<Vec<(NodeId, usize, bool)>> {
+        let mut members = Vec::new();
+        for (node, position, call) in self.nodes_with_call_id(chat, call_id, max_position)? {
+            if self.ancestor(chat, head, position)? == Some(node) {
+                members.push((node, position, call));
+            }
+        }
+        Ok(members)
+    }
+
+    /// The position of the tool call `call_id` on the path to `head` at or
+    /// before `max_position`, if there is one. Its cost does not grow with
+    /// the chat.
+    ///
+    /// # Errors
+    ///
+    /// As [`ancestor`](Store::ancestor).
+    fn find_call(
+        &self,
+        chat: &str,
+        head: NodeId,
+        call_id: &str,
+        max_position: usize,
+    ) -> Result<Option<usize>> {
+        for (node, position, call) in self.nodes_with_call_id(chat, call_id, max_position)? {
+            if call && self.ancestor(chat, head, position)? == Some(node) {
+                return Ok(Some(position));
+            }
+        }
+        Ok(None)
+    }
 
     /// The chunk `chunk_id` on the path to `head`, if there is one: the
     /// nodes holding that id, each checked to be `head`'s ancestor at its

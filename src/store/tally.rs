@@ -17,7 +17,7 @@ pub const CLASSES: usize = 32;
 pub const SIZES: [u64; 5] = [64, 256, 1_024, 4_096, 16_384];
 
 /// What a store needs to know of a chunk it saves to keep its tallies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct ChunkMeta {
     /// Its class, below [`CLASSES`] (see `engine::tally`).
@@ -30,6 +30,12 @@ pub struct ChunkMeta {
     pub user_turn: bool,
     /// Whether it is a tool call.
     pub tool_call: bool,
+    /// The call id of a tool call or result, by which a tool unit's
+    /// members find each other.
+    pub call_id: Option<String>,
+    /// Whether it is a tool result whose call is not on the branch: no
+    /// build shows it or counts it as dropped.
+    pub orphan: bool,
 }
 
 /// Unprotected chunks on a path, by class: those without a priority of
@@ -40,12 +46,18 @@ pub struct ClassTally {
     pub counts: [u64; CLASSES],
     /// The highest priority a chunk set itself, if any did.
     pub max_priority: Option<i64>,
+    /// Orphan results, in no class.
+    pub orphans: u64,
 }
 
 impl ClassTally {
     /// The tally with one more chunk.
     pub(crate) fn with(mut self, meta: &ChunkMeta) -> Self {
         if meta.protected {
+            return self;
+        }
+        if meta.orphan {
+            self.orphans += 1;
             return self;
         }
         match meta.priority {
@@ -60,7 +72,7 @@ impl ClassTally {
     pub(crate) fn encode(&self) -> String {
         let counts: Vec<String> = self.counts.iter().map(u64::to_string).collect();
         let max = self.max_priority.map_or("-".to_owned(), |p| p.to_string());
-        format!("{} {max}", counts.join(" "))
+        format!("{} {max} {}", counts.join(" "), self.orphans)
     }
 
     pub(crate) fn decode(text: &str) -> Option<Self> {
@@ -73,6 +85,7 @@ impl ClassTally {
             "-" => None,
             p => Some(p.parse().ok()?),
         };
+        tally.orphans = fields.next()?.parse().ok()?;
         fields.next().is_none().then_some(tally)
     }
 }
@@ -95,6 +108,18 @@ impl TokenTally {
             *over += u64::from(tokens > size);
         }
         self
+    }
+
+    /// The two tallies together.
+    pub fn plus(&self, other: &TokenTally) -> TokenTally {
+        let mut over = self.over;
+        for (o, add) in over.iter_mut().zip(other.over) {
+            *o += add;
+        }
+        TokenTally {
+            total: self.total + other.total,
+            over,
+        }
     }
 
     /// The tally of the path from the end of `before` to the end of `self`.
@@ -168,9 +193,21 @@ impl NodeTallies {
         };
         let parent = parent.unwrap_or(&empty);
         NodeTallies {
-            last_user: if meta.user_turn { Some(id) } else { parent.last_user },
-            last_call: if meta.tool_call { Some(id) } else { parent.last_call },
-            last_protected: if meta.protected { Some(id) } else { parent.last_protected },
+            last_user: if meta.user_turn {
+                Some(id)
+            } else {
+                parent.last_user
+            },
+            last_call: if meta.tool_call {
+                Some(id)
+            } else {
+                parent.last_call
+            },
+            last_protected: if meta.protected {
+                Some(id)
+            } else {
+                parent.last_protected
+            },
             classes: parent.classes.map(|c| c.with(meta)),
         }
     }
@@ -178,7 +215,10 @@ impl NodeTallies {
 
 /// The token tally of a node with `tokens` under a parent whose tally is
 /// `parent` (`Some(None)`: a parent without one; `None`: a root).
-pub(crate) fn token_tally(parent: Option<Option<TokenTally>>, tokens: Option<u64>) -> Option<TokenTally> {
+pub(crate) fn token_tally(
+    parent: Option<Option<TokenTally>>,
+    tokens: Option<u64>,
+) -> Option<TokenTally> {
     let base = match parent {
         None => TokenTally::default(),
         Some(parent) => parent?,
@@ -221,7 +261,9 @@ mod tests {
             priority: Some(-7),
             ..ChunkMeta::default()
         };
-        let classes = ClassTally::default().with(&meta).with(&ChunkMeta::default());
+        let classes = ClassTally::default()
+            .with(&meta)
+            .with(&ChunkMeta::default());
         assert_eq!(ClassTally::decode(&classes.encode()), Some(classes));
         assert_eq!(classes.counts[0], 1);
         assert_eq!(classes.max_priority, Some(-7));

@@ -327,6 +327,35 @@ impl Store for PostgresStore {
         })
     }
 
+    fn nodes_with_call_id(
+        &self,
+        chat: &str,
+        call_id: &str,
+        max_position: usize,
+    ) -> Result<Vec<(NodeId, usize, bool)>> {
+        let max_position = i64::try_from(max_position).unwrap_or(i64::MAX);
+        self.read(|tx| {
+            tx.query_typed(
+                "SELECT id, position, last_call IS NOT DISTINCT FROM id FROM nodes \
+                 WHERE chat = $1 AND call_id = $2 AND position <= $3 \
+                 ORDER BY position DESC, id DESC",
+                &[
+                    (&chat.as_bytes(), Type::BYTEA),
+                    (&call_id.as_bytes(), Type::BYTEA),
+                    (&max_position, Type::INT8),
+                ],
+            )
+            .map_err(self.fail())?
+            .iter()
+            .map(|row| {
+                let node = self.column(row, 0)?;
+                let position = usize::try_from(self.column::<i64>(row, 1)?).unwrap_or(0);
+                Ok((node, position, self.column::<bool>(row, 2)?))
+            })
+            .collect()
+        })
+    }
+
     fn save(&self, chat: &str, save: &Save) -> Result<Saved> {
         self.write(|tx| {
             let mut system_version = self.lock_chat(tx, chat)?;
@@ -711,7 +740,11 @@ impl PostgresStore {
             .collect();
         let parent_tallies = match save.parent {
             Some(parent) => {
-                let key = save.chunks.first().and_then(|c| c.counts.as_ref()).map(|c| c.key.as_str());
+                let key = save
+                    .chunks
+                    .first()
+                    .and_then(|c| c.counts.as_ref())
+                    .map(|c| c.key.as_str());
                 let tokens = match key {
                     Some(key) => self.token_tally(tx, parent, key)?,
                     None => None,
@@ -725,8 +758,15 @@ impl PostgresStore {
         let last_calls: Vec<Option<NodeId>> = tallies.iter().map(|t| t.0.last_call).collect();
         let last_protected: Vec<Option<NodeId>> =
             tallies.iter().map(|t| t.0.last_protected).collect();
-        let classes: Vec<Option<String>> =
-            tallies.iter().map(|t| t.0.classes.map(|c| c.encode())).collect();
+        let classes: Vec<Option<String>> = tallies
+            .iter()
+            .map(|t| t.0.classes.map(|c| c.encode()))
+            .collect();
+        let call_ids: Vec<Option<&[u8]>> = save
+            .chunks
+            .iter()
+            .map(|c| c.meta.call_id.as_deref().map(str::as_bytes))
+            .collect();
         let (positions, jumps): (Vec<i64>, Vec<Option<NodeId>>) = nodes
             .iter()
             .map(|&node| {
@@ -739,13 +779,14 @@ impl PostgresStore {
         let codec = i32::try_from(CHUNK_CODEC).unwrap_or(i32::MAX);
         tx.execute_typed(
             "INSERT INTO nodes (id, chat, parent, position, chunk_id, codec, body, jump, \
-               last_user, last_call, last_protected, classes) \
+               last_user, last_call, last_protected, classes, call_id) \
              SELECT id, $1, parent, position, chunk_id, $2, body, jump, last_user, last_call, \
-               last_protected, classes \
+               last_protected, classes, call_id \
              FROM UNNEST($3::bigint[], $4::bigint[], $5::bigint[], $6::bytea[], $7::text[], \
-               $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[]) \
+               $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], \
+               $13::bytea[]) \
                AS t (id, parent, position, chunk_id, body, jump, last_user, last_call, \
-               last_protected, classes)",
+               last_protected, classes, call_id)",
             &[
                 (&chat.as_bytes(), Type::BYTEA),
                 (&codec, Type::INT4),
@@ -759,12 +800,15 @@ impl PostgresStore {
                 (&last_calls, Type::INT8_ARRAY),
                 (&last_protected, Type::INT8_ARRAY),
                 (&classes, Type::TEXT_ARRAY),
+                (&call_ids, Type::BYTEA_ARRAY),
             ],
         )
         .map_err(self.fail())?;
         let counted = nodes.iter().zip(&save.chunks).zip(&tallies);
         let (counted_nodes, records): (Vec<NodeId>, Vec<_>) = counted
-            .filter_map(|((node, chunk), (_, tokens))| Some((*node, (chunk.counts.as_ref()?, tokens))))
+            .filter_map(|((node, chunk), (_, tokens))| {
+                Some((*node, (chunk.counts.as_ref()?, tokens)))
+            })
             .unzip();
         if !counted_nodes.is_empty() {
             let keys: Vec<&str> = records.iter().map(|r| r.0.key.as_str()).collect();

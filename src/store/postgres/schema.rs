@@ -81,7 +81,8 @@ pub(super) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
     // only the newest chunks; nodes stored before have none, and build by
     // reading every chunk.
     "ALTER TABLE nodes ADD COLUMN last_user BIGINT, ADD COLUMN last_call BIGINT,
-       ADD COLUMN last_protected BIGINT, ADD COLUMN classes TEXT;
+       ADD COLUMN last_protected BIGINT, ADD COLUMN classes TEXT, ADD COLUMN call_id BYTEA;
+     CREATE INDEX nodes_by_call_id ON nodes (chat, call_id) WHERE call_id IS NOT NULL;
      ALTER TABLE counts ADD COLUMN tally TEXT;
      UPDATE schema_version SET version = 3;",
 ];

@@ -321,6 +321,34 @@ impl Store for SqliteStore {
         })
     }
 
+    fn nodes_with_call_id(
+        &self,
+        chat: &str,
+        call_id: &str,
+        max_position: usize,
+    ) -> Result<Vec<(NodeId, usize, bool)>> {
+        let max_position = i64::try_from(max_position).unwrap_or(i64::MAX);
+        self.read(|tx| {
+            let mut statement = tx
+                .prepare_cached(
+                    "SELECT id, position, last_call = id FROM nodes \
+                     WHERE chat = ?1 AND call_id = ?2 AND position <= ?3 \
+                     ORDER BY position DESC, id DESC",
+                )
+                .map_err(self.fail())?;
+            let rows = statement
+                .query_map(params![chat, call_id, max_position], |row| {
+                    let position: i64 = row.get(1)?;
+                    let call: Option<bool> = row.get(2)?;
+                    let position = usize::try_from(position).unwrap_or(0);
+                    Ok((row.get(0)?, position, call.unwrap_or(false)))
+                })
+                .map_err(self.fail())?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(self.fail())
+        })
+    }
+
     fn save(&self, chat: &str, save: &Save) -> Result<Saved> {
         self.write(|tx| {
             let actual = branch_head(tx, chat, &save.branch)
@@ -374,7 +402,10 @@ impl Store for SqliteStore {
             for (node, value, tokens) in counts {
                 let parent: Option<Option<NodeId>> = tx
                     .prepare_cached("SELECT parent FROM nodes WHERE id = ?1 AND chat = ?2")
-                    .and_then(|mut s| s.query_row(params![node, chat], |row| row.get(0)).optional())
+                    .and_then(|mut s| {
+                        s.query_row(params![node, chat], |row| row.get(0))
+                            .optional()
+                    })
                     .map_err(self.fail())?;
                 let Some(parent) = parent else { continue };
                 let above = match parent {
@@ -605,8 +636,8 @@ impl SqliteStore {
         let mut insert_node = tx
             .prepare_cached(
                 "INSERT INTO nodes (chat, parent, position, chunk_id, codec, body, jump, \
-                 last_user, last_call, last_protected, classes) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                 last_user, last_call, last_protected, classes, call_id) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )
             .map_err(self.fail())?;
         let mut insert_counts = tx
@@ -641,6 +672,7 @@ impl SqliteStore {
                     inherited.last_call,
                     inherited.last_protected,
                     inherited.classes.map(|c| c.encode()),
+                    chunk.meta.call_id,
                 ])
                 .map_err(self.fail())?;
             let node = tx.last_insert_rowid();
@@ -663,9 +695,15 @@ impl SqliteStore {
             chain.push(node);
             tokens_above = match &chunk.counts {
                 Some(counts) => {
-                    let tally = token_tally(parent.map(|_| tokens_above.flatten()), Some(counts.tokens));
+                    let tally =
+                        token_tally(parent.map(|_| tokens_above.flatten()), Some(counts.tokens));
                     insert_counts
-                        .execute(params![node, counts.key, counts.value, tally.map(|t| t.encode())])
+                        .execute(params![
+                            node,
+                            counts.key,
+                            counts.value,
+                            tally.map(|t| t.encode())
+                        ])
                         .map_err(self.fail())?;
                     Some(tally)
                 }
@@ -699,7 +737,12 @@ impl SqliteStore {
     }
 
     /// The token tally of the path to `node` under `key`, if it has one.
-    fn token_tally(&self, tx: &Transaction<'_>, node: NodeId, key: &str) -> Result<Option<TokenTally>> {
+    fn token_tally(
+        &self,
+        tx: &Transaction<'_>,
+        node: NodeId,
+        key: &str,
+    ) -> Result<Option<TokenTally>> {
         let tally: Option<Option<String>> = tx
             .prepare_cached("SELECT tally FROM counts WHERE node = ?1 AND key = ?2")
             .map_err(self.fail())?

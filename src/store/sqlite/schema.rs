@@ -78,6 +78,8 @@ pub(crate) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
      ALTER TABLE nodes ADD COLUMN last_call INTEGER;
      ALTER TABLE nodes ADD COLUMN last_protected INTEGER;
      ALTER TABLE nodes ADD COLUMN classes TEXT;
+     ALTER TABLE nodes ADD COLUMN call_id TEXT;
+     CREATE INDEX nodes_by_call_id ON nodes (chat, call_id) WHERE call_id IS NOT NULL;
      ALTER TABLE counts ADD COLUMN tally TEXT;
      UPDATE schema_version SET version = 5;",
 ];
