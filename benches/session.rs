@@ -2,7 +2,8 @@
 //! one thread, the default, and on two) beside one pass of our own counting
 //! (and of tiktoken-rs's `encode_ordinary`) over the same rendered bytes;
 //! warm turns at 250k, 1M and 10M tokens
-//! beside their floor, tokenizing only the new turn; 10k chunks built
+//! beside their floor, tokenizing only the new turn; a warm turn with a
+//! custom renderer, deterministic or not; 10k chunks built
 //! again with nothing new, and through the full pipeline with the cut
 //! forgotten; loading the tokenizer.
 //!
@@ -13,10 +14,12 @@
 mod session_gen;
 
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agent_context::render::{ChunkRenderer, RenderContext};
 use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
-use agent_context::{ContextBuilder, ContextSession, MemoryChunk, MemoryState, Role};
+use agent_context::{ChunkKind, ContextBuilder, ContextSession, MemoryChunk, MemoryState, Role};
 use criterion::{
     BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
@@ -206,6 +209,82 @@ fn warm(c: &mut Criterion) {
     group.finish();
 }
 
+/// Draws thoughts as `<note>` elements; `deterministic` is what it says
+/// of itself.
+struct NoteRenderer {
+    deterministic: bool,
+}
+
+impl ChunkRenderer for NoteRenderer {
+    fn can_render(&self, chunk: &MemoryChunk) -> bool {
+        chunk.kind == ChunkKind::Thinking
+    }
+
+    fn role(&self, _chunk: &MemoryChunk) -> Role {
+        Role::Assistant
+    }
+
+    fn render(&self, chunk: &MemoryChunk, ctx: &RenderContext<'_>, out: &mut String) {
+        let attributes = [("id", Some(chunk.id.as_str()))];
+        ctx.write_element(out, "note", &attributes, chunk.text.as_deref());
+    }
+
+    fn tags(&self) -> Vec<String> {
+        vec!["note".into()]
+    }
+
+    fn deterministic(&self) -> bool {
+        self.deterministic
+    }
+}
+
+/// A warm turn at 250k tokens with the default renderers, with a custom
+/// renderer for thoughts, and with one that is not deterministic (every
+/// session build renders its chunks again through the full pipeline).
+fn custom_renderer(c: &mut Criterion) {
+    let mut rng = session_gen::Rng::new(7);
+    let mut group = c.benchmark_group("custom-renderer");
+    group
+        .sample_size(20)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(100))
+        .measurement_time(Duration::from_millis(400));
+    let state = session_of(0.25);
+    for (name, renderer) in [
+        ("default", None),
+        ("deterministic", Some(true)),
+        ("not-deterministic", Some(false)),
+    ] {
+        let mut builder = builder(BUDGET);
+        if let Some(deterministic) = renderer {
+            builder.register_renderer(Arc::new(NoteRenderer { deterministic }));
+        }
+        let mut base = ContextSession::new(builder, state.clone()).unwrap();
+        base.build().unwrap();
+        let mut paths = Paths::default();
+        group.bench_function(BenchmarkId::new("append-8kb-and-build", name), |b| {
+            b.iter_custom(|iterations| {
+                let mut timed = Duration::ZERO;
+                for _ in 0..iterations {
+                    let mut session = fork(&base);
+                    let chunk = MemoryChunk::agent("bench-turn", Role::User, user_turn(&mut rng));
+                    let start = Instant::now();
+                    session.push(chunk).unwrap();
+                    drop(black_box(session.build().unwrap()));
+                    timed += start.elapsed();
+                    paths.count(&session);
+                }
+                timed
+            })
+        });
+        println!(
+            "custom-renderer {name}: turns extended {}, planned again {}, built in full {}",
+            paths.extended, paths.replanned, paths.full
+        );
+    }
+    group.finish();
+}
+
 fn plan_10k(c: &mut Criterion) {
     let mut state = session_gen::session(2, 1_700, 1);
     state.chunks.truncate(10_000);
@@ -245,5 +324,12 @@ fn tokenizer_load(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, warm, cold, plan_10k, tokenizer_load);
+criterion_group!(
+    benches,
+    warm,
+    custom_renderer,
+    cold,
+    plan_10k,
+    tokenizer_load
+);
 criterion_main!(benches);

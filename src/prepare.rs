@@ -42,15 +42,7 @@ impl Preparer<'_> {
         renderer: &dyn ChunkRenderer,
         by_default: bool,
     ) -> Option<usize> {
-        let exempt = chunk.pinned || chunk.retention == Some(Retention::Critical);
-        let caps = &self.policy.caps;
-        if exempt {
-            None
-        } else if by_default {
-            caps.cap_for(chunk, default_tag(chunk))
-        } else {
-            caps.explicit_cap_for(chunk, || renderer.tags())
-        }
+        cap_on(self.policy, chunk, renderer, by_default)
     }
 
     /// Renders `chunk` (the `index`-th of the session), cutting its body
@@ -213,4 +205,23 @@ const RENDER_SLACK: usize = 160;
 /// The length of a chunk's text body (data bodies are sized by rendering).
 fn body_len(chunk: &MemoryChunk) -> usize {
     chunk.text.as_ref().map_or(0, String::len)
+}
+
+/// The cap `policy` sets on `chunk` rendered by `renderer` (the default
+/// one when `by_default`), as [`Preparer::cap_for`] describes it.
+pub(crate) fn cap_on(
+    policy: &Policy,
+    chunk: &MemoryChunk,
+    renderer: &dyn ChunkRenderer,
+    by_default: bool,
+) -> Option<usize> {
+    let exempt = chunk.pinned || chunk.retention == Some(Retention::Critical);
+    let caps = &policy.caps;
+    if exempt {
+        None
+    } else if by_default {
+        caps.cap_for(chunk, default_tag(chunk))
+    } else {
+        caps.explicit_cap_for(chunk, || renderer.tags())
+    }
 }

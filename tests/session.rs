@@ -3,7 +3,11 @@
 
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use agent_context::budget::Policy;
+use agent_context::render::{ChunkRenderer, RenderContext};
 use agent_context::{
     BuildResult, ChunkKind, ContextBuilder, ContextSession, MemoryChunk, MemoryState, Role,
 };
@@ -33,10 +37,16 @@ proptest! {
         max_tokens in 300usize..3000,
         cap in 24usize..200,
         edit in any::<bool>(),
+        custom in any::<bool>(),
     ) {
         let mut builder = ContextBuilder::new();
         builder.max_tokens(max_tokens);
         builder.policy_mut().caps.set_kind(ChunkKind::Environment, Some(cap));
+        if custom {
+            // Its results are capped by their tag, not their kind.
+            builder.register_renderer(Arc::new(OutputRenderer { generation: None }));
+            builder.policy_mut().caps.set_tag("output", Some(cap));
+        }
         let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
         let mut previous: Option<BuildResult> = None;
         let mut chunks = state.chunks.into_iter();
@@ -105,6 +115,7 @@ proptest! {
         ),
         estimated in any::<bool>(),
         edits_from in prop::option::of(0u64..4),
+        custom in any::<bool>(),
     ) {
         let mut builder = ContextBuilder::new();
         builder.max_tokens(max_tokens).user_first(user_first);
@@ -115,6 +126,9 @@ proptest! {
             builder.model("claude-sonnet-4");
         }
         builder.exclude_kinds(left_out);
+        if custom {
+            builder.register_renderer(Arc::new(OutputRenderer { generation: None }));
+        }
         let policy = builder.policy_mut();
         policy.low_water = low_water;
         policy.recent_turns = recent_turns;
@@ -521,14 +535,30 @@ enum Path {
 /// `builder`, checks every build against the cold build with the same
 /// previous build, and returns how each was built.
 fn turn_paths(builder: &ContextBuilder, turns: &[serde_json::Value]) -> Vec<Path> {
+    turn_paths_with(builder, turns, || ())
+}
+
+/// As [`turn_paths`], calling `before_build` before each turn's build.
+fn turn_paths_with(
+    builder: &ContextBuilder,
+    turns: &[serde_json::Value],
+    mut before_build: impl FnMut(),
+) -> Vec<Path> {
     let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
     let mut previous: Option<BuildResult> = None;
     let mut paths = Vec::new();
     for turn in turns {
         let chunks = MemoryState::from_json_value(serde_json::json!({ "chunks": turn })).unwrap();
         session.extend(chunks.chunks).unwrap();
+        before_build();
         let result = session.build().unwrap();
         let expected = cold(builder, session.state(), previous.as_ref()).unwrap();
+        assert_eq!(
+            serde_json::to_string(&result).unwrap(),
+            serde_json::to_string(&expected).unwrap(),
+            "turn {}",
+            paths.len()
+        );
         assert_eq!(result, expected, "turn {}", paths.len());
         assert_within_budget(&result);
         let stats = session.stats();
@@ -556,11 +586,10 @@ fn result(id: &str, call_id: &str, words: usize) -> serde_json::Value {
         "text": "out ".repeat(words)})
 }
 
-#[test]
-fn a_turn_that_only_appends_extends_the_last_build_or_plans_its_prompt_again() {
-    let mut builder = ContextBuilder::new();
-    builder.max_tokens(3_000);
-    let turns: Vec<serde_json::Value> = (0..40)
+/// `count` turns of a user message, a thought, a tool call and its
+/// result, and an answer: about 250 tokens each.
+fn agent_turns(count: usize) -> Vec<serde_json::Value> {
+    (0..count)
         .map(|t| {
             serde_json::json!([
                 user(&format!("u{t}"), 40),
@@ -570,7 +599,14 @@ fn a_turn_that_only_appends_extends_the_last_build_or_plans_its_prompt_again() {
                 {"id": format!("a{t}"), "kind": "agent", "role": "assistant", "text": "done"},
             ])
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn a_turn_that_only_appends_extends_the_last_build_or_plans_its_prompt_again() {
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(3_000);
+    let turns = agent_turns(40);
     let paths = turn_paths(&builder, &turns);
     let (first, rest) = paths.split_first().unwrap();
     assert_eq!(*first, Path::Full, "the first build has nothing to extend");
@@ -731,4 +767,131 @@ fn a_forked_session_goes_on_apart_from_its_original() {
         cold(&builder, original.state(), Some(&before)).unwrap()
     );
     assert_ne!(own.messages, forked.messages);
+}
+
+/// Draws tool results as `<output>` elements, with a stub, in a role that
+/// depends on the result. With a `generation` it writes that number too,
+/// which the test changes between turns, and says it is not deterministic.
+struct OutputRenderer {
+    generation: Option<Arc<AtomicUsize>>,
+}
+
+impl ChunkRenderer for OutputRenderer {
+    fn can_render(&self, chunk: &MemoryChunk) -> bool {
+        chunk.kind == ChunkKind::Environment
+    }
+
+    fn role(&self, chunk: &MemoryChunk) -> Role {
+        match chunk.text.as_deref().map_or(0, str::len) % 3 {
+            0 => Role::Assistant,
+            _ => Role::User,
+        }
+    }
+
+    fn render(&self, chunk: &MemoryChunk, ctx: &RenderContext<'_>, out: &mut String) {
+        let generation = (self.generation.as_ref()).map(|g| g.load(Ordering::SeqCst).to_string());
+        let attributes = [
+            ("id", Some(chunk.id.as_str())),
+            ("call_id", chunk.call_id.as_deref()),
+            ("generation", generation.as_deref()),
+        ];
+        ctx.write_element(out, "output", &attributes, chunk.text.as_deref());
+    }
+
+    fn render_stub(
+        &self,
+        chunk: &MemoryChunk,
+        elided_tokens: usize,
+        ctx: &RenderContext<'_>,
+        out: &mut String,
+    ) -> bool {
+        let elided = format!("{elided_tokens} tokens");
+        let attributes = [("id", Some(chunk.id.as_str())), ("elided", Some(&*elided))];
+        ctx.write_element(out, "output", &attributes, None);
+        true
+    }
+
+    fn tags(&self) -> Vec<String> {
+        vec!["output".into()]
+    }
+
+    fn deterministic(&self) -> bool {
+        self.generation.is_none()
+    }
+}
+
+/// A builder whose tool results `OutputRenderer` draws (capped by their
+/// tag) and whose thoughts a closure draws.
+fn custom_builder(generation: Option<Arc<AtomicUsize>>) -> ContextBuilder {
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(3_000);
+    builder.register_renderer(Arc::new(OutputRenderer { generation }));
+    builder.renderers_mut().register_fn(
+        &["thought"],
+        Role::Assistant,
+        |chunk| chunk.kind == ChunkKind::Thinking,
+        |chunk, ctx, out| ctx.write_element(out, "thought", &[], chunk.text.as_deref()),
+    );
+    builder.policy_mut().caps.set_tag("output", Some(60));
+    builder
+}
+
+#[test]
+fn deterministic_custom_renderers_keep_the_fast_path() {
+    let paths = turn_paths(&custom_builder(None), &agent_turns(40));
+    let (first, rest) = paths.split_first().unwrap();
+    assert_eq!(*first, Path::Full, "the first build has nothing to extend");
+    assert!(!rest.contains(&Path::Full), "{paths:?}");
+    let extended = rest.iter().filter(|p| **p == Path::Extended).count();
+    assert!(extended > rest.len() / 2, "most turns extend: {paths:?}");
+    assert!(
+        rest.contains(&Path::Replanned),
+        "the cut had to move: {paths:?}"
+    );
+}
+
+#[test]
+fn a_custom_renderers_chunks_are_capped_by_its_tag_in_every_path() {
+    let builder = custom_builder(None);
+    let mut session = ContextSession::new(builder, MemoryState::new()).unwrap();
+    for chunks in agent_turns(3) {
+        let chunks = MemoryState::from_json_value(serde_json::json!({ "chunks": chunks }));
+        session.extend(chunks.unwrap().chunks).unwrap();
+        let result = session.build().unwrap();
+        let cut: Vec<_> = result.truncated.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(cut.len(), session.state().chunks.len() / 5, "{cut:?}");
+        assert!(cut.iter().all(|id| id.starts_with('r')), "{cut:?}");
+    }
+    assert!(session.stats().extended, "{:?}", session.stats());
+}
+
+#[test]
+fn a_custom_renderer_that_is_not_deterministic_renders_again_every_build() {
+    let generation = Arc::new(AtomicUsize::new(0));
+    let builder = custom_builder(Some(Arc::clone(&generation)));
+    let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
+    let mut previous = None;
+    for (turn, chunks) in agent_turns(12).into_iter().enumerate() {
+        let chunks = MemoryState::from_json_value(serde_json::json!({ "chunks": chunks }));
+        session.extend(chunks.unwrap().chunks).unwrap();
+        // What the renderer writes changes between turns: the session
+        // must not serve last turn's rendering of an old result.
+        generation.store(turn, Ordering::SeqCst);
+        let result = session.build().unwrap();
+        let expected = cold(&builder, session.state(), previous.as_ref()).unwrap();
+        assert_eq!(result, expected, "turn {turn}");
+        let stats = session.stats();
+        assert_eq!(
+            (stats.extended, stats.replanned),
+            (false, false),
+            "turn {turn}"
+        );
+        let shown = result
+            .messages
+            .iter()
+            .filter(|m| m.content.contains("<output"))
+            .count();
+        assert!(shown > 0, "turn {turn}: no result shown");
+        previous = Some(result);
+    }
 }

@@ -13,8 +13,8 @@
 //! holds the two equal on random sessions. When they do not fit, or a unit
 //! whose protection lifts reaches back before the last turn, the plan runs
 //! again over the last prompt ([`replan`](super::replan)). Everything else
-//! runs the full pipeline: edits and removals, custom renderers, a
-//! summarizer, a changed policy or counter, a new chunk that shares a call
+//! runs the full pipeline: edits and removals, a custom renderer that is
+//! not [deterministic](crate::render::ChunkRenderer::deterministic), a summarizer, a changed policy or counter, a new chunk that shares a call
 //! id with an old one or renders into the system message, caps that name
 //! chunks or tools (their warnings depend on the chunks), a last build
 //! without history or without its elided-history marker.
@@ -39,7 +39,6 @@ use crate::message::{BuildResult, ContextMessage, MessageFingerprint, Truncation
 use crate::message_text::MessageText;
 use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
-use crate::render::default_tag;
 use crate::roles::{ChunkKind, Role};
 use crate::rows::Rows;
 use crate::tokens::TokenCounter;
@@ -76,8 +75,13 @@ pub(crate) struct Carry {
 }
 
 impl Carry {
-    /// What extends `result`, the build of `state` with `policy`.
-    pub(crate) fn new(result: BuildResult, state: &MemoryState, policy: &Policy) -> Self {
+    /// What extends `result`, the build of `state` by `builder` with `policy`.
+    pub(crate) fn new(
+        result: BuildResult,
+        state: &MemoryState,
+        policy: &Policy,
+        builder: &ContextBuilder,
+    ) -> Self {
         let in_system: FxHashSet<&str> = result
             .system_message()
             .map(|m| m.chunk_ids.iter().map(|id| id.as_str()).collect())
@@ -98,7 +102,7 @@ impl Carry {
                     excluded_at.push(index);
                 }
                 Decision::Truncated { cap, .. } => {
-                    let set = policy.caps.cap_for(chunk, default_tag(chunk));
+                    let set = builder.cap_of(chunk, policy);
                     squeezed |= set.map(|set| set.max(MIN_CAP)) != Some(cap);
                     truncated_at.push(index);
                 }
@@ -245,7 +249,7 @@ impl ContextBuilder {
     /// `carry` can build (the rest is checked as the chunks are read).
     fn extends(&self, state: &MemoryState, policy: &Policy, carry: &Carry) -> bool {
         let last = &carry.result;
-        self.renderers.only_default()
+        self.renderers.all_deterministic()
             && !carry.squeezed
             && self.management(policy, state).is_none()
             && policy.plans_like(&carry.policy)

@@ -15,8 +15,9 @@ use crate::memory::MemoryState;
 /// unit: the repeated cut drops such a unit whatever else happens. The
 /// oldest such unit stays in the plan, so the elided-history marker sits
 /// where it would; the others only add their count and tokens to it. Not
-/// done with custom renderers (a role may differ) or a summarizer (which
-/// reads the dropped chunks).
+/// done with a renderer that is not deterministic (its chunks are rendered
+/// again, and may come out otherwise) or a summarizer (which reads the
+/// dropped chunks).
 pub(super) struct Frozen {
     /// For each chunk, when frozen, its unit's priority and its tokens.
     chunks: Vec<Option<(i64, usize)>>,

@@ -10,14 +10,14 @@ use super::ahead::{Ahead, Helpers, Jobs, Ready};
 use super::forecast::{CutForecast, protects};
 use super::frozen::Frozen;
 use crate::budget::{
-    Calls, ChunkDecision, Decision, DropReason, Fate, Item, NO_UNIT, PreviousCut, Timeline,
+    Calls, ChunkDecision, Decision, DropReason, Fate, Item, NO_UNIT, Policy, PreviousCut, Timeline,
     is_orphan_result, tool_call,
 };
 use crate::chunk_cache::ChunkCache;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::memory::{MemoryChunk, MemoryState};
-use crate::prepare::{PreparedChunk, Preparer};
-use crate::render::{ChunkRenderer, DefaultRenderer};
+use crate::prepare::{PreparedChunk, Preparer, cap_on};
+use crate::render::ChunkRenderer;
 use crate::roles::{ChunkKind, Retention, Role};
 use crate::tokens::parts::CountedText;
 
@@ -210,14 +210,16 @@ impl ContextBuilder {
         let policy = preparer.policy;
         match previous {
             // Edits measure the prompt with every chunk: none is frozen.
+            // A renderer that may write a chunk differently now: its
+            // chunks might not be dropped again as they were.
             Some(previous)
-                if self.renderers.only_default()
+                if self.renderers.all_deterministic()
                     && policy.summarizer().is_none()
                     && self.management(policy, state).is_none() =>
             {
                 let cached = |index: usize| {
                     let chunk = &state.chunks[index];
-                    let cap = preparer.cap_for(chunk, &DefaultRenderer, true);
+                    let (_, cap) = self.renderer_and_cap(chunk, preparer);
                     let (tokens, role) = cache.peek(index, cap)?;
                     let kept = role != Role::System && !is_orphan_result(chunk, &selection.calls);
                     kept.then_some(tokens)
@@ -377,6 +379,27 @@ impl ContextBuilder {
         let renderer = self.renderers.renderer_for(chunk);
         let by_default = self.renderers.renders_by_default(chunk);
         (renderer, preparer.cap_for(chunk, renderer, by_default))
+    }
+
+    /// The cap `policy` sets on `chunk` with this builder's renderers.
+    pub(super) fn cap_of(&self, chunk: &MemoryChunk, policy: &Policy) -> Option<usize> {
+        let renderer = self.renderers.renderer_for(chunk);
+        let by_default = self.renderers.renders_by_default(chunk);
+        cap_on(policy, chunk, renderer, by_default)
+    }
+
+    /// Empties the cache slots of the chunks of `state` whose renderer may
+    /// write them differently in this build than in the last (see
+    /// [`ChunkRenderer::deterministic`]), so they are rendered again.
+    pub(crate) fn forget_unstable(&self, state: &MemoryState, cache: &mut ChunkCache) {
+        if self.renderers.all_deterministic() {
+            return;
+        }
+        for (index, chunk) in state.chunks.iter().enumerate() {
+            if !self.renderers.renderer_for(chunk).deterministic() {
+                cache.forget_rendering(index);
+            }
+        }
     }
 
     /// `prepared` (the chunk at `index`, from the cache) with its text,

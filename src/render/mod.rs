@@ -71,6 +71,25 @@ pub trait ChunkRenderer: Send + Sync {
     fn tags(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// Whether what this renderer writes for a chunk (role, text, stub)
+    /// depends on that chunk and the [`RenderContext`] alone: `true`, the
+    /// default, is a promise that lets a [session](crate::ContextSession)
+    /// keep each chunk rendered from turn to turn and extend its last
+    /// build, as it does with the default renderers.
+    ///
+    /// Return `false` when the output may change from one build to the
+    /// next for the same chunk (it reads a clock, or settings the caller
+    /// changes between turns): a session then renders the chunks this
+    /// renderer draws again every build and runs the full pipeline, so
+    /// each build still equals a cold [`ContextBuilder::build`]. Within
+    /// one build the output must not change either way: a build may
+    /// render a chunk twice and counts on getting the same text.
+    ///
+    /// [`ContextBuilder::build`]: crate::ContextBuilder::build
+    fn deterministic(&self) -> bool {
+        true
+    }
 }
 
 /// What a renderer needs to write escaped output.
@@ -244,7 +263,9 @@ impl RendererRegistry {
     }
 
     /// Registers closures as a renderer whose chunks all take `role` and which
-    /// may emit `tags`.
+    /// may emit `tags`. The renderer is [deterministic](ChunkRenderer::deterministic):
+    /// `render` must write from the chunk and context alone; a renderer
+    /// that reads other state implements [`ChunkRenderer`] and says so.
     pub fn register_fn<C, R>(
         &mut self,
         tags: &[&str],
@@ -286,6 +307,12 @@ impl RendererRegistry {
     /// Whether no custom renderer is registered.
     pub(crate) fn only_default(&self) -> bool {
         self.custom.is_empty()
+    }
+
+    /// Whether every renderer writes a chunk the same way in every build
+    /// (see [`ChunkRenderer::deterministic`]).
+    pub(crate) fn all_deterministic(&self) -> bool {
+        self.custom.iter().all(|r| r.deterministic())
     }
 
     /// Whether `chunk` falls to the default renderer (no custom one claims it).

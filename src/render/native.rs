@@ -161,6 +161,10 @@ impl ChunkRenderer for TextRecords {
     fn tags(&self) -> Vec<String> {
         self.0.tags()
     }
+
+    fn deterministic(&self) -> bool {
+        self.0.deterministic()
+    }
 }
 
 /// `renderer`'s text for `chunk`, placed by [`place_text`].

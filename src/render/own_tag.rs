@@ -61,6 +61,10 @@ impl ChunkRenderer for OwnTagGuard {
     fn tags(&self) -> Vec<String> {
         self.0.tags()
     }
+
+    fn deterministic(&self) -> bool {
+        self.0.deterministic()
+    }
 }
 
 /// `ctx`'s tags plus the outer tag of `written`, when structural escaping

@@ -302,7 +302,9 @@ impl ContextSession {
     /// else by the full pipeline.
     fn run(&mut self, policy: Option<&Policy>) -> Result<BuildResult> {
         self.cache.start_build(self.state.chunks.capacity());
-        let policy = policy.unwrap_or(self.config.settings().current_policy());
+        let settings = self.config.settings();
+        settings.forget_unstable(&self.state, &mut self.cache);
+        let policy = policy.unwrap_or(settings.current_policy());
         if let (Some(carry), Some(previous)) = (self.carry.as_mut(), self.previous.as_mut())
             && let Some(result) =
                 self.config
@@ -325,7 +327,8 @@ impl ContextSession {
         *cached = cached.saturating_sub(rendered_before);
         let cut = PreviousCut::by_position(&result.decisions);
         self.previous = Some(PreviousBuild::new(&result, cut));
-        self.carry = Some(Carry::new(result.clone(), &self.state, policy));
+        let carry = Carry::new(result.clone(), &self.state, policy, self.config.settings());
+        self.carry = Some(carry);
         Ok(result)
     }
 
