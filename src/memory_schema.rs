@@ -351,6 +351,7 @@ impl ChunkFields<'_> {
         chunk.priority = match self.take("priority") {
             None | Some(Value::Null) => None,
             Some(Value::Number(n)) if n.as_i64().is_some() => n.as_i64(),
+            Some(Value::Number(n)) => return Err(self.error("priority", priority_range(&n))),
             Some(other) => return Err(self.wrong_type("priority", "an integer", &other)),
         };
         chunk.pinned = match self.take("pinned") {
@@ -445,6 +446,25 @@ impl ChunkFields<'_> {
         }
         .into()
     }
+}
+
+/// Why `n`, a number, is no priority: priorities are `i64`s.
+fn priority_range(n: &serde_json::Number) -> String {
+    // 2^63: the first whole number past i64::MAX, exact as an f64.
+    const PAST_MAX: f64 = 9_223_372_036_854_775_808.0;
+    let found = match n.as_f64() {
+        _ if n.is_u64() => "a number above that range",
+        Some(f) if f.fract() != 0.0 => "a number with a fraction",
+        Some(f) if (-PAST_MAX..PAST_MAX).contains(&f) => {
+            "a whole number written as a decimal or with an exponent; write its digits"
+        }
+        _ => "a number outside that range",
+    };
+    format!(
+        "expected an integer from {} to {} (a 64-bit signed integer), found {found}",
+        i64::MIN,
+        i64::MAX
+    )
 }
 
 fn optional_session_string(object: &mut JsonObject, field: &str) -> Result<Option<String>> {

@@ -193,7 +193,15 @@ fn bad_input_exits_2_and_writes_nothing() {
         "{\"id\": \"u1\", \"kind\": \"thinking\", \"text\": \"again\"}",
     );
     assert_eq!(dup.code, 2);
-    assert!(dup.stderr.contains("duplicate id"), "{}", dup.stderr);
+    // The chunk is named by its place in the input, not after the branch's.
+    assert!(
+        dup.stderr.contains(
+            "chunks[0] (id \"u1\"): field `id`: duplicate id: a chunk with this id is already \
+             on branch \"main\""
+        ),
+        "{}",
+        dup.stderr
+    );
     let export = ok(run(&["chat", "export", "--db", &db, "--chat", "c"], ""));
     assert_eq!(export["chunks"].as_array().unwrap().len(), 2);
     // Reading verbs create nothing.
@@ -243,6 +251,41 @@ fn bad_input_exits_2_and_writes_nothing() {
     assert_eq!(replaced["replaced"], true);
     let export = ok(run(&["chat", "export", "--db", &db, "--chat", "c"], ""));
     assert_eq!(export["chunks"][1]["id"], "x");
+}
+
+#[test]
+fn empty_input_is_refused_as_build_refuses_it() {
+    let (_dir, db) = fresh_db("empty");
+    let build = run(&["build"], "");
+    for input in ["", " \n\n"] {
+        let append = run(&["chat", "append", "--db", &db, "--chat", "c"], input);
+        assert_eq!((append.code, &append.stderr), (2, &build.stderr));
+    }
+    assert!(
+        build.stderr.contains("the input is empty"),
+        "{}",
+        build.stderr
+    );
+    assert!(!Path::new(&db).exists());
+}
+
+#[test]
+fn only_append_says_it_creates_the_store() {
+    let says_created = |verb: &str| {
+        let help = run(&["chat", verb, "--help"], "");
+        assert_eq!(help.code, 0, "{}", help.stderr);
+        let db = help
+            .stdout
+            .split("--db <PATH|URL>")
+            .nth(1)
+            .unwrap_or_default();
+        let db = &db[..db.find("[default").unwrap_or(db.len())];
+        (db.contains("created if missing"), db.contains("must exist"))
+    };
+    assert_eq!(says_created("append"), (true, false));
+    for verb in ["build", "export", "list", "branches", "fork", "checkpoint"] {
+        assert_eq!(says_created(verb), (false, true), "{verb}");
+    }
 }
 
 /// The names in `dir`, sorted.

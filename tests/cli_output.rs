@@ -70,9 +70,11 @@ fn replay_writes_each_turn_as_it_is_built() {
         stderr,
     } = run(&["replay", "-", "--max-tokens", "300"], &session);
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.starts_with("error: "), "{stderr}");
+    // The error names the turn it could not build.
     assert!(
-        stderr.contains("budget exceeded: protected content needs"),
+        stderr.starts_with(
+            "error: turn 2 (chunks 1 to 4, up to \"a2\"): budget exceeded: protected content needs"
+        ),
         "{stderr}"
     );
     let lines: Vec<&str> = stdout.lines().collect();

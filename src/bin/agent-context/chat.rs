@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use agent_context::store::{self, MAIN_BRANCH, Store};
 use agent_context::{
-    ChunkKind, ContextBuilder, ContextEngine, DEFAULT_MODEL, ErrorKind, MemoryState, Result, Role,
+    ChunkKind, ChunkLocation, ContextBuilder, ContextEngine, DEFAULT_MODEL, Error, ErrorKind,
+    MemoryState, Result, Role,
 };
 use clap::Subcommand;
 use serde_json::{Value, json};
@@ -22,6 +23,7 @@ const APPEND_ATTEMPTS: u32 = 64;
 #[derive(Subcommand)]
 pub(crate) enum ChatCommand {
     /// Append chunks (a session JSON, or JSON Lines of chunks) in one save.
+    #[command(mut_arg("db", |db| db.help(APPEND_DB_HELP)))]
     Append(AppendArgs),
     /// Build a branch's prompt, as `build` does on its export.
     Build(ChatBuildArgs),
@@ -49,11 +51,16 @@ pub(crate) enum ChatCommand {
 pub(crate) struct StoreArgs {
     /// The store: the path of a SQLite file, or a PostgreSQL URL
     /// (postgres://user@host/db[?schema=name], with the `postgres`
-    /// feature); created on first write. An empty path, or one naming a
-    /// directory, a device or a FIFO, is refused and nothing is created.
+    /// feature). It must exist: only `chat append` creates one.
     #[arg(long, value_name = "PATH|URL", default_value = "agent-context.db")]
     db: String,
 }
+
+/// `--db` of `chat append`, the one verb that creates a store.
+const APPEND_DB_HELP: &str = "The store: the path of a SQLite file, or a PostgreSQL URL \
+    (postgres://user@host/db[?schema=name], with the `postgres` feature); created if missing, \
+    unless --branch names a branch other than main. An empty path, or one naming a directory, a device or a FIFO, is refused and nothing is \
+    created";
 
 #[derive(clap::Args)]
 pub(crate) struct ChatArgs {
@@ -300,8 +307,44 @@ fn apply(engine: &mut ContextEngine, input: &MemoryState, replace: bool) -> Resu
         let replaced = engine.replace_last_assistant(chunk.clone())?;
         return Ok(usize::from(!replaced));
     }
-    engine.extend(input.chunks.iter().cloned())?;
+    let stored = engine.state().chunks.len();
+    if let Err(error) = engine.extend(input.chunks.iter().cloned()) {
+        return Err(already_on_branch(error, stored, engine));
+    }
     Ok(input.chunks.len())
+}
+
+/// `error` as the input's own when it is an input chunk whose id the
+/// branch holds: the engine numbers new chunks after the branch's
+/// `stored` ones, which the caller never saw.
+fn already_on_branch(error: Error, stored: usize, engine: &ContextEngine) -> Error {
+    let ErrorKind::Chunk {
+        location, field, ..
+    } = error.kind()
+    else {
+        return error;
+    };
+    let taken = location.id.as_deref().is_some_and(|id| {
+        engine.state().chunks[..stored.min(engine.state().chunks.len())]
+            .iter()
+            .any(|c| c.id == id)
+    });
+    if field != "id" || location.index < stored || !taken {
+        return error;
+    }
+    ErrorKind::Chunk {
+        location: ChunkLocation {
+            index: location.index - stored,
+            id: location.id.clone(),
+        },
+        field: field.clone(),
+        message: format!(
+            "duplicate id: a chunk with this id is already on branch {:?}; give the new chunk \
+             another id",
+            engine.branch()
+        ),
+    }
+    .into()
 }
 
 fn build(args: &ChatBuildArgs) -> Result<String> {
@@ -435,6 +478,10 @@ fn require_chat(store: &Arc<dyn Store>, chat: &str) -> Result<()> {
 fn read_chunks(file: &str, input: &JsonInput) -> Result<MemoryState> {
     let text = read_input(file, input.limit(), Expected::Session)?;
     let options = input.parse_options();
+    if text.trim_start_matches('\u{feff}').trim().is_empty() {
+        // Refused with the message `build` gives empty input.
+        return MemoryState::from_json_str_with(&text, options);
+    }
     match agent_context::parse_json(&text, options) {
         Ok(Value::Object(object)) if object.contains_key("kind") => {
             MemoryState::from_json_value(json!({"chunks": [Value::Object(object)]}))

@@ -182,24 +182,39 @@ fn main() -> ExitCode {
     });
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader has all it wants (`| head`): end quietly, with the
+        // status of a Unix tool killed by SIGPIPE.
+        Err(Failure::Output(error)) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+            ExitCode::from(SIGPIPE_STATUS)
+        }
         Err(Failure::Output(error)) => {
             eprintln!("error: writing output: {error}");
             ExitCode::from(1)
         }
-        Err(Failure::Command(error)) => {
-            eprintln!("error: {error}");
-            if let Some(hint) = input::flag_hint(error.kind()) {
-                eprintln!("hint: {hint}");
-            }
-            ExitCode::from(exit_code(error.kind()))
-        }
+        Err(Failure::Command(error)) => report(&error, ""),
+        Err(Failure::During(step, error)) => report(&error, &format!("{step}: ")),
     }
 }
 
-/// Why a command failed: its input or options (or a budget too small), or
-/// standard output that cannot be written (a closed pipe), which exits 1.
+/// 128 + SIGPIPE (13), what a shell reports for a tool a closed pipe ended.
+const SIGPIPE_STATUS: u8 = 141;
+
+/// Prints `error` (after `step`, which says where it happened) and its
+/// hint to stderr; returns the exit code of its kind.
+fn report(error: &agent_context::Error, step: &str) -> ExitCode {
+    eprintln!("error: {step}{error}");
+    if let Some(hint) = input::flag_hint(error.kind()) {
+        eprintln!("hint: {hint}");
+    }
+    ExitCode::from(exit_code(error.kind()))
+}
+
+/// Why a command failed: its input or options (or a budget too small),
+/// the same in a step it names (`replay`'s turn), or standard output that
+/// cannot be written.
 pub(crate) enum Failure {
     Command(agent_context::Error),
+    During(String, agent_context::Error),
     Output(std::io::Error),
 }
 

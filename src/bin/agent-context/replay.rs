@@ -66,7 +66,12 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
             session.clear_cache();
         }
         let started = Instant::now();
-        let result = session.build()?;
+        let result = session.build().map_err(|error| {
+            let last = session.state().chunks.last().map_or("", |c| c.id.as_str());
+            let turn = times.len() + 1;
+            let step = format!("turn {turn} (chunks 1 to {}, up to {last:?})", index + 1);
+            Failure::During(step, error)
+        })?;
         let build_us = started.elapsed().as_micros();
         let stats = session.stats();
         times.push(build_us);
@@ -107,7 +112,7 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
 
 /// Writes `line` and flushes it, so a reader sees each turn as it is built.
 /// Output that cannot be written (a closed pipe) ends the run as it ends any
-/// command: `main` reports it and exits 1.
+/// command (see `main`).
 fn emit(out: &mut impl Write, line: &serde_json::Value) -> Result<(), Failure> {
     writeln!(out, "{line}")
         .and_then(|()| out.flush())
