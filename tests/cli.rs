@@ -812,6 +812,108 @@ fn help_goes_to_stdout_with_success() {
     assert!(out.stdout.contains("--max-tokens <MAX_TOKENS>"));
 }
 
+/// The possible values `--help` of `command` lists under `flag`, each with
+/// whether it has a description.
+fn listed_values(command: &str, flag: &str) -> Vec<(String, bool)> {
+    let out = run(&[command, "--help"], "");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let after = out
+        .stdout
+        // Indented: the flag's own entry, not the usage line.
+        .split(&format!("  {flag} <"))
+        .nth(1)
+        .unwrap_or_default();
+    let values = after.split("Possible values:").nth(1).unwrap_or_default();
+    let values = &values[..values.find("\n\n").unwrap_or(values.len())];
+    values
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("- "))
+        .map(|value| match value.split_once(':') {
+            Some((name, help)) => (name.to_owned(), !help.trim().is_empty()),
+            None => (value.to_owned(), false),
+        })
+        .collect()
+}
+
+#[test]
+fn help_describes_every_output_and_lists_every_format() {
+    let outputs = listed_values("build", "--output");
+    let names: Vec<&str> = outputs.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "report",
+            "openai",
+            "anthropic",
+            "text",
+            "openai-native",
+            "openai-responses",
+            "anthropic-native"
+        ]
+    );
+    assert!(
+        outputs.iter().all(|(_, described)| *described),
+        "{outputs:?}"
+    );
+    for (command, flag, values) in [
+        (
+            "build",
+            "--content-format",
+            &["gfm", "commonmark", "xml"][..],
+        ),
+        (
+            "build",
+            "--fragments-format",
+            &["xml", "markdown", "toml", "toon"][..],
+        ),
+        (
+            "render",
+            "--format",
+            &["xml", "markdown", "toml", "toon"][..],
+        ),
+        ("content", "--format", &["gfm", "commonmark", "xml"][..]),
+    ] {
+        let listed = listed_values(command, flag);
+        let names: Vec<&str> = listed.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(names, values, "{command} {flag}");
+        assert!(
+            listed.iter().all(|(_, described)| *described),
+            "{command} {flag}: {listed:?}"
+        );
+    }
+    // Listing the values takes none of the aliases away.
+    let md = run(
+        &["render", "--format", "MD"],
+        r#"{"fragments": [{"name": "a", "data": 1}]}"#,
+    );
+    assert_eq!(md.stdout, "## A\n- 1\n", "{}", md.stderr);
+    let unknown = run(&["build", "--content-format", "html"], SMALL);
+    assert_failed(
+        &unknown,
+        2,
+        "unknown content format \"html\"; expected gfm, commonmark or xml",
+    );
+}
+
+#[test]
+fn openai_output_gives_the_system_message_the_native_role() {
+    for (model, role) in [
+        ("o3", "developer"),
+        ("gpt-5-mini", "developer"),
+        ("gpt-4o", "system"),
+    ] {
+        let text = run(&["build", "--output", "openai", "--model", model], SMALL);
+        let native = run(
+            &["build", "--output", "openai-native", "--model", model],
+            SMALL,
+        );
+        for out in [&text, &native] {
+            let body: Value = serde_json::from_str(&out.stdout).expect("JSON");
+            assert_eq!(body["messages"][0]["role"], role, "{model}: {}", out.stderr);
+        }
+    }
+}
+
 // ---- structured context ------------------------------------------------
 
 const CONFIG: &str = r#"{"fragments": [{"name": "config", "data": {"debug": true, "timeout": 30,

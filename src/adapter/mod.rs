@@ -58,14 +58,32 @@ use crate::error::{ErrorKind, Result};
 use crate::message::BuildResult;
 use crate::roles::Role;
 
-/// `{"messages": [{"role", "content"}]}`, the system message first.
+/// `{"messages": [{"role", "content"}]}`, the system message first, with
+/// the role [`openai_chat_request`] gives it: `developer` for reasoning
+/// models (`o1`, `o3`, `o4`, `gpt-5`…), else `system`.
 pub fn openai(result: &BuildResult) -> Value {
+    let system = openai_system_role(&result.model);
     let messages: Vec<Value> = result
         .messages
         .iter()
-        .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
+        .map(|m| {
+            let role = match m.role {
+                Role::System => system,
+                role => role.as_str(),
+            };
+            json!({"role": role, "content": m.content})
+        })
         .collect();
     json!({ "messages": messages })
+}
+
+/// The role OpenAI's Chat Completions API gives instructions for `model`:
+/// reasoning models take them as `developer`, others as `system`.
+fn openai_system_role(model: &str) -> &'static str {
+    let reasoning = ["o1", "o3", "o4", "gpt-5"]
+        .iter()
+        .any(|family| model.starts_with(family));
+    if reasoning { "developer" } else { "system" }
 }
 
 /// `{"system": "…", "messages": [...]}`: the system message apart, the history

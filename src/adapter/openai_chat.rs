@@ -4,6 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::native::{NativeRequest, Provider, prepare, reserve_into, text_of};
+use super::openai_system_role;
 use crate::error::Result;
 use crate::message::BuildResult;
 use crate::render::Record;
@@ -27,7 +28,7 @@ pub fn openai_chat_request(result: &BuildResult) -> Result<NativeRequest> {
     let prepared = prepare(result, Provider::OpenAi)?;
     let mut messages = Vec::with_capacity(prepared.conversation.turns.len() + 1);
     if let Some(system) = &prepared.conversation.system {
-        messages.push(json!({"role": system_role(&result.model), "content": system}));
+        messages.push(json!({"role": openai_system_role(&result.model), "content": system}));
     }
     for turn in &prepared.conversation.turns {
         match turn.role {
@@ -43,14 +44,6 @@ pub fn openai_chat_request(result: &BuildResult) -> Result<NativeRequest> {
         body: Value::Object(body),
         ..prepared.request
     })
-}
-
-/// The role OpenAI gives instructions for `model`.
-fn system_role(model: &str) -> &'static str {
-    let reasoning = ["o1", "o3", "o4", "gpt-5"]
-        .iter()
-        .any(|family| model.starts_with(family));
-    if reasoning { "developer" } else { "system" }
 }
 
 /// An assistant message: its text, then its calls.

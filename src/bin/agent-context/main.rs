@@ -94,8 +94,8 @@ struct RenderArgs {
     /// JSON file, or `-` (the default) for standard input.
     #[arg(default_value = "-")]
     file: String,
-    /// Output format: xml, markdown, toml or toon.
-    #[arg(long, value_parser = parse_format)]
+    /// Output format.
+    #[arg(long, value_parser = options::fragment_formats())]
     format: FragmentFormat,
     /// Render any JSON value instead of a fragments document.
     #[arg(long)]
@@ -116,8 +116,8 @@ struct ContentArgs {
     /// JSON file, or `-` (the default) for standard input.
     #[arg(default_value = "-")]
     file: String,
-    /// Output format: gfm, commonmark or xml.
-    #[arg(long, default_value = "gfm", value_parser = options::parse_content_format)]
+    /// Output format.
+    #[arg(long, default_value = "gfm", value_parser = options::content_formats())]
     format: ContentFormat,
     /// Print the output blocks as JSON (text blocks, media kept as they are).
     #[arg(long)]
@@ -128,9 +128,15 @@ struct ContentArgs {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum OutputArg {
+    /// The build's report as JSON: messages with their chunks and tokens,
+    /// and every decision.
     Report,
+    /// OpenAI Chat Completions `{"messages": [...]}`, tool use as tagged text.
     Openai,
+    /// Anthropic Messages `{"system", "messages"}`, roles alternating from
+    /// `user`, tool use as tagged text.
     Anthropic,
+    /// The messages as plain text, each under a `### role` line.
     Text,
     /// OpenAI Chat Completions with native tool calls.
     OpenaiNative,

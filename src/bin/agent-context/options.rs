@@ -6,6 +6,8 @@ use agent_context::render::EscapeMode;
 use agent_context::tokens::{Calibration, EstimateFactor, Framing};
 use agent_context::{ChunkKind, ContextBuilder, DEFAULT_MODEL, ErrorKind};
 use clap::ValueEnum;
+use clap::builder::{PossibleValue, TypedValueParser};
+use std::ffi::OsStr;
 
 use crate::context_management::read_context_management;
 use crate::parse_format;
@@ -29,11 +31,11 @@ pub(crate) struct BuildOptions {
     /// How message framing is counted.
     #[arg(long, value_enum, default_value_t = FramingArg::Openai)]
     framing: FramingArg,
-    /// Format chunks' `content` blocks are written in: gfm, commonmark or xml.
-    #[arg(long, value_name = "FORMAT", default_value = "gfm", value_parser = parse_content_format)]
+    /// Format chunks' `content` blocks are written in.
+    #[arg(long, value_name = "FORMAT", default_value = "gfm", value_parser = content_formats())]
     content_format: ContentFormat,
     /// Format of the session's fragments in the system message.
-    #[arg(long, value_name = "FORMAT", default_value = "xml", value_parser = parse_format)]
+    #[arg(long, value_name = "FORMAT", default_value = "xml", value_parser = fragment_formats())]
     fragments_format: FragmentFormat,
     /// Cap what each chunk of a kind or tag costs at N tokens, tag and cut
     /// marker included, e.g. `tool_result=2000`; `tool:NAME=N` caps the
@@ -162,6 +164,72 @@ fn parse_kind(name: &str) -> Result<ChunkKind, String> {
 pub(crate) fn parse_content_format(name: &str) -> Result<ContentFormat, String> {
     ContentFormat::from_name(name)
         .ok_or_else(|| format!("unknown content format {name:?}; expected gfm, commonmark or xml"))
+}
+
+/// The values of a content format flag, for `--help`.
+pub(crate) fn content_formats() -> Listed<ContentFormat> {
+    Listed {
+        parse: parse_content_format,
+        values: &[
+            (
+                "gfm",
+                "GitHub Flavored Markdown: tables, task lists, strikethrough (also `markdown`)",
+            ),
+            (
+                "commonmark",
+                "CommonMark without extensions: task items as `- ✓` / `- ○`",
+            ),
+            ("xml", "HTML-like tags, text and attributes escaped"),
+        ],
+    }
+}
+
+/// The values of a fragments format flag, for `--help`.
+pub(crate) fn fragment_formats() -> Listed<FragmentFormat> {
+    Listed {
+        parse: parse_format,
+        values: &[
+            ("xml", "Nested elements, text escaped"),
+            (
+                "markdown",
+                "`## Title` sections of `- **key**: value` bullets (also `md`)",
+            ),
+            ("toml", "TOML tables"),
+            (
+                "toon",
+                "TOON (spec v4): indented keys, uniform arrays as tables",
+            ),
+        ],
+    }
+}
+
+/// A flag's value read by `parse` (which keeps its aliases, its case
+/// rules and its message), with `values` and their help listed in
+/// `--help` as clap lists a `ValueEnum`'s.
+#[derive(Clone)]
+pub(crate) struct Listed<T> {
+    parse: fn(&str) -> Result<T, String>,
+    values: &'static [(&'static str, &'static str)],
+}
+
+impl<T: Clone + Send + Sync + 'static> TypedValueParser for Listed<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<T, clap::Error> {
+        self.parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        let values = self.values.iter();
+        Some(Box::new(
+            values.map(|&(name, help)| PossibleValue::new(name).help(help)),
+        ))
+    }
 }
 
 /// The reply's tokens an Anthropic native request holds back (its
