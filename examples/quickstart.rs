@@ -1,5 +1,6 @@
 //! Build the bundled coding-agent session into an 8,000-token window and print
-//! what went where: `cargo run --example quickstart`.
+//! what went where: `cargo run --example quickstart`. The README's Rust
+//! quickstart is this file (a test checks it).
 
 use agent_context::{ContextBuilder, MemoryState};
 
@@ -12,20 +13,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .reserve_output(1_000)
         .build(&state)?;
     for message in &result.messages {
-        println!(
-            "{:<9} {:>5} tokens  {} chunks",
-            message.role.as_str(),
-            message.tokens,
-            message.chunk_ids.len()
-        );
+        let (role, tokens, chunks) = (message.role, message.tokens, message.chunk_ids.len());
+        println!("{:<9} {tokens:>5} tokens  {chunks} chunks", role.as_str());
     }
-    println!(
-        "total {} of {} tokens (exact: {})",
-        result.token_count, result.budget, result.token_count_exact
-    );
+    println!("total {} of {} tokens", result.token_count, result.budget);
+    // The body for OpenAI's Chat Completions API (text mode).
     let request = agent_context::adapter::openai(&result);
     println!(
-        "{} messages ready for the OpenAI chat API",
+        "{} messages ready to send",
         request["messages"].as_array().map_or(0, Vec::len)
     );
     Ok(())

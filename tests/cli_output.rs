@@ -47,6 +47,20 @@ fn the_explain_sample_is_what_the_main_job_prints() {
 }
 
 #[test]
+fn the_readme_quickstart_is_the_example() {
+    // `cargo test` builds the example; `.ci/run` runs it.
+    let example = include_str!("../examples/quickstart.rs");
+    let code = example
+        .split_once("\n\n")
+        .expect("a header, then the code")
+        .1;
+    assert!(
+        sample("quickstart") == code,
+        "README.md's Rust quickstart differs from examples/quickstart.rs; replace it by:\n{code}"
+    );
+}
+
+#[test]
 fn replay_writes_each_turn_as_it_is_built() {
     // Without timing: a turn that fails ends the run, and a replay that held
     // its lines back to the end (as `build` holds its output) would print
@@ -167,4 +181,67 @@ fn an_anthropic_request_reserves_a_default_reply_as_typed() {
         stderr.contains("leave it out for the default of 4096"),
         "{stderr}"
     );
+}
+
+/// The README's paragraph that lists the chunk fields names exactly the
+/// fields the parser accepts (those its error for an unknown one lists).
+#[test]
+fn the_readme_lists_every_chunk_field() {
+    let session =
+        r#"{"chunks": [{"id": "u1", "kind": "agent", "role": "user", "text": "hi", "colour": 1}]}"#;
+    let Run { code, stderr, .. } = run(&["build"], session);
+    assert_eq!(code, 2, "{stderr}");
+    let accepted: Vec<&str> = stderr
+        .split("expected one of: ")
+        .nth(1)
+        .expect("the error lists the fields")
+        .trim_end()
+        .split(", ")
+        .collect();
+    let start = README.find("Chunk fields: ").expect("the chunk field list");
+    let paragraph = &README[start..start + README[start..].find("\n\n").expect("its end")];
+    // The fields are the backticked names outside parentheses.
+    let (mut listed, mut depth, mut name) = (Vec::new(), 0, None::<String>);
+    for c in paragraph[..paragraph.find("Any other field").expect("the rule")].chars() {
+        match (c, name.as_mut()) {
+            ('(', _) => depth += 1,
+            (')', _) => depth -= 1,
+            ('`', None) if depth == 0 => name = Some(String::new()),
+            ('`', Some(_)) => listed.extend(name.take()),
+            (c, Some(name)) => name.push(c),
+            _ => {}
+        }
+    }
+    let mut sorted_listed = listed.clone();
+    sorted_listed.sort_unstable();
+    let mut sorted_accepted: Vec<String> = accepted.iter().map(|f| (*f).to_owned()).collect();
+    sorted_accepted.sort_unstable();
+    assert_eq!(sorted_listed, sorted_accepted, "README.md lists {listed:?}");
+}
+
+/// The README's command-line synopsis has a line for every command.
+#[test]
+fn the_readme_synopsis_names_every_command() {
+    let help = run(&["--help"], "").stdout;
+    let commands = help
+        .split("Commands:\n")
+        .nth(1)
+        .expect("the command list")
+        .lines()
+        .take_while(|line| line.starts_with("  "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|&command| command != "help");
+    let start = README
+        .find("## Command line\n\n```\n")
+        .expect("the synopsis");
+    let synopsis = &README[start..start + README[start..].find("```\n\n").expect("its end")];
+    let mut seen = 0;
+    for command in commands {
+        seen += 1;
+        assert!(
+            synopsis.contains(&format!("\nagent-context {command} ")),
+            "the README's synopsis leaves out `{command}`"
+        );
+    }
+    assert!(seen >= 6, "{help}");
 }
