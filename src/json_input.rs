@@ -342,6 +342,11 @@ impl<'de> DeserializeSeed<'de> for Node<'_> {
     }
 }
 
+/// The key under which serde_json (built with `arbitrary_precision`, which
+/// keeps a number's digits) hands a visitor a number that no `u64` or `i64`
+/// holds: a map of one entry, the number's text.
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+
 fn object_id(map: &Map<String, Value>) -> Option<String> {
     map.get("id").and_then(Value::as_str).map(str::to_owned)
 }
@@ -405,18 +410,24 @@ impl<'de> Visitor<'de> for Node<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
-        self.check_depth()?;
         let mut map = Map::new();
-        loop {
-            let key = match access.next_key::<String>() {
-                Ok(Some(key)) => key,
-                Ok(None) => return Ok(Value::Object(map)),
-                Err(error) => {
-                    self.unwind(None, object_id(&map));
-                    return Err(error);
+        let mut key = match self.key(&mut access, &map)? {
+            // A number is a leaf, however it is handed over: no depth check.
+            Some(key) if key == NUMBER_TOKEN => match self.number(&mut access, &key)? {
+                Ok(number) => return Ok(Value::Number(number)),
+                Err(value) => {
+                    self.check_depth()?;
+                    map.insert(key, value);
+                    self.key(&mut access, &map)?
                 }
-            };
-            let slot = match map.entry(key) {
+            },
+            key => {
+                self.check_depth()?;
+                key
+            }
+        };
+        while let Some(name) = key {
+            let slot = match map.entry(name) {
                 Entry::Vacant(slot) => slot,
                 Entry::Occupied(taken) => {
                     let key = taken.key().clone();
@@ -434,7 +445,39 @@ impl<'de> Visitor<'de> for Node<'_> {
                     return Err(error);
                 }
             }
+            key = self.key(&mut access, &map)?;
         }
+        Ok(Value::Object(map))
+    }
+}
+
+impl Node<'_> {
+    /// The next key of the object being read into `map`.
+    fn key<'de, A: MapAccess<'de>>(
+        self,
+        access: &mut A,
+        map: &Map<String, Value>,
+    ) -> Result<Option<String>, A::Error> {
+        access.next_key::<String>().inspect_err(|_| {
+            self.unwind(None, object_id(map));
+        })
+    }
+
+    /// The value under [`NUMBER_TOKEN`]: the number whose text it is, as
+    /// serde_json's own `Value` reads it, or (for an object that only uses
+    /// the key) the value itself.
+    fn number<'de, A: MapAccess<'de>>(
+        self,
+        access: &mut A,
+        key: &str,
+    ) -> Result<Result<Number, Value>, A::Error> {
+        let value = access.next_value_seed(self.child()).inspect_err(|_| {
+            self.unwind(Some(Step::Key(key.to_owned())), None);
+        })?;
+        Ok(match &value {
+            Value::String(text) => text.parse::<Number>().map_err(|_| value),
+            _ => Err(value),
+        })
     }
 }
 
@@ -554,6 +597,24 @@ mod tests {
             ErrorKind::Json { line, column, .. } => assert_eq!((line, column), (1, 12)),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn numbers_keep_their_digits_at_any_depth() {
+        let text = r#"{"n": [12345678901234567890123, -9223372036854775809, 0.1000000000000000000001, 1.50]}"#;
+        let value = read(text, ParseOptions::new(), Document::Any).unwrap();
+        assert_eq!(
+            value.to_string(),
+            r#"{"n":[12345678901234567890123,-9223372036854775809,0.1000000000000000000001,1.50]}"#
+        );
+        // A number is a leaf, though serde_json hands it over as a map.
+        let depth = MAX_JSON_DEPTH;
+        let deep = format!("{}1.5{}", "[".repeat(depth), "]".repeat(depth));
+        assert!(read(&deep, ParseOptions::new(), Document::Any).is_ok());
+        // An object that only uses serde_json's key stays an object.
+        let lookalike = r#"{"$serde_json::private::Number": "x"}"#;
+        let value = read(lookalike, ParseOptions::new(), Document::Any).unwrap();
+        assert_eq!(value, json!({"$serde_json::private::Number": "x"}));
     }
 
     #[test]

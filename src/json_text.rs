@@ -12,9 +12,12 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::json_input::value_from_str;
+use crate::json_number::Portable;
 
 /// A JSON value kept as compact text, in the canonical form `serde_json`
-/// writes (keys in their given order, no whitespace outside strings).
+/// writes (keys in their given order, no whitespace outside strings, each
+/// number with the digits it was written with: `12345678901234567890123`,
+/// `1.50`; an exponent gets its sign, `1e400` is `1e+400`).
 ///
 /// Build one from a [`Value`] (`JsonText::from(json!({...}))`) or parse one
 /// with [`JsonText::parse`]; read it back with [`to_value`](JsonText::to_value).
@@ -94,12 +97,15 @@ fn unreachable_json() -> JsonText {
     JsonText(Box::new(RawValue::NULL.to_owned()))
 }
 
-/// Serializes as the value it holds, for any serializer (JSON, TOML, …).
+/// Serializes as the value it holds, for any serializer (JSON, TOML, …):
+/// a number as a native number wherever one keeps its digits. A number no
+/// native number holds (`12345678901234567890123`, `1e400`) goes in
+/// serde_json's own form, which JSON serializers write digit for digit and
+/// other formats see as a struct of one string.
 impl Serialize for JsonText {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_value()
-            .map_err(serde::ser::Error::custom)?
-            .serialize(serializer)
+        let value = self.to_value().map_err(serde::ser::Error::custom)?;
+        Portable(&value).serialize(serializer)
     }
 }
 
@@ -247,7 +253,10 @@ mod tests {
     #[test]
     fn parse_is_canonical() {
         let parsed = JsonText::parse("{ \"b\" : 1.0e3 , \"a\": \"\\u00e9\" }").unwrap();
-        assert_eq!(parsed.as_str(), r#"{"b":1000.0,"a":"é"}"#);
+        assert_eq!(parsed.as_str(), r#"{"b":1.0e+3,"a":"é"}"#);
+        let digits =
+            "[12345678901234567890123,-9223372036854775809,0.1000000000000000000001,1e+400]";
+        assert_eq!(JsonText::parse(digits).unwrap().as_str(), digits);
         assert!(JsonText::parse("{").is_err());
         let twice = JsonText::parse(r#"{"a": 1, "a": 2}"#).unwrap_err();
         assert!(
@@ -277,5 +286,7 @@ mod tests {
             "{\n  \"a\": [\n    1\n  ],\n  \"b\": \"x\"\n}"
         );
         assert_eq!(toml::to_string(&text).unwrap(), "a = [1]\nb = \"x\"\n");
+        let big = JsonText::parse(r#"{"n":[18446744073709551616,1.5,-0]}"#).unwrap();
+        assert_eq!(serde_json::to_string(&big).unwrap(), big.as_str());
     }
 }

@@ -73,9 +73,9 @@
 //! fails if any module reaches back up. Bottom up:
 //!
 //! 1. leaves, importing nothing above them: ids (`chunk_id`), `roles`,
-//!    `error`, JSON input (`json_scan`, `json_input`, `json_text`), the
-//!    fragment tree (`fragment`), semantic [`content`] and its renderers,
-//!    the `context_management` request types,
+//!    `error`, JSON input (`json_scan`, `json_input`, `json_number`,
+//!    `json_text`), the fragment tree (`fragment`), semantic [`content`]
+//!    and its renderers, the `context_management` request types,
 //!    the string impls ids and texts share (`str_like`), and the report's
 //!    shared lists and texts ([`Rows`], [`MessageText`]);
 //! 2. the model: `memory`, and `memory_schema`, which reads it from JSON;
@@ -108,6 +108,7 @@ mod explain;
 pub mod format;
 mod fragment;
 mod json_input;
+mod json_number;
 mod json_scan;
 mod json_text;
 mod memory;

@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 mod common;
 
 use common::cli::{Run, run};
-use common::same_json;
+use common::{assert_holds_wide_numbers, assert_shows_wide_numbers, same_json, wide_numbers_json};
 
 const CASES: &str = include_str!("fixtures/fragment_cases.json");
 const DOCUMENT: &str = include_str!("fixtures/fragment_document.json");
@@ -166,35 +166,51 @@ fn assert_xml_parses_back(xml: &str, normalized: &Value) {
     }
 }
 
-/// TOML parses and equals the input minus nulls (and nothing else), with a
-/// non-table document under `value` and integers past `i64` as strings.
-fn assert_toml_parses_back(toml: &str, normalized: &Value) {
-    fn tomlable(value: &Value) -> Value {
-        match value {
-            Value::Number(n) if n.as_i64().is_none() && n.is_u64() => Value::String(n.to_string()),
-            Value::Array(items) => items.iter().map(tomlable).collect(),
-            Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), tomlable(v))).collect(),
-            other => other.clone(),
+/// `decoded` is `expected`, but for numbers a format's own numbers cannot
+/// hold, which come back as the string of their exact digits (TOML, TOON).
+/// A number that comes back as a number must be the same value exactly.
+fn same_data(decoded: &Value, expected: &Value) -> bool {
+    match (decoded, expected) {
+        (Value::String(text), Value::Number(n)) => text == n.as_str(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_data(x, y))
         }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, x)| y.get(k).is_some_and(|y| same_data(x, y)))
+        }
+        (x, y) => same_json(x, y),
     }
+}
+
+/// TOML parses and equals the input minus nulls (and nothing else), with a
+/// non-table document under `value`, integers past `i64` and floats past
+/// `f64` as strings of their digits.
+fn assert_toml_parses_back(toml: &str, normalized: &Value) {
     let table: toml::Table =
         toml::from_str(toml).unwrap_or_else(|e| panic!("TOML does not parse: {e}\n{toml}"));
-    let expected = match without_nulls(normalized).as_ref().map(tomlable) {
+    let expected = match without_nulls(normalized) {
         None => json!({}),
         Some(table @ Value::Object(_)) => table,
         Some(other) => json!({ ROOT_KEY: other }),
     };
-    assert_eq!(serde_json::to_value(table).unwrap(), expected, "\n{toml}");
+    let back = serde_json::to_value(table).unwrap();
+    assert!(
+        same_data(&back, &expected),
+        "parsed {back}\nexpected {expected}\n{toml}"
+    );
 }
 
-/// TOON decodes (strictly, per the spec) to the input.
+/// TOON decodes (strictly, per the spec) to the input, numbers past the
+/// encoder's as strings of their digits.
 fn assert_toon_decodes_back(toon: &str, normalized: &Value, options: &FormatOptions) {
     let decode_options =
         toon_format::DecodeOptions::new().with_indent(toon_format::Indent::Spaces(options.indent));
     let decoded: Value = toon_format::decode(toon, &decode_options)
         .unwrap_or_else(|e| panic!("TOON does not decode: {e}\n{toon}"));
     assert!(
-        same_json(&decoded, normalized),
+        same_data(&decoded, normalized),
         "decoded {decoded}\nexpected {normalized}\n{toon}"
     );
 }
@@ -339,6 +355,69 @@ fn a_session_saved_in_the_persisted_shape_loads_and_builds() {
     assert_eq!(
         built["messages"][0]["content"],
         format!("Be brief.\n\n{CONFIG_MARKDOWN}")
+    );
+}
+
+/// The wide numbers read back from one format's output: XML's element
+/// texts, TOML's table and TOON's object (strings of the digits there).
+fn wide_numbers_read_back(format: &str, out: &str) -> Value {
+    match format {
+        "xml" => {
+            let wrapped = format!("<root>{out}</root>");
+            let document = roxmltree::Document::parse(&wrapped).unwrap();
+            let texts = document
+                .descendants()
+                .filter(|n| n.is_element() && !n.children().any(|c| c.is_element()))
+                .map(|n| {
+                    (
+                        n.tag_name().name().to_owned(),
+                        json!(n.text().unwrap_or("")),
+                    )
+                });
+            Value::Object(texts.collect())
+        }
+        "toml" => serde_json::to_value(toml::from_str::<toml::Table>(out).unwrap()).unwrap(),
+        "toon" => toon_format::decode(out, &toon_format::DecodeOptions::new()).unwrap(),
+        _ => unreachable!("{format}"),
+    }
+}
+
+#[test]
+fn numbers_past_64_bits_keep_their_digits_in_every_format() {
+    let data = wide_numbers_json();
+    let document = format!(r#"{{"fragments": [{{"name": "account", "data": {data}}}]}}"#);
+    for format in ["xml", "markdown", "toml", "toon"] {
+        let fragments = run(&["render", "--format", format], &document);
+        let value = run(&["render", "--data", "--format", format], &data);
+        for out in [&fragments, &value] {
+            assert_eq!(out.code, 0, "{format}: {}", out.stderr);
+            assert_shows_wide_numbers(&out.stdout);
+        }
+        // XML texts, TOML and TOON strings (their numbers cannot hold these)
+        // parse back to the same digits.
+        if format != "markdown" {
+            let back = wide_numbers_read_back(format, &value.stdout);
+            assert_holds_wide_numbers(&back, true);
+            let back = wide_numbers_read_back(format, &fragments.stdout);
+            let inner = if format == "xml" {
+                back
+            } else {
+                back["account"].clone()
+            };
+            assert_holds_wide_numbers(&inner, true);
+        }
+    }
+    // The library renders what the CLI prints.
+    let value: Value = serde_json::from_str(&data).unwrap();
+    for format in FragmentFormat::ALL {
+        let out = render_value(&value, format, &FormatOptions::default()).unwrap();
+        assert_shows_wide_numbers(&out);
+    }
+    // Markdown shows each as a bullet of its digits.
+    let markdown = run(&["render", "--format", "markdown"], &document).stdout;
+    assert!(
+        markdown.contains("- **acct**: 12345678901234567890123\n"),
+        "{markdown}"
     );
 }
 
@@ -494,8 +573,22 @@ fn leaf() -> BoxedStrategy<Value> {
             .prop_filter("finite", |f| f.is_finite())
             .prop_map(Value::from),
         (-1000i32..1000).prop_map(|n| Value::from(f64::from(n) / 8.0)),
+        wide_number(),
         text().prop_map(Value::from),
     ]
+    .boxed()
+}
+
+/// A number with more digits than `i64`, `u64` or `f64` hold, or a float
+/// written another way than its shortest form: each format keeps its digits.
+fn wide_number() -> BoxedStrategy<Value> {
+    prop_oneof![
+        "-?[1-9][0-9]{19,30}",
+        "-?[0-9]\\.[0-9]{17,25}",
+        "-?[1-9](\\.[0-9]{1,4})?[eE][+-]?[0-9]{1,4}",
+        "-?[0-9]\\.[0-9]0{1,3}",
+    ]
+    .prop_map(|text| Value::Number(text.parse().expect("a JSON number")))
     .boxed()
 }
 

@@ -1,6 +1,7 @@
 //! Content blocks and semantic trees in the reference's own JSON shape, so
 //! blocks produced by it load as they are.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -394,16 +395,52 @@ pub fn blocks_from_value(value: Value) -> Result<Vec<Block>> {
 /// The block `value`, read once; `path` (where `value` is) is only
 /// spelled out for an error.
 fn block_at(value: &Value, path: impl Fn() -> String) -> Result<Block> {
-    serde_path_to_error::deserialize(value).map_err(|error| innermost_error(value, &path(), error))
+    read(value).map_err(|error| innermost_error(value, &path(), error))
+}
+
+type ReadError = serde_path_to_error::Error<serde_json::Error>;
+
+/// `T` read from `value`, with the path of an error.
+///
+/// serde reads a tagged enum (a block, a node) from a buffer that holds no
+/// 128-bit integers, and serde_json's `Value` hands an integer past 64 bits
+/// over as one; a value holding such an integer is read from its JSON text,
+/// which hands every number past 64 bits over as its digits.
+fn read<T: DeserializeOwned>(value: &Value) -> std::result::Result<T, ReadError> {
+    if !holds_wide_integer(value) {
+        return serde_path_to_error::deserialize(value);
+    }
+    let text = value.to_string();
+    let mut deserializer = serde_json::Deserializer::from_str(&text);
+    // The text nests no deeper than the value, which serde reads
+    // recursively either way.
+    deserializer.disable_recursion_limit();
+    serde_path_to_error::deserialize(&mut deserializer)
+}
+
+/// True for an integer that needs more than 64 bits but fits 128.
+fn is_wide_integer(n: &serde_json::Number) -> bool {
+    n.as_i64().is_none() && n.as_u64().is_none() && (n.as_i128().is_some() || n.as_u128().is_some())
+}
+
+/// True when an integer in `value` needs more than 64 bits but fits 128.
+fn holds_wide_integer(value: &Value) -> bool {
+    // A loop, not recursion: a `Value` built in Rust may nest without limit.
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::Number(n) if is_wide_integer(n) => return true,
+            Value::Array(items) => pending.extend(items),
+            Value::Object(map) => pending.extend(map.values()),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The error of the innermost block that fails within `value` (at
 /// `path`), or `error`, `value`'s own, when its child blocks are sound.
-fn innermost_error(
-    value: &Value,
-    path: &str,
-    error: serde_path_to_error::Error<serde_json::Error>,
-) -> crate::Error {
+fn innermost_error(value: &Value, path: &str, error: ReadError) -> crate::Error {
     let children = value.get("childBlocks").and_then(Value::as_array);
     for (index, child) in children.into_iter().flatten().enumerate() {
         if let Err(inner) = block_at(child, || format!("{path}.childBlocks[{index}]")) {
@@ -413,7 +450,7 @@ fn innermost_error(
     // A tagged block is read from a buffer, which loses the path inside
     // it: a tree read again on its own finds the node that fails.
     if let Some(tree) = value.get("semanticNode")
-        && let Err(inner) = serde_path_to_error::deserialize::<_, Node>(tree)
+        && let Err(inner) = read::<Node>(tree)
     {
         return content_error(&format!("{path}.semanticNode"), inner);
     }
@@ -424,7 +461,7 @@ fn innermost_error(
         {
             return error;
         }
-        if let Err(inner) = serde_path_to_error::deserialize::<_, Semantic>(semantic) {
+        if let Err(inner) = read::<Semantic>(semantic) {
             return content_error(&format!("{path}.semantic"), inner);
         }
     }
@@ -439,7 +476,7 @@ fn structure_error(structure: &Value, path: &str) -> Option<crate::Error> {
         .iter()
         .any(|key| structure.get(key).is_some());
     if is_table {
-        let error = serde_path_to_error::deserialize::<_, Table>(structure).err()?;
+        let error = read::<Table>(structure).err()?;
         return Some(content_error(path, error));
     }
     let items = structure.get("items").and_then(Value::as_array);
@@ -466,20 +503,24 @@ fn structure_error(structure: &Value, path: &str) -> Option<crate::Error> {
             );
         }
     }
-    let error = serde_path_to_error::deserialize::<_, List>(structure).err()?;
+    let error = read::<List>(structure).err()?;
     Some(content_error(path, error))
 }
 
 /// `error`, found at `path`, with the path within it appended.
-fn content_error(path: &str, error: serde_path_to_error::Error<serde_json::Error>) -> crate::Error {
+fn content_error(path: &str, error: ReadError) -> crate::Error {
     let inner = error.path().to_string();
     let path = match inner.as_str() {
         "." => path.to_owned(),
         inner => format!("{path}.{inner}"),
     };
-    ErrorKind::Content {
-        path,
-        message: error.into_inner().to_string(),
-    }
-    .into()
+    let error = error.into_inner();
+    // Read from text (see `read`), an error says where in a text nobody wrote.
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    let message = error.to_string();
+    let message = message
+        .strip_suffix(&position)
+        .unwrap_or(&message)
+        .to_owned();
+    ErrorKind::Content { path, message }.into()
 }

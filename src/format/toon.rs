@@ -15,14 +15,27 @@
 //! fragments drops them. A spec-v4 encoder of our own would duplicate the
 //! crate's and pass no more fixtures; the crate also decodes, which the tests
 //! use to read our output back.
+//!
+//! # Numbers
+//!
+//! The crate holds a number as an `i64`, `u64` or `f64`. Handed one no such
+//! type holds (`12345678901234567890123`, `-9223372036854775809`,
+//! `0.1000000000000000000001`), it would write the nearest `f64`, whose
+//! digits read as another number just as exact, and `1e400` as `null`. The
+//! spec (§2) lets an encoder whose numbers cannot hold a value write it as a
+//! quoted string of its exact digits instead, and recommends that lossless
+//! choice; [`exact_numbers`] makes it before the crate sees the value.
 
-use serde_json::Value;
+use serde_json::{Number, Value};
+use toon_format::types::JsonValue;
+use toon_format::utils::format_canonical_number;
 use toon_format::{EncodeOptions, encode};
 
 use super::tree::Tree;
 use super::{Delimiter, FormatOptions};
 use crate::error::Result;
 use crate::fragment::error;
+use crate::json_number::same_value;
 
 /// Appends `tree`: nothing for an empty tree (no root, or a root object
 /// with no keys, which the spec also encodes as nothing).
@@ -30,8 +43,36 @@ pub(super) fn write(tree: &Tree, options: &FormatOptions, out: &mut String) -> R
     if tree.is_empty() {
         return Ok(());
     }
-    out.push_str(&encode_with(&tree.to_value(), options)?);
+    out.push_str(&encode_with(&exact_numbers(tree.to_value()), options)?);
     Ok(())
+}
+
+/// The value with each number the encoder would write as another value
+/// replaced by the string of its digits. The tree is no deeper than
+/// `MAX_DEPTH`, so the recursion is bounded.
+fn exact_numbers(value: Value) -> Value {
+    match value {
+        Value::Number(number) if !encodes_exactly(&number) => {
+            Value::String(number.as_str().to_owned())
+        }
+        Value::Array(items) => items.into_iter().map(exact_numbers).collect(),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(key, value)| (key, exact_numbers(value)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// True when `toon-format` writes `number` as the same value, in the
+/// spec's canonical form (`1.50` as `1.5`, `1e3` as `1000`, `-0` as `0`):
+/// the crate is asked what it would write.
+fn encodes_exactly(number: &Number) -> bool {
+    match JsonValue::from(Value::Number(number.clone())) {
+        JsonValue::Number(held) => same_value(number.as_str(), &format_canonical_number(&held)),
+        _ => false,
+    }
 }
 
 fn encode_with(value: &Value, options: &FormatOptions) -> Result<String> {
@@ -163,6 +204,27 @@ mod tests {
              nl: \"one\\ntwo\"\nhash: \"#x\"\npad: \" p \""
         );
         decodes_to(&out, &value);
+    }
+
+    #[test]
+    fn numbers_the_encoder_cannot_hold_are_strings_of_their_digits() {
+        let text = r#"{"big": 12345678901234567890123, "u64": 18446744073709551616,
+            "below": -9223372036854775809, "long": 0.1000000000000000000001,
+            "huge": 1e400, "past": 1152921504606847000.0, "wide": 100000000000000000000,
+            "same": 1.50, "exp": 1E3, "zero": -0}"#;
+        let value: Value = serde_json::from_str(text).unwrap();
+        let out = toon(&value, &FormatOptions::default());
+        assert_eq!(
+            out,
+            "big: \"12345678901234567890123\"\nu64: \"18446744073709551616\"\n\
+             below: \"-9223372036854775809\"\nlong: \"0.1000000000000000000001\"\n\
+             huge: \"1e+400\"\npast: \"1152921504606847000.0\"\nwide: 100000000000000000000\n\
+             same: 1.5\nexp: 1000\nzero: 0"
+        );
+        let back: Value = decode(&out, &DecodeOptions::new()).unwrap();
+        assert_eq!(back["big"], "12345678901234567890123");
+        assert_eq!(back["below"], "-9223372036854775809");
+        assert_eq!(back["huge"], "1e+400");
     }
 
     #[test]

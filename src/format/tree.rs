@@ -74,19 +74,20 @@ pub enum Leaf<'a> {
     Null,
     /// `true` or `false`.
     Bool(bool),
-    /// A JSON number.
+    /// A JSON number, which holds the text it was read from: every digit.
     Number(&'a Number),
     /// A string, verbatim.
     String(&'a str),
 }
 
 impl<'a> Leaf<'a> {
-    /// The value as text: `null`, `true`, `5432`, `1.5`, or the string itself.
+    /// The value as text: `null`, `true`, `5432`, `1.5`, a number's digits
+    /// as written (`12345678901234567890123`), or the string itself.
     pub fn text(&self) -> Cow<'a, str> {
         match *self {
             Leaf::Null => Cow::Borrowed("null"),
             Leaf::Bool(b) => Cow::Borrowed(if b { "true" } else { "false" }),
-            Leaf::Number(n) => Cow::Owned(n.to_string()),
+            Leaf::Number(n) => Cow::Borrowed(n.as_str()),
             Leaf::String(s) => Cow::Borrowed(s),
         }
     }

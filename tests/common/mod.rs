@@ -456,15 +456,12 @@ pub fn proptest_config() -> ProptestConfig {
     }
 }
 
-/// Same JSON, numbers compared by value (TOON writes `1.0` as `1` and `-0`
-/// as `0`), object keys in any order (a TOON table follows its first row's
-/// field order).
+/// Same JSON, numbers compared by exact value (TOON writes `1.0` as `1`,
+/// `-0` as `0` and `1e+20` as `100000000000000000000`), object keys in any
+/// order (a TOON table follows its first row's field order).
 pub fn same_json(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            x == y
-                || (x.as_f64().is_some() && x.as_f64() == y.as_f64() && (x.is_f64() || y.is_f64()))
-        }
+        (Value::Number(x), Value::Number(y)) => same_number(x.as_str(), y.as_str()),
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y))
         }
@@ -474,5 +471,79 @@ pub fn same_json(a: &Value, b: &Value) -> bool {
                     .all(|(k, x)| y.get(k).is_some_and(|y| same_json(x, y)))
         }
         (x, y) => x == y,
+    }
+}
+
+/// True when two number texts are the same decimal number, digit for digit
+/// (`-76` and `-76.0`, `1e+20` and `100000000000000000000`; not
+/// `12345678901234567890123` and `1.2345678901234568e+22`, which one `f64`
+/// holds both of).
+pub fn same_number(a: &str, b: &str) -> bool {
+    let a = decimal(a);
+    a.is_some() && a == decimal(b)
+}
+
+/// A decimal text as (negative, significant digits, exponent of the last).
+fn decimal(text: &str) -> Option<(bool, String, i64)> {
+    let (negative, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match unsigned.split_once(['e', 'E']) {
+        Some((mantissa, exponent)) => (mantissa, exponent.parse::<i64>().ok()?),
+        None => (unsigned, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let joined = format!("{whole}{fraction}");
+    if joined.is_empty() || !joined.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let significant = joined.trim_start_matches('0');
+    let digits = significant.trim_end_matches('0');
+    if digits.is_empty() {
+        return Some((false, String::new(), 0));
+    }
+    let shift = (significant.len() - digits.len()) as i64 - fraction.len() as i64;
+    Some((negative, digits.to_owned(), exponent + shift))
+}
+
+/// Numbers no `i64`, `u64` or `f64` holds, by key, as serde_json writes
+/// them: 2^64, -2^63-1, an account number, a long decimal and a number past
+/// `f64`'s range (read from `1e400`).
+pub const WIDE_NUMBERS: [(&str, &str); 5] = [
+    ("two_64", "18446744073709551616"),
+    ("below_i64", "-9223372036854775809"),
+    ("acct", "12345678901234567890123"),
+    ("long", "0.1000000000000000000001"),
+    ("huge", "1e+400"),
+];
+
+/// An object of [`WIDE_NUMBERS`] as JSON text.
+pub fn wide_numbers_json() -> String {
+    let entries: Vec<String> = WIDE_NUMBERS
+        .iter()
+        .map(|(key, digits)| format!("\"{key}\": {digits}"))
+        .collect();
+    format!("{{{}}}", entries.join(", "))
+}
+
+/// Asserts that `text` shows every one of [`WIDE_NUMBERS`] digit for digit.
+pub fn assert_shows_wide_numbers(text: &str) {
+    for (key, digits) in WIDE_NUMBERS {
+        assert!(text.contains(digits), "{key}: no {digits} in\n{text}");
+    }
+}
+
+/// Asserts that `object`, read back from an output, holds every one of
+/// [`WIDE_NUMBERS`] with its digits: as a number, or (`as_strings`, for
+/// TOML and TOON, whose numbers cannot hold them) as the string of its digits.
+pub fn assert_holds_wide_numbers(object: &Value, as_strings: bool) {
+    for (key, digits) in WIDE_NUMBERS {
+        let held = match &object[key] {
+            Value::Number(n) if !as_strings => n.as_str(),
+            Value::String(s) if as_strings => s.as_str(),
+            other => panic!("{key}: {other} is not {digits} in {object}"),
+        };
+        assert_eq!(held, digits, "{key} in {object}");
     }
 }
