@@ -198,6 +198,15 @@ fn context_management_from_value(value: Value) -> Result<ContextManagement> {
             ),
         ));
     }
+    if let Some((path, number)) = first_non_count(&value) {
+        return Err(session_error(
+            &format!("context_management.{path}"),
+            format!(
+                "expected a whole number from 0 to {}, found {number}",
+                u64::MAX
+            ),
+        ));
+    }
     serde_path_to_error::deserialize(value).map_err(|error| {
         let field = match error.path().to_string().as_str() {
             "." => "context_management".to_owned(),
@@ -209,6 +218,39 @@ fn context_management_from_value(value: Value) -> Result<ContextManagement> {
             None => session_error(&field, message),
         }
     })
+}
+
+/// The first number in `value` (a `context_management` object, whose every
+/// number is a count) that is not a `u64`, with its path (`edits[0].keep.value`).
+///
+/// serde reads Anthropic's tagged objects through a buffer in which a
+/// number no native number holds (`18446744073709551616`, `1.50`) is a map,
+/// and would say "expected u64, found map"; this says what was found.
+fn first_non_count(value: &Value) -> Option<(String, &serde_json::Number)> {
+    // A loop, not recursion: a `Value` built in Rust may nest without limit.
+    let mut pending = vec![(String::new(), value)];
+    while let Some((path, value)) = pending.pop() {
+        match value {
+            Value::Number(n) if n.as_u64().is_none() => return Some((path, n)),
+            Value::Array(items) => pending.extend(
+                items
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .map(|(i, item)| (format!("{path}[{i}]"), item)),
+            ),
+            Value::Object(map) => pending.extend(map.iter().rev().map(|(key, item)| {
+                let path = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                (path, item)
+            })),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The JSON shape of the `context_management` value a serde `message` is
@@ -523,6 +565,22 @@ mod tests {
     }
 
     #[test]
+    fn a_priority_past_i64_is_named_as_written() {
+        for number in ["9223372036854775808", "-9223372036854775809", "1.5"] {
+            let chunk = format!(
+                r#"{{"chunks": [{{"id": "a", "kind": "thinking", "priority": {number}}}]}}"#
+            );
+            assert_eq!(
+                error(&chunk),
+                format!(
+                    "invalid chunk chunks[0] (id \"a\"): field `priority`: expected an integer from \
+                     -9223372036854775808 to 9223372036854775807, found {number}"
+                )
+            );
+        }
+    }
+
+    #[test]
     fn a_key_given_twice_names_the_chunk_and_the_key() {
         let text_twice = r#"{"chunks": [{"id": "u1", "kind": "agent", "role": "user", "text": "a", "text": "b"}]}"#;
         assert_eq!(
@@ -576,9 +634,24 @@ mod tests {
             error(
                 r#"{"context_management": {"edits": [{"type": "clear_tool_uses_20250919", "keep": {"type": "tool_uses", "value": -1}}]}}"#
             ),
-            "invalid session: field `context_management.edits[0]`: invalid value: integer `-1`, \
-             expected u64"
+            "invalid session: field `context_management.edits[0].keep.value`: expected a whole \
+             number from 0 to 18446744073709551615, found -1"
         );
+        // Numbers no native number holds are named as written, not as serde's buffer sees them.
+        for number in ["18446744073709551616", "1.50", "1e400"] {
+            let trigger = format!(r#"{{"type": "input_tokens", "value": {number}}}"#);
+            let text = format!(
+                r#"{{"context_management": {{"edits": [{{"type": "clear_tool_uses_20250919", "trigger": {trigger}}}]}}}}"#
+            );
+            let written = number.replace("e4", "e+4");
+            assert_eq!(
+                error(&text),
+                format!(
+                    "invalid session: field `context_management.edits[0].trigger.value`: expected \
+                     a whole number from 0 to 18446744073709551615, found {written}"
+                )
+            );
+        }
         assert_eq!(
             error(r#"{"context_management": {"edit": []}}"#),
             "invalid session: field `context_management.edit`: unknown field `edit`, expected \
