@@ -646,3 +646,53 @@ fn context_management_is_kept_with_the_chat_in(db: &str) {
     ok(chat(&["append", "--clear-system"], r#"{"chunks": []}"#));
     assert!(exported().is_null(), "{}", exported());
 }
+
+#[test]
+fn numbers_past_64_bits_come_back_from_the_store_with_their_digits() {
+    for (_held, db) in fresh_dbs("numbers") {
+        numbers_past_64_bits_come_back_in(&db);
+    }
+}
+
+fn numbers_past_64_bits_come_back_in(db: &str) {
+    let data = common::wide_numbers_json();
+    let session = format!(
+        r#"{{"fragments": [{{"name": "account", "data": {data}}}], "chunks": [
+            {{"id": "u1", "kind": "agent", "role": "user", "text": "pay it"}},
+            {{"id": "w1", "kind": "workflow", "tool": "pay", "call_id": "k1", "data": {data}}}
+        ]}}"#
+    );
+    ok(run(
+        &["chat", "append", "--db", db, "--chat", "n"],
+        &session,
+    ));
+    // A chunk of JSON Lines, in a second save.
+    let line = format!(
+        r#"{{"id": "e1", "kind": "environment", "call_id": "k1", "data": {data}, "custom": {data}}}"#
+    );
+    ok(run(&["chat", "append", "--db", db, "--chat", "n"], &line));
+    let export = run(&["chat", "export", "--db", db, "--chat", "n"], "");
+    common::assert_shows_wide_numbers(&export.stdout);
+    let export = ok(export);
+    common::assert_holds_wide_numbers(&export["fragments"][0]["data"], false);
+    common::assert_holds_wide_numbers(&export["chunks"][1]["data"], false);
+    common::assert_holds_wide_numbers(&export["chunks"][2]["data"], false);
+    common::assert_holds_wide_numbers(&export["chunks"][2]["custom"], false);
+    // A fresh process builds from the store and sends the same digits.
+    let native = ok(run(
+        &[
+            "chat",
+            "build",
+            "--db",
+            db,
+            "--chat",
+            "n",
+            "--output",
+            "openai-native",
+        ],
+        "",
+    ));
+    let arguments = &native["messages"][2]["tool_calls"][0]["function"]["arguments"];
+    let arguments: Value = serde_json::from_str(arguments.as_str().unwrap()).unwrap();
+    common::assert_holds_wide_numbers(&arguments, false);
+}

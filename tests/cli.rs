@@ -1030,6 +1030,61 @@ fn build_renders_session_fragments_into_the_system_message() {
     );
 }
 
+#[test]
+fn numbers_past_64_bits_reach_every_output_with_their_digits() {
+    let data = common::wide_numbers_json();
+    let session = format!(
+        r#"{{"fragments": [{{"name": "account", "data": {data}}}], "chunks": [
+          {{"id": "u1", "kind": "agent", "role": "user",
+            "content": [{{"type": "json", "data": {data}}}]}},
+          {{"id": "w1", "kind": "workflow", "tool": "pay", "call_id": "k1", "data": {data}}},
+          {{"id": "e1", "kind": "environment", "call_id": "k1", "data": {data}}}
+        ]}}"#
+    );
+    let outputs = [
+        "report",
+        "openai",
+        "anthropic",
+        "text",
+        "openai-native",
+        "openai-responses",
+        "anthropic-native",
+    ];
+    for output in outputs {
+        let run = build_file(&session, &["--output", output]);
+        assert_eq!(run.code, 0, "{output}: {}", run.stderr);
+        common::assert_shows_wide_numbers(&run.stdout);
+    }
+    for format in ["xml", "markdown", "toml", "toon"] {
+        let run = build_file(
+            &session,
+            &["--output", "text", "--fragments-format", format],
+        );
+        assert_eq!(run.code, 0, "{format}: {}", run.stderr);
+        let system = run.stdout.split("### user").next().unwrap_or_default();
+        common::assert_shows_wide_numbers(system);
+    }
+    // The call's arguments, as OpenAI reads them, hold the numbers.
+    let native = json_output(&build_file(&session, &["--output", "openai-native"]));
+    let arguments = native["messages"][2]["tool_calls"][0]["function"]["arguments"]
+        .as_str()
+        .unwrap();
+    common::assert_holds_wide_numbers(&serde_json::from_str(arguments).unwrap(), false);
+    // Content blocks, rendered alone, show them in every format.
+    let block = format!(r#"{{"type": "json", "data": {data}}}"#);
+    for format in ["gfm", "commonmark", "xml"] {
+        let run = run(&["content", "--format", format], &block);
+        assert_eq!(run.code, 0, "{format}: {}", run.stderr);
+        common::assert_shows_wide_numbers(&run.stdout);
+    }
+    let wrong = format!(r#"{{"type": "json", "data": {data}, "extra": 1}}"#);
+    assert_failed(
+        &run(&["content"], &wrong),
+        2,
+        "invalid content at `$`: unknown field `extra`, expected `data` or `text`\n",
+    );
+}
+
 // ---- budget policy flags -----------------------------------------------
 
 #[test]

@@ -833,6 +833,64 @@ fn a_result_with_a_body_and_an_error_sends_both() {
     assert_eq!(answer["is_error"], true);
 }
 
+/// The arguments of the first tool call in `body`, as the provider reads
+/// them: OpenAI's JSON string parsed, Anthropic's `input` object.
+fn first_call_arguments(wire: Wire, body: &Value) -> Value {
+    let call = match wire {
+        Wire::Chat => body["messages"]
+            .as_array()
+            .and_then(|m| m.iter().find_map(|m| m["tool_calls"].get(0)))
+            .map(|call| &call["function"]["arguments"]),
+        Wire::Responses => body["input"]
+            .as_array()
+            .and_then(|items| items.iter().find(|i| i["type"] == "function_call"))
+            .map(|call| &call["arguments"]),
+        Wire::Anthropic => body["messages"]
+            .as_array()
+            .and_then(|m| {
+                m.iter()
+                    .flat_map(|m| m["content"].as_array())
+                    .flatten()
+                    .find(|b| b["type"] == "tool_use")
+            })
+            .map(|block| &block["input"]),
+    };
+    match call {
+        Some(Value::String(arguments)) => serde_json::from_str(arguments).unwrap(),
+        Some(input) => input.clone(),
+        None => panic!("no tool call in {body}"),
+    }
+}
+
+#[test]
+fn numbers_past_64_bits_reach_every_wire_with_their_digits() {
+    let data = common::wide_numbers_json();
+    let state = MemoryState::from_json_str(&format!(
+        r#"{{"chunks": [
+            {{"id": "u1", "kind": "agent", "role": "user", "text": "pay it"}},
+            {{"id": "w1", "kind": "workflow", "tool": "pay", "call_id": "k1", "data": {data}}},
+            {{"id": "e1", "kind": "environment", "call_id": "k1", "data": {data}}}
+        ]}}"#
+    ))
+    .unwrap();
+    let result = native_builder("claude-sonnet-4-5", 4_000, 100)
+        .build(&state)
+        .unwrap();
+    for wire in WIRES {
+        let req = request(wire, &result).unwrap();
+        assert_request(wire, &state, &result, &req);
+        common::assert_holds_wide_numbers(&first_call_arguments(wire, &req.body), false);
+        // The result, sent as text, shows the digits too.
+        let sent = serde_json::to_string(&req.body).unwrap();
+        assert_eq!(
+            sent.matches("12345678901234567890123").count(),
+            2,
+            "{wire:?}: {sent}"
+        );
+        common::assert_shows_wide_numbers(&sent);
+    }
+}
+
 #[test]
 fn several_results_of_one_call_are_one_answer_and_a_failure_is_an_error() {
     let state = MemoryState::from_json_value(json!({"chunks": [
