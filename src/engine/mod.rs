@@ -284,9 +284,9 @@ impl ContextEngine {
                     },
                     field: "id".into(),
                     message: format!(
-                        "duplicate id: stored chunk {} of branch {:?} has it, and every chunk \
-                         id must be unique",
-                        stored.position, self.branch
+                        "duplicate id: a chunk with this id is already on branch {:?} (stored \
+                         chunk {}); give the new chunk another id",
+                        self.branch, stored.position
                     ),
                 }
                 .into());

@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use agent_context::store::{self, MAIN_BRANCH, Store};
 use agent_context::{
-    ChunkKind, ChunkLocation, ContextBuilder, ContextEngine, DEFAULT_MODEL, Error, ErrorKind,
-    MemoryState, Result, Role,
+    ChunkKind, ContextBuilder, ContextEngine, DEFAULT_MODEL, ErrorKind, MemoryState, Result, Role,
 };
 use clap::Subcommand;
 use serde_json::{Value, json};
@@ -307,44 +306,8 @@ fn apply(engine: &mut ContextEngine, input: &MemoryState, replace: bool) -> Resu
         let replaced = engine.replace_last_assistant(chunk.clone())?;
         return Ok(usize::from(!replaced));
     }
-    let stored = engine.state().chunks.len();
-    if let Err(error) = engine.extend(input.chunks.iter().cloned()) {
-        return Err(already_on_branch(error, stored, engine));
-    }
+    engine.extend(input.chunks.iter().cloned())?;
     Ok(input.chunks.len())
-}
-
-/// `error` as the input's own when it is an input chunk whose id the
-/// branch holds: the engine numbers new chunks after the branch's
-/// `stored` ones, which the caller never saw.
-fn already_on_branch(error: Error, stored: usize, engine: &ContextEngine) -> Error {
-    let ErrorKind::Chunk {
-        location, field, ..
-    } = error.kind()
-    else {
-        return error;
-    };
-    let taken = location.id.as_deref().is_some_and(|id| {
-        engine.state().chunks[..stored.min(engine.state().chunks.len())]
-            .iter()
-            .any(|c| c.id == id)
-    });
-    if field != "id" || location.index < stored || !taken {
-        return error;
-    }
-    ErrorKind::Chunk {
-        location: ChunkLocation {
-            index: location.index - stored,
-            id: location.id.clone(),
-        },
-        field: field.clone(),
-        message: format!(
-            "duplicate id: a chunk with this id is already on branch {:?}; give the new chunk \
-             another id",
-            engine.branch()
-        ),
-    }
-    .into()
 }
 
 fn build(args: &ChatBuildArgs) -> Result<String> {
