@@ -62,14 +62,31 @@ fn chat(dir: &Path, chunks: usize) -> PathBuf {
     let db = dir.join(format!("chat-{chunks}.db"));
     let lines = dir.join(format!("chat-{chunks}.jsonl"));
     write_chunks(&lines, chunks, "");
-    let took = run(&["chat", "append", path(&lines), "--db", path(&db), "--chat", "c"]);
+    let took = run(&[
+        "chat",
+        "append",
+        path(&lines),
+        "--db",
+        path(&db),
+        "--chat",
+        "c",
+    ]);
     eprintln!("chat of {chunks} chunks written in {took:.1?}");
-    run(&["chat", "checkpoint", "start", "--db", path(&db), "--chat", "c"]);
+    run(&[
+        "chat",
+        "checkpoint",
+        "start",
+        "--db",
+        path(&db),
+        "--chat",
+        "c",
+    ]);
     db
 }
 
 fn path(path: &Path) -> &str {
-    path.to_str().expect("the target directory has a UTF-8 path")
+    path.to_str()
+        .expect("the target directory has a UTF-8 path")
 }
 
 /// The verbs, each as the arguments of one run on `db`; `n` makes names new.
@@ -81,13 +98,34 @@ fn verbs(db: &str, turn: &str, n: usize) -> Vec<(&'static str, Vec<String>)> {
         all
     };
     vec![
-        ("append", with(&["chat", "append", turn, "--branch", "main"])),
+        (
+            "append",
+            with(&["chat", "append", turn, "--branch", "main"]),
+        ),
         ("build", with(&["chat", "build", "--max-tokens", "128000"])),
         ("checkpoint", with(&["chat", "checkpoint", "cp", "--force"])),
-        ("fork", with(&["chat", "fork", "--name", &format!("fork-{n}")])),
-        ("rewind", with(&["chat", "rewind", "--to", "u0", "--branch", "main", "--name", &format!("rw-{n}")])),
+        (
+            "fork",
+            with(&["chat", "fork", "--name", &format!("fork-{n}")]),
+        ),
+        (
+            "rewind",
+            with(&[
+                "chat",
+                "rewind",
+                "--to",
+                "u0",
+                "--branch",
+                "main",
+                "--name",
+                &format!("rw-{n}"),
+            ]),
+        ),
         ("switch", with(&["chat", "switch", "main"])),
-        ("restore", with(&["chat", "restore", "start", "--name", &format!("rs-{n}")])),
+        (
+            "restore",
+            with(&["chat", "restore", "start", "--name", &format!("rs-{n}")]),
+        ),
         ("switch-back", with(&["chat", "switch", "main"])),
     ]
 }
@@ -97,12 +135,15 @@ fn scale(c: &mut Criterion) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("chat-scale-{}", std::process::id()));
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("chat-scale-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("the target directory is writable");
     let dbs = [(SMALL, chat(&dir, SMALL)), (large, chat(&dir, large))];
     let mut medians: Vec<(String, usize, Duration)> = Vec::new();
     let mut group = c.benchmark_group("chat-scale");
-    group.sample_size(10).measurement_time(Duration::from_secs(3));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(3));
     for (chunks, db) in &dbs {
         let db = path(db).to_owned();
         for (index, (verb, _)) in verbs("", "", 0).into_iter().enumerate() {

@@ -770,12 +770,15 @@ fn a_long_chat_is_built_from_its_newest_chunks_as_its_export() {
         state.chunks[43].retention = Some(agent_context::Retention::Critical);
         state
     };
-    for (name, state) in [
+    let cases = [
         ("loop", agent_loop(1_000)),
         ("chat", chatty),
         ("pinned", pinned),
-    ] {
-        let backend = backends().remove(0);
+    ];
+    let runs = cases
+        .iter()
+        .flat_map(|case| backends().into_iter().map(move |backend| (case, backend)));
+    for ((name, state), backend) in runs {
         let mut engine = open(&backend.store, "chat");
         engine.extend(state.chunks.iter().cloned()).unwrap();
         engine.save().unwrap();
@@ -783,10 +786,11 @@ fn a_long_chat_is_built_from_its_newest_chunks_as_its_export() {
         settings.max_tokens(4_000);
         let mut fresh = ContextEngine::open(backend.reopen(), "chat", settings.clone()).unwrap();
         let stored = fresh.build().unwrap();
-        let cold = settings.build(&state).unwrap();
+        let cold = settings.build(state).unwrap();
         assert!(
             stored.unread_chunks > state.chunks.len() / 2,
-            "{name}: {} of {} unread",
+            "{name} on {}: {} of {} unread",
+            backend.name,
             stored.unread_chunks,
             state.chunks.len()
         );

@@ -208,6 +208,15 @@ pub struct LoadedBranch {
     pub chunks: Vec<StoredChunk>,
 }
 
+/// What [`Store::nodes_with`] looks nodes up by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKey<'a> {
+    /// The id of the chunk a node holds.
+    ChunkId(&'a str),
+    /// The call id of the tool call or result a node holds.
+    CallId(&'a str),
+}
+
 /// A chunk's counts under one set of rendering settings: `key` names the
 /// settings (encoding, escaping, renderer version), `value` holds the
 /// counts. Both are opaque to a store, which keeps at most one value per
@@ -415,31 +424,17 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// [`ErrorKind::Store`] if the database fails.
     fn ancestor(&self, chat: &str, node: NodeId, position: usize) -> Result<Option<NodeId>>;
 
-    /// The nodes of the chat (on any branch) that hold chunk `chunk_id` at
-    /// a position up to `max_position`, newest first: found through an
-    /// index.
+    /// The nodes of the chat (on any branch) found by `key` through an
+    /// index, at a position up to `max_position`, newest first: each with
+    /// its position and whether it is a tool call.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::Store`] if the database fails.
-    fn nodes_with_chunk_id(
+    fn nodes_with(
         &self,
         chat: &str,
-        chunk_id: &str,
-        max_position: usize,
-    ) -> Result<Vec<(NodeId, usize)>>;
-
-    /// The tool calls and results of the chat (on any branch) with call id
-    /// `call_id` at a position up to `max_position`, newest first, each
-    /// with whether it is the call: found through an index.
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::Store`] if the database fails.
-    fn nodes_with_call_id(
-        &self,
-        chat: &str,
-        call_id: &str,
+        key: NodeKey<'_>,
         max_position: usize,
     ) -> Result<Vec<(NodeId, usize, bool)>>;
 
@@ -457,7 +452,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         max_position: usize,
     ) -> Result<Vec<(NodeId, usize, bool)>> {
         let mut members = Vec::new();
-        for (node, position, call) in self.nodes_with_call_id(chat, call_id, max_position)? {
+        for (node, position, call) in
+            self.nodes_with(chat, NodeKey::CallId(call_id), max_position)?
+        {
             if self.ancestor(chat, head, position)? == Some(node) {
                 members.push((node, position, call));
             }
@@ -479,7 +476,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         call_id: &str,
         max_position: usize,
     ) -> Result<Option<usize>> {
-        for (node, position, call) in self.nodes_with_call_id(chat, call_id, max_position)? {
+        for (node, position, call) in
+            self.nodes_with(chat, NodeKey::CallId(call_id), max_position)?
+        {
             if call && self.ancestor(chat, head, position)? == Some(node) {
                 return Ok(Some(position));
             }
@@ -498,7 +497,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         let Some(last) = self.read_back(chat, head, 1, None)?.pop() else {
             return Ok(None);
         };
-        for (node, position) in self.nodes_with_chunk_id(chat, chunk_id, last.position)? {
+        let key = NodeKey::ChunkId(chunk_id);
+        for (node, position, _) in self.nodes_with(chat, key, last.position)? {
             if self.ancestor(chat, head, position)? == Some(node) {
                 return Ok(self.read_back(chat, node, 1, None)?.pop());
             }

@@ -18,7 +18,7 @@ use super::lineage::{Chain, Link};
 use super::tally::{ClassTally, NodeTallies, PathSummary, TokenTally, chain_tallies, token_tally};
 use super::{
     BranchHead, BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, MAIN_BRANCH, NodeId,
-    Save, Saved, Store, StoredChunk, Usage, now_ms,
+    NodeKey, Save, Saved, Store, StoredChunk, Usage, now_ms,
 };
 use crate::error::{ErrorKind, Result};
 use location::Location;
@@ -298,50 +298,33 @@ impl Store for PostgresStore {
         })
     }
 
-    fn nodes_with_chunk_id(
+    fn nodes_with(
         &self,
         chat: &str,
-        chunk_id: &str,
-        max_position: usize,
-    ) -> Result<Vec<(NodeId, usize)>> {
-        let max_position = i64::try_from(max_position).unwrap_or(i64::MAX);
-        self.read(|tx| {
-            tx.query_typed(
-                "SELECT id, position FROM nodes \
-                 WHERE chat = $1 AND chunk_id = $2 AND position <= $3 \
-                 ORDER BY position DESC, id DESC",
-                &[
-                    (&chat.as_bytes(), Type::BYTEA),
-                    (&chunk_id.as_bytes(), Type::BYTEA),
-                    (&max_position, Type::INT8),
-                ],
-            )
-            .map_err(self.fail())?
-            .iter()
-            .map(|row| {
-                let node = self.column(row, 0)?;
-                let position = usize::try_from(self.column::<i64>(row, 1)?).unwrap_or(0);
-                Ok((node, position))
-            })
-            .collect()
-        })
-    }
-
-    fn nodes_with_call_id(
-        &self,
-        chat: &str,
-        call_id: &str,
+        key: NodeKey<'_>,
         max_position: usize,
     ) -> Result<Vec<(NodeId, usize, bool)>> {
-        let max_position = i64::try_from(max_position).unwrap_or(i64::MAX);
-        self.read(|tx| {
-            tx.query_typed(
+        let (sql, value) = match key {
+            NodeKey::ChunkId(id) => (
+                "SELECT id, position, last_call IS NOT DISTINCT FROM id FROM nodes \
+                 WHERE chat = $1 AND chunk_id = $2 AND position <= $3 \
+                 ORDER BY position DESC, id DESC",
+                id,
+            ),
+            NodeKey::CallId(id) => (
                 "SELECT id, position, last_call IS NOT DISTINCT FROM id FROM nodes \
                  WHERE chat = $1 AND call_id = $2 AND position <= $3 \
                  ORDER BY position DESC, id DESC",
+                id,
+            ),
+        };
+        let max_position = i64::try_from(max_position).unwrap_or(i64::MAX);
+        self.read(|tx| {
+            tx.query_typed(
+                sql,
                 &[
                     (&chat.as_bytes(), Type::BYTEA),
-                    (&call_id.as_bytes(), Type::BYTEA),
+                    (&value.as_bytes(), Type::BYTEA),
                     (&max_position, Type::INT8),
                 ],
             )

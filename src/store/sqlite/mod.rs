@@ -18,7 +18,7 @@ use super::lineage::{Chain, Link, jump_for};
 use super::tally::{ClassTally, NodeTallies, PathSummary, TokenTally, token_tally};
 use super::{
     BranchHead, BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, MAIN_BRANCH, NodeId,
-    Save, Saved, Store, StoredChunk, Usage, now_ms,
+    NodeKey, Save, Saved, Store, StoredChunk, Usage, now_ms,
 };
 use crate::error::{ErrorKind, Result};
 use schema::{CURRENT_VERSION, JUMPS_SINCE, MIGRATIONS};
@@ -295,49 +295,31 @@ impl Store for SqliteStore {
         })
     }
 
-    fn nodes_with_chunk_id(
+    fn nodes_with(
         &self,
         chat: &str,
-        chunk_id: &str,
-        max_position: usize,
-    ) -> Result<Vec<(NodeId, usize)>> {
-        let max_position = i64::try_from(max_position).unwrap_or(i64::MAX);
-        self.read(|tx| {
-            let mut statement = tx
-                .prepare_cached(
-                    "SELECT id, position FROM nodes \
-                     WHERE chat = ?1 AND chunk_id = ?2 AND position <= ?3 \
-                     ORDER BY position DESC, id DESC",
-                )
-                .map_err(self.fail())?;
-            let rows = statement
-                .query_map(params![chat, chunk_id, max_position], |row| {
-                    let position: i64 = row.get(1)?;
-                    Ok((row.get(0)?, usize::try_from(position).unwrap_or(0)))
-                })
-                .map_err(self.fail())?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(self.fail())
-        })
-    }
-
-    fn nodes_with_call_id(
-        &self,
-        chat: &str,
-        call_id: &str,
+        key: NodeKey<'_>,
         max_position: usize,
     ) -> Result<Vec<(NodeId, usize, bool)>> {
+        let (sql, value) = match key {
+            NodeKey::ChunkId(id) => (
+                "SELECT id, position, last_call = id FROM nodes \
+                 WHERE chat = ?1 AND chunk_id = ?2 AND position <= ?3 \
+                 ORDER BY position DESC, id DESC",
+                id,
+            ),
+            NodeKey::CallId(id) => (
+                "SELECT id, position, last_call = id FROM nodes \
+                 WHERE chat = ?1 AND call_id = ?2 AND position <= ?3 \
+                 ORDER BY position DESC, id DESC",
+                id,
+            ),
+        };
         let max_position = i64::try_from(max_position).unwrap_or(i64::MAX);
         self.read(|tx| {
-            let mut statement = tx
-                .prepare_cached(
-                    "SELECT id, position, last_call = id FROM nodes \
-                     WHERE chat = ?1 AND call_id = ?2 AND position <= ?3 \
-                     ORDER BY position DESC, id DESC",
-                )
-                .map_err(self.fail())?;
+            let mut statement = tx.prepare_cached(sql).map_err(self.fail())?;
             let rows = statement
-                .query_map(params![chat, call_id, max_position], |row| {
+                .query_map(params![chat, value, max_position], |row| {
                     let position: i64 = row.get(1)?;
                     let call: Option<bool> = row.get(2)?;
                     let position = usize::try_from(position).unwrap_or(0);
