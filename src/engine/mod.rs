@@ -480,8 +480,12 @@ impl ContextEngine {
         Ok(orphans)
     }
 
-    /// Builds this turn's prompt with the builder's policy (the session's
-    /// incremental build).
+    /// Builds this turn's prompt with the builder's policy. Before the
+    /// stored chunks are read, it reads only the newest ones (and the
+    /// protected ones) when that makes the prompt a build of the whole
+    /// branch makes, and says in [`BuildResult::unread_chunks`] how many it
+    /// left; otherwise it reads them all and builds as the session does,
+    /// incrementally from then on.
     ///
     /// # Errors
     ///
