@@ -24,7 +24,7 @@ fn sdk_python() -> String {
     std::env::var("AGENT_CONTEXT_SDK_PYTHON").unwrap_or_else(|_| {
         panic!(
             "AGENT_CONTEXT_SDK_PYTHON is not set: run the tests through \
-             `.ci/with-sdk-python cargo test` (see tests/sdk/README.md)"
+             `.ci/with-sdk-python cargo test --features sdk-tests` (see tests/sdk/README.md)"
         )
     })
 }
