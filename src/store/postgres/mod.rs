@@ -17,8 +17,8 @@ use super::errors::{
 use super::lineage::{Chain, Link};
 use super::tally::{ClassTally, NodeTallies, PathSummary, TokenTally, chain_tallies, token_tally};
 use super::{
-    BranchHead, BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, MAIN_BRANCH, NodeId,
-    NodeKey, Save, Saved, Store, StoredChunk, Usage, now_ms,
+    BranchHead, BranchSummary, CHUNK_CODEC, ChatSummary, CheckpointSummary, MAIN_BRANCH, NewChunk,
+    NodeId, NodeKey, Save, Saved, Store, StoredChunk, Usage, now_ms,
 };
 use crate::error::{ErrorKind, Result};
 use location::Location;
@@ -694,14 +694,7 @@ impl PostgresStore {
         chat: &str,
         save: &Save,
     ) -> Result<Vec<NodeId>> {
-        let mut chain = match save.parent {
-            Some(parent) => {
-                let jump_chain = self.jump_chain(tx, chat, parent)?;
-                let parent = *jump_chain.first().ok_or_else(|| no_node(chat, parent))?;
-                Chain::under(Some(parent), &jump_chain)
-            }
-            None => Chain::under(None, &[]),
-        };
+        let mut chain = self.chain_under(tx, chat, save.parent)?;
         if save.chunks.is_empty() {
             return Ok(Vec::new());
         }
@@ -721,21 +714,7 @@ impl PostgresStore {
             .chain(nodes.iter().map(|&node| Some(node)))
             .take(nodes.len())
             .collect();
-        let parent_tallies = match save.parent {
-            Some(parent) => {
-                let key = save
-                    .chunks
-                    .first()
-                    .and_then(|c| c.counts.as_ref())
-                    .map(|c| c.key.as_str());
-                let tokens = match key {
-                    Some(key) => self.token_tally(tx, parent, key)?,
-                    None => None,
-                };
-                Some((self.tallies(tx, parent)?, tokens))
-            }
-            None => None,
-        };
+        let parent_tallies = self.parent_tallies(tx, save)?;
         let tallies = chain_tallies(&nodes, &save.chunks, parent_tallies);
         let last_users: Vec<Option<NodeId>> = tallies.iter().map(|t| t.0.last_user).collect();
         let last_calls: Vec<Option<NodeId>> = tallies.iter().map(|t| t.0.last_call).collect();
@@ -787,30 +766,62 @@ impl PostgresStore {
             ],
         )
         .map_err(self.fail())?;
-        let counted = nodes.iter().zip(&save.chunks).zip(&tallies);
+        self.insert_counts(tx, &nodes, &save.chunks, &tallies)?;
+        Ok(nodes)
+    }
+
+    /// The counts of the new nodes that have them, with their paths' token
+    /// tallies, in one statement.
+    fn insert_counts(
+        &self,
+        tx: &mut Transaction<'_>,
+        nodes: &[NodeId],
+        chunks: &[NewChunk],
+        tallies: &[(NodeTallies, Option<TokenTally>)],
+    ) -> Result<()> {
+        let counted = nodes.iter().zip(chunks).zip(tallies);
         let (counted_nodes, records): (Vec<NodeId>, Vec<_>) = counted
             .filter_map(|((node, chunk), (_, tokens))| {
                 Some((*node, (chunk.counts.as_ref()?, tokens)))
             })
             .unzip();
-        if !counted_nodes.is_empty() {
-            let keys: Vec<&str> = records.iter().map(|r| r.0.key.as_str()).collect();
-            let values: Vec<&str> = records.iter().map(|r| r.0.value.as_str()).collect();
-            let token_tallies: Vec<Option<String>> =
-                records.iter().map(|r| r.1.map(|t| t.encode())).collect();
-            tx.execute_typed(
-                "INSERT INTO counts (node, key, value, tally) \
-                 SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[])",
-                &[
-                    (&counted_nodes, Type::INT8_ARRAY),
-                    (&keys, Type::TEXT_ARRAY),
-                    (&values, Type::TEXT_ARRAY),
-                    (&token_tallies, Type::TEXT_ARRAY),
-                ],
-            )
-            .map_err(self.fail())?;
+        if counted_nodes.is_empty() {
+            return Ok(());
         }
-        Ok(nodes)
+        let keys: Vec<&str> = records.iter().map(|r| r.0.key.as_str()).collect();
+        let values: Vec<&str> = records.iter().map(|r| r.0.value.as_str()).collect();
+        let token_tallies: Vec<Option<String>> =
+            records.iter().map(|r| r.1.map(|t| t.encode())).collect();
+        tx.execute_typed(
+            "INSERT INTO counts (node, key, value, tally) \
+             SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[])",
+            &[
+                (&counted_nodes, Type::INT8_ARRAY),
+                (&keys, Type::TEXT_ARRAY),
+                (&values, Type::TEXT_ARRAY),
+                (&token_tallies, Type::TEXT_ARRAY),
+            ],
+        )
+        .map_err(self.fail())?;
+        Ok(())
+    }
+
+    /// The tallies of the save's parent, and its token tally under the
+    /// key of the save's counts; `None` for a save at the root.
+    fn parent_tallies(
+        &self,
+        tx: &mut Transaction<'_>,
+        save: &Save,
+    ) -> Result<Option<(NodeTallies, Option<TokenTally>)>> {
+        let Some(parent) = save.parent else {
+            return Ok(None);
+        };
+        let key = save.chunks.first().and_then(|c| c.counts.as_ref());
+        let tokens = match key {
+            Some(counts) => self.token_tally(tx, parent, &counts.key)?,
+            None => None,
+        };
+        Ok(Some((self.tallies(tx, parent)?, tokens)))
     }
 
     /// The tallies node `node` keeps for its path.
@@ -851,6 +862,21 @@ impl PostgresStore {
             None => None,
         };
         Ok(tally.as_deref().and_then(TokenTally::decode))
+    }
+
+    /// The chain new nodes hang in under `parent` (`None`: the root).
+    fn chain_under(
+        &self,
+        tx: &mut Transaction<'_>,
+        chat: &str,
+        parent: Option<NodeId>,
+    ) -> Result<Chain> {
+        let Some(parent) = parent else {
+            return Ok(Chain::under(None, &[]));
+        };
+        let jump_chain = self.jump_chain(tx, chat, parent)?;
+        let link = *jump_chain.first().ok_or_else(|| no_node(chat, parent))?;
+        Ok(Chain::under(Some(link), &jump_chain))
     }
 
     /// The links of `node` and of every node its jumps reach, `node` first.

@@ -607,14 +607,7 @@ impl SqliteStore {
 
     /// Inserts the save's chunks as a chain under its parent.
     fn insert_chunks(&self, tx: &Transaction<'_>, chat: &str, save: &Save) -> Result<Vec<NodeId>> {
-        let mut chain = match save.parent {
-            Some(parent) => {
-                let jump_chain = self.jump_chain(tx, chat, parent)?;
-                let parent = *jump_chain.first().ok_or_else(|| no_node(chat, parent))?;
-                Chain::under(Some(parent), &jump_chain)
-            }
-            None => Chain::under(None, &[]),
-        };
+        let mut chain = self.chain_under(tx, chat, save.parent)?;
         let mut insert_node = tx
             .prepare_cached(
                 "INSERT INTO nodes (chat, parent, position, chunk_id, codec, body, jump, \
@@ -626,13 +619,9 @@ impl SqliteStore {
             .prepare_cached("INSERT INTO counts (node, key, value, tally) VALUES (?1, ?2, ?3, ?4)")
             .map_err(self.fail())?;
         let mut parent = save.parent;
-        let mut above = match parent {
-            Some(node) => Some(self.tallies(tx, node)?),
-            None => None,
-        };
-        let mut tokens_above = match (parent, save.chunks.first().and_then(|c| c.counts.as_ref())) {
-            (Some(node), Some(counts)) => Some(self.token_tally(tx, node, &counts.key)?),
-            _ => None,
+        let (mut above, mut tokens_above) = match self.parent_tallies(tx, save)? {
+            Some((tallies, tokens)) => (Some(tallies), Some(tokens)),
+            None => (None, None),
         };
         let mut nodes = Vec::with_capacity(save.chunks.len());
         for chunk in &save.chunks {
@@ -677,8 +666,7 @@ impl SqliteStore {
             chain.push(node);
             tokens_above = match &chunk.counts {
                 Some(counts) => {
-                    let tally =
-                        token_tally(parent.map(|_| tokens_above.flatten()), Some(counts.tokens));
+                    let tally = token_tally(tokens_above, Some(counts.tokens));
                     insert_counts
                         .execute(params![
                             node,
@@ -696,6 +684,23 @@ impl SqliteStore {
             parent = Some(node);
         }
         Ok(nodes)
+    }
+
+    /// The tallies of the save's parent, and its token tally under the
+    /// key of the save's counts; `None` for a save at the root.
+    fn parent_tallies(
+        &self,
+        tx: &Transaction<'_>,
+        save: &Save,
+    ) -> Result<Option<(NodeTallies, Option<TokenTally>)>> {
+        let Some(parent) = save.parent else {
+            return Ok(None);
+        };
+        let tokens = match save.chunks.first().and_then(|c| c.counts.as_ref()) {
+            Some(counts) => self.token_tally(tx, parent, &counts.key)?,
+            None => None,
+        };
+        Ok(Some((self.tallies(tx, parent)?, tokens)))
     }
 
     /// The tallies node `node` keeps for its path.
@@ -732,6 +737,21 @@ impl SqliteStore {
             .optional()
             .map_err(self.fail())?;
         Ok(tally.flatten().as_deref().and_then(TokenTally::decode))
+    }
+
+    /// The chain new nodes hang in under `parent` (`None`: the root).
+    fn chain_under(
+        &self,
+        tx: &Transaction<'_>,
+        chat: &str,
+        parent: Option<NodeId>,
+    ) -> Result<Chain> {
+        let Some(parent) = parent else {
+            return Ok(Chain::under(None, &[]));
+        };
+        let jump_chain = self.jump_chain(tx, chat, parent)?;
+        let link = *jump_chain.first().ok_or_else(|| no_node(chat, parent))?;
+        Ok(Chain::under(Some(link), &jump_chain))
     }
 
     /// The links of `node` and of every node its jumps reach, `node` first.
