@@ -119,14 +119,7 @@ fn session_builds(
 /// Proptest settings for loops, each case hundreds of builds at three
 /// budgets: 5 cases, or `PROPTEST_CASES` for a longer hunt.
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
-    ProptestConfig {
-        cases,
-        ..ProptestConfig::default()
-    }
+    common::proptest_config_with(5)
 }
 
 /// A seed and the shape of a loop of 50 to 400 steps with results of a few

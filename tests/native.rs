@@ -1223,10 +1223,7 @@ fn a_build_that_fits_is_sendable_with_a_pending_call_or_rewritten_ids() {
 }
 
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(56)
+    common::proptest_cases(56)
 }
 
 proptest! {

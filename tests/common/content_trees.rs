@@ -183,13 +183,7 @@ pub enum Switching {
 
 /// 64 cases, or `PROPTEST_CASES`.
 pub fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok());
-    ProptestConfig {
-        cases: cases.unwrap_or(64),
-        ..ProptestConfig::default()
-    }
+    super::proptest_config_with(64)
 }
 
 /// A renderer for an element to switch to, or none.

@@ -446,14 +446,24 @@ pub fn rendered_chunk<'r>(
 
 /// Proptest settings: 96 cases, or `PROPTEST_CASES` for a longer hunt.
 pub fn proptest_config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(96);
+    proptest_config_with(96)
+}
+
+/// Proptest settings of `cases` cases, or `PROPTEST_CASES` for a longer
+/// hunt: for properties whose cases cost more or less than most.
+pub fn proptest_config_with(cases: u32) -> ProptestConfig {
     ProptestConfig {
-        cases,
+        cases: proptest_cases(cases),
         ..ProptestConfig::default()
     }
+}
+
+/// `PROPTEST_CASES` if set, else `default`: the one place it is read.
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// Same JSON, numbers compared by exact value (TOON writes `1.0` as `1`,
