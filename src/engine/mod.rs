@@ -452,27 +452,27 @@ impl ContextEngine {
     }
 
     /// Per session chunk from `from` on, whether it is a tool result whose
-    /// call is neither among the session's chunks nor (when the stored ones
-    /// are not read) on the branch: an orphan, left out of every prompt.
+    /// call is neither among the chunks from `from` on nor on the branch at
+    /// the engine's head: an orphan, left out of every prompt.
     fn orphans(&self, from: usize) -> Result<Vec<bool>> {
-        let chunks = &self.held().chunks;
+        let chunks = &self.held().chunks[from..];
+        // The calls before `from` are on the path to the head: the store's
+        // index finds them, so a save need not go over the chunks it keeps.
         let calls: rustc_hash::FxHashSet<&str> = chunks
             .iter()
             .filter(|c| c.kind == ChunkKind::Workflow)
             .filter_map(|c| c.call_id.as_deref())
             .collect();
-        let mut orphans = Vec::with_capacity(chunks.len().saturating_sub(from));
-        for chunk in &chunks[from..] {
-            let orphan = match (chunk.kind, chunk.call_id.as_deref()) {
-                (ChunkKind::Environment, Some(call)) if !calls.contains(call) => {
-                    match (self.nodes.is_none(), self.head) {
-                        (true, Some(head)) => self
-                            .store
-                            .find_call(&self.chat, head, call, usize::MAX >> 1)?
-                            .is_none(),
-                        _ => true,
-                    }
-                }
+        let mut orphans = Vec::with_capacity(chunks.len());
+        for chunk in chunks {
+            let orphan = match (chunk.kind, chunk.call_id.as_deref(), self.head) {
+                (ChunkKind::Environment, Some(call), head) if !calls.contains(call) => match head {
+                    Some(head) => self
+                        .store
+                        .find_call(&self.chat, head, call, usize::MAX >> 1)?
+                        .is_none(),
+                    None => true,
+                },
                 _ => false,
             };
             orphans.push(orphan);
