@@ -801,6 +801,43 @@ fn a_long_chat_is_built_from_its_newest_chunks_as_its_export() {
     }
 }
 
+/// A chat stored under other settings is built whole once; the counts that
+/// build keeps carry the path's tallies, so the next build reads only the
+/// newest chunks.
+#[test]
+fn counts_kept_by_a_whole_build_let_the_next_read_only_the_newest_chunks() {
+    let state = agent_loop(1_000);
+    for backend in backends() {
+        let mut engine = open(&backend.store, "chat");
+        engine.extend(state.chunks.iter().cloned()).unwrap();
+        engine.save().unwrap();
+        let mut other = ContextBuilder::new();
+        other.model("gpt-4").max_tokens(4_000);
+        let cold = other.build(&state).unwrap();
+        let mut first = ContextEngine::open(backend.reopen(), "chat", other.clone()).unwrap();
+        let whole = first.build().unwrap();
+        assert_eq!(
+            whole.unread_chunks, 0,
+            "{}: no counts under gpt-4's yet",
+            backend.name
+        );
+        assert_eq!(
+            first.keep_counts().unwrap(),
+            state.chunks.len(),
+            "{}",
+            backend.name
+        );
+        let mut second = ContextEngine::open(backend.reopen(), "chat", other.clone()).unwrap();
+        let newest = second.build().unwrap();
+        assert!(
+            newest.unread_chunks > state.chunks.len() / 2,
+            "{}",
+            backend.name
+        );
+        assert_same_prompt(&newest, &cold).unwrap();
+    }
+}
+
 /// Whether `stored` (maybe built from the newest chunks) makes the prompt
 /// `cold` makes, and reports the same of every chunk it read.
 fn assert_same_prompt(

@@ -394,33 +394,64 @@ impl Store for PostgresStore {
                 Err(error) if matches!(error.kind(), ErrorKind::Chat { .. }) => return Ok(()),
                 other => other?,
             };
-            for (node, value, tokens) in counts {
-                let Some(row) = tx
-                    .query_typed_opt(
-                        "SELECT parent FROM nodes WHERE id = $1 AND chat = $2",
-                        &[(node, Type::INT8), (&chat.as_bytes(), Type::BYTEA)],
-                    )
-                    .map_err(self.fail())?
-                else {
-                    continue;
-                };
-                let above = match self.column::<Option<NodeId>>(&row, 0)? {
-                    Some(parent) => Some(self.token_tally(tx, parent, key)?),
-                    None => None,
-                };
-                let tally = token_tally(above, Some(*tokens)).map(|t| t.encode());
-                tx.execute_typed(
-                    "INSERT INTO counts (node, key, value, tally) VALUES ($1, $2, $3, $4) \
-                     ON CONFLICT (node, key) DO NOTHING",
+            let nodes: Vec<NodeId> = counts.iter().map(|(node, _, _)| *node).collect();
+            // Each node's parent with its token tally, and the node's own
+            // tally when it has counts already (those are kept), in one query.
+            let rows = tx
+                .query_typed(
+                    "SELECT n.id, n.parent, p.tally, o.node IS NOT NULL, o.tally FROM nodes n \
+                     LEFT JOIN counts p ON p.node = n.parent AND p.key = $3 \
+                     LEFT JOIN counts o ON o.node = n.id AND o.key = $3 \
+                     WHERE n.chat = $1 AND n.id = ANY($2)",
                     &[
-                        (node, Type::INT8),
+                        (&chat.as_bytes(), Type::BYTEA),
+                        (&nodes, Type::INT8_ARRAY),
                         (&key, Type::TEXT),
-                        (value, Type::TEXT),
-                        (&tally, Type::TEXT),
                     ],
                 )
                 .map_err(self.fail())?;
+            let mut known: rustc_hash::FxHashMap<NodeId, KnownNode> = Default::default();
+            for row in &rows {
+                let tally = |index| -> Result<Option<TokenTally>> {
+                    let text: Option<String> = self.column(row, index)?;
+                    Ok(text.as_deref().and_then(TokenTally::decode))
+                };
+                let node = KnownNode {
+                    parent: self.column(row, 1)?,
+                    parent_tally: tally(2)?,
+                    own: self.column::<bool>(row, 3)?.then(|| tally(4)).transpose()?,
+                };
+                known.insert(self.column(row, 0)?, node);
             }
+            // Tallies chain through the batch: parents come before children.
+            let mut made: rustc_hash::FxHashMap<NodeId, Option<TokenTally>> = Default::default();
+            let (mut ids, mut values, mut tallies) = (Vec::new(), Vec::new(), Vec::new());
+            for (node, value, tokens) in counts {
+                let Some(found) = known.get(node) else {
+                    continue;
+                };
+                let above = found
+                    .parent
+                    .map(|parent| made.get(&parent).copied().unwrap_or(found.parent_tally));
+                let tally = token_tally(above, Some(*tokens));
+                made.insert(*node, found.own.unwrap_or(tally));
+                ids.push(*node);
+                values.push(value.as_str());
+                tallies.push(tally.map(|t| t.encode()));
+            }
+            tx.execute_typed(
+                "INSERT INTO counts (node, key, value, tally) \
+                 SELECT node, $1, value, tally \
+                 FROM UNNEST($2::bigint[], $3::text[], $4::text[]) AS c (node, value, tally) \
+                 ON CONFLICT (node, key) DO NOTHING",
+                &[
+                    (&key, Type::TEXT),
+                    (&ids, Type::INT8_ARRAY),
+                    (&values, Type::TEXT_ARRAY),
+                    (&tallies, Type::TEXT_ARRAY),
+                ],
+            )
+            .map_err(self.fail())?;
             Ok(())
         })
     }
@@ -609,6 +640,15 @@ impl Store for PostgresStore {
             .collect()
         })
     }
+}
+
+/// What `put_counts` reads of a node before it keeps its counts.
+struct KnownNode {
+    parent: Option<NodeId>,
+    /// The parent's token tally under the key.
+    parent_tally: Option<TokenTally>,
+    /// The node's own, when it has counts under the key already.
+    own: Option<Option<TokenTally>>,
 }
 
 /// The columns of a chat's summary, in [`PostgresStore::summary_of`]'s order.
