@@ -663,7 +663,13 @@ proptest! {
         let backend = backends().remove(0);
         let mut engine = open(&backend.store, "chat");
         engine.set_system_prompt(state.system_prompt.clone());
-        engine.extend(state.chunks.iter().cloned()).unwrap();
+        // Two saves, the second by a fresh engine: a result whose call the
+        // first saved is told from an orphan through the store.
+        let (older, newer) = state.chunks.split_at(state.chunks.len() / 2);
+        engine.extend(older.iter().cloned()).unwrap();
+        engine.save().unwrap();
+        let mut engine = open(&backend.reopen(), "chat");
+        engine.extend(newer.iter().cloned()).unwrap();
         engine.save().unwrap();
         let mut settings = builder();
         settings.max_tokens(max_tokens);
