@@ -231,7 +231,7 @@ pub(crate) fn assemble(
 
 /// Content tokens of a message that a later build leaves in place when it
 /// appends parts to it: every part but the last with its separator, and the
-/// last one up to its final clean cut. Zero when the parts do not add up.
+/// last one up to its final cut. Zero when the parts do not add up.
 fn growable_prefix(parts: &[&CountedText]) -> usize {
     let Some((last, rest)) = parts.split_last() else {
         return 0;

@@ -91,6 +91,60 @@ pub struct MemoryChunk {
 }
 
 impl MemoryChunk {
+    /// A copy without its body (`text`, `data`) and `signature`, which
+    /// vouches for the whole text: what a cut body is put back into,
+    /// without copying a body of any length first.
+    pub(crate) fn without_body(&self) -> MemoryChunk {
+        let MemoryChunk {
+            id,
+            kind,
+            role,
+            action,
+            text: _,
+            data: _,
+            content,
+            tool,
+            call_id,
+            success,
+            agent_type,
+            subagent_id,
+            source,
+            status,
+            reason,
+            error,
+            signature: _,
+            priority,
+            pinned,
+            retention,
+            created_at,
+            custom,
+        } = self;
+        MemoryChunk {
+            id: id.clone(),
+            kind: *kind,
+            role: *role,
+            action: action.clone(),
+            text: None,
+            data: None,
+            content: content.clone(),
+            tool: tool.clone(),
+            call_id: call_id.clone(),
+            success: *success,
+            agent_type: agent_type.clone(),
+            subagent_id: subagent_id.clone(),
+            source: source.clone(),
+            status: status.clone(),
+            reason: reason.clone(),
+            error: error.clone(),
+            signature: None,
+            priority: *priority,
+            pinned: *pinned,
+            retention: *retention,
+            created_at: created_at.clone(),
+            custom: custom.clone(),
+        }
+    }
+
     /// A chunk with the given id and kind and no other field.
     pub fn new(id: impl Into<String>, kind: ChunkKind) -> Self {
         MemoryChunk {

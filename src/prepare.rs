@@ -10,7 +10,7 @@ use crate::memory::MemoryChunk;
 use crate::render::{ChunkRenderer, RenderContext, body_text, default_tag};
 use crate::roles::{Retention, Role};
 use crate::tokens::TokenCounter;
-use crate::tokens::parts::CountedText;
+use crate::tokens::parts::{CountedText, count_within};
 
 /// A rendered chunk, as the build's cache holds it.
 #[derive(Debug, Clone)]
@@ -65,7 +65,7 @@ impl Preparer<'_> {
         let part = self.render(chunk, renderer);
         let (part, decision) = match cap.map(|asked| (asked, asked.max(MIN_CAP))) {
             Some((asked, cap)) if part.alone() > cap => {
-                let cut = self.cut_to_cap(chunk, renderer, part.alone(), cap);
+                let cut = self.cut_to_cap(chunk, renderer, &part, cap);
                 let cut = cut.map_err(|minimum| ErrorKind::CapTooSmall {
                     location: ChunkLocation {
                         index,
@@ -98,21 +98,19 @@ impl Preparer<'_> {
         &self,
         chunk: &MemoryChunk,
         renderer: &dyn ChunkRenderer,
-        tokens: usize,
+        rendered: &CountedText,
         cap: usize,
     ) -> std::result::Result<CountedText, usize> {
+        let tokens = rendered.alone();
         let Some(body) = body_text(chunk) else {
             return Err(tokens);
         };
-        let mut shortened = chunk.clone();
-        shortened.data = None;
-        // A signature vouches for the whole text: a cut one is plain text.
-        shortened.signature = None;
+        let mut shortened = chunk.without_body();
         let mut render_with = |text: String| {
             shortened.text = Some(text);
             self.render(&shortened, renderer)
         };
-        let body_tokens = self.counter.count(&body);
+        let body_tokens = self.body_tokens(rendered, &body);
         let smallest = render_with(marker_only(body_tokens));
         if smallest.alone() > cap {
             return Err(smallest.alone());
@@ -131,6 +129,15 @@ impl Preparer<'_> {
         }
         // A body cut to nothing is the marker alone, which fits.
         Ok(smallest)
+    }
+
+    /// Tokens of `body`, the body of the chunk `rendered`: a long body that
+    /// the rendering holds as it is, between cuts, is not counted again.
+    fn body_tokens(&self, rendered: &CountedText, body: &str) -> usize {
+        const RECOUNT_BELOW_BYTES: usize = 1 << 16;
+        let within = || count_within(rendered, body, self.counter);
+        let known = (body.len() >= RECOUNT_BELOW_BYTES).then(within).flatten();
+        known.unwrap_or_else(|| self.counter.count(body))
     }
 
     /// The stub of a rendered chunk, when its renderer has one and the chunk

@@ -181,3 +181,21 @@ fn fifty_megabytes_of_one_letter() {
         + 3;
     assert_eq!(result.token_count, recount);
 }
+
+/// A megabyte of one punctuation character whose tokens are long (64 `=`
+/// make one `o200k_base` token), between a word and a line: encoded from a
+/// short stand-in, token for token as `bpe-openai` encodes the whole text
+/// (which `tests/encoder.rs` holds to tiktoken-rs on shorter runs).
+#[test]
+fn a_megabyte_of_one_punctuation_character() {
+    for (encoding, whole) in [
+        (Encoding::O200kBase, bpe_openai::o200k_base()),
+        (Encoding::Cl100kBase, bpe_openai::cl100k_base()),
+    ] {
+        for unit in ["=", "-", "漢"] {
+            let text = format!("padding {}\nend", unit.repeat((1 << 20) / unit.len() + 7));
+            let expected = whole.encode(text.as_str());
+            assert_tokens(encoding, &text, &expected);
+        }
+    }
+}

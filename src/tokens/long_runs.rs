@@ -10,19 +10,20 @@
 //! and common in hostile text (a minified bundle, base64 without breaks, a
 //! log line of padding).
 //!
-//! Counts add up at clean cuts (see [`parts`](super::parts)), and right
-//! after an ASCII letter or digit that ASCII whitespace or punctuation
-//! follows (see [`is_cut`]), so a text splits into segments there, most of
-//! them short: the segments that hold a long run are
-//! counted by `bpe-openai`, whose backtracking encoder is linear by
-//! construction, and the rest by `tiktoken`. Both give tiktoken's tokens
-//! exactly (`tests/encoder.rs` holds them to tiktoken-rs on long runs of
-//! letters, digits, spaces, punctuation, CJK and emoji); which one counts a
-//! segment changes only the time.
+//! Counts add up at the cuts [`parts`](super::parts) finds (after a
+//! newline before a tag or a word, after a word before whitespace or
+//! punctuation), so a text splits into segments there, most of them short:
+//! the segments that hold a long run are counted by `bpe-openai`, whose
+//! backtracking encoder is linear by construction, and the rest by
+//! `tiktoken`. A piece of such a segment that is one character repeated is
+//! encoded from a short stand-in (see [`repeats`](super::repeats)). All of
+//! them give tiktoken's tokens exactly (`tests/encoder.rs` holds them to
+//! tiktoken-rs on long runs of letters, digits, spaces, punctuation, CJK
+//! and emoji); which one counts a segment changes only the time.
 
 use std::ops::Range;
 
-use super::parts::starts_clean;
+use super::parts::is_cut;
 
 /// Bytes in a run of one class from which a segment is counted by the
 /// linear encoder. Below it `tiktoken` is as fast or faster.
@@ -101,25 +102,6 @@ pub(crate) fn long_segments(text: &str) -> Vec<Range<usize>> {
         }
     }
     segments
-}
-
-/// Whether the pieces of `text` end at `at` and the text from `at` on is
-/// pre-tokenized as if it stood alone, so that counts add up there: a clean
-/// cut (see [`parts`](super::parts)), or a cut after an ASCII letter or
-/// digit before ASCII whitespace or punctuation other than `'`. A letter
-/// piece ends at its last letter (only a contraction, which starts with
-/// `'`, may follow it), a digit piece takes nothing but digits, and
-/// whatever piece starts with a space or a punctuation mark starts there;
-/// no piece before the cut looks past it.
-fn is_cut(text: &str, at: usize) -> bool {
-    let bytes = text.as_bytes();
-    if at == 0 || at >= bytes.len() {
-        return false;
-    }
-    let (before, after) = (bytes[at - 1], bytes[at]);
-    (before == b'\n' && starts_clean(&text[at..]))
-        || (before.is_ascii_alphanumeric()
-            && (after.is_ascii_whitespace() || (after.is_ascii_punctuation() && after != b'\'')))
 }
 
 /// The last cut in `floor..=at`, else `floor`.

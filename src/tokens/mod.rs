@@ -10,6 +10,7 @@ mod framing;
 mod long_runs;
 mod model;
 pub(crate) mod parts;
+mod repeats;
 mod tiktoken;
 
 use std::fmt;
@@ -38,8 +39,9 @@ pub trait TokenCounter: Send + Sync + fmt::Debug {
     fn encoding_name(&self) -> &str;
 
     /// Whether a text split at a *clean cut* (right after `\n` before a
-    /// character that is neither whitespace nor `/`, or before a final run of
-    /// ASCII punctuation that follows a letter or digit) never counts more
+    /// character that is neither whitespace nor `/`, or right after an ASCII
+    /// letter or digit before ASCII whitespace or punctuation other than
+    /// `'`) never counts more
     /// than its two sides counted apart: exactly as much, for tiktoken
     /// encodings. Counters that say so let the builder count each chunk once
     /// and add the counts up; the others (the default) are counted whole,

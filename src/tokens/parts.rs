@@ -7,15 +7,16 @@
 //! character is neither whitespace nor `/`. No pre-tokenizer piece of
 //! `cl100k_base` or `o200k_base` spans such a cut, and no piece before it
 //! looks past it (the README explains the argument; tests check sum ==
-//! recount). Every part is therefore counted as a head up to its last clean
-//! cut (once) and a short tail (twice: alone, and followed by the separator).
+//! recount). They also add up right after an ASCII letter or digit that
+//! ASCII whitespace or punctuation other than `'` follows: letter and digit
+//! pieces never take those in, and whatever piece starts with them starts
+//! there ([`is_cut`] holds both rules).
 //!
-//! A part with no newline (a stub, a marker) has a second exact cut: before
-//! a final run of ASCII punctuation (no `'`) that follows an ASCII letter or
-//! digit, as in `… tokens"/>`. Letter and digit pieces never take in
-//! punctuation other than `'`, and the run becomes one piece of its own, with
-//! or without the separator after it. Such tails repeat from part to part and
-//! their counts are memoized, so a stub costs one tokenizer call, not two.
+//! Every part is therefore counted as a head up to its last cut (once) and
+//! a short tail (twice: alone, and followed by the separator): for a tagged
+//! chunk, the closing `>`. Such tails repeat from part to part and their
+//! counts are memoized, so the tail costs no tokenizer call, and a body of
+//! any length is counted once.
 
 use crate::tokens::TokenCounter;
 
@@ -52,7 +53,7 @@ impl CountedText {
                 text,
             };
         }
-        let cut = last_clean_cut(&text);
+        let cut = last_cut(&text);
         let (head, tail) = text.split_at(cut);
         CountedText {
             head: counter.count(head),
@@ -150,28 +151,56 @@ pub(super) fn starts_clean(text: &str) -> bool {
         .is_some_and(|c| !c.is_whitespace() && c != '/')
 }
 
-/// Byte offset of the last clean cut in `text`, else of the cut before a
-/// final punctuation run, else 0.
-fn last_clean_cut(text: &str) -> usize {
+/// Whether the pieces of `text` end at `at` and the text from `at` on is
+/// pre-tokenized as if it stood alone, so that counts add up there: a clean
+/// cut, or a cut after an ASCII letter or
+/// digit before ASCII whitespace or punctuation other than `'`. A letter
+/// piece ends at its last letter (only a contraction, which starts with
+/// `'`, may follow it), a digit piece takes nothing but digits, and
+/// whatever piece starts with a space or a punctuation mark starts there;
+/// no piece before the cut looks past it.
+pub(super) fn is_cut(text: &str, at: usize) -> bool {
     let bytes = text.as_bytes();
-    let mut search_end = bytes.len();
-    while let Some(newline) = bytes[..search_end].iter().rposition(|&b| b == b'\n') {
-        if starts_clean(&text[newline + 1..]) {
-            return newline + 1;
-        }
-        search_end = newline;
+    if at == 0 || at >= bytes.len() {
+        return false;
     }
-    punctuation_tail_cut(bytes)
+    let (before, after) = (bytes[at - 1], bytes[at]);
+    (before == b'\n' && starts_clean(&text[at..]))
+        || (before.is_ascii_alphanumeric()
+            && (after.is_ascii_whitespace() || (after.is_ascii_punctuation() && after != b'\'')))
 }
 
-/// The start of a final run of ASCII punctuation other than `'` that follows
-/// an ASCII letter or digit, or 0.
-fn punctuation_tail_cut(bytes: &[u8]) -> usize {
-    let is_tail = |b: &u8| b.is_ascii_punctuation() && *b != b'\'';
-    let run = bytes.iter().rev().take_while(|b| is_tail(b)).count();
-    let cut = bytes.len() - run;
-    let after_word = cut > 0 && bytes[cut - 1].is_ascii_alphanumeric();
-    if run > 0 && after_word { cut } else { 0 }
+/// Byte offset of the last cut in `text` (see [`is_cut`]), else 0.
+fn last_cut(text: &str) -> usize {
+    (1..text.len())
+        .rev()
+        .find(|&at| is_cut(text, at))
+        .unwrap_or(0)
+}
+
+/// Tokens of `inner`, found in the text of `whole`, from the counts of
+/// `whole` and of what lies around `inner` there: exact when `inner` starts
+/// and ends at cuts ([`is_cut`]) and the counter adds up at them; `None`
+/// otherwise (an estimate, a released text, `inner` not found or not
+/// between cuts). A long body inside its rendered chunk is then counted
+/// once.
+pub(crate) fn count_within(
+    whole: &CountedText,
+    inner: &str,
+    counter: &dyn TokenCounter,
+) -> Option<usize> {
+    if whole.released || !counter.is_exact() || !counter.additive_at_clean_cuts() {
+        return None;
+    }
+    let text = whole.text.as_str();
+    let start = text.find(inner)?;
+    let end = start + inner.len();
+    let at_cut = |at: usize| at == 0 || at == text.len() || is_cut(text, at);
+    if !(at_cut(start) && at_cut(end)) {
+        return None;
+    }
+    let around = counter.count(&text[..start]) + counter.count(&text[end..]);
+    whole.alone().checked_sub(around)
 }
 
 /// Exact content tokens of `parts` joined by [`SEPARATOR`].
@@ -208,14 +237,37 @@ mod tests {
     use crate::tokens::{Encoding, TiktokenCounter};
 
     #[test]
-    fn cuts_fall_after_a_newline_before_a_tag_or_before_final_punctuation() {
-        assert_eq!(last_clean_cut("<a>\nbody\n</a>"), 9);
-        assert_eq!(last_clean_cut("<a/>"), 2);
-        assert_eq!(last_clean_cut("<t id=\"x\" elided=\"5 tokens\"/>"), 26);
-        assert_eq!(last_clean_cut("x\n /y\n/z"), 0);
-        assert_eq!(last_clean_cut("it's'"), 0);
-        assert_eq!(last_clean_cut("é\"/>"), 0);
-        assert_eq!(last_clean_cut("<>"), 0);
+    fn cuts_fall_after_a_newline_before_a_tag_or_after_a_word() {
+        assert_eq!(last_cut("<a>\nbody\n</a>"), 12);
+        assert_eq!(last_cut("<a/>"), 2);
+        assert_eq!(last_cut("<t id=\"x\" elided=\"5 tokens\"/>"), 26);
+        assert_eq!(last_cut("x\n /y\n/z"), 5);
+        assert_eq!(last_cut("it's'"), 0);
+        assert_eq!(last_cut("é\"/>"), 0);
+        assert_eq!(last_cut("<>"), 0);
+    }
+
+    #[test]
+    fn a_body_between_cuts_is_counted_from_its_rendering() {
+        let counter = TiktokenCounter::new(Encoding::O200kBase).unwrap();
+        let bodies = [
+            "A".repeat(5000),
+            "x = 1;\nfoo bar".into(),
+            "  spaced".into(),
+        ];
+        for body in &bodies {
+            for (open, close) in [("<r id=\"a\">\n", "\n</r>"), ("", ""), ("<r>", " tail.")] {
+                let rendered = CountedText::new(format!("{open}{body}{close}"), &counter);
+                if let Some(tokens) = count_within(&rendered, body, &counter) {
+                    assert_eq!(tokens, counter.count(body), "{open:?} {body:?}");
+                }
+            }
+        }
+        let tagged = CountedText::new(format!("<r>\n{}\n</r>", bodies[0]), &counter);
+        assert_eq!(count_within(&tagged, &bodies[0], &counter), Some(625));
+        // `<r>AAA`: the tag's `>` and the letters are not apart.
+        let glued = CountedText::new(format!("<r>{}", bodies[0]), &counter);
+        assert_eq!(count_within(&glued, &bodies[0], &counter), None);
     }
 
     #[test]

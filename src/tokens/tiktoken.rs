@@ -21,6 +21,7 @@ use rustc_hash::FxHashMap;
 use tiktoken::CoreBpe;
 
 use super::long_runs::long_segments;
+use super::repeats;
 
 use crate::error::{ErrorKind, Result};
 use crate::tokens::{Encoding, TokenCounter};
@@ -68,7 +69,7 @@ impl TiktokenCounter {
     pub fn encode(&self, text: &str) -> Vec<u32> {
         let mut tokens = Vec::new();
         self.by_segment(text, |text, linear| match linear {
-            Some(linear) => tokens.extend(linear.encode(text)),
+            Some(linear) => repeats::encode(linear, text, &mut tokens),
             None => tokens.extend(self.bpe.encode(text)),
         });
         tokens
@@ -79,14 +80,14 @@ impl TiktokenCounter {
         let mut total = 0;
         self.by_segment(text, |text, linear| {
             total += match linear {
-                Some(linear) => linear.count(text),
+                Some(linear) => repeats::count(linear, text),
                 None => self.bpe.count(text),
             }
         });
         total
     }
 
-    /// Calls `each` on the segments of `text` in order, cut at clean cuts,
+    /// Calls `each` on the segments of `text` in order, cut where counts add up,
     /// with the linear encoder for those that hold a long run (see
     /// `long_runs`): counts and tokens add up over them.
     fn by_segment(&self, text: &str, mut each: impl FnMut(&str, Option<&'static Tokenizer>)) {
@@ -167,7 +168,7 @@ impl TokenCounter for TiktokenCounter {
         true
     }
 
-    /// No pre-tokenizer piece of these encodings crosses a clean cut (see
+    /// No pre-tokenizer piece of these encodings crosses a cut (see
     /// [`parts`](crate::tokens)); tests check sum == recount.
     fn additive_at_clean_cuts(&self) -> bool {
         true

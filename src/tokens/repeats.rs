@@ -1,0 +1,257 @@
+//! Tokens of a long pre-tokenizer piece that is one character repeated,
+//! from a short stand-in of it.
+//!
+//! `bpe-openai`'s backtracking encoder is linear, but its constant grows
+//! with the vocabulary's long tokens: 8 MB of `=` cost it 6.4 s, 50 MB of
+//! one letter about a second and a 50 MB token buffer. A piece that is a
+//! run of one character between a short head and tail (a line of padding,
+//! a base64 or hex blob of one digit, a wall of spaces) is encoded instead
+//! from a stand-in with a run of a few hundred characters, and the tokens
+//! the run adds are found in a cycle of the stand-in's encoding.
+//!
+//! Why this is exact rests on two facts about byte-pair encoding that the
+//! `bpe` crate proves in its README and its encoders rely on: any run of
+//! tokens inside a valid encoding is the valid encoding of its bytes
+//! (its Corollary II), and two valid encodings that end and start with the
+//! same token join over it into the valid encoding of the joined bytes
+//! (Corollary III). Take the stand-in's encoding `e_0 … e_k` and two equal
+//! tokens `e_i = e_j` (`i < j`) whose bytes from `e_i` to `e_j` are `w`
+//! whole characters of the run. `e_0 … e_j` and `e_i … e_k` are valid, and
+//! joined over `e_j = e_i` they give `e_0 … e_{j-1} e_i … e_{j-1} e_j … e_k`:
+//! the valid encoding of the stand-in with `w` more characters in its run,
+//! with the cycle `e_i … e_{j-1}` once more. Repeated, the run grows by any
+//! multiple of `w`, so a stand-in whose run is as long as the piece's modulo
+//! `w` gives the piece's tokens. The encoding is unique, so they are the
+//! tokens tiktoken gives. When no such cycle turns up, the whole piece goes
+//! to the backtracking encoder.
+
+use bpe_openai::Tokenizer;
+use bpe_openai::byte_pair_encoding::BytePairEncoding;
+use rustc_hash::FxHashMap;
+
+/// Pieces shorter than this are encoded whole: the stand-in saves nothing.
+const MIN_BYTES: usize = 4096;
+/// Characters of the run in the first stand-in: enough for its encoding to
+/// reach the cycle it repeats in the middle of a long run.
+const STAND_IN_CHARS: usize = 512;
+/// The longest head or tail a piece may have around its run.
+const MAX_EDGE_BYTES: usize = 256;
+
+/// The tokens of a piece: `head`, then `cycle` `repeats` times, then
+/// `tail`.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Repeated {
+    head: Vec<u32>,
+    cycle: Vec<u32>,
+    repeats: usize,
+    tail: Vec<u32>,
+}
+
+impl Repeated {
+    pub(crate) fn count(&self) -> usize {
+        self.head.len() + self.cycle.len() * self.repeats + self.tail.len()
+    }
+
+    pub(crate) fn tokens(&self) -> impl Iterator<Item = u32> + '_ {
+        let cycles = std::iter::repeat_n(&self.cycle, self.repeats).flatten();
+        self.head.iter().chain(cycles).chain(&self.tail).copied()
+    }
+}
+
+/// A piece as its head, `chars` repeats of one character `unit`, and its
+/// tail.
+struct Run<'p> {
+    head: &'p [u8],
+    unit: &'p [u8],
+    chars: usize,
+    tail: &'p [u8],
+}
+
+/// The tokens of `piece` (one pre-tokenizer piece) through a stand-in, or
+/// `None` when it is not a long run of one character between a short head
+/// and tail, or when the stand-in shows no cycle to repeat.
+pub(crate) fn repeated(bpe: &BytePairEncoding, piece: &str) -> Option<Repeated> {
+    let run = run_of(piece)?;
+    let first = bpe.encode_via_backtracking(&run.stand_in(STAND_IN_CHARS));
+    let width = cycles(bpe, &run, &first, STAND_IN_CHARS)
+        .map(|cycle| cycle.width)
+        .min()?;
+    // A stand-in whose run is as long as the piece's modulo `width`.
+    let chars = STAND_IN_CHARS + (run.chars - STAND_IN_CHARS) % width;
+    let tokens = bpe.encode_via_backtracking(&run.stand_in(chars));
+    let missing = run.chars - chars;
+    let cycle =
+        cycles(bpe, &run, &tokens, chars).find(|cycle| missing.is_multiple_of(cycle.width))?;
+    Some(Repeated {
+        head: tokens[..cycle.end].to_vec(),
+        cycle: tokens[cycle.start..cycle.end].to_vec(),
+        repeats: missing / cycle.width,
+        tail: tokens[cycle.end..].to_vec(),
+    })
+}
+
+/// The run of one character through the middle of `piece`, when it leaves
+/// at most [`MAX_EDGE_BYTES`] on either side.
+fn run_of(piece: &str) -> Option<Run<'_>> {
+    if piece.len() < MIN_BYTES {
+        return None;
+    }
+    let bytes = piece.as_bytes();
+    let middle = piece.floor_char_boundary(piece.len() / 2);
+    let width = piece[middle..].chars().next()?.len_utf8();
+    let unit = &bytes[middle..middle + width];
+    let start = middle - width * repeats(&bytes[..middle], unit, <[u8]>::rchunks_exact);
+    let end = middle + width * repeats(&bytes[middle..], unit, <[u8]>::chunks_exact);
+    let chars = (end - start) / width;
+    (start <= MAX_EDGE_BYTES && bytes.len() - end <= MAX_EDGE_BYTES && chars >= 2 * STAND_IN_CHARS)
+        .then(|| Run {
+            head: &bytes[..start],
+            unit,
+            chars,
+            tail: &bytes[end..],
+        })
+}
+
+/// How many of `chunks` in a row, from the first, are `unit`: compared
+/// 32 units at a time, then one by one.
+fn repeats<'a, I>(bytes: &'a [u8], unit: &[u8], chunks: impl Fn(&'a [u8], usize) -> I) -> usize
+where
+    I: Iterator<Item = &'a [u8]>,
+{
+    const BLOCK: usize = 32;
+    let block = unit.repeat(BLOCK);
+    let blocks = chunks(bytes, block.len())
+        .take_while(|chunk| *chunk == block.as_slice())
+        .count();
+    let rest = chunks(bytes, unit.len())
+        .skip(blocks * BLOCK)
+        .take_while(|chunk| *chunk == unit)
+        .count();
+    blocks * BLOCK + rest
+}
+
+impl Run<'_> {
+    /// The piece with `chars` characters in its run.
+    fn stand_in(&self, chars: usize) -> Vec<u8> {
+        let mut bytes =
+            Vec::with_capacity(self.head.len() + chars * self.unit.len() + self.tail.len());
+        bytes.extend_from_slice(self.head);
+        for _ in 0..chars {
+            bytes.extend_from_slice(self.unit);
+        }
+        bytes.extend_from_slice(self.tail);
+        bytes
+    }
+}
+
+/// Tokens `start..end` of an encoding, with `tokens[start] ==
+/// tokens[end]`, whose bytes are `width` whole characters of the run.
+struct Cycle {
+    start: usize,
+    end: usize,
+    width: usize,
+}
+
+/// The cycles of `tokens`, the encoding of `run`'s stand-in with `chars`
+/// characters: for each token that starts on a character of the run, back
+/// to the last equal token that did.
+fn cycles<'a>(
+    bpe: &'a BytePairEncoding,
+    run: &'a Run<'_>,
+    tokens: &'a [u32],
+    chars: usize,
+) -> impl Iterator<Item = Cycle> + 'a {
+    let unit = run.unit.len();
+    let run_end = run.head.len() + chars * unit;
+    let mut seen: FxHashMap<u32, (usize, usize)> = FxHashMap::default();
+    let mut offset = 0;
+    tokens
+        .iter()
+        .enumerate()
+        .filter_map(move |(index, &token)| {
+            let at = offset;
+            offset += bpe.token_len(token);
+            let in_run =
+                at >= run.head.len() && at <= run_end && (at - run.head.len()).is_multiple_of(unit);
+            if !in_run {
+                return None;
+            }
+            let last = seen.insert(token, (index, at));
+            last.map(|(start, from)| Cycle {
+                start,
+                end: index,
+                width: (at - from) / unit,
+            })
+        })
+}
+
+/// Tokens of `text` (a segment holding a long run) with the linear
+/// encoder, each piece that is a long run of one character through a
+/// stand-in.
+pub(crate) fn count(linear: &Tokenizer, text: &str) -> usize {
+    linear
+        .split(text)
+        .map(|piece| match repeated(&linear.bpe, piece) {
+            Some(repeated) => repeated.count(),
+            None => linear.bpe.count(piece.as_bytes()),
+        })
+        .sum()
+}
+
+/// The token ids of `text`, as [`count`] counts them.
+pub(crate) fn encode(linear: &Tokenizer, text: &str, tokens: &mut Vec<u32>) {
+    for piece in linear.split(text) {
+        match repeated(&linear.bpe, piece) {
+            Some(repeated) => tokens.extend(repeated.tokens()),
+            None => tokens.extend(linear.bpe.encode_via_backtracking(piece.as_bytes())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoders() -> [&'static BytePairEncoding; 2] {
+        [
+            &bpe_openai::o200k_base().bpe,
+            &bpe_openai::cl100k_base().bpe,
+        ]
+    }
+
+    /// Every printable ASCII character and a few wider ones, at lengths
+    /// over several periods, between the heads and tails pieces have: the
+    /// stand-in's tokens equal the backtracking encoder's on the whole
+    /// piece. Every one of them shows a cycle.
+    #[test]
+    fn repeated_tokens_equal_the_whole_encoding() {
+        let wide = ["é", "漢", "🦀", "\u{3000}"];
+        let units = (0x21u8..0x7f).map(|b| (b as char).to_string());
+        for unit in units.chain(wide.map(str::to_owned)) {
+            for (head, tail) in [("", ""), (" ", ""), ("x", "'s"), ("", "\n")] {
+                for chars in [4096, 4097, 4099, 4100, 4103, 4111, 4127, 4159, 5000, 20_011] {
+                    let piece = format!("{head}{}{tail}", unit.repeat(chars));
+                    for bpe in encoders() {
+                        let repeated = repeated(bpe, &piece)
+                            .unwrap_or_else(|| panic!("no cycle: {unit:?} x {chars}"));
+                        let whole = bpe.encode_via_backtracking(piece.as_bytes());
+                        assert_eq!(repeated.count(), whole.len(), "{unit:?} x {chars}");
+                        assert!(repeated.tokens().eq(whole), "{unit:?} x {chars}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn only_long_runs_between_short_edges_are_repeated() {
+        let bpe = encoders()[0];
+        assert!(repeated(bpe, &"=".repeat(4095)).is_none());
+        assert!(repeated(bpe, &"=".repeat(1 << 20)).is_some());
+        assert!(repeated(bpe, &format!("{}{}", "x".repeat(300), "=".repeat(5000))).is_none());
+        let letters: String = (0..8000)
+            .map(|i| (b'a' + (i * 7 % 26) as u8) as char)
+            .collect();
+        assert!(repeated(bpe, &letters).is_none());
+    }
+}
