@@ -1,6 +1,6 @@
 //! Counting never panics or hangs on hostile text, and stays exact: every
 //! count is checked against tiktoken-rs's own `CoreBPE`, which shares only
-//! the rank tables with our encoder (`src/tokens/encoder.rs`).
+//! the rank tables with our counter (`src/tokens/`).
 
 use std::sync::OnceLock;
 
