@@ -749,6 +749,7 @@ fn expect<'o>(block: &Block, out: &'o str, format: ContentFormat) -> (&'o str, M
             name,
             child_blocks,
             text,
+            ..
         } => {
             let name = name
                 .replace('&', "&amp;")

@@ -1,11 +1,8 @@
 //! Content blocks and semantic trees in the reference's own JSON shape, so
 //! blocks produced by it load as they are.
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-
-use crate::error::{ErrorKind, Result};
 
 /// One block of formatted content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,12 +35,18 @@ pub enum Block {
         /// The code.
         text: String,
     },
-    /// A JSON value, shown pretty-printed.
+    /// A JSON value, shown pretty-printed; or, without `data`, its `text`
+    /// shown as it is (the reference echoes it).
     Json {
-        /// The value.
-        data: Value,
-        /// The reference's serialization of `data`, ignored when rendering:
-        /// `data` is printed again, pretty.
+        /// The value (`null` included); absent when only `text` is given.
+        #[serde(
+            default,
+            deserialize_with = "present",
+            skip_serializing_if = "Option::is_none"
+        )]
+        data: Option<Value>,
+        /// The reference's serialization of `data`: shown only when `data`
+        /// is absent, since `data` is printed again, pretty.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
     },
@@ -68,11 +71,60 @@ pub enum Block {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
     },
+    /// A change of state: `entity.field` went `from` one value `to` another,
+    /// described by `text` when given.
+    StateChange {
+        /// What changed (`entity` when absent, as the reference says).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        entity: Option<String>,
+        /// Which of its fields.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        field: Option<String>,
+        /// The value before (`null` included; absent reads `undefined`).
+        #[serde(
+            default,
+            deserialize_with = "present",
+            skip_serializing_if = "Option::is_none"
+        )]
+        from: Option<Value>,
+        /// The value after.
+        #[serde(
+            default,
+            deserialize_with = "present",
+            skip_serializing_if = "Option::is_none"
+        )]
+        to: Option<Value>,
+        /// What caused it (kept, not shown: the reference shows no trigger).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trigger: Option<String>,
+        /// The change in words; described from the fields without.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+    /// A call the model made to a tool: kept native by [`render_blocks`]
+    /// (the reference passes it through), written as text elsewhere.
+    ///
+    /// [`render_blocks`]: super::render_blocks
+    ToolUse {
+        /// The call's id, which its result names.
+        #[serde(rename = "toolUseId")]
+        tool_use_id: String,
+        /// The tool called.
+        name: String,
+        /// Its arguments.
+        input: Value,
+    },
     /// A named reference to content kept out of the prompt: its child
-    /// blocks forced to text, or its `text` when it has none.
+    /// blocks forced to text, or its `text` when it has none. The reference
+    /// writes it as a text block whose `semantic` is `custom` with the
+    /// `rendererTag` `collapsed` ([`RendererAttrs`]); both shapes load and
+    /// render alike.
     Collapsed {
         /// The reference's name, e.g. `ref:1`.
         name: String,
+        /// The group it belongs to, e.g. `msg:123`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        group: Option<String>,
         /// The blocks it stands for.
         #[serde(rename = "childBlocks", default, skip_serializing_if = "Vec::is_empty")]
         child_blocks: Vec<Block>,
@@ -234,6 +286,104 @@ pub struct Semantic {
     /// Text shown as it is, in a code block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preformatted: Option<bool>,
+    /// A `custom` block's renderer tag; `collapsed` makes the block a
+    /// collapsed reference (see [`Block::Collapsed`]).
+    #[serde(
+        rename = "rendererTag",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub renderer_tag: Option<String>,
+    /// The renderer tag's attributes.
+    #[serde(
+        rename = "rendererAttrs",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub renderer_attrs: Option<RendererAttrs>,
+}
+
+/// The attributes of a `custom` block's renderer tag. A `collapsed` tag has
+/// `name`, `group` and `childBlocks` and nothing else; another tag's
+/// attributes are its own (kept in `other`, not shown: the reference shows
+/// such a block's text alone).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RendererAttrs {
+    /// A collapsed reference's name (empty when absent, as the reference).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A collapsed reference's group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// The blocks a collapsed reference stands for.
+    #[serde(rename = "childBlocks", default, skip_serializing_if = "Vec::is_empty")]
+    pub child_blocks: Vec<Block>,
+    /// Any other attribute.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// The renderer tag that makes a `custom` text block a collapsed reference.
+pub(crate) const COLLAPSED_TAG: &str = "collapsed";
+
+/// A collapsed reference as either shape gives it, for the renderers.
+pub(crate) struct CollapsedRef<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) group: Option<&'a str>,
+    pub(crate) child_blocks: &'a [Block],
+    /// What it shows when it has no child blocks.
+    pub(crate) text: &'a str,
+}
+
+impl Block {
+    /// This block as a collapsed reference: a [`Block::Collapsed`], or a
+    /// text block whose `semantic` is `custom` with the renderer tag
+    /// `collapsed`.
+    pub(crate) fn as_collapsed(&self) -> Option<CollapsedRef<'_>> {
+        match self {
+            Block::Collapsed {
+                name,
+                group,
+                child_blocks,
+                text,
+            } => Some(CollapsedRef {
+                name,
+                group: group.as_deref(),
+                child_blocks,
+                text: text.as_deref().unwrap_or_default(),
+            }),
+            Block::Text {
+                text,
+                semantic: Some(semantic),
+                ..
+            } if semantic.is_collapsed() => {
+                let attrs = semantic.renderer_attrs.as_ref();
+                Some(CollapsedRef {
+                    name: attrs.and_then(|a| a.name.as_deref()).unwrap_or_default(),
+                    group: attrs.and_then(|a| a.group.as_deref()),
+                    child_blocks: attrs.map_or(&[], |a| &a.child_blocks),
+                    text,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Semantic {
+    /// Whether this is a `custom` semantic with the renderer tag
+    /// `collapsed`.
+    pub(crate) fn is_collapsed(&self) -> bool {
+        self.kind == SemanticType::Custom && self.renderer_tag.as_deref() == Some(COLLAPSED_TAG)
+    }
+}
+
+/// Reads a field that may be `null` as `Some(null)`: present, unlike absent.
+fn present<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }
 
 /// A table or a list.
@@ -372,155 +522,4 @@ impl ContentFormat {
             ContentFormat::Xml => "xml",
         }
     }
-}
-
-/// Reads content: one block or an array of blocks.
-///
-/// # Errors
-///
-/// [`ErrorKind::Content`] naming the block (`$[1].childBlocks[0]`) and
-/// the field of the first unknown field or type, or of a value of the
-/// wrong shape.
-pub fn blocks_from_value(value: Value) -> Result<Vec<Block>> {
-    match &value {
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .map(|(index, item)| block_at(item, || format!("$[{index}]")))
-            .collect(),
-        value => Ok(vec![block_at(value, || "$".to_owned())?]),
-    }
-}
-
-/// The block `value`, read once; `path` (where `value` is) is only
-/// spelled out for an error.
-fn block_at(value: &Value, path: impl Fn() -> String) -> Result<Block> {
-    read(value).map_err(|error| innermost_error(value, &path(), error))
-}
-
-type ReadError = serde_path_to_error::Error<serde_json::Error>;
-
-/// `T` read from `value`, with the path of an error.
-///
-/// serde reads a tagged enum (a block, a node) from a buffer that holds no
-/// 128-bit integers, and serde_json's `Value` hands an integer past 64 bits
-/// over as one; a value holding such an integer is read from its JSON text,
-/// which hands every number past 64 bits over as its digits.
-fn read<T: DeserializeOwned>(value: &Value) -> std::result::Result<T, ReadError> {
-    if !holds_wide_integer(value) {
-        return serde_path_to_error::deserialize(value);
-    }
-    let text = value.to_string();
-    let mut deserializer = serde_json::Deserializer::from_str(&text);
-    // The text nests no deeper than the value, which serde reads
-    // recursively either way.
-    deserializer.disable_recursion_limit();
-    serde_path_to_error::deserialize(&mut deserializer)
-}
-
-/// True for an integer that needs more than 64 bits but fits 128.
-fn is_wide_integer(n: &serde_json::Number) -> bool {
-    n.as_i64().is_none() && n.as_u64().is_none() && (n.as_i128().is_some() || n.as_u128().is_some())
-}
-
-/// True when an integer in `value` needs more than 64 bits but fits 128.
-fn holds_wide_integer(value: &Value) -> bool {
-    // A loop, not recursion: a `Value` built in Rust may nest without limit.
-    let mut pending = vec![value];
-    while let Some(value) = pending.pop() {
-        match value {
-            Value::Number(n) if is_wide_integer(n) => return true,
-            Value::Array(items) => pending.extend(items),
-            Value::Object(map) => pending.extend(map.values()),
-            _ => {}
-        }
-    }
-    false
-}
-
-/// The error of the innermost block that fails within `value` (at
-/// `path`), or `error`, `value`'s own, when its child blocks are sound.
-fn innermost_error(value: &Value, path: &str, error: ReadError) -> crate::Error {
-    let children = value.get("childBlocks").and_then(Value::as_array);
-    for (index, child) in children.into_iter().flatten().enumerate() {
-        if let Err(inner) = block_at(child, || format!("{path}.childBlocks[{index}]")) {
-            return inner;
-        }
-    }
-    // A tagged block is read from a buffer, which loses the path inside
-    // it: a tree read again on its own finds the node that fails.
-    if let Some(tree) = value.get("semanticNode")
-        && let Err(inner) = read::<Node>(tree)
-    {
-        return content_error(&format!("{path}.semanticNode"), inner);
-    }
-    if let Some(semantic) = value.get("semantic") {
-        let structure = semantic.get("structure");
-        if let Some(error) =
-            structure.and_then(|s| structure_error(s, &format!("{path}.semantic.structure")))
-        {
-            return error;
-        }
-        if let Err(inner) = read::<Semantic>(semantic) {
-            return content_error(&format!("{path}.semantic"), inner);
-        }
-    }
-    content_error(path, error)
-}
-
-/// The error of a legacy `structure` at `path`, read as the table or list
-/// its fields say it is, down to the list item that fails: untagged, serde
-/// would only say that it matched neither.
-fn structure_error(structure: &Value, path: &str) -> Option<crate::Error> {
-    let is_table = ["headers", "rows", "alignments"]
-        .iter()
-        .any(|key| structure.get(key).is_some());
-    if is_table {
-        let error = read::<Table>(structure).err()?;
-        return Some(content_error(path, error));
-    }
-    let items = structure.get("items").and_then(Value::as_array);
-    for (index, item) in items.into_iter().flatten().enumerate() {
-        let item_path = format!("{path}.items[{index}]");
-        if let Some(nested) = item.get("nested")
-            && let Some(error) = structure_error(nested, &format!("{item_path}.nested"))
-        {
-            return Some(error);
-        }
-        if let Some(unknown) = item.as_object().and_then(|fields| {
-            fields
-                .keys()
-                .find(|k| !["text", "checked", "nested"].contains(&k.as_str()))
-        }) {
-            let message =
-                format!("unknown field `{unknown}`, expected `text`, `checked` or `nested`");
-            return Some(
-                ErrorKind::Content {
-                    path: format!("{item_path}.{unknown}"),
-                    message,
-                }
-                .into(),
-            );
-        }
-    }
-    let error = read::<List>(structure).err()?;
-    Some(content_error(path, error))
-}
-
-/// `error`, found at `path`, with the path within it appended.
-fn content_error(path: &str, error: ReadError) -> crate::Error {
-    let inner = error.path().to_string();
-    let path = match inner.as_str() {
-        "." => path.to_owned(),
-        inner => format!("{path}.{inner}"),
-    };
-    let error = error.into_inner();
-    // Read from text (see `read`), an error says where in a text nobody wrote.
-    let position = format!(" at line {} column {}", error.line(), error.column());
-    let message = error.to_string();
-    let message = message
-        .strip_suffix(&position)
-        .unwrap_or(&message)
-        .to_owned();
-    ErrorKind::Content { path, message }.into()
 }

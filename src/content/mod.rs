@@ -4,21 +4,25 @@
 //! A chunk (or a caller) holds content as [`Block`]s in the reference
 //! design's JSON shape: text with an optional semantic tree ([`Node`]) or a
 //! block-level shape ([`Semantic`]: heading, list, table, …), code, JSON,
-//! media, user actions and collapsed references. A [`ContentRenderer`]
-//! writes them as text; the three built in ([`ContentFormat`]) escape what
-//! they write so that text never turns into markup: a `*` in a leaf is a
-//! `*` in the output, read back by a Markdown or XML parser.
+//! media, user actions, state changes, tool calls and collapsed references.
+//! A [`ContentRenderer`] writes them as text; the three built in
+//! ([`ContentFormat`]) escape what they write so that text never turns into
+//! markup: a `*` in a leaf is a `*` in the output, read back by a Markdown
+//! or XML parser.
 
 mod block;
+mod described;
 mod markdown;
+mod read;
 mod render;
 mod xml;
 
 pub use block::{
-    Alignment, Block, ContentFormat, List, ListItem, Media, Node, Semantic, SemanticType, Source,
-    Structure, Table, blocks_from_value,
+    Alignment, Block, ContentFormat, List, ListItem, Media, Node, RendererAttrs, Semantic,
+    SemanticType, Source, Structure, Table,
 };
 pub use markdown::{Flavor, MarkdownRenderer};
+pub use read::blocks_from_value;
 pub use render::{
     BLOCK_SEPARATOR, ContentRenderer, Rendered, render_blocks, render_text, write_subtree,
     write_text,

@@ -12,9 +12,9 @@ use super::xml::XmlRenderer;
 /// handed to [`render_text`] or to the builder. Write into the caller's
 /// `String`; never allocate a result of your own.
 pub trait ContentRenderer: Send + Sync {
-    /// Writes `block` as text. Media blocks are written as text too (a
-    /// link or an image tag): [`render_blocks`] keeps them native before
-    /// asking.
+    /// Writes `block` as text. Media blocks and tool calls are written as
+    /// text too (a link, an image tag, the call's arguments):
+    /// [`render_blocks`] keeps them native before asking.
     fn write_block(&self, block: &Block, out: &mut String);
 
     /// Writes the tree under `node`. Children with a renderer of their own
@@ -23,12 +23,12 @@ pub trait ContentRenderer: Send + Sync {
 }
 
 /// What a block becomes: text, or the block itself where the prompt can
-/// carry it natively (media).
+/// carry it natively (media, tool calls).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rendered {
     /// The block as text.
     Text(String),
-    /// A media block, passed through.
+    /// A media block or a tool call, passed through.
     Native(Box<Block>),
 }
 
@@ -41,12 +41,13 @@ pub fn write_subtree(current: &dyn ContentRenderer, node: &Node, out: &mut Strin
     }
 }
 
-/// Each block rendered by `renderer`; media blocks stay native.
+/// Each block rendered by `renderer`; media blocks and tool calls stay
+/// native, as the reference passes them through.
 pub fn render_blocks(blocks: &[Block], renderer: &dyn ContentRenderer) -> Vec<Rendered> {
     blocks
         .iter()
         .map(|block| match block {
-            Block::Image(_) | Block::Audio(_) | Block::Video(_) => {
+            Block::Image(_) | Block::Audio(_) | Block::Video(_) | Block::ToolUse { .. } => {
                 Rendered::Native(Box::new(block.clone()))
             }
             _ => {

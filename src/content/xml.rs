@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use super::block::{
     Alignment, Block, ContentFormat, List, Media, Node, Semantic, SemanticType, Structure, Table,
 };
+use super::described::{json_text, state_change_text, tool_input_text};
 use super::render::{ContentRenderer, write_text};
 
 /// Writes content as XML.
@@ -21,11 +22,17 @@ impl ContentRenderer for XmlRenderer {
                 text,
                 semantic_node,
                 semantic,
-            } => self.write_text_block(text, semantic_node.as_ref(), semantic.as_ref(), out),
+            } if !semantic.as_ref().is_some_and(Semantic::is_collapsed) => {
+                self.write_text_block(text, semantic_node.as_ref(), semantic.as_ref(), out);
+            }
+            Block::Text { .. } | Block::Collapsed { .. } => self.write_collapsed(block, out),
             Block::Code { language, text } => write_code(language.as_deref(), text, out),
-            Block::Json { data, .. } => {
-                let pretty = serde_json::to_string_pretty(data).unwrap_or_default();
-                write_code(Some("json"), &pretty, out);
+            Block::Json { data, text } => {
+                write_code(
+                    Some("json"),
+                    &json_text(data.as_ref(), text.as_deref()),
+                    out,
+                );
             }
             Block::Image(media) => write_media("img", media, out),
             Block::Audio(media) => write_media("audio", media, out),
@@ -50,20 +57,35 @@ impl ContentRenderer for XmlRenderer {
                 }
                 out.push_str("</user-action>");
             }
-            Block::Collapsed {
-                name,
-                child_blocks,
+            Block::StateChange {
+                entity,
+                field,
+                from,
+                to,
                 text,
+                ..
             } => {
-                out.push_str("<collapsed");
+                let (entity, field) = (non_empty(entity.as_deref()), non_empty(field.as_deref()));
+                out.push_str("<state-change");
+                write_attribute(out, "entity", entity);
+                write_attribute(out, "field", field);
+                out.push('>');
+                let words =
+                    state_change_text(entity, field, from.as_ref(), to.as_ref(), text.as_deref());
+                escape(&words, out);
+                out.push_str("</state-change>");
+            }
+            Block::ToolUse {
+                tool_use_id,
+                name,
+                input,
+            } => {
+                out.push_str("<tool-use");
+                write_attribute(out, "id", Some(tool_use_id));
                 write_attribute(out, "name", Some(name));
                 out.push('>');
-                if child_blocks.is_empty() {
-                    escape(text.as_deref().unwrap_or_default(), out);
-                } else {
-                    write_text(child_blocks, self, out);
-                }
-                out.push_str("</collapsed>");
+                escape(&tool_input_text(input), out);
+                out.push_str("</tool-use>");
             }
         }
     }
@@ -120,6 +142,24 @@ impl ContentRenderer for XmlRenderer {
 }
 
 impl XmlRenderer {
+    /// `<collapsed name="…" group="…">` around the child blocks forced to
+    /// text, or around its text, as the reference writes it.
+    fn write_collapsed(&self, block: &Block, out: &mut String) {
+        let Some(collapsed) = block.as_collapsed() else {
+            return;
+        };
+        out.push_str("<collapsed");
+        write_attribute(out, "name", Some(collapsed.name));
+        write_attribute(out, "group", collapsed.group.filter(|g| !g.is_empty()));
+        out.push('>');
+        if collapsed.child_blocks.is_empty() {
+            escape(collapsed.text, out);
+        } else {
+            write_text(collapsed.child_blocks, self, out);
+        }
+        out.push_str("</collapsed>");
+    }
+
     /// A node's content: its children (each maybe in its own renderer),
     /// else its text.
     fn write_content(&self, node: &Node, out: &mut String) {
@@ -191,8 +231,11 @@ impl XmlRenderer {
                 }
                 None => out.push_str(content),
             },
-            // The tree already wrapped its own inline elements.
+            // The tree already wrapped its own inline elements; a custom
+            // block's renderer tag is not ours to write (the reference
+            // shows its text alone).
             kind if from_tree && kind != SemanticType::Paragraph => out.push_str(content),
+            SemanticType::Custom => out.push_str(content),
             kind => match element_tag(kind, &Node::default()) {
                 Some(tag) => open_close(out, tag),
                 None => out.push_str(content),
@@ -271,6 +314,10 @@ fn write_media(tag: &str, media: &Media, out: &mut String) {
         );
     }
     out.push_str(" />");
+}
+
+fn non_empty(value: Option<&str>) -> Option<&str> {
+    value.filter(|v| !v.is_empty())
 }
 
 /// An action without a description, described from its fields: `user

@@ -477,6 +477,7 @@ impl Leaves {
                 name,
                 child_blocks,
                 text,
+                ..
             } => {
                 self.push(Leaf::Attribute(name.clone()));
                 if child_blocks.is_empty() {

@@ -37,6 +37,7 @@ mod structure;
 use serde_json::Value;
 
 use super::block::{Block, ContentFormat, Node, Semantic, SemanticType as S, Structure};
+use super::described::{json_text, state_change_text, tool_input_text};
 use super::render::ContentRenderer;
 use buf::{Buf, Newline};
 use ctx::Ctx;
@@ -110,12 +111,17 @@ impl MarkdownRenderer {
                 text,
                 semantic_node: node,
                 semantic,
-            } => self.text_block(text, node.as_ref(), semantic.as_ref(), buf),
+            } if !semantic.as_ref().is_some_and(Semantic::is_collapsed) => {
+                self.text_block(text, node.as_ref(), semantic.as_ref(), buf);
+            }
+            Block::Text { .. } | Block::Collapsed { .. } => self.collapsed(block, buf),
             Block::Code { language, text } => push_fence(buf, language.as_deref(), text),
-            Block::Json { data, .. } => {
-                let pretty =
-                    serde_json::to_string_pretty(data).unwrap_or_else(|_| data.to_string());
-                push_fence(buf, Some("json"), &pretty);
+            Block::Json { data, text } => {
+                push_fence(
+                    buf,
+                    Some("json"),
+                    &json_text(data.as_ref(), text.as_deref()),
+                );
             }
             Block::Image(media) => self.image(
                 buf,
@@ -134,11 +140,32 @@ impl MarkdownRenderer {
                     describe_action(action, actor.as_deref(), target.as_deref(), text.as_deref());
                 self.push_text(buf, &text, Ctx::new(Newline::Paragraph));
             }
-            Block::Collapsed {
-                name,
-                child_blocks,
+            Block::StateChange {
+                entity,
+                field,
+                from,
+                to,
                 text,
-            } => self.collapsed(name, child_blocks, text.as_deref(), buf),
+                ..
+            } => {
+                let words = state_change_text(
+                    entity.as_deref(),
+                    field.as_deref(),
+                    from.as_ref(),
+                    to.as_ref(),
+                    text.as_deref(),
+                );
+                self.push_text(buf, &words, Ctx::new(Newline::Paragraph));
+            }
+            Block::ToolUse {
+                tool_use_id,
+                name,
+                input,
+            } => {
+                let words = format!("Tool use: {name} (id {tool_use_id})");
+                self.push_text(buf, &words, Ctx::new(Newline::Paragraph));
+                push_fence(buf, Some("json"), &tool_input_text(input));
+            }
         }
     }
 
@@ -363,24 +390,25 @@ impl MarkdownRenderer {
         buf.block_break();
     }
 
-    /// `<collapsed name="…">` around the child blocks forced to text, joined
-    /// by blank lines, or around its text, XML-escaped, as the reference.
-    fn collapsed(&self, name: &str, children: &[Block], text: Option<&str>, buf: &mut Buf) {
-        buf.text.push_str("<collapsed name=\"");
-        for c in name.chars() {
-            match (c, xml_entity(c)) {
-                (_, Some(entity)) => buf.text.push_str(entity),
-                ('\n', None) => buf.text.push_str("&#10;"),
-                ('\r', None) => buf.text.push_str("&#13;"),
-                (c, None) => buf.text.push(c),
-            }
+    /// `<collapsed name="…" group="…">` around the child blocks forced to
+    /// text, joined by blank lines, or around its text, XML-escaped, as the
+    /// reference.
+    fn collapsed(&self, block: &Block, buf: &mut Buf) {
+        let Some(collapsed) = block.as_collapsed() else {
+            return;
+        };
+        buf.text.push_str("<collapsed");
+        push_attribute(&mut buf.text, "name", collapsed.name);
+        if let Some(group) = collapsed.group.filter(|g| !g.is_empty()) {
+            push_attribute(&mut buf.text, "group", group);
         }
-        buf.text.push_str("\">");
+        buf.text.push('>');
+        let children = collapsed.child_blocks;
         if children.is_empty() {
             // Right after the tag: a tag alone on its line opens HTML.
             let mut ctx = Ctx::new(Newline::Line);
             ctx.xml = true;
-            let text = text.unwrap_or_default().trim_start();
+            let text = collapsed.text.trim_start();
             buf.text.push_str(&self.inline_text(text, ctx));
             return buf.text.push_str("</collapsed>");
         }
@@ -396,6 +424,22 @@ impl MarkdownRenderer {
         }
         buf.text.push_str("\n\n</collapsed>");
     }
+}
+
+/// ` name="value"`, the value XML-escaped as the reference escapes it.
+fn push_attribute(out: &mut String, name: &str, value: &str) {
+    out.push(' ');
+    out.push_str(name);
+    out.push_str("=\"");
+    for c in value.chars() {
+        match (c, xml_entity(c)) {
+            (_, Some(entity)) => out.push_str(entity),
+            ('\n', None) => out.push_str("&#10;"),
+            ('\r', None) => out.push_str("&#13;"),
+            (c, None) => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 /// The leaves' text, concatenated: what code shows.
