@@ -61,10 +61,14 @@ pub const ROOT_KEY: &str = "value";
 /// is plain data. The same rule applies wherever a fragment's `data` is read
 /// or rendered, so a [`FragmentData::Value`] holding a children list renders
 /// as its folded body too, and serializing then parsing a fragment never
-/// changes what it renders. (The price: plain data that is a list holding a
-/// record with exactly the fields `name` and `data` cannot be a fragment's
-/// whole `data`; put it under a key. An object that is a fragment's whole
-/// `data` is plain data all the way down.)
+/// changes what it renders. Rendering reads a list holding a fragment as a
+/// children list wherever it sits in the data, under an object's key too
+/// (`{"columns": [{"name": "column", "data": …}]}`), as the reference does.
+/// (The price: in a fragment, a record with exactly the fields `name` and
+/// `data` inside a list is read as a fragment; [`render_value`] renders any
+/// JSON as plain data.)
+///
+/// [`render_value`]: crate::format::render_value
 ///
 /// The design's example in both forms:
 ///
@@ -97,7 +101,8 @@ pub const ROOT_KEY: &str = "value";
 /// object's entries become keys, a child fragment becomes the key of its name,
 /// and a primitive or array beside keyed children becomes the key
 /// [`ROOT_KEY`] (`value`); a `null` child adds nothing. Names may repeat:
-/// repeated names render as one list (see [`format`](crate::format)). When
+/// each renders as it comes, or, grouped, as one list under the plural of
+/// the name (see [`format`](crate::format)). When
 /// every key is plain data and no name repeats, the body is stored as one
 /// JSON object, so it serializes the way a person would write it; otherwise
 /// it is stored as [`FragmentData::Fragments`], which serializes as a
@@ -270,12 +275,14 @@ pub fn role(text: impl Into<String>) -> Fragment {
     Fragment::new("role", text.into())
 }
 
-/// A piece of advice; several hints render as the list `hints`.
+/// A piece of advice; several hints render one after another, or grouped
+/// as the list `hints` (always so in TOML and TOON).
 pub fn hint(text: impl Into<String>) -> Fragment {
     Fragment::new("hint", text.into())
 }
 
-/// A glossary entry `{name, definition}`; several form the table `terms`.
+/// A glossary entry `{name, definition}`; several, grouped, form the table
+/// `terms`.
 pub fn term(name: impl Into<String>, definition: impl Into<String>) -> Fragment {
     let mut data = Map::new();
     data.insert("name".to_owned(), Value::String(name.into()));
@@ -284,7 +291,7 @@ pub fn term(name: impl Into<String>, definition: impl Into<String>) -> Fragment 
 }
 
 /// A rule the agent must keep, why, and what to do instead; absent parts
-/// are left out. Several form the list `guardrails`.
+/// are left out. Several, grouped, form the list `guardrails`.
 pub fn guardrail(rule: impl Into<String>, reason: Option<&str>, action: Option<&str>) -> Fragment {
     let mut data = Map::new();
     data.insert("rule".to_owned(), Value::String(rule.into()));
@@ -297,7 +304,8 @@ pub fn guardrail(rule: impl Into<String>, reason: Option<&str>, action: Option<&
     Fragment::new("guardrail", Value::Object(data))
 }
 
-/// A worked example `{input, output}`; several form the table `examples`.
+/// A worked example `{input, output}`; several, grouped, form the table
+/// `examples`.
 pub fn example(input: impl Into<String>, output: impl Into<String>) -> Fragment {
     let mut data = Map::new();
     data.insert("input".to_owned(), Value::String(input.into()));

@@ -5,8 +5,8 @@
 //! and a snapshot per fixture case per format.
 
 use agent_context::format::{
-    Delimiter, FormatOptions, FragmentFormat, MAX_DEPTH, ROOT_KEY, Tree, render_fragments,
-    render_value,
+    Container, Delimiter, FormatOptions, FragmentFormat, Label, Leaf, MAX_DEPTH, ROOT_KEY, Slot,
+    Tree, TreeWriter, render_fragments, render_value,
 };
 
 use agent_context::{
@@ -135,14 +135,92 @@ fn expected_leaves(normalized: &Value) -> Vec<Shown> {
     out
 }
 
+/// What a walk of a tree presents to XML and Markdown: its leaves (an empty
+/// container is one) keyed as XML names them, and its top-level entries.
+#[derive(Default)]
+struct Walked {
+    leaves: Vec<Shown>,
+    top_level: usize,
+}
+
+impl Walked {
+    fn of(tree: &Tree, grouped: bool) -> Walked {
+        let mut walked = Walked::default();
+        if grouped {
+            tree.walk_grouped(&mut walked, &mut String::new());
+        } else {
+            tree.walk(&mut walked, &mut String::new());
+        }
+        walked
+    }
+
+    fn at(&mut self, slot: &Slot<'_>, text: String, null: bool) {
+        let key = match slot.label {
+            Label::Key(key) | Label::Group(key) => Some(xml_text(key)),
+            _ => None,
+        };
+        self.leaves.push((key, text, null));
+    }
+
+    fn count(&mut self, slot: &Slot<'_>) {
+        self.top_level += usize::from(slot.depth == 0);
+    }
+}
+
+impl TreeWriter for Walked {
+    fn leaf(&mut self, _: &mut String, slot: &Slot<'_>, leaf: Leaf<'_>) {
+        self.count(slot);
+        match leaf {
+            Leaf::Null => self.at(slot, String::new(), true),
+            other => self.at(slot, xml_text(&other.text()), false),
+        }
+    }
+
+    fn open(&mut self, _: &mut String, slot: &Slot<'_>, _: Container) {
+        self.count(slot);
+    }
+
+    fn empty(&mut self, _: &mut String, slot: &Slot<'_>, _: Container) {
+        self.count(slot);
+        self.at(slot, String::new(), false);
+    }
+}
+
+/// `found` shows the leaves of `expected` in order, with their keys where
+/// `expected` has one.
+fn assert_same_leaves(found: &[Shown], expected: &[Shown], context: &str) {
+    assert_eq!(found.len(), expected.len(), "leaf count\n{context}");
+    for ((found_key, found_text, found_null), (key, text, null)) in found.iter().zip(expected) {
+        assert_eq!((found_text, found_null), (text, null), "\n{context}");
+        if key.is_some() {
+            assert_eq!(found_key, key, "\n{context}");
+        }
+    }
+}
+
+/// A walk shows what the tree's JSON holds: grouped, the same leaves in
+/// the same order; fragments as they come, the same leaves in theirs.
+fn assert_walks_show_the_json(tree: &Tree) {
+    let grouped = Walked::of(tree, true);
+    let normalized = tree.to_value();
+    let context = normalized.to_string();
+    assert_same_leaves(&grouped.leaves, &expected_leaves(&normalized), &context);
+    let texts = |walked: Walked| {
+        let mut texts: Vec<(String, bool)> =
+            walked.leaves.into_iter().map(|(_, t, n)| (t, n)).collect();
+        texts.sort();
+        texts
+    };
+    assert_eq!(texts(Walked::of(tree, false)), texts(grouped), "{context}");
+}
+
 /// XML parses strictly and its leaf elements are the leaves, keyed members
 /// named by their key (as element or `name` attribute), nulls marked
 /// `null="true"`.
-fn assert_xml_parses_back(xml: &str, normalized: &Value) {
+fn assert_xml_parses_back(xml: &str, expected: &[Shown]) {
     let wrapped = format!("<root>{xml}</root>");
     let document = roxmltree::Document::parse(&wrapped)
         .unwrap_or_else(|e| panic!("XML does not parse: {e}\n{xml}"));
-    let expected = expected_leaves(normalized);
     let found: Vec<Shown> = document
         .descendants()
         .filter(|n| n.is_element() && n.tag_name().name() != "root")
@@ -157,13 +235,7 @@ fn assert_xml_parses_back(xml: &str, normalized: &Value) {
             )
         })
         .collect();
-    assert_eq!(found.len(), expected.len(), "leaf count\n{xml}");
-    for ((found_key, found_text, found_null), (key, text, null)) in found.iter().zip(&expected) {
-        assert_eq!((found_text, found_null), (text, null), "\n{xml}");
-        if key.is_some() {
-            assert_eq!(found_key, key, "\n{xml}");
-        }
-    }
+    assert_same_leaves(&found, expected, xml);
 }
 
 /// `decoded` is `expected`, but for numbers a format's own numbers cannot
@@ -217,7 +289,7 @@ fn assert_toon_decodes_back(toon: &str, normalized: &Value, options: &FormatOpti
 
 /// Markdown has one `##` heading per top-level entry and one list item per
 /// leaf (an item that holds no nested list; `- []`, `- null` included).
-fn assert_markdown_lists_every_leaf(markdown: &str, normalized: &Value) {
+fn assert_markdown_lists_every_leaf(markdown: &str, walked: &Walked) {
     let mut open_items: Vec<bool> = Vec::new();
     let (mut leaf_items, mut headings) = (0, 0);
     for event in Parser::new(markdown) {
@@ -233,37 +305,40 @@ fn assert_markdown_lists_every_leaf(markdown: &str, normalized: &Value) {
             _ => {}
         }
     }
-    let top_level = normalized.as_object().map_or(1, Map::len);
-    assert_eq!(headings, top_level, "headings\n{markdown}");
-    assert_eq!(
-        leaf_items,
-        expected_leaves(normalized).len(),
-        "leaf items\n{markdown}"
-    );
+    assert_eq!(headings, walked.top_level, "headings\n{markdown}");
+    assert_eq!(leaf_items, walked.leaves.len(), "leaf items\n{markdown}");
 }
 
-/// Every format, rendered by `render`, gives `normalized` back; `None` for
-/// fragments that render nothing.
+/// Every format, rendered by `render` with `options`, gives `tree` back:
+/// XML and Markdown what its walk shows (grouped or not, as `options`
+/// say), TOML and TOON its JSON; nothing at all for an empty tree.
 fn assert_every_format_round_trips(
-    normalized: Option<&Value>,
+    tree: &Tree,
     options: &FormatOptions,
     render: impl Fn(FragmentFormat) -> String,
 ) {
-    let Some(normalized) = normalized else {
+    if tree.is_empty() {
         for format in FragmentFormat::ALL {
             assert_eq!(render(format), "", "{format} of an empty document");
         }
         return;
-    };
-    assert_xml_parses_back(&render(FragmentFormat::Xml), normalized);
-    assert_markdown_lists_every_leaf(&render(FragmentFormat::Markdown), normalized);
-    assert_toml_parses_back(&render(FragmentFormat::Toml), normalized);
-    assert_toon_decodes_back(&render(FragmentFormat::Toon), normalized, options);
+    }
+    let normalized = tree.to_value();
+    let walked = Walked::of(tree, options.group_fragments);
+    assert_xml_parses_back(&render(FragmentFormat::Xml), &walked.leaves);
+    assert_markdown_lists_every_leaf(&render(FragmentFormat::Markdown), &walked);
+    assert_toml_parses_back(&render(FragmentFormat::Toml), &normalized);
+    assert_toon_decodes_back(&render(FragmentFormat::Toon), &normalized, options);
+    assert_walks_show_the_json(tree);
 }
 
 /// `render --data` loses nothing: every format gives the value itself back.
 fn check_value(value: &Value, options: &FormatOptions) {
-    assert_every_format_round_trips(Some(value), options, |format| {
+    let tree = Tree::from_value(value).unwrap();
+    if !tree.is_empty() {
+        assert!(same_json(&tree.to_value(), value), "{value}");
+    }
+    assert_every_format_round_trips(&tree, options, |format| {
         render_value(value, format, options).unwrap()
     });
 }
@@ -442,7 +517,13 @@ fn children_beside_fragments_fold_as_the_helper_folds_them() {
     );
     assert_eq!(parsed, built);
     assert_eq!(
-        render(&[parsed], FragmentFormat::Xml),
+        render(std::slice::from_ref(&parsed), FragmentFormat::Xml),
+        "<rules>\n  <value>Stay on task.</value>\n  <hint>a</hint>\n  <hint>b</hint>\n  \
+         <limit>3</limit>\n</rules>"
+    );
+    let grouped = FormatOptions::default().with_group_fragments(true);
+    assert_eq!(
+        render_fragments(&[parsed], FragmentFormat::Xml, &grouped).unwrap(),
         "<rules>\n  <value>Stay on task.</value>\n  <hints>\n    <hint>a</hint>\n    \
          <hint>b</hint>\n  </hints>\n  <limit>3</limit>\n</rules>"
     );
@@ -464,7 +545,7 @@ fn the_design_example_serializes_as_written() {
 }
 
 #[test]
-fn role_and_hints_render_as_role_then_hints() {
+fn hints_come_as_they_are_unless_grouped_or_keys_cannot_repeat() {
     let fragments = [
         role("You are a careful coding agent."),
         hint("a"),
@@ -472,12 +553,26 @@ fn role_and_hints_render_as_role_then_hints() {
     ];
     assert_eq!(
         render(&fragments, FragmentFormat::Xml),
-        "<role>You are a careful coding agent.</role>\n<hints>\n  <hint>a</hint>\n  <hint>b</hint>\n</hints>"
+        "<role>You are a careful coding agent.</role>\n<hint>a</hint>\n<hint>b</hint>"
     );
     assert_eq!(
         render(&fragments, FragmentFormat::Markdown),
-        "## Role\n- You are a careful coding agent.\n\n## Hints\n- a\n- b"
+        "## Role\n- You are a careful coding agent.\n\n## Hint\n- a\n\n## Hint\n- b"
     );
+    let grouped = FormatOptions::default().with_group_fragments(true);
+    let render_grouped = |format| render_fragments(&fragments, format, &grouped).unwrap();
+    assert_eq!(
+        render_grouped(FragmentFormat::Xml),
+        "<role>You are a careful coding agent.</role>\n<hints>\n  <hint>a</hint>\n  <hint>b</hint>\n</hints>"
+    );
+    assert_eq!(
+        render_grouped(FragmentFormat::Markdown),
+        "## Role\n- You are a careful coding agent.\n\n## Hints\n- **hint**: a\n- **hint**: b"
+    );
+    // TOML and TOON cannot repeat a key: they group either way.
+    for format in [FragmentFormat::Toml, FragmentFormat::Toon] {
+        assert_eq!(render_grouped(format), render(&fragments, format));
+    }
     assert_eq!(
         render(&fragments, FragmentFormat::Toon),
         "role: You are a careful coding agent.\nhints[2]: a,b"
@@ -529,11 +624,12 @@ fn the_document_fixture_round_trips_in_every_format() {
     let document: Value = serde_json::from_str(DOCUMENT).unwrap();
     let fragments = fragments_from_json(document["fragments"].clone()).unwrap();
     let tree = Tree::from_fragments(&fragments).unwrap();
-    assert_every_format_round_trips(
-        Some(&tree.to_value()),
-        &FormatOptions::default(),
-        |format| render(&fragments, format),
-    );
+    for group in [false, true] {
+        let options = FormatOptions::default().with_group_fragments(group);
+        assert_every_format_round_trips(&tree, &options, |format| {
+            render_fragments(&fragments, format, &options).unwrap()
+        });
+    }
 }
 
 #[test]
@@ -650,8 +746,12 @@ fn fragment_list() -> impl Strategy<Value = Vec<Fragment>> {
 
 fn options() -> impl Strategy<Value = FormatOptions> {
     let delimiter = prop::sample::select(vec![Delimiter::Comma, Delimiter::Tab, Delimiter::Pipe]);
-    (delimiter, 1usize..5)
-        .prop_map(|(d, i)| FormatOptions::default().with_delimiter(d).with_indent(i))
+    (delimiter, 1usize..5, any::<bool>()).prop_map(|(d, i, group)| {
+        FormatOptions::default()
+            .with_delimiter(d)
+            .with_indent(i)
+            .with_group_fragments(group)
+    })
 }
 
 fn config() -> ProptestConfig {
@@ -680,8 +780,7 @@ proptest! {
     #[test]
     fn every_format_gives_random_fragments_back(fragments in fragment_list(), options in options()) {
         let tree = Tree::from_fragments(&fragments).unwrap();
-        let normalized = (!tree.is_empty()).then(|| tree.to_value());
-        assert_every_format_round_trips(normalized.as_ref(), &options, |format| {
+        assert_every_format_round_trips(&tree, &options, |format| {
             render_fragments(&fragments, format, &options).unwrap()
         });
         // Serializing then parsing never changes what renders.
@@ -710,6 +809,12 @@ fn the_document_in_every_format() {
     let fragments = fragments_from_json(document["fragments"].clone()).unwrap();
     for format in FragmentFormat::ALL {
         insta::assert_snapshot!(format!("document_{format}"), render(&fragments, format));
+    }
+    // Grouped: TOML and TOON always are, so only XML and Markdown differ.
+    let grouped = FormatOptions::default().with_group_fragments(true);
+    for format in [FragmentFormat::Xml, FragmentFormat::Markdown] {
+        let out = render_fragments(&fragments, format, &grouped).unwrap();
+        insta::assert_snapshot!(format!("document_{format}_grouped"), out);
     }
 }
 

@@ -31,7 +31,7 @@ impl TreeWriter for MarkdownWriter {
 
     fn open(&mut self, out: &mut String, slot: &Slot<'_>, _container: Container) {
         if slot.depth == 0 {
-            if let Label::Key(key) = slot.label {
+            if let Label::Key(key) | Label::Group(key) = slot.label {
                 heading(out, key);
             }
             return;
@@ -40,6 +40,8 @@ impl TreeWriter for MarkdownWriter {
         out.push_str("- **");
         match slot.label {
             Label::Key(key) => push_inline(out, key),
+            // Title-cased, as the reference labels a group: `**Hints**`.
+            Label::Group(key) => push_title(out, key),
             Label::Item { index, name } => {
                 push_inline(out, name);
                 out.push_str(&format!(" {}", index + 1));
@@ -58,11 +60,11 @@ impl TreeWriter for MarkdownWriter {
 fn value_bullet(out: &mut String, slot: &Slot<'_>, text: &str) {
     let text = line_feeds(text);
     let (pad, keyed) = match slot.label {
-        Label::Key(key) if slot.depth == 0 => {
+        Label::Key(key) | Label::Group(key) if slot.depth == 0 => {
             heading(out, key);
             (0, None)
         }
-        Label::Key(key) => ((slot.depth - 1) * STEP, Some(key)),
+        Label::Key(key) | Label::Group(key) => ((slot.depth - 1) * STEP, Some(key)),
         Label::Item { .. } => ((slot.depth - 1) * STEP, None),
     };
     push_spaces(out, pad);
@@ -93,13 +95,17 @@ fn value_bullet(out: &mut String, slot: &Slot<'_>, text: &str) {
 
 fn heading(out: &mut String, key: &str) {
     out.push_str("##");
-    let title = title_case(key);
-    let title = if title.is_empty() { key } else { &title };
-    if !title.is_empty() {
+    if !key.is_empty() {
         out.push(' ');
-        push_inline(out, title);
+        push_title(out, key);
     }
     out.push('\n');
+}
+
+/// `key` title-cased (the key itself when that leaves nothing), escaped.
+fn push_title(out: &mut String, key: &str) {
+    let title = title_case(key);
+    push_inline(out, if title.is_empty() { key } else { &title });
 }
 
 /// `config` -> `Config`, `style_guide` / `styleGuide` -> `Style Guide`.
@@ -241,7 +247,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::format::{FormatOptions, FragmentFormat, render_value};
+    use crate::format::{FormatOptions, FragmentFormat, render_fragments, render_value};
+    use crate::fragment::{Fragment, FragmentData, hint, role};
 
     fn md(value: serde_json::Value) -> String {
         render_value(&value, FragmentFormat::Markdown, &FormatOptions::default()).unwrap()
@@ -320,6 +327,31 @@ mod tests {
         assert_eq!(
             md(json!({"s": {"a*b": 1, "snake_case": 2, "_x": 3, "two\nlines": "", "[l]": 4}})),
             "## S\n- **a\\*b**: 1\n- **snake_case**: 2\n- **\\_x**: 3\n- **two lines**: \"\"\n- **\\[l\\]**: 4"
+        );
+    }
+
+    #[test]
+    fn repeated_fragments_come_as_they_are_or_under_a_titled_group() {
+        let teachings = Fragment::new(
+            "teachings",
+            FragmentData::Fragments(vec![hint("a"), hint("b"), role("r")]),
+        );
+        let render = |group: bool| {
+            let options = FormatOptions::default().with_group_fragments(group);
+            render_fragments(
+                std::slice::from_ref(&teachings),
+                FragmentFormat::Markdown,
+                &options,
+            )
+            .unwrap()
+        };
+        assert_eq!(
+            render(false),
+            "## Teachings\n- **hint**: a\n- **hint**: b\n- **role**: r"
+        );
+        assert_eq!(
+            render(true),
+            "## Teachings\n- **Hints**:\n  - **hint**: a\n  - **hint**: b\n- **role**: r"
         );
     }
 

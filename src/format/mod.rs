@@ -14,21 +14,37 @@
 //! * **a JSON value loses nothing** ([`render_value`], the CLI's `--data`):
 //!   nulls and empty containers are kept, and each format shows them as
 //!   written below (TOML, which has no null, drops nulls and nothing else);
-//! * **a child fragment is the key of its name**; fragments whose names repeat
-//!   among siblings form one list, under the plural of the name (`hint`,
-//!   `hint` -> `hints`, by a simple English rule; the name itself when a
-//!   sibling already uses the plural), at the first one's position;
+//! * **a child fragment is the key of its name**, in order; a name given
+//!   twice among siblings is two entries, each written as it comes
+//!   (`<hint>a</hint><hint>b</hint>`), the reference's default. With
+//!   [`FormatOptions::group_fragments`] (and always in TOML and TOON, whose
+//!   tables cannot repeat a key) they form one list under the plural of the
+//!   name (`hint`, `hint` -> `hints`, by a simple English rule; the name
+//!   itself when a sibling already uses the plural), at the first one's
+//!   position ([`Tree::walk_grouped`], [`Tree::to_value`]);
+//! * **a list holding a fragment is a children list wherever it sits** in a
+//!   fragment's data, under an object's key too (`{"columns": [{"name":
+//!   "column", "data": …}, …]}`, as the reference's table grounding writes
+//!   it): its fragments are keys of their names, not records with `name`
+//!   and `data` fields;
+//! * **a single child is not wrapped again**: a top-level fragment whose
+//!   data is a list of one primitive or one object (`{"name":
+//!   "available_sections", "data": ["text"]}`, what the reference's
+//!   `fragment(name, "text")` stores) is written in XML and Markdown as that
+//!   element, `<available_sections>text</available_sections>`; TOML and TOON
+//!   show the list they are given;
 //! * **nesting is bounded**: a container deeper than [`MAX_DEPTH`] levels (a
-//!   list of repeated names counts as a level) is an
+//!   list of repeated names counts as a level, grouped or not) is an
 //!   [`ErrorKind::Fragment`] naming its path,
 //!   never a stack overflow. 64 keeps every output within what its parser
 //!   accepts (the `toml` crate stops at 80 levels of inline nesting);
 //! * key order is kept (TOML alone moves a table's plain keys ahead of its
 //!   sub-tables, as the format requires).
 //!
-//! XML and Markdown are written by a [`TreeWriter`] that [`Tree::walk`] drives
-//! (implement it to add a format); TOML and TOON hand [`Tree::to_value`] to the
-//! `toml` and `toon-format` crates, which own those grammars.
+//! XML and Markdown are written by a [`TreeWriter`] that [`Tree::walk`] (or
+//! [`Tree::walk_grouped`]) drives (implement it to add a format); TOML and
+//! TOON hand [`Tree::to_value`] to the `toml` and `toon-format` crates, which
+//! own those grammars.
 //!
 //! # The formats
 //!
@@ -40,8 +56,8 @@
 //!   as `&#13;`; characters XML 1.0 forbids become U+FFFD) and written verbatim,
 //!   never re-indented, so a strict parser returns it unchanged. A key that is
 //!   not an XML name (or holds a `:`) becomes `<item name="…">`. List elements
-//!   are named by the fragment name for repeated fragments (`<hints><hint>`),
-//!   else by the singular of the key (`<tags><tag>`) or `item`. Top-level
+//!   are named by the singular of the key (`<tags><tag>`) or `item`; grouped
+//!   fragments by their name (`<hints><hint>`). Top-level
 //!   entries are sibling elements, one after another. In a JSON value, an
 //!   empty object or array is an empty element, `<key/>`, and a null is
 //!   `<key null="true"/>` (an attribute, so it differs from the string
@@ -59,7 +75,9 @@
 //! * [`FragmentFormat::Markdown`]: `## Title` per top-level key (title-cased),
 //!   then every value is one bullet, `- **key**: value` (a bare `- value` in
 //!   a list or for a top-level primitive), nested lists indented by two
-//!   spaces; a container inside a list is labelled `**tag 1**`. Values are
+//!   spaces; a container inside a list is labelled `**tag 1**`. Grouped
+//!   fragments sit under their title-cased plural, each labelled by its name
+//!   (`- **Hints**:` then `- **hint**: a`), as the reference writes them. Values are
 //!   verbatim except: a line that would open a Markdown block that can break
 //!   the bullets (list item, heading, quote, fence, thematic break, setext
 //!   underline) gets a backslash before its marker; line breaks are `\n` (a
@@ -118,6 +136,8 @@
 //!       port: 5432
 //!   ```
 
+mod build;
+mod grouping;
 mod markdown;
 mod toml;
 mod toon;
@@ -249,6 +269,14 @@ pub struct FormatOptions {
     /// most [`MAX_INDENT`]. Markdown always indents by 2, the width of `- `;
     /// TOML has no indentation. Default: 2.
     pub indent: usize,
+    /// XML and Markdown: gather the fragments whose name repeats among
+    /// siblings into one list under the plural of the name
+    /// (`<hints><hint>…</hint><hint>…</hint></hints>`), as the reference's
+    /// `groupFragments` option does. Default: `false`, each fragment written
+    /// as it comes (`<hint>…</hint><hint>…</hint>`), the reference's
+    /// default. TOML and TOON, whose tables cannot repeat a key, always
+    /// group.
+    pub group_fragments: bool,
 }
 
 impl Default for FormatOptions {
@@ -256,6 +284,7 @@ impl Default for FormatOptions {
         FormatOptions {
             delimiter: Delimiter::Comma,
             indent: 2,
+            group_fragments: false,
         }
     }
 }
@@ -270,6 +299,13 @@ impl FormatOptions {
     /// These options with `indent` spaces per level.
     pub fn with_indent(mut self, indent: usize) -> Self {
         self.indent = indent;
+        self
+    }
+
+    /// These options with repeated fragment names gathered under their
+    /// plural in XML and Markdown, or not ([`FormatOptions::group_fragments`]).
+    pub fn with_group_fragments(mut self, group: bool) -> Self {
+        self.group_fragments = group;
         self
     }
 
@@ -299,11 +335,14 @@ impl FormatOptions {
 /// use agent_context::format::{FormatOptions, FragmentFormat, render_fragments};
 /// use agent_context::{hint, role};
 ///
-/// let xml = render_fragments(
-///     &[role("You review Rust."), hint("Be brief."), hint("Cite lines.")],
-///     FragmentFormat::Xml,
-///     &FormatOptions::default(),
-/// )?;
+/// let context = [role("You review Rust."), hint("Be brief."), hint("Cite lines.")];
+/// let xml = render_fragments(&context, FragmentFormat::Xml, &FormatOptions::default())?;
+/// assert_eq!(
+///     xml,
+///     "<role>You review Rust.</role>\n<hint>Be brief.</hint>\n<hint>Cite lines.</hint>"
+/// );
+/// let grouped = FormatOptions::default().with_group_fragments(true);
+/// let xml = render_fragments(&context, FragmentFormat::Xml, &grouped)?;
 /// assert_eq!(
 ///     xml,
 ///     "<role>You review Rust.</role>\n<hints>\n  <hint>Be brief.</hint>\n  <hint>Cite lines.</hint>\n</hints>"
@@ -388,8 +427,10 @@ impl Tree {
         options.validate(format)?;
         let start = out.len();
         match format {
-            FragmentFormat::Xml => self.walk(&mut xml::XmlWriter::new(options.indent), out),
-            FragmentFormat::Markdown => self.walk(&mut markdown::MarkdownWriter, out),
+            FragmentFormat::Xml => {
+                self.walk_as(options, &mut xml::XmlWriter::new(options.indent), out);
+            }
+            FragmentFormat::Markdown => self.walk_as(options, &mut markdown::MarkdownWriter, out),
             FragmentFormat::Toml => toml::write(self, out)?,
             FragmentFormat::Toon => toon::write(self, options, out)?,
         }
@@ -397,6 +438,17 @@ impl Tree {
             out.pop();
         }
         Ok(())
+    }
+}
+
+impl Tree {
+    /// Walks grouped or not, as `options` say.
+    fn walk_as(&self, options: &FormatOptions, writer: &mut dyn TreeWriter, out: &mut String) {
+        if options.group_fragments {
+            self.walk_grouped(writer, out);
+        } else {
+            self.walk(writer, out);
+        }
     }
 }
 

@@ -2,34 +2,39 @@
 //! every format writes, and the walk that feeds a [`TreeWriter`].
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 
-use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{Map, Number, Value};
 
-use super::{MAX_DEPTH, ROOT_KEY, push_key};
+#[cfg(doc)]
+use super::MAX_DEPTH;
+use super::ROOT_KEY;
+use super::build::{Builder, Data, Source};
+use super::grouping::{Entry, grouped, item_name, repeats};
 use crate::error::Result;
-use crate::fragment::{Fragment, FragmentData, for_each_child_entry, is_children_list, too_deep};
+use crate::fragment::Fragment;
 
-/// A document normalized for rendering: repeated fragment names gathered
-/// into lists, depth checked, and, for fragments only, nulls and empty
-/// containers gone (a tree built from a JSON value keeps them). See the
-/// [module docs](super) for the rules.
+/// A document normalized for rendering: depth checked, and, for fragments
+/// only, nulls and empty containers gone (a tree built from a JSON value
+/// keeps them). Fragments stay as they come, a name given twice appearing
+/// twice; [`Tree::walk_grouped`] and [`Tree::to_value`] gather repeated
+/// names under their plural. See the [module docs](super) for the rules.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tree {
     root: Option<Node>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-enum Node {
+pub(super) enum Node {
     /// A string, number, boolean or (in a data tree) null.
     Leaf(Value),
+    /// Keyed entries; among fragments a name may repeat.
     Map(Vec<(String, Node)>),
     /// `item` names the elements where a format needs a name (XML).
-    List {
-        item: String,
-        items: Vec<Node>,
-    },
+    List { item: String, items: Vec<Node> },
+    /// A top-level fragment's data that is a list of one primitive or one
+    /// object (how the reference stores `fragment(name, "text")`): walked
+    /// as that element, not wrapped again; a list of one in JSON.
+    Single(Box<Node>),
 }
 
 /// Where a value sits, as a [`TreeWriter`] sees it.
@@ -44,6 +49,7 @@ pub struct Slot<'a> {
 
 /// How a value is reached from its container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Label<'a> {
     /// An object key or fragment name (top-level entries included).
     Key(&'a str),
@@ -51,10 +57,14 @@ pub enum Label<'a> {
     Item {
         /// 0-based position.
         index: usize,
-        /// What to call one element: the fragment name for repeated
-        /// fragments, else the singular of the list's key, else `item`.
+        /// What to call one element: the singular of the list's key, else
+        /// `item`.
         name: &'a str,
     },
+    /// The list of the fragments whose name repeats among siblings, under
+    /// the plural of the name, when walked grouped ([`Tree::walk_grouped`]):
+    /// its elements come as [`Label::Key`] of the name.
+    Group(&'a str),
 }
 
 /// What a container holds.
@@ -123,8 +133,9 @@ pub trait TreeWriter {
 }
 
 impl Tree {
-    /// Normalizes a list of fragments: each is the top-level key of its name.
-    /// Nulls and empty containers are dropped: a prompt has no use for them.
+    /// Normalizes a list of fragments: each is the top-level key of its name,
+    /// in order, a name given twice appearing twice. Nulls and empty
+    /// containers are dropped: a prompt has no use for them.
     ///
     /// # Errors
     ///
@@ -134,7 +145,11 @@ impl Tree {
         let pairs = fragments
             .iter()
             .map(|f| (f.name.as_str(), Data::of(&f.data)));
-        let entries = Builder::new(Empties::Drop).entries(pairs.collect(), 1)?;
+        let entries = Builder::new(Source::Fragments).entries(pairs.collect(), 1)?;
+        let entries: Vec<(String, Node)> = entries
+            .into_iter()
+            .map(|(name, node)| (name, node.single()))
+            .collect();
         Ok(Tree {
             root: (!entries.is_empty()).then_some(Node::Map(entries)),
         })
@@ -150,7 +165,7 @@ impl Tree {
     /// As [`Tree::from_fragments`].
     pub fn from_value(value: &Value) -> Result<Tree> {
         let item = item_name(ROOT_KEY);
-        let root = Builder::new(Empties::Keep).value(value, &item, 1)?;
+        let root = Builder::new(Source::Value).value(value, &item, 1)?;
         Ok(Tree { root })
     }
 
@@ -164,85 +179,152 @@ impl Tree {
         }
     }
 
-    /// The tree as JSON, lists of repeated fragments included; `null` when
-    /// empty. This is what TOML and TOON encode.
+    /// The tree as JSON, `null` when empty. JSON cannot repeat a key, so
+    /// repeated fragment names are gathered as [`Tree::walk_grouped`]
+    /// gathers them: one list under the plural. This is what TOML and TOON
+    /// encode.
     pub fn to_value(&self) -> Value {
         self.root.as_ref().map_or(Value::Null, Node::to_value)
     }
 
-    /// Feeds the tree to `writer`. A root that is not a map is presented as
-    /// one top-level entry under [`ROOT_KEY`].
+    /// Feeds the tree to `writer`, fragments as they come: a name given
+    /// twice is two entries. A root that is not a map is presented as one
+    /// top-level entry under [`ROOT_KEY`].
     pub fn walk<W: TreeWriter + ?Sized>(&self, writer: &mut W, out: &mut String) {
-        match &self.root {
+        Walk {
+            writer,
+            out,
+            grouped: false,
+        }
+        .root(self.root.as_ref());
+    }
+
+    /// [`Tree::walk`], with the fragments whose name repeats among siblings
+    /// gathered into one list ([`Label::Group`]) under the plural of the
+    /// name (`hint` -> `hints`, by a simple English rule; the name itself
+    /// when a sibling already uses the plural), at the first one's position.
+    pub fn walk_grouped<W: TreeWriter + ?Sized>(&self, writer: &mut W, out: &mut String) {
+        Walk {
+            writer,
+            out,
+            grouped: true,
+        }
+        .root(self.root.as_ref());
+    }
+}
+
+/// One walk of a tree into a writer.
+struct Walk<'w, W: ?Sized> {
+    writer: &'w mut W,
+    out: &'w mut String,
+    grouped: bool,
+}
+
+impl<W: TreeWriter + ?Sized> Walk<'_, W> {
+    fn root(&mut self, root: Option<&Node>) {
+        match root {
             None => {}
-            Some(Node::Map(entries)) => {
-                for (index, (key, node)) in entries.iter().enumerate() {
-                    if index > 0 {
-                        writer.separate(out);
+            Some(Node::Map(entries)) => self.entries(entries, 0),
+            Some(node) => self.node(node, key_slot(0, ROOT_KEY)),
+        }
+    }
+
+    /// The entries of a map at `depth`; top-level ones (depth 0) are
+    /// separated.
+    fn entries(&mut self, entries: &[(String, Node)], depth: usize) {
+        let separate = |walk: &mut Self, index: usize| {
+            if depth == 0 && index > 0 {
+                walk.writer.separate(walk.out);
+            }
+        };
+        if !self.grouped || !repeats(entries) {
+            for (index, (key, node)) in entries.iter().enumerate() {
+                separate(self, index);
+                self.node(node, key_slot(depth, key));
+            }
+            return;
+        }
+        for (index, entry) in grouped(entries).iter().enumerate() {
+            separate(self, index);
+            match entry {
+                Entry::One(key, node) => self.node(node, key_slot(depth, key)),
+                Entry::Group { key, name, nodes } => {
+                    let slot = Slot {
+                        depth,
+                        label: Label::Group(key),
+                    };
+                    self.writer.open(self.out, &slot, Container::List);
+                    for node in nodes {
+                        self.node(node, key_slot(depth + 1, name));
                     }
-                    node.walk(
-                        Slot {
-                            depth: 0,
-                            label: Label::Key(key),
-                        },
-                        writer,
-                        out,
-                    );
+                    self.writer.close(self.out, &slot, Container::List);
                 }
             }
-            Some(node) => node.walk(
-                Slot {
-                    depth: 0,
-                    label: Label::Key(ROOT_KEY),
-                },
-                writer,
-                out,
-            ),
+        }
+    }
+
+    fn node(&mut self, node: &Node, slot: Slot<'_>) {
+        let depth = slot.depth + 1;
+        match node {
+            Node::Leaf(value) => self.writer.leaf(self.out, &slot, leaf(value)),
+            Node::Single(element) => self.node(element, slot),
+            Node::Map(entries) if entries.is_empty() => {
+                self.writer.empty(self.out, &slot, Container::Map);
+            }
+            Node::List { items, .. } if items.is_empty() => {
+                self.writer.empty(self.out, &slot, Container::List);
+            }
+            Node::Map(entries) => {
+                self.writer.open(self.out, &slot, Container::Map);
+                self.entries(entries, depth);
+                self.writer.close(self.out, &slot, Container::Map);
+            }
+            Node::List { item, items } => {
+                self.writer.open(self.out, &slot, Container::List);
+                for (index, node) in items.iter().enumerate() {
+                    let label = Label::Item { index, name: item };
+                    self.node(node, Slot { depth, label });
+                }
+                self.writer.close(self.out, &slot, Container::List);
+            }
         }
     }
 }
 
+fn key_slot(depth: usize, key: &str) -> Slot<'_> {
+    Slot {
+        depth,
+        label: Label::Key(key),
+    }
+}
+
 impl Node {
-    fn walk<W: TreeWriter + ?Sized>(&self, slot: Slot<'_>, writer: &mut W, out: &mut String) {
-        let depth = slot.depth + 1;
+    /// A list of one primitive or one object as [`Node::Single`]; any
+    /// other node as it is.
+    fn single(self) -> Node {
         match self {
-            Node::Leaf(value) => writer.leaf(out, &slot, leaf(value)),
-            Node::Map(entries) if entries.is_empty() => writer.empty(out, &slot, Container::Map),
-            Node::List { items, .. } if items.is_empty() => {
-                writer.empty(out, &slot, Container::List);
+            Node::List { mut items, .. }
+                if items.len() == 1 && matches!(items[0], Node::Leaf(_) | Node::Map(_)) =>
+            {
+                Node::Single(Box::new(items.remove(0)))
             }
-            Node::Map(entries) => {
-                writer.open(out, &slot, Container::Map);
-                for (key, node) in entries {
-                    node.walk(
-                        Slot {
-                            depth,
-                            label: Label::Key(key),
-                        },
-                        writer,
-                        out,
-                    );
-                }
-                writer.close(out, &slot, Container::Map);
-            }
-            Node::List { item, items } => {
-                writer.open(out, &slot, Container::List);
-                for (index, node) in items.iter().enumerate() {
-                    let label = Label::Item { index, name: item };
-                    node.walk(Slot { depth, label }, writer, out);
-                }
-                writer.close(out, &slot, Container::List);
-            }
+            node => node,
         }
     }
 
     fn to_value(&self) -> Value {
         match self {
             Node::Leaf(value) => value.clone(),
+            Node::Single(element) => Value::Array(vec![element.to_value()]),
             Node::Map(entries) => {
-                let map: Map<String, Value> = entries
-                    .iter()
-                    .map(|(k, n)| (k.clone(), n.to_value()))
+                let map: Map<String, Value> = grouped(entries)
+                    .into_iter()
+                    .map(|entry| match entry {
+                        Entry::One(key, node) => (key.to_owned(), node.to_value()),
+                        Entry::Group { key, nodes, .. } => {
+                            (key, nodes.iter().map(|node| node.to_value()).collect())
+                        }
+                    })
                     .collect();
                 Value::Object(map)
             }
@@ -262,266 +344,26 @@ fn leaf(value: &Value) -> Leaf<'_> {
     }
 }
 
-/// A fragment's data, from Rust or from JSON.
-#[derive(Clone, Copy)]
-enum Data<'a> {
-    Value(&'a Value),
-    Fragments(&'a [Fragment]),
-}
-
-impl<'a> Data<'a> {
-    fn of(data: &'a FragmentData) -> Self {
-        match data {
-            FragmentData::Value(value) => Data::Value(value),
-            FragmentData::Fragments(list) => Data::Fragments(list),
-        }
-    }
-}
-
-/// What the traversal does with nulls and empty containers.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Empties {
-    /// Fragments: they say nothing to a model, so they cost no tokens.
-    Drop,
-    /// A JSON value (`render --data`): rendering must not lose data.
-    Keep,
-}
-
-/// Builds nodes, keeping the path of the current value for error messages.
-/// `depth` is the level a container built at that call would sit at.
-struct Builder {
-    path: String,
-    empties: Empties,
-}
-
-impl Builder {
-    fn new(empties: Empties) -> Self {
-        Builder {
-            path: String::new(),
-            empties,
-        }
-    }
-
-    /// Whether a container holding `len` values becomes a node.
-    fn keeps(&self, len: usize) -> bool {
-        len > 0 || self.empties == Empties::Keep
-    }
-
-    /// `depth` is the level of the entries' data.
-    fn entries(
-        &mut self,
-        pairs: Vec<(&str, Data<'_>)>,
-        depth: usize,
-    ) -> Result<Vec<(String, Node)>> {
-        let counts = counts(pairs.iter().map(|(name, _)| *name));
-        let mut built: Vec<(&str, Node)> = Vec::with_capacity(pairs.len());
-        for &(name, data) in &pairs {
-            let len = self.path.len();
-            push_key(&mut self.path, name);
-            let mut level = depth;
-            if counts[name] > 1 {
-                // The list of a repeated name is a level of its own.
-                if depth > MAX_DEPTH {
-                    return Err(too_deep(&self.path));
-                }
-                level += 1;
-            }
-            if let Some(node) = self.data(data, name, level)? {
-                built.push((name, node));
-            }
-            self.path.truncate(len);
-        }
-        Ok(group(built))
-    }
-
-    fn data(&mut self, data: Data<'_>, name: &str, depth: usize) -> Result<Option<Node>> {
-        let pairs: Vec<(&str, Data<'_>)> = match data {
-            Data::Fragments(list) => list
-                .iter()
-                .map(|f| (f.name.as_str(), Data::of(&f.data)))
-                .collect(),
-            Data::Value(value @ Value::Array(items)) if is_children_list(value) => {
-                let mut pairs = Vec::with_capacity(items.len());
-                for element in items {
-                    for_each_child_entry(element, |key, data| pairs.push((key, Data::Value(data))));
-                }
-                pairs
-            }
-            Data::Value(value) => return self.value(value, &item_name(name), depth),
-        };
-        if depth > MAX_DEPTH {
-            return Err(too_deep(&self.path));
-        }
-        let entries = self.entries(pairs, depth + 1)?;
-        Ok((!entries.is_empty()).then_some(Node::Map(entries)))
-    }
-
-    /// `item` names the elements if `value` is a list.
-    fn value(&mut self, value: &Value, item: &str, depth: usize) -> Result<Option<Node>> {
-        let len = self.path.len();
-        let node = match value {
-            Value::Null => (self.empties == Empties::Keep).then_some(Node::Leaf(Value::Null)),
-            Value::Array(items) => {
-                if depth > MAX_DEPTH {
-                    return Err(too_deep(&self.path));
-                }
-                let inner = item_name(item);
-                let mut nodes = Vec::with_capacity(items.len());
-                for (index, element) in items.iter().enumerate() {
-                    let _ = write!(self.path, "[{index}]");
-                    nodes.extend(self.value(element, &inner, depth + 1)?);
-                    self.path.truncate(len);
-                }
-                let item = item.to_owned();
-                self.keeps(nodes.len())
-                    .then_some(Node::List { item, items: nodes })
-            }
-            Value::Object(object) => {
-                if depth > MAX_DEPTH {
-                    return Err(too_deep(&self.path));
-                }
-                let mut entries = Vec::with_capacity(object.len());
-                for (key, element) in object {
-                    push_key(&mut self.path, key);
-                    if let Some(node) = self.value(element, &item_name(key), depth + 1)? {
-                        entries.push((key.clone(), node));
-                    }
-                    self.path.truncate(len);
-                }
-                self.keeps(entries.len()).then_some(Node::Map(entries))
-            }
-            primitive => Some(Node::Leaf(primitive.clone())),
-        };
-        Ok(node)
-    }
-}
-
-/// How often each name occurs among siblings.
-fn counts<'a>(names: impl Iterator<Item = &'a str>) -> FxHashMap<&'a str, usize> {
-    let mut counts = FxHashMap::default();
-    for name in names {
-        *counts.entry(name).or_insert(0) += 1;
-    }
-    counts
-}
-
-/// Gathers repeated names into one list at the first one's position.
-fn group(built: Vec<(&str, Node)>) -> Vec<(String, Node)> {
-    let counts = counts(built.iter().map(|(name, _)| *name));
-    let mut entries: Vec<(String, Node)> = Vec::with_capacity(counts.len());
-    let mut slots: FxHashMap<&str, usize> = FxHashMap::default();
-    let mut plurals: FxHashSet<String> = FxHashSet::default();
-    for (name, node) in built {
-        if let Some(&at) = slots.get(name) {
-            if let Node::List { items, .. } = &mut entries[at].1 {
-                items.push(node);
-            }
-            continue;
-        }
-        slots.insert(name, entries.len());
-        if counts[name] == 1 {
-            entries.push((name.to_owned(), node));
-            continue;
-        }
-        let plural = plural(name);
-        let taken = counts.contains_key(plural.as_str()) || plurals.contains(&plural);
-        let key = if taken {
-            name.to_owned()
-        } else {
-            plurals.insert(plural.clone());
-            plural
-        };
-        let item = name.to_owned();
-        entries.push((
-            key,
-            Node::List {
-                item,
-                items: vec![node],
-            },
-        ));
-    }
-    entries
-}
-
-/// What one element of a list under `key` is called.
-fn item_name(key: &str) -> String {
-    singular(key).unwrap_or_else(|| "item".to_owned())
-}
-
-/// The singular of a word that looks like a regular English plural.
-fn singular(word: &str) -> Option<String> {
-    let lower = word.to_ascii_lowercase();
-    let strip = |n: usize| word[..word.len() - n].to_owned();
-    if lower.len() > 3 && lower.ends_with("ies") {
-        return Some(strip(3) + "y");
-    }
-    if ["sses", "shes", "ches", "xes", "zes"]
-        .iter()
-        .any(|end| lower.ends_with(end))
-    {
-        return Some(strip(2));
-    }
-    let plain_s = lower.len() > 1
-        && lower.ends_with('s')
-        && !["ss", "us", "is"].iter().any(|end| lower.ends_with(end));
-    plain_s.then(|| strip(1))
-}
-
-/// The plural of a name, or the name if it already looks plural.
-fn plural(word: &str) -> String {
-    if singular(word).is_some() {
-        return word.to_owned();
-    }
-    let lower = word.to_ascii_lowercase();
-    if ["s", "x", "z", "ch", "sh"]
-        .iter()
-        .any(|end| lower.ends_with(end))
-    {
-        return format!("{word}es");
-    }
-    let mut chars = lower.chars().rev();
-    if let (Some('y'), Some(before)) = (chars.next(), chars.next())
-        && !"aeiou".contains(before)
-    {
-        return format!("{}ies", &word[..word.len() - 1]);
-    }
-    format!("{word}s")
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::format::MAX_DEPTH;
     use crate::fragment::{fragment, hint, role};
 
-    #[test]
-    fn plural_and_singular_agree_on_regular_words() {
-        for (one, many) in [
-            ("hint", "hints"),
-            ("guardrail", "guardrails"),
-            ("policy", "policies"),
-            ("box", "boxes"),
-            ("process", "processes"),
-            ("branch", "branches"),
-        ] {
-            assert_eq!(plural(one), many);
-            assert_eq!(singular(many).as_deref(), Some(one));
+    fn top_level(tree: &Tree) -> Vec<&str> {
+        match &tree.root {
+            Some(Node::Map(entries)) => entries.iter().map(|(k, _)| k.as_str()).collect(),
+            _ => Vec::new(),
         }
-        assert_eq!(plural("tags"), "tags");
-        assert_eq!(plural("key"), "keys");
-        assert_eq!(singular("status"), None);
-        assert_eq!(item_name("data"), "item");
     }
 
     #[test]
-    fn repeated_names_form_one_list_at_the_first_position() {
+    fn fragments_stay_as_they_come_and_group_as_json() {
         let tree = Tree::from_fragments(&[hint("a"), role("r"), hint("b")]).unwrap();
+        assert_eq!(top_level(&tree), ["hint", "role", "hint"]);
         assert_eq!(tree.to_value(), json!({"hints": ["a", "b"], "role": "r"}));
-        let Some(Node::Map(entries)) = &tree.root else {
-            panic!()
-        };
-        assert!(matches!(&entries[0].1, Node::List { item, .. } if item == "hint"));
     }
 
     #[test]
@@ -543,10 +385,41 @@ mod tests {
     }
 
     #[test]
-    fn fragment_shaped_arrays_are_fragments_in_data_only() {
+    fn a_top_level_list_of_one_is_its_element_but_a_list_in_json() {
+        let list = [
+            Fragment::new("a", json!(["text"])),
+            Fragment::new("b", json!([{"k": 1}])),
+            Fragment::new("c", json!([[1]])),
+            Fragment::new("d", json!([null, "x"])),
+            Fragment::new("e", json!({"k": ["one"]})),
+        ];
+        let tree = Tree::from_fragments(&list).unwrap();
+        let singles: Vec<bool> = match &tree.root {
+            Some(Node::Map(entries)) => entries
+                .iter()
+                .map(|(_, node)| matches!(node, Node::Single(_)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        assert_eq!(singles, [true, true, false, true, false]);
+        assert_eq!(
+            tree.to_value(),
+            json!({"a": ["text"], "b": [{"k": 1}], "c": [[1]], "d": ["x"], "e": {"k": ["one"]}})
+        );
+    }
+
+    #[test]
+    fn fragment_shaped_arrays_are_fragments_in_fragments_only() {
         let shaped = json!([{"name": "a", "data": 1}, {"name": "a", "data": 2}]);
         let tree = Tree::from_fragments(&[Fragment::new("x", shaped.clone())]).unwrap();
         assert_eq!(tree.to_value(), json!({"x": {"as": [1, 2]}}));
+        // Under a key too: the reference's table grounding nests them so.
+        let table = json!({"name": "users", "columns": shaped.clone()});
+        let tree = Tree::from_fragments(&[Fragment::new("t", table)]).unwrap();
+        assert_eq!(
+            tree.to_value(),
+            json!({"t": {"name": "users", "columns": {"as": [1, 2]}}})
+        );
         let plain = Tree::from_value(&json!({"x": shaped.clone()})).unwrap();
         assert_eq!(plain.to_value(), json!({"x": shaped}));
     }

@@ -75,7 +75,7 @@ impl TreeWriter for XmlWriter {
 /// cannot be one.
 fn element<'a>(slot: &Slot<'a>) -> (&'a str, Option<&'a str>) {
     let key = match slot.label {
-        Label::Key(key) => key,
+        Label::Key(key) | Label::Group(key) => key,
         Label::Item { name, .. } => name,
     };
     if is_name(key) {
@@ -117,7 +117,7 @@ mod tests {
 
     use super::*;
     use crate::format::{FormatOptions, FragmentFormat, render_fragments, render_value};
-    use crate::fragment::{fragment, hint, role};
+    use crate::fragment::{Fragment, fragment, hint, role};
 
     fn xml(value: serde_json::Value) -> String {
         render_value(&value, FragmentFormat::Xml, &FormatOptions::default()).unwrap()
@@ -138,15 +138,34 @@ mod tests {
     }
 
     #[test]
-    fn repeated_fragments_nest_under_the_plural() {
-        let out = render_fragments(
-            &[role("r"), hint("a"), hint("b")],
-            FragmentFormat::Xml,
-            &FormatOptions::default(),
+    fn repeated_fragments_come_as_they_are_or_nest_under_the_plural() {
+        let context = [role("r"), hint("a"), hint("b")];
+        let render = |options: &FormatOptions| {
+            render_fragments(&context, FragmentFormat::Xml, options).unwrap()
+        };
+        assert_eq!(
+            render(&FormatOptions::default()),
+            "<role>r</role>\n<hint>a</hint>\n<hint>b</hint>"
         );
         assert_eq!(
-            out.unwrap(),
+            render(&FormatOptions::default().with_group_fragments(true)),
             "<role>r</role>\n<hints>\n  <hint>a</hint>\n  <hint>b</hint>\n</hints>"
+        );
+    }
+
+    #[test]
+    fn a_top_level_list_of_one_is_not_wrapped_again() {
+        let context = [
+            Fragment::new("available_sections", json!(["In /sections."])),
+            Fragment::new("config", json!([{"debug": true}])),
+            Fragment::new("tags", json!({"tags": ["a"]})),
+        ];
+        let out = render_fragments(&context, FragmentFormat::Xml, &FormatOptions::default());
+        assert_eq!(
+            out.unwrap(),
+            "<available_sections>In /sections.</available_sections>\n\
+             <config>\n  <debug>true</debug>\n</config>\n\
+             <tags>\n  <tags>\n    <tag>a</tag>\n  </tags>\n</tags>"
         );
     }
 

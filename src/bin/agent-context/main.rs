@@ -107,6 +107,11 @@ struct RenderArgs {
     /// TOON at least 1).
     #[arg(long, value_name = "N")]
     indent: Option<usize>,
+    /// XML and Markdown fragments: gather the fragments whose name repeats
+    /// among siblings under the plural of the name (`<hints><hint>…`);
+    /// without it each is written as it comes. TOML and TOON always group.
+    #[arg(long)]
+    group_fragments: bool,
     #[command(flatten)]
     input: JsonInput,
 }
@@ -446,6 +451,17 @@ fn format_options(args: &RenderArgs) -> Result<FormatOptions, ErrorKind> {
             return Err(unused("--indent", "xml and toon"));
         }
         options = options.with_indent(indent);
+    }
+    if args.group_fragments {
+        if args.data {
+            return Err(ErrorKind::Option {
+                option: "--group-fragments".into(),
+                message: "--data renders a JSON value, which has no fragments to group; \
+                          drop one of the two"
+                    .into(),
+            });
+        }
+        options = options.with_group_fragments(true);
     }
     Ok(options)
 }

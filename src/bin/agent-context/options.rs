@@ -1,7 +1,7 @@
 //! The flags `build` and `replay` share, turned into a builder.
 
 use agent_context::content::ContentFormat;
-use agent_context::format::FragmentFormat;
+use agent_context::format::{FormatOptions, FragmentFormat};
 use agent_context::render::EscapeMode;
 use agent_context::tokens::{Calibration, EstimateFactor, Framing};
 use agent_context::{ChunkKind, ContextBuilder, DEFAULT_MODEL, ErrorKind};
@@ -37,6 +37,11 @@ pub(crate) struct BuildOptions {
     /// Format of the session's fragments in the system message.
     #[arg(long, value_name = "FORMAT", default_value = "xml", value_parser = fragment_formats())]
     fragments_format: FragmentFormat,
+    /// XML and Markdown fragments: gather the fragments whose name repeats
+    /// among siblings under the plural of the name (`<hints><hint>…`);
+    /// without it each is written as it comes. TOML and TOON always group.
+    #[arg(long)]
+    group_fragments: bool,
     /// Cap what each chunk of a kind or tag costs at N tokens, tag and cut
     /// marker included, e.g. `tool_result=2000`; `tool:NAME=N` caps the
     /// chunks of one tool (`tool:bash=500`), `id:CHUNK=N` one chunk; lift a
@@ -264,6 +269,7 @@ impl BuildOptions {
             })
             .exclude_kinds(self.exclude_kinds.iter().copied())
             .fragments_format(self.fragments_format)
+            .fragment_options(FormatOptions::default().with_group_fragments(self.group_fragments))
             .content_format(self.content_format);
         if let Some(max_tokens) = self.max_tokens {
             builder.max_tokens(max_tokens);
