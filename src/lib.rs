@@ -124,6 +124,7 @@ mod session;
 pub mod store;
 mod str_like;
 pub mod tokens;
+mod xml;
 
 pub use budget::planner::Elision;
 pub use builder::{ContextBuilder, ContextConfig, DEFAULT_MODEL};

@@ -5,6 +5,8 @@
 
 use std::fmt::Write as _;
 
+use crate::xml::{self, Escapes};
+
 use super::block::{
     Alignment, Block, ContentFormat, List, Media, Node, Semantic, SemanticType, Structure, Table,
 };
@@ -274,18 +276,8 @@ fn element_tag(semantic: SemanticType, node: &Node) -> Option<&str> {
 fn custom_tag(node: &Node) -> &str {
     node.prop("_tagName")
         .or_else(|| node.prop("rendererTag"))
-        .filter(|tag| is_xml_name(tag))
+        .filter(|tag| xml::is_name(tag))
         .unwrap_or("span")
-}
-
-/// Whether `name` is a plain XML element name (ASCII letters, digits,
-/// `-`, `_`, `.`, starting with a letter or `_`).
-fn is_xml_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// A heading level from 1 to 6.
@@ -395,38 +387,17 @@ fn write_row(table: &Table, cells: &[String], tag: &str, out: &mut String) {
 fn write_attribute(out: &mut String, name: &str, value: Option<&str>) {
     let Some(value) = value else { return };
     let _ = write!(out, " {name}=\"");
-    for c in value.chars() {
-        match c {
-            '\t' => out.push_str("&#9;"),
-            '\n' => out.push_str("&#10;"),
-            c => escape_char(c, out),
-        }
-    }
+    let escapes = Escapes {
+        gt: true,
+        ..Escapes::ATTRIBUTE
+    };
+    xml::escape(value, escapes, out);
     out.push('"');
 }
 
 /// Appends `text` escaped: `&`, `<`, `>`, `"` as entities, a carriage
 /// return as a character reference (a parser would drop it), and a
 /// character XML cannot hold as U+FFFD.
-pub(crate) fn escape(text: &str, out: &mut String) {
-    for c in text.chars() {
-        escape_char(c, out);
-    }
-}
-
-fn escape_char(c: char, out: &mut String) {
-    match c {
-        '&' => out.push_str("&amp;"),
-        '<' => out.push_str("&lt;"),
-        '>' => out.push_str("&gt;"),
-        '"' => out.push_str("&quot;"),
-        '\r' => out.push_str("&#13;"),
-        c if is_xml_char(c) => out.push(c),
-        _ => out.push('\u{FFFD}'),
-    }
-}
-
-/// XML 1.0's `Char` production (Rust chars are never surrogates).
-pub(crate) fn is_xml_char(c: char) -> bool {
-    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{FFFD}' | '\u{10000}'..)
+fn escape(text: &str, out: &mut String) {
+    xml::escape(text, Escapes::QUOTED_TEXT, out);
 }

@@ -3,6 +3,7 @@
 
 use super::tree::{Container, Label, Leaf, Slot, TreeWriter};
 use crate::render::{EscapeMode, RenderContext, TagSet};
+use crate::xml::is_name;
 
 /// The element that stands in for a key that is not an XML name.
 const GENERIC: &str = "item";
@@ -87,28 +88,6 @@ fn element<'a>(slot: &Slot<'a>) -> (&'a str, Option<&'a str>) {
 
 fn push_spaces(out: &mut String, count: usize) {
     out.extend(std::iter::repeat_n(' ', count));
-}
-
-/// XML 1.0's `Name` production without `:`, which would need a declared
-/// namespace prefix.
-pub(crate) fn is_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(is_name_start) && chars.all(is_name_char)
-}
-
-fn is_name_start(c: char) -> bool {
-    matches!(c,
-        'A'..='Z' | '_' | 'a'..='z'
-        | '\u{C0}'..='\u{D6}' | '\u{D8}'..='\u{F6}' | '\u{F8}'..='\u{2FF}'
-        | '\u{370}'..='\u{37D}' | '\u{37F}'..='\u{1FFF}' | '\u{200C}'..='\u{200D}'
-        | '\u{2070}'..='\u{218F}' | '\u{2C00}'..='\u{2FEF}' | '\u{3001}'..='\u{D7FF}'
-        | '\u{F900}'..='\u{FDCF}' | '\u{FDF0}'..='\u{FFFD}' | '\u{10000}'..='\u{EFFFF}')
-}
-
-fn is_name_char(c: char) -> bool {
-    is_name_start(c)
-        || matches!(c,
-            '-' | '.' | '0'..='9' | '\u{B7}' | '\u{300}'..='\u{36F}' | '\u{203F}'..='\u{2040}')
 }
 
 #[cfg(test)]

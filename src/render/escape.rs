@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::xml::{self, Escapes, is_name_char};
+
 /// How chunk bodies are escaped. Attribute values are escaped in every mode but
 /// [`EscapeMode::None`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -85,10 +87,6 @@ fn is_blank(c: char) -> bool {
     c.is_whitespace() || matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}')
 }
 
-pub(super) fn is_name_char(c: char) -> bool {
-    c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':')
-}
-
 /// Appends `body` to `out`, escaped for `mode`.
 pub(crate) fn write_body(out: &mut String, body: &str, mode: EscapeMode, tags: &TagSet) {
     match mode {
@@ -106,18 +104,7 @@ pub(crate) fn write_body(out: &mut String, body: &str, mode: EscapeMode, tags: &
             }
             out.push_str(rest);
         }
-        EscapeMode::Xml => {
-            for c in body.chars() {
-                match c {
-                    '&' => out.push_str("&amp;"),
-                    '<' => out.push_str("&lt;"),
-                    '>' => out.push_str("&gt;"),
-                    '\r' => out.push_str("&#13;"),
-                    c if is_xml_char(c) => out.push(c),
-                    _ => out.push('\u{FFFD}'),
-                }
-            }
-        }
+        EscapeMode::Xml => xml::escape(body, Escapes::TEXT, out),
     }
 }
 
@@ -127,23 +114,11 @@ pub(crate) fn write_attribute(out: &mut String, value: &str, mode: EscapeMode) {
         out.push_str(value);
         return;
     }
-    for c in value.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '"' => out.push_str("&quot;"),
-            '\t' => out.push_str("&#9;"),
-            '\r' => out.push_str("&#13;"),
-            '\n' => out.push_str("&#10;"),
-            c if mode == EscapeMode::Xml && !is_xml_char(c) => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-}
-
-/// XML 1.0's `Char` production (Rust chars are never surrogates).
-fn is_xml_char(c: char) -> bool {
-    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{FFFD}' | '\u{10000}'..)
+    let escapes = Escapes {
+        replace_illegal: mode == EscapeMode::Xml,
+        ..Escapes::ATTRIBUTE
+    };
+    xml::escape(value, escapes, out);
 }
 
 #[cfg(test)]

@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use crate::memory::MemoryChunk;
 
-use crate::render::escape::is_name_char;
 use crate::render::{ChunkRenderer, EscapeMode, RenderContext, TagSet};
 use crate::roles::Role;
+use crate::xml::is_name_char;
 
 /// A custom renderer as the registry holds it.
 pub(super) struct OwnTagGuard(pub(super) Arc<dyn ChunkRenderer>);
