@@ -64,6 +64,8 @@
 //! * [`ContextEngine`] over a [`store::Store`]: durable chats with branches
 //!   and checkpoints, saved atomically, built within the budget.
 //! * [`adapter`]: OpenAI, Anthropic and plain-text output.
+//! * [`command`]: the CLI's commands as calls, options named as its flags
+//!   and outputs as it prints them (what the Python package calls).
 //! * [`Fragment`] and [`format`](mod@format): structured system context (role, hints,
 //!   terms, guardrails, config) rendered as XML, Markdown, TOML or TOON.
 //!
@@ -90,7 +92,8 @@
 //!    session's appending turn from its last build) and [`ContextSession`]
 //!    (`session`), then [`ContextEngine`] (`engine`: a chat of a store,
 //!    built through a session);
-//! 7. [`adapter`] and `explain`; the CLI (`src/bin`) sits on top.
+//! 7. [`adapter`] and `explain`, then [`command`], the CLI's commands as
+//!    calls; the CLI (`src/bin`) sits on top.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -100,6 +103,7 @@ pub mod budget;
 mod builder;
 mod chunk_cache;
 mod chunk_id;
+pub mod command;
 pub mod content;
 mod context_management;
 mod engine;

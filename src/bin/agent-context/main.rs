@@ -3,23 +3,18 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use agent_context::adapter::NativeOptions;
+use agent_context::command::{self, CountOptions, Output, Printed, parse_estimate_factor};
 use agent_context::content::{
     ContentFormat, Rendered, blocks_from_value, render_blocks, render_text,
 };
 use agent_context::format::{
     Delimiter, FormatOptions, FragmentFormat, render_fragments, render_value,
 };
-use agent_context::tokens::{
-    Calibration, EstimateFactor, counter_for_model_calibrated, estimate_warning,
-};
-use agent_context::{
-    BuildResult, ContextBuilder, DEFAULT_MODEL, ErrorKind, Protocol, adapter, fragments_from_json,
-    parse_json,
-};
+use agent_context::tokens::EstimateFactor;
+use agent_context::{BuildResult, DEFAULT_MODEL, ErrorKind, fragments_from_json, parse_json};
 use clap::{Parser, Subcommand, ValueEnum};
 use input::{Expected, InputLimit, JsonInput, read_input};
-use options::{BuildOptions, parse_estimate_factor, unused_factor_warning};
+use options::BuildOptions;
 
 /// The tokenizer tables are 200k small allocations made and freed at
 /// start-up; mimalloc makes and frees them in a fraction of the system
@@ -28,7 +23,6 @@ use options::{BuildOptions, parse_estimate_factor, unused_factor_warning};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod chat;
-mod context_management;
 mod input;
 mod options;
 mod replay;
@@ -151,17 +145,18 @@ enum OutputArg {
     AnthropicNative,
 }
 
-impl OutputArg {
-    fn is_native(self) -> bool {
-        matches!(
-            self,
-            OutputArg::OpenaiNative | OutputArg::OpenaiResponses | OutputArg::AnthropicNative
-        )
+impl From<OutputArg> for Output {
+    fn from(output: OutputArg) -> Output {
+        match output {
+            OutputArg::Report => Output::Report,
+            OutputArg::Openai => Output::Openai,
+            OutputArg::Anthropic => Output::Anthropic,
+            OutputArg::Text => Output::Text,
+            OutputArg::OpenaiNative => Output::OpenaiNative,
+            OutputArg::OpenaiResponses => Output::OpenaiResponses,
+            OutputArg::AnthropicNative => Output::AnthropicNative,
+        }
     }
-}
-
-pub(crate) fn parse_format(name: &str) -> Result<FragmentFormat, String> {
-    name.parse::<FragmentFormat>().map_err(|e| e.to_string())
 }
 
 fn parse_delimiter(name: &str) -> Result<Delimiter, String> {
@@ -217,7 +212,7 @@ fn report(error: &agent_context::Error, step: &str) -> ExitCode {
     if let Some(hint) = input::flag_hint(error.kind()) {
         eprintln!("hint: {hint}");
     }
-    ExitCode::from(exit_code(error.kind()))
+    ExitCode::from(command::exit_code(error.kind()))
 }
 
 /// Why a command failed: its input or options (or a budget too small),
@@ -235,34 +230,14 @@ impl From<agent_context::Error> for Failure {
     }
 }
 
-/// 2 for input the caller must fix, 1 for a budget that cannot hold the
-/// protected content (and anything else).
-fn exit_code(kind: &ErrorKind) -> u8 {
-    match kind {
-        ErrorKind::Json { .. }
-        | ErrorKind::JsonRejected { .. }
-        | ErrorKind::EmptyHistory { .. }
-        | ErrorKind::Session { .. }
-        | ErrorKind::Chunk { .. }
-        | ErrorKind::Option { .. }
-        | ErrorKind::CapTooSmall { .. }
-        | ErrorKind::UnknownCapTarget { .. }
-        | ErrorKind::Fragment { .. }
-        | ErrorKind::Content { .. }
-        | ErrorKind::Chat { .. }
-        | ErrorKind::NotAStore { .. }
-        | ErrorKind::Io { .. } => 2,
-        _ => 1,
-    }
-}
-
 /// Builds, returning everything for stdout so nothing is half-written on error.
 fn build(args: BuildArgs) -> agent_context::Result<String> {
-    let builder = args.output.builder(&args.options)?;
-    builder.load_tables_in_background();
+    let options = args.options.to_options(Some(&args.output))?;
+    // The tables load while the session is read.
+    options.builder()?.load_tables_in_background();
     let state = input::read_session(&args.file, &args.input)?;
-    let result = builder.build(&state)?;
-    args.output.print(&result, &args.options)
+    let printed = command::build(&state, &options)?;
+    Ok(args.output.emit(&printed))
 }
 
 /// What `build` and `chat build` print, and how.
@@ -280,104 +255,44 @@ pub(crate) struct OutputArgs {
 }
 
 impl OutputArgs {
-    /// The builder of `options`, set for this output.
-    pub(crate) fn builder(&self, options: &BuildOptions) -> agent_context::Result<ContextBuilder> {
-        let mut builder = options.builder()?;
-        let anthropic = matches!(
-            self.output,
-            OutputArg::Anthropic | OutputArg::AnthropicNative
-        );
-        builder.user_first(anthropic);
-        if matches!(self.output, OutputArg::AnthropicNative)
-            && let Some(reserve) = options.anthropic_default_reserve()
-        {
-            builder.reserve_output(reserve);
-        }
-        if self.output.is_native() {
-            builder.protocol(Protocol::Native);
-        }
-        Ok(builder)
+    /// Writes the warnings (or, with `--explain`, the build's breakdown)
+    /// to stderr and returns stdout.
+    pub(crate) fn emit(&self, printed: &Printed) -> String {
+        let shown = match (self.explain, &printed.result) {
+            (true, Some(result)) => explain(result, printed),
+            _ => 0,
+        };
+        write_warnings(&printed.warnings[shown..]);
+        printed.body.to_pretty()
     }
+}
 
-    /// Writes the warnings (or the breakdown) to stderr and returns stdout.
-    pub(crate) fn print(
-        &self,
-        result: &BuildResult,
-        options: &BuildOptions,
-    ) -> agent_context::Result<String> {
-        let mut native = NativeOptions::default();
-        native.cache_breakpoints = !self.no_cache_control;
-        let request = match self.output {
-            OutputArg::OpenaiNative => Some(adapter::openai_chat_request(result)?),
-            OutputArg::OpenaiResponses => Some(adapter::openai_responses_request(result)?),
-            OutputArg::AnthropicNative => Some(adapter::anthropic_request(result, &native)?),
-            _ => None,
-        };
-        let warnings = request
-            .as_ref()
-            .map_or(&result.warnings[..], |r| &r.warnings);
-        // The breakdown holds the build's warnings, not the request's own.
-        let shown = if self.explain {
-            eprint!("{}", result.explain());
-            result.warnings.len().min(warnings.len())
-        } else {
-            0
-        };
-        for warning in &warnings[shown..] {
-            eprintln!("warning: {warning}");
-        }
-        let factor = options.estimate_factor;
-        if let Some(warning) =
-            unused_factor_warning(factor, &result.model, result.token_count_exact)
-        {
-            eprintln!("warning: {warning}");
-        }
-        if let Some(request) = request {
-            return Ok(pretty(&request.body));
-        }
-        Ok(match self.output {
-            OutputArg::Openai => pretty(&adapter::openai(result)),
-            OutputArg::Anthropic => pretty(&adapter::anthropic(result)?),
-            OutputArg::Text => adapter::text(result),
-            _ => pretty_of(result),
-        })
+/// Writes the breakdown of `result`; returns how many of the warnings
+/// it holds (the build's own).
+fn explain(result: &BuildResult, printed: &Printed) -> usize {
+    eprint!("{}", result.explain());
+    printed.build_warnings
+}
+
+fn write_warnings(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("warning: {warning}");
     }
 }
 
 fn count(args: CountArgs) -> agent_context::Result<String> {
-    if args.model.is_empty() {
-        return Err(ErrorKind::Option {
-            option: "model".into(),
-            message: format!("the model name is empty; name one, e.g. {DEFAULT_MODEL:?}"),
-        }
-        .into());
+    let mut options = CountOptions::default();
+    options.model = args.model;
+    options.estimate_factor = args.estimate_factor;
+    options.json = args.json;
+    if options.model.is_empty() {
+        // Refused before the input is read.
+        command::count("", &options)?;
     }
     let text = read_input(&args.file, &args.input, Expected::Text)?;
-    let calibration = args
-        .estimate_factor
-        .map_or_else(Calibration::new, Calibration::with_floor);
-    let counter = counter_for_model_calibrated(&args.model, &calibration)?;
-    let warnings = estimate_warning(&args.model, counter.as_ref())
-        .into_iter()
-        .chain(unused_factor_warning(
-            args.estimate_factor,
-            &args.model,
-            counter.is_exact(),
-        ));
-    for warning in warnings {
-        eprintln!("warning: {warning}");
-    }
-    let tokens = counter.count(&text);
-    Ok(if args.json {
-        pretty(&serde_json::json!({
-            "model": args.model,
-            "encoding": counter.encoding_name(),
-            "tokens": tokens,
-            "exact": counter.is_exact(),
-        }))
-    } else {
-        format!("{tokens}\n")
-    })
+    let (_, printed) = command::count(&text, &options)?;
+    write_warnings(&printed.warnings);
+    Ok(printed.body.to_pretty())
 }
 
 /// Renders a fragments document (or, with `--data`, any JSON value).
@@ -482,14 +397,6 @@ fn not_a_fragments_document(value: &serde_json::Value) -> ErrorKind {
              ({{\"fragments\": [...]}}), but {found}; pass --data to render any JSON value"
         ),
     }
-}
-
-/// `value` as pretty JSON, written straight from its `Serialize` impl
-/// (no intermediate `Value`), with a final newline.
-fn pretty_of(value: &impl serde::Serialize) -> String {
-    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
-    text.push('\n');
-    text
 }
 
 pub(crate) fn pretty(value: &serde_json::Value) -> String {

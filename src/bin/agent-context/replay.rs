@@ -36,13 +36,13 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
     let recorded = read_session(&args.file, &args.input)?;
     let mut opening = recorded.clone();
     opening.chunks.clear();
-    let builder = args.options.builder()?;
+    let builder = args.options.to_options(None)?.policy_builder()?;
     // One cold build of the whole session finds the input a later turn would
     // refuse (a cap too small for a late chunk, say), so it is reported
     // before the first line. A budget a turn cannot meet is no input error:
     // the replay runs up to that turn, showing the turns before it.
     if let Err(error) = builder.build(&recorded)
-        && crate::exit_code(error.kind()) == 2
+        && agent_context::command::exit_code(error.kind()) == 2
     {
         return Err(error.into());
     }

@@ -4,8 +4,8 @@
 use std::fs::File;
 use std::io::Read;
 
-use agent_context::budget::ContextManagement;
-use agent_context::{ErrorKind, MemoryState, ParseOptions, Result, parse_json};
+use crate::budget::ContextManagement;
+use crate::{ErrorKind, MemoryState, ParseOptions, Result, parse_json};
 use serde_json::json;
 
 /// The flag, as its errors name it.
@@ -23,7 +23,7 @@ const MAX_FILE_BYTES: u64 = 1 << 20;
 /// [`ErrorKind::Option`] naming the flag: a file that cannot be read, JSON
 /// that is malformed, or an object that is not Anthropic's (the field at
 /// fault named by its path, `edits[0].keep`).
-pub(crate) fn read_context_management(value: &str) -> Result<ContextManagement> {
+pub fn read_context_management(value: &str) -> Result<ContextManagement> {
     let (source, text) = if value.trim_start().starts_with('{') {
         ("the inline JSON".to_owned(), value.to_owned())
     } else {
@@ -75,7 +75,7 @@ fn read_file(path: &str) -> Result<String> {
     Ok(text)
 }
 
-fn flag_error(message: String) -> agent_context::Error {
+fn flag_error(message: String) -> crate::Error {
     ErrorKind::Option {
         option: FLAG.into(),
         message,
