@@ -1,0 +1,246 @@
+"""agent_context: an LLM agent's typed memory in, the prompt within a token
+budget out, with exact tokenizer counts; the `agent-context` CLI's JSON,
+as Python values.
+
+Every function mirrors a CLI command and returns exactly what it prints:
+`build` is `agent-context build`, `count` is `agent-context count`,
+`Engine.build` is `agent-context chat build`. The keywords are the CLI's
+flags (`--max-tokens` is `max_tokens`) with the same defaults; giving one
+as None means the default.
+
+The GIL is released while building and counting. A ContextBuilder is
+immutable and may be shared between threads; a Session or an Engine may be
+too (calls on one Session take turns behind a lock; each Engine call opens
+the store and saves in one transaction).
+"""
+
+from typing import Any, Iterable, Literal, Mapping, Optional, Sequence, Union
+
+__all__ = [
+    "build", "count", "ContextBuilder", "Session", "Engine", "Error", "InputError",
+    "BudgetExceeded", "StoreError", "ChatError", "ContextWarning", "OUTPUTS",
+]
+
+JSON = Any
+"""A JSON value: dict, list, str, int, float, bool or None."""
+
+SessionInput = Union[Mapping[str, Any], str, bytes]
+"""A session dict (`{"system_prompt", "fragments", "context_management",
+"chunks": [...]}`), or its JSON text."""
+
+Output = Literal[
+    "report", "openai", "anthropic", "text", "openai-native", "openai-responses",
+    "anthropic-native",
+]
+
+OUTPUTS: list[str]
+"""Every output's name, in the CLI's order."""
+
+
+class Error(Exception):
+    """The base of every error agent_context raises."""
+
+
+class InputError(Error, ValueError):
+    """Input or options the caller must fix (the CLI's exit status 2): invalid
+    JSON or schema, an unknown option value, a cap too small. The message is
+    the one the CLI prints after `error: `."""
+
+
+class BudgetExceeded(Error):
+    """The protected content does not fit the budget (the CLI's exit status 1)."""
+
+    required: int
+    """Tokens the protected content needs, framing included."""
+    available: int
+    """Tokens available: max_tokens - reserve."""
+    max_tokens: int
+    reserve: int
+
+
+class StoreError(Error):
+    """The store failed: a conflict with another writer, a database that
+    cannot be read or written, a file that is no store."""
+
+
+class ChatError(StoreError, InputError):
+    """A store, chat, branch, checkpoint or chunk named wrong (missing, or a
+    name taken): both a StoreError and an InputError."""
+
+
+class ContextWarning(UserWarning):
+    """What the CLI writes to standard error as `warning: ...`."""
+
+
+def build(
+    session: SessionInput,
+    *,
+    model: str = "gpt-4o",
+    max_tokens: Optional[int] = None,
+    reserve: Optional[int] = None,
+    escape: Literal["structural", "xml", "none"] = "structural",
+    framing: Literal["openai", "none"] = "openai",
+    content_format: Literal["gfm", "markdown", "commonmark", "xml"] = "gfm",
+    fragments_format: Literal["xml", "markdown", "md", "toml", "toon"] = "xml",
+    caps: Union[Mapping[str, Optional[int]], Iterable[str], None] = None,
+    low_water: float = 0.8,
+    context_management: Union[Mapping[str, Any], str, None] = None,
+    exclude_kinds: Union[Iterable[str], str, None] = None,
+    estimate_factor: Union[float, str, None] = None,
+    threads: Optional[int] = None,
+    output: Output = "report",
+    cache_control: bool = True,
+    lossy_unicode: bool = False,
+) -> Union[dict[str, JSON], str]:
+    """Builds the prompt of `session` within the budget, exactly as
+    `agent-context build` with the same flags: a dict for the JSON outputs,
+    a str for `output="text"`.
+
+    - max_tokens: the prompt budget (default: the model's context window).
+    - reserve: tokens held back for the reply (default 0; 4096 or a quarter
+      of max_tokens for `anthropic-native`).
+    - caps: `{"tool_result": 2000, "tool:bash": 500, "id:r7": None}` (None
+      lifts a cap), or `["tool_result=2000", ...]`.
+    - low_water: the fraction of the budget a trim goes down to.
+    - context_management: Anthropic's object (a dict, its JSON, or the path
+      of a JSON file), applied by agent-context for every model.
+    - exclude_kinds: chunk kinds left out (`["thinking"]`).
+    - estimate_factor: estimates count F x o200k_base (default 1.6).
+    - threads: threads to render and count on (default: up to 4).
+    - cache_control: False is `--no-cache-control` (anthropic-native).
+    - lossy_unicode: read a lone UTF-16 surrogate escape as U+FFFD.
+
+    Raises InputError, BudgetExceeded; warns with ContextWarning.
+    """
+
+
+def count(text: str, *, model: str = "gpt-4o", estimate_factor: Union[float, str, None] = None) -> int:
+    """The tokens of `text` for `model`, exactly as `agent-context count`
+    (an estimate, with a ContextWarning, for a model without a public
+    tokenizer)."""
+
+
+class ContextBuilder:
+    """Build settings: the keywords of `build`, checked once and kept
+    (immutable; share it between threads and sessions)."""
+
+    def __init__(
+        self,
+        *,
+        model: str = "gpt-4o",
+        max_tokens: Optional[int] = None,
+        reserve: Optional[int] = None,
+        escape: Literal["structural", "xml", "none"] = "structural",
+        framing: Literal["openai", "none"] = "openai",
+        content_format: Literal["gfm", "markdown", "commonmark", "xml"] = "gfm",
+        fragments_format: Literal["xml", "markdown", "md", "toml", "toon"] = "xml",
+        caps: Union[Mapping[str, Optional[int]], Iterable[str], None] = None,
+        low_water: float = 0.8,
+        context_management: Union[Mapping[str, Any], str, None] = None,
+        exclude_kinds: Union[Iterable[str], str, None] = None,
+        estimate_factor: Union[float, str, None] = None,
+        threads: Optional[int] = None,
+        output: Output = "report",
+        cache_control: bool = True,
+    ) -> None: ...
+
+    def with_options(self, **kwargs: Any) -> "ContextBuilder":
+        """A copy with the given keywords changed."""
+
+    def build(
+        self, session: SessionInput, *, output: Optional[Output] = None, lossy_unicode: bool = False
+    ) -> Union[dict[str, JSON], str]:
+        """`build(session, **settings)`; `output` overrides the builder's."""
+
+    def options(self) -> dict[str, Any]:
+        """The settings, as keywords."""
+
+
+class Session:
+    """A conversation built turn after turn: `push`/`extend` chunks, then
+    `build()` once per turn. A turn renders and counts only what is new;
+    the trimmed prefix stays put between trims (prompt caches hold)."""
+
+    def __init__(
+        self,
+        builder: Optional[ContextBuilder] = None,
+        state: Optional[SessionInput] = None,
+        *,
+        lossy_unicode: bool = False,
+    ) -> None: ...
+
+    def push(self, chunk: Union[Mapping[str, Any], str], *, lossy_unicode: bool = False) -> None:
+        """Appends one chunk (as in the session JSON); unchanged on error."""
+
+    def extend(
+        self, chunks: Union[Sequence[Mapping[str, Any]], str], *, lossy_unicode: bool = False
+    ) -> None:
+        """Appends chunks, all or nothing."""
+
+    def build(self, *, output: Optional[Output] = None) -> Union[dict[str, JSON], str]:
+        """This turn's prompt, shaped as `build` shapes it (default: the
+        builder's output, `report`)."""
+
+    def state(self) -> dict[str, JSON]:
+        """The session as JSON: what `build` would take."""
+
+    def stats(self) -> dict[str, Union[int, bool]]:
+        """The last build's work: chunks_rendered, tokens_counted,
+        chunks_cached, chunks_restored, extended, replanned."""
+
+    def __len__(self) -> int: ...
+
+
+class Engine:
+    """A chat of a store (a SQLite path, created by the first `append`, or a
+    postgres:// URL). Each method is the `agent-context chat` verb of the
+    same name and returns what it prints."""
+
+    def __init__(self, db: str, chat: str, *, branch: Optional[str] = None) -> None: ...
+
+    @property
+    def db(self) -> str: ...
+    @property
+    def chat(self) -> str: ...
+    @property
+    def branch(self) -> Optional[str]:
+        """The branch this engine is pinned to; None follows the active one."""
+
+    def append(
+        self,
+        input: Union[SessionInput, Sequence[Mapping[str, Any]]],
+        *,
+        replace_last_assistant: bool = False,
+        clear_system: bool = False,
+        model: Optional[str] = None,
+        lossy_unicode: bool = False,
+    ) -> dict[str, JSON]:
+        """`chat append`: a session, one chunk, a list of chunks, or JSON
+        (Lines) text, in one transaction."""
+
+    def build(self, **kwargs: Any) -> Union[dict[str, JSON], str]:
+        """`chat build`, with the keywords of `build`."""
+
+    def export(self) -> dict[str, JSON]:
+        """`chat export`: the branch as session JSON."""
+
+    def checkpoint(self, name: str, *, force: bool = False) -> dict[str, JSON]:
+        """`chat checkpoint`: names the branch's head."""
+
+    def restore(self, checkpoint: str, *, name: Optional[str] = None) -> dict[str, JSON]:
+        """`chat restore`: a new branch at the checkpoint, switched to."""
+
+    def fork(self, name: str) -> dict[str, JSON]:
+        """`chat fork`: a branch at the head, without switching."""
+
+    def rewind(self, *, to: str, name: Optional[str] = None) -> dict[str, JSON]:
+        """`chat rewind`: a new branch holding what came before chunk `to`."""
+
+    def switch(self, name: str) -> dict[str, JSON]:
+        """`chat switch`: makes branch `name` active."""
+
+    def branches(self) -> dict[str, JSON]:
+        """`chat branches`: the chat's branches and checkpoints."""
+
+    def chats(self) -> dict[str, JSON]:
+        """`chat list`: the store's chats."""

@@ -1,0 +1,171 @@
+//! `Engine`: a durable chat in a store, driven as `agent-context chat`
+//! drives it.
+
+use agent_context::command::BuildOptions;
+use agent_context::command::chat::{self, AppendOptions, ChatTarget};
+use agent_context::{DEFAULT_MODEL, MemoryState};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use serde_json::Value;
+
+use crate::convert::{Shaped, json_text, loads};
+use crate::errors::{detached, input_error};
+use crate::options::{build_options, parse_options};
+
+/// A chat of a store: a SQLite file path (created by the first `append`)
+/// or a `postgres://` URL. Each method is the `agent-context chat` verb of
+/// the same name on `--db db --chat chat [--branch branch]`, and returns
+/// what the verb prints, as a Python value; `build` equals `chat build`.
+///
+/// `branch=None` follows the chat's active branch, which `rewind`,
+/// `restore` and `switch` move. Every call opens the store and saves in
+/// one transaction, so engines in other threads or processes may share a
+/// chat: a conflicting `append` reloads and tries again.
+#[pyclass(module = "agent_context", frozen)]
+pub struct Engine {
+    target: ChatTarget,
+}
+
+#[pymethods]
+impl Engine {
+    #[new]
+    #[pyo3(signature = (db, chat, *, branch = None))]
+    fn new(db: String, chat: String, branch: Option<String>) -> PyResult<Self> {
+        if chat.is_empty() {
+            return Err(input_error(
+                "chat: a chat id cannot be empty; give the chat a name",
+            ));
+        }
+        Ok(Engine {
+            target: ChatTarget { db, chat, branch },
+        })
+    }
+
+    /// The store's location.
+    #[getter]
+    fn db(&self) -> &str {
+        &self.target.db
+    }
+
+    /// The chat's id.
+    #[getter]
+    fn chat(&self) -> &str {
+        &self.target.chat
+    }
+
+    /// The branch this engine is pinned to (`None`: the active one).
+    #[getter]
+    fn branch(&self) -> Option<&str> {
+        self.target.branch.as_deref()
+    }
+
+    /// Appends in one save (`chat append`): a session dict (system prompt,
+    /// fragments, chunks), one chunk dict, a list of chunk dicts, or JSON
+    /// (or JSON Lines) text of any of these.
+    #[pyo3(signature = (input, *, replace_last_assistant = false, clear_system = false, model = None, lossy_unicode = false))]
+    fn append(
+        &self,
+        py: Python<'_>,
+        input: &Bound<'_, PyAny>,
+        replace_last_assistant: bool,
+        clear_system: bool,
+        model: Option<String>,
+        lossy_unicode: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let text = if input.is_instance_of::<PyList>() {
+            let session = PyDict::new(py);
+            session.set_item("chunks", input)?;
+            json_text(session.as_any(), "input")?
+        } else {
+            json_text(input, "input")?
+        };
+        let mut options = AppendOptions::default();
+        options.replace_last_assistant = replace_last_assistant;
+        options.clear_system = clear_system;
+        options.model = model.unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+        let value = detached(py, || {
+            let input: MemoryState = chat::read_chunks(&text, parse_options(lossy_unicode))?;
+            chat::append(&self.target, &input, &options)
+        })?;
+        to_py(py, &value)
+    }
+
+    /// Builds the branch's prompt (`chat build`), with the keywords of
+    /// `agent_context.build`.
+    #[pyo3(signature = (**kwargs))]
+    fn build(&self, py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+        let options = build_options(&BuildOptions::default(), kwargs, "build")?;
+        let shaped = detached(py, || chat::build(&self.target, &options).map(Shaped::of))?;
+        shaped.into_py(py)
+    }
+
+    /// The branch as session JSON (`chat export`), a dict.
+    fn export(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let text = detached(py, || {
+            let mut out = Vec::new();
+            chat::export(&self.target, &mut out)?;
+            Ok(String::from_utf8_lossy(&out).into_owned())
+        })?;
+        loads(py, &text)
+    }
+
+    /// Names the branch's head (`chat checkpoint`); an existing checkpoint
+    /// moves only with `force`.
+    #[pyo3(signature = (name, *, force = false))]
+    fn checkpoint(&self, py: Python<'_>, name: &str, force: bool) -> PyResult<Py<PyAny>> {
+        let value = detached(py, || chat::checkpoint(&self.target, name, force))?;
+        to_py(py, &value)
+    }
+
+    /// Starts a branch at `checkpoint` and switches to it (`chat restore`).
+    #[pyo3(signature = (checkpoint, *, name = None))]
+    fn restore(&self, py: Python<'_>, checkpoint: &str, name: Option<&str>) -> PyResult<Py<PyAny>> {
+        let value = detached(py, || chat::restore(&self.target, checkpoint, name))?;
+        to_py(py, &value)
+    }
+
+    /// Creates branch `name` at the branch's head, without switching
+    /// (`chat fork`).
+    fn fork(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+        let value = detached(py, || chat::fork(&self.target, name))?;
+        to_py(py, &value)
+    }
+
+    /// Starts a branch holding what came before chunk `to`, and switches to
+    /// it (`chat rewind`); `name` defaults to the branch's with `-vN`.
+    #[pyo3(signature = (*, to, name = None))]
+    fn rewind(&self, py: Python<'_>, to: &str, name: Option<&str>) -> PyResult<Py<PyAny>> {
+        let value = detached(py, || chat::rewind(&self.target, to, name))?;
+        to_py(py, &value)
+    }
+
+    /// Makes branch `name` the chat's active branch (`chat switch`).
+    fn switch(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+        let value = detached(py, || chat::switch(&self.target, name))?;
+        to_py(py, &value)
+    }
+
+    /// The chat's branches and checkpoints (`chat branches`).
+    fn branches(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let value = detached(py, || chat::branches(&self.target))?;
+        to_py(py, &value)
+    }
+
+    /// The chats of the store (`chat list`).
+    fn chats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let value = detached(py, || chat::list(&self.target.db))?;
+        to_py(py, &value)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Engine({:?}, chat={:?}, branch={:?})",
+            self.target.db, self.target.chat, self.target.branch
+        )
+    }
+}
+
+fn to_py(py: Python<'_>, value: &Value) -> PyResult<Py<PyAny>> {
+    let text = serde_json::to_string(value).unwrap_or_default();
+    loads(py, &text)
+}

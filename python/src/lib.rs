@@ -1,0 +1,112 @@
+//! `agent_context` for Python: the CLI's JSON in, the CLI's JSON out.
+//!
+//! Every call goes through `agent_context::command`, the library layer the
+//! `agent-context` binary itself calls, so `agent_context.build(session,
+//! **flags)` gives exactly what `agent-context build --flags` prints, as a
+//! Python value. Work runs without the GIL; panics become `Error`.
+
+use agent_context::MemoryState;
+use agent_context::command::{self, BuildOptions, CountOptions};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+mod builder;
+mod convert;
+mod engine;
+mod errors;
+mod options;
+mod session;
+
+use convert::{Shaped, json_text};
+use errors::detached;
+use options::{build_options, option_error, parse_options};
+
+/// Builds the prompt of `session` within the budget, as `agent-context
+/// build` does with the same flags, and returns its output: a dict for
+/// JSON outputs (`report`, the default; `openai`, `anthropic`,
+/// `openai-native`, `openai-responses`, `anthropic-native`), a str for
+/// `text`.
+///
+/// `session` is a dict or a JSON string. The keywords are the CLI's
+/// flags, with the same defaults: `model`, `max_tokens`, `reserve`,
+/// `escape`, `framing`, `content_format`, `fragments_format`, `caps`,
+/// `low_water`, `context_management`, `exclude_kinds`, `estimate_factor`,
+/// `threads`, `output`, `cache_control` (not `--no-cache-control`), and
+/// `lossy_unicode`.
+#[pyfunction]
+#[pyo3(signature = (session, *, lossy_unicode = false, **kwargs))]
+fn build(
+    py: Python<'_>,
+    session: &Bound<'_, PyAny>,
+    lossy_unicode: bool,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Py<PyAny>> {
+    let options = build_options(&BuildOptions::default(), kwargs, "build")?;
+    let text = json_text(session, "session")?;
+    let shaped = detached(py, || {
+        let state = MemoryState::from_json_str_with(&text, parse_options(lossy_unicode))?;
+        command::build(&state, &options).map(Shaped::of)
+    })?;
+    shaped.into_py(py)
+}
+
+/// The tokens of `text` for `model`, exactly as `agent-context count`
+/// prints them (an estimate for models without a public tokenizer, with a
+/// `ContextWarning`).
+#[pyfunction]
+#[pyo3(signature = (text, *, model = None, estimate_factor = None))]
+fn count(
+    py: Python<'_>,
+    text: &str,
+    model: Option<String>,
+    estimate_factor: Option<&Bound<'_, PyAny>>,
+) -> PyResult<usize> {
+    let mut options = CountOptions::default();
+    if let Some(model) = model {
+        options.model = model;
+    }
+    if let Some(factor) = estimate_factor.filter(|f| !f.is_none()) {
+        let factor = factor.str()?.to_string();
+        options.estimate_factor = Some(
+            command::parse_estimate_factor(&factor)
+                .map_err(|m| option_error("estimate_factor", m))?,
+        );
+    }
+    let (tokens, printed) = detached(py, || command::count(text, &options))?;
+    errors::warn(py, &printed.warnings)?;
+    Ok(tokens)
+}
+
+/// The names `from agent_context import *` gives.
+const PUBLIC: [&str; 12] = [
+    "build",
+    "count",
+    "ContextBuilder",
+    "Session",
+    "Engine",
+    "Error",
+    "InputError",
+    "BudgetExceeded",
+    "StoreError",
+    "ChatError",
+    "ContextWarning",
+    "OUTPUTS",
+];
+
+/// An LLM agent's typed memory in, the prompt within a token budget out,
+/// with exact tokenizer counts: the `agent-context` CLI's JSON as Python
+/// values. `build` is `agent-context build`, `count` is `agent-context
+/// count`, `Engine` the `chat` verbs; keywords are the CLI's flags.
+#[pymodule(name = "agent_context")]
+fn agent_context_module(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(module)?;
+    module.add_function(wrap_pyfunction!(build, module)?)?;
+    module.add_function(wrap_pyfunction!(count, module)?)?;
+    module.add_class::<builder::ContextBuilder>()?;
+    module.add_class::<session::Session>()?;
+    module.add_class::<engine::Engine>()?;
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    module.add("__all__", PUBLIC.to_vec())?;
+    module.add("OUTPUTS", command::Output::ALL.map(|o| o.as_str()).to_vec())?;
+    Ok(())
+}

@@ -1,0 +1,205 @@
+//! Keyword arguments read into the library's options, under the CLI
+//! flags' names and with their defaults (`max_tokens` is `--max-tokens`).
+
+use agent_context::ParseOptions;
+use agent_context::command::{
+    self, BuildOptions, Output, parse_cap, parse_content_format, parse_escape,
+    parse_estimate_factor, parse_fragment_format, parse_framing, parse_kind, parse_threads,
+};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+use crate::convert::json_text;
+use crate::errors::{input_error, to_py};
+
+/// The keywords of a build, in the order `--help` lists the flags.
+pub const BUILD_KEYWORDS: [&str; 15] = [
+    "model",
+    "max_tokens",
+    "reserve",
+    "escape",
+    "framing",
+    "content_format",
+    "fragments_format",
+    "caps",
+    "low_water",
+    "context_management",
+    "exclude_kinds",
+    "estimate_factor",
+    "threads",
+    "output",
+    "cache_control",
+];
+
+/// `base` with the build keywords of `kwargs` applied; any other keyword
+/// is a `TypeError`, as Python gives for a function's.
+pub fn build_options(
+    base: &BuildOptions,
+    kwargs: Option<&Bound<'_, PyDict>>,
+    function: &str,
+) -> PyResult<BuildOptions> {
+    let mut options = base.clone();
+    let Some(kwargs) = kwargs else {
+        return Ok(options);
+    };
+    for (key, value) in kwargs.iter() {
+        let key: String = key.extract()?;
+        if value.is_none() && !matches!(key.as_str(), "max_tokens" | "reserve") {
+            // None is the flag left out: the default.
+            set_default(&mut options, &key, function)?;
+            continue;
+        }
+        set(&mut options, &key, &value, function)?;
+    }
+    Ok(options)
+}
+
+fn set(
+    options: &mut BuildOptions,
+    key: &str,
+    value: &Bound<'_, PyAny>,
+    function: &str,
+) -> PyResult<()> {
+    match key {
+        "model" => options.model = value.extract()?,
+        "max_tokens" => options.max_tokens = count_or_none(value, key)?,
+        "reserve" => options.reserve = count_or_none(value, key)?,
+        "escape" => options.escape = named(value, key, parse_escape)?,
+        "framing" => options.framing = named(value, key, parse_framing)?,
+        "content_format" => options.content_format = named(value, key, parse_content_format)?,
+        "fragments_format" => {
+            options.fragments_format = named(value, key, parse_fragment_format)?;
+        }
+        "caps" => options.caps = caps(value)?,
+        "low_water" => options.low_water = value.extract()?,
+        "context_management" => {
+            let text = json_text(value, "context_management")?;
+            options.context_management =
+                Some(command::read_context_management(&text).map_err(to_py)?);
+        }
+        "exclude_kinds" => options.exclude_kinds = kinds(value)?,
+        "estimate_factor" => {
+            let text = value.str()?.to_string();
+            options.estimate_factor =
+                Some(parse_estimate_factor(&text).map_err(|m| option_error(key, m))?);
+        }
+        "threads" => {
+            let threads: i128 = value.extract()?;
+            options.threads =
+                Some(parse_threads(&threads.to_string()).map_err(|m| option_error(key, m))?);
+        }
+        "output" => options.output = named(value, key, Output::from_name)?,
+        "cache_control" => options.cache_control = value.extract()?,
+        _ => return Err(unexpected(function, key)),
+    }
+    Ok(())
+}
+
+/// Sets `key` back to its default (the keyword given as `None`).
+fn set_default(options: &mut BuildOptions, key: &str, function: &str) -> PyResult<()> {
+    let default = BuildOptions::default();
+    match key {
+        "model" => options.model = default.model,
+        "escape" => options.escape = default.escape,
+        "framing" => options.framing = default.framing,
+        "content_format" => options.content_format = default.content_format,
+        "fragments_format" => options.fragments_format = default.fragments_format,
+        "caps" => options.caps = default.caps,
+        "low_water" => options.low_water = default.low_water,
+        "context_management" => options.context_management = None,
+        "exclude_kinds" => options.exclude_kinds = default.exclude_kinds,
+        "estimate_factor" => options.estimate_factor = None,
+        "threads" => options.threads = None,
+        "output" => options.output = default.output,
+        "cache_control" => options.cache_control = default.cache_control,
+        _ => return Err(unexpected(function, key)),
+    }
+    Ok(())
+}
+
+fn unexpected(function: &str, key: &str) -> PyErr {
+    PyTypeError::new_err(format!(
+        "{function}() got an unexpected keyword argument {key:?}; the build keywords are: {}",
+        BUILD_KEYWORDS.join(", ")
+    ))
+}
+
+/// The `InputError` of a keyword's value, as the CLI words its flag's.
+pub fn option_error(key: &str, message: String) -> PyErr {
+    input_error(format!("invalid value for {key}: {message}"))
+}
+
+fn named<T>(
+    value: &Bound<'_, PyAny>,
+    key: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> PyResult<T> {
+    let name: String = value.extract()?;
+    parse(&name).map_err(|m| option_error(key, m))
+}
+
+/// A token count: an int of at least 0, or None.
+fn count_or_none(value: &Bound<'_, PyAny>, key: &str) -> PyResult<Option<usize>> {
+    if value.is_none() {
+        return Ok(None);
+    }
+    let n: i128 = value.extract()?;
+    usize::try_from(n)
+        .map(Some)
+        .map_err(|_| option_error(key, format!("{n} is not a number of tokens (0 or more)")))
+}
+
+/// `{"tool_result": 2000, "tool:bash": None}`, or `["tool_result=2000", …]`.
+fn caps(value: &Bound<'_, PyAny>) -> PyResult<Vec<(String, Option<usize>)>> {
+    if let Ok(dict) = value.cast::<PyDict>() {
+        return dict
+            .iter()
+            .map(|(name, cap)| {
+                let name: String = name.extract()?;
+                let text = if cap.is_none() {
+                    "none".to_owned()
+                } else if cap.is_instance_of::<PyString>() {
+                    cap.extract::<String>()?
+                } else {
+                    cap.extract::<i128>()?.to_string()
+                };
+                parse_cap(&format!("{name}={text}")).map_err(|m| option_error("caps", m))
+            })
+            .collect();
+    }
+    if value.is_instance_of::<PyString>() {
+        return Err(option_error(
+            "caps",
+            "give a dict {name: tokens} or a list of \"NAME=N\"".into(),
+        ));
+    }
+    value
+        .try_iter()?
+        .map(|item| {
+            let text: String = item?.extract()?;
+            parse_cap(&text).map_err(|m| option_error("caps", m))
+        })
+        .collect()
+}
+
+/// A list of kind names (or one name).
+fn kinds(value: &Bound<'_, PyAny>) -> PyResult<Vec<agent_context::ChunkKind>> {
+    if let Ok(name) = value.extract::<String>() {
+        return Ok(vec![
+            parse_kind(&name).map_err(|m| option_error("exclude_kinds", m))?,
+        ]);
+    }
+    value
+        .try_iter()?
+        .map(|item| {
+            let name: String = item?.extract()?;
+            parse_kind(&name).map_err(|m| option_error("exclude_kinds", m))
+        })
+        .collect()
+}
+
+/// `lossy_unicode`'s reading of JSON input.
+pub fn parse_options(lossy_unicode: bool) -> ParseOptions {
+    ParseOptions::new().lossy_unicode(lossy_unicode)
+}

@@ -1,0 +1,214 @@
+//! `Session`: a conversation built turn after turn, at the cost of what
+//! is new.
+
+use std::sync::{Mutex, MutexGuard};
+
+use agent_context::command::{self, BuildOptions, Output};
+use agent_context::{ContextSession, ErrorKind, MemoryChunk, MemoryState, parse_json};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use serde_json::{Value, json};
+
+use crate::builder::{ContextBuilder, with_output};
+use crate::convert::{Shaped, json_text};
+use crate::errors::{detached, to_py};
+use crate::options::parse_options;
+
+/// A session built incrementally: `push` or `extend` chunks (dicts as in
+/// the session JSON, or JSON strings), then `build()` once per turn. A
+/// turn renders and counts only the new chunks; each build equals
+/// `agent_context.build` of the whole session with the builder's settings
+/// and the session's previous build (which keeps the trimmed prefix
+/// stable between trims).
+///
+/// Safe to share between threads: calls on one session take turns (a
+/// lock), without holding the GIL while they build.
+#[pyclass(module = "agent_context")]
+pub struct Session {
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    session: ContextSession,
+    options: BuildOptions,
+    /// The output whose builder settings the session was compiled with.
+    compiled_for: Output,
+}
+
+/// Outputs that build alike share a builder: Anthropic's need the
+/// history to start with the user, native ones their protocol, and
+/// Anthropic's native one a default reserve.
+fn builder_class(output: Output) -> u8 {
+    match output {
+        Output::Anthropic => 1,
+        Output::OpenaiNative | Output::OpenaiResponses => 2,
+        Output::AnthropicNative => 3,
+        _ => 0,
+    }
+}
+
+#[pymethods]
+impl Session {
+    /// A session with `builder`'s settings over `state` (a session dict or
+    /// JSON string: system prompt, fragments, chunks so far), empty by
+    /// default.
+    #[new]
+    #[pyo3(signature = (builder = None, state = None, *, lossy_unicode = false))]
+    fn new(
+        py: Python<'_>,
+        builder: Option<PyRef<'_, ContextBuilder>>,
+        state: Option<&Bound<'_, PyAny>>,
+        lossy_unicode: bool,
+    ) -> PyResult<Self> {
+        let options = builder.map_or_else(BuildOptions::default, |b| b.options.clone());
+        let text = state
+            .filter(|s| !s.is_none())
+            .map(|s| json_text(s, "state"))
+            .transpose()?;
+        let inner = detached(py, || {
+            let state = match text {
+                Some(text) => MemoryState::from_json_str_with(&text, parse_options(lossy_unicode))?,
+                None => MemoryState::new(),
+            };
+            let session = ContextSession::new(options.builder()?, state)?;
+            let compiled_for = options.output;
+            Ok(Inner {
+                session,
+                options,
+                compiled_for,
+            })
+        })?;
+        Ok(Session {
+            inner: Mutex::new(inner),
+        })
+    }
+
+    /// Appends one chunk (a dict, or its JSON), validated as the session
+    /// JSON's chunks are; on error the session is unchanged.
+    #[pyo3(signature = (chunk, *, lossy_unicode = false))]
+    fn push(&self, py: Python<'_>, chunk: &Bound<'_, PyAny>, lossy_unicode: bool) -> PyResult<()> {
+        let text = json_text(chunk, "chunk")?;
+        detached(py, || {
+            let value = parse_json(&text, parse_options(lossy_unicode))?;
+            let mut chunks = chunks_of(json!([value]))?;
+            let chunk = chunks.pop().ok_or_else(|| no_chunk("push"))?;
+            self.lock()?.session.push(chunk)
+        })
+    }
+
+    /// Appends chunks (a list of dicts, or its JSON), all or nothing.
+    #[pyo3(signature = (chunks, *, lossy_unicode = false))]
+    fn extend(
+        &self,
+        py: Python<'_>,
+        chunks: &Bound<'_, PyAny>,
+        lossy_unicode: bool,
+    ) -> PyResult<()> {
+        let text = json_text(chunks, "chunks")?;
+        detached(py, || {
+            let value = parse_json(&text, parse_options(lossy_unicode))?;
+            let chunks = chunks_of(value)?;
+            self.lock()?.session.extend(chunks)
+        })
+    }
+
+    /// Builds this turn's prompt and returns it as `agent_context.build`
+    /// does (`output` overrides the builder's; one that builds otherwise,
+    /// such as `anthropic` after `report`, starts the cache afresh).
+    #[pyo3(signature = (*, output = None))]
+    fn build(&self, py: Python<'_>, output: Option<&str>) -> PyResult<Py<PyAny>> {
+        let shaped = detached(py, || {
+            let mut inner = self.lock()?;
+            let options = match output {
+                Some(_) => {
+                    with_output(&inner.options, output).map_err(|_| unknown_output(output))?
+                }
+                None => inner.options.clone(),
+            };
+            if builder_class(options.output) != builder_class(inner.compiled_for) {
+                inner.session.set_builder(&options.builder()?)?;
+                inner.compiled_for = options.output;
+            }
+            let result = inner.session.build()?;
+            command::print(&result, &options).map(Shaped::of)
+        })?;
+        shaped.into_py(py)
+    }
+
+    /// The session as JSON (a dict): what `agent_context.build` would take.
+    fn state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let text = detached(py, || {
+            let inner = self.lock()?;
+            serde_json::to_string(inner.session.state()).map_err(|e| {
+                agent_context::Error::from(ErrorKind::Option {
+                    option: "state".into(),
+                    message: e.to_string(),
+                })
+            })
+        })?;
+        crate::convert::loads(py, &text)
+    }
+
+    /// What the last build did: chunks rendered and cached, tokens
+    /// counted, and whether it extended (or planned again) the build before.
+    fn stats(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {
+        let stats = self.lock().map_err(to_py)?.session.stats();
+        let dict = PyDict::new(py);
+        dict.set_item("chunks_rendered", stats.chunks_rendered)?;
+        dict.set_item("tokens_counted", stats.tokens_counted)?;
+        dict.set_item("chunks_cached", stats.chunks_cached)?;
+        dict.set_item("chunks_restored", stats.chunks_restored)?;
+        dict.set_item("extended", stats.extended)?;
+        dict.set_item("replanned", stats.replanned)?;
+        Ok(dict.unbind())
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self.lock().map_err(to_py)?.session.state().chunks.len())
+    }
+}
+
+impl Session {
+    fn lock(&self) -> agent_context::Result<MutexGuard<'_, Inner>> {
+        self.inner.lock().map_err(|_| {
+            ErrorKind::Option {
+                option: "session".into(),
+                message:
+                    "this session stopped at an internal error and cannot be used; make a new one"
+                        .into(),
+            }
+            .into()
+        })
+    }
+}
+
+/// The chunks of a JSON array of chunk objects, validated as a session's.
+fn chunks_of(value: Value) -> agent_context::Result<Vec<MemoryChunk>> {
+    if !value.is_array() {
+        return Err(ErrorKind::Session {
+            field: "chunks".into(),
+            message: "expected a list of chunk objects".into(),
+        }
+        .into());
+    }
+    Ok(MemoryState::from_json_value(json!({ "chunks": value }))?.chunks)
+}
+
+fn no_chunk(verb: &str) -> agent_context::Error {
+    ErrorKind::Session {
+        field: "chunks".into(),
+        message: format!("{verb} takes one chunk"),
+    }
+    .into()
+}
+
+fn unknown_output(output: Option<&str>) -> agent_context::Error {
+    let message = command::Output::from_name(output.unwrap_or_default())
+        .err()
+        .unwrap_or_default();
+    ErrorKind::Option {
+        option: "output".into(),
+        message,
+    }
+    .into()
+}

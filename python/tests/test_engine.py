@@ -1,0 +1,94 @@
+"""Engine: the `chat` verbs; `Engine.build` equals `agent-context chat build`
+on the same store."""
+
+import json
+
+import pytest
+
+import agent_context as ac
+
+from test_build import OUTPUTS
+
+
+@pytest.fixture()
+def store(tmp_path, sessions):
+    path, _ = sessions["coding-agent"]
+    db = tmp_path / "agent.db"
+    engine = ac.Engine(str(db), chat="run-42")
+    out = engine.append(json.loads(path.read_text()))
+    assert out == {"chat": "run-42", "branch": "main", "head": 40, "appended": 40}
+    return db, engine
+
+
+@pytest.mark.filterwarnings("ignore::agent_context.ContextWarning")
+@pytest.mark.parametrize("output", OUTPUTS)
+def test_build_equals_chat_build(cli, store, output):
+    db, engine = store
+    flags = ["--max-tokens", "4000", "--reserve", "500", "--cap", "tool_result=800"]
+    done = cli.run("chat", "build", "--db", db, "--chat", "run-42", *flags, "--output", output)
+    expected = done.stdout if output == "text" else json.loads(done.stdout)
+    got = engine.build(max_tokens=4000, reserve=500, caps={"tool_result": 800}, output=output)
+    assert got == expected
+
+
+def test_export_equals_chat_export_and_build(cli, store, sessions):
+    db, engine = store
+    exported = engine.export()
+    assert exported == cli.json("chat", "export", "--db", db, "--chat", "run-42")
+    assert engine.build(max_tokens=5000) == ac.build(exported, max_tokens=5000)
+
+
+def test_checkpoint_restore_fork_rewind_switch(cli, store):
+    db, engine = store
+    assert engine.checkpoint("cp") == {"chat": "run-42", "checkpoint": "cp", "node": 40}
+    with pytest.raises(ac.ChatError, match="pass --force"):
+        engine.checkpoint("cp")
+    engine.append([{"id": "u99", "kind": "agent", "role": "user", "text": "Try again."}])
+    assert len(engine.export()["chunks"]) == 41
+    restored = engine.restore("cp")
+    assert restored == {"chat": "run-42", "branch": "main-v2", "head": 40}
+    assert len(engine.export()["chunks"]) == 40  # the active branch is the restored one
+    assert engine.fork("try-2") == {"chat": "run-42", "branch": "try-2", "head": 40}
+    rewound = engine.rewind(to="c10", name="retry")
+    assert rewound["branch"] == "retry" and len(engine.export()["chunks"]) == 9
+    assert engine.switch("main")["head"] == 41
+    branches = engine.branches()
+    assert branches == cli.json("chat", "branches", "--db", db, "--chat", "run-42")
+    assert {b["name"] for b in branches["branches"]} == {"main", "main-v2", "try-2", "retry"}
+    assert branches["checkpoints"] == [{"name": "cp", "node": 40}]
+    assert engine.chats()["chats"][0]["id"] == "run-42"
+    pinned = ac.Engine(str(db), chat="run-42", branch="retry")
+    assert len(pinned.export()["chunks"]) == 9
+
+
+def test_append_takes_every_shape(tmp_path):
+    engine = ac.Engine(str(tmp_path / "s.db"), chat="c")
+    assert engine.append({"id": "u1", "kind": "agent", "role": "user", "text": "a"})["appended"] == 1
+    assert engine.append('{"id": "a1", "kind": "agent", "role": "assistant", "text": "b"}')["head"] == 2
+    jsonl = '{"id": "u2", "kind": "agent", "role": "user", "text": "c"}\n' \
+            '{"id": "a2", "kind": "agent", "role": "assistant", "text": "d"}\n'
+    assert engine.append(jsonl)["appended"] == 2
+    replaced = engine.append({"id": "a3", "kind": "agent", "role": "assistant", "text": "e"},
+                             replace_last_assistant=True)
+    assert replaced["replaced"] is True
+    assert engine.append({"system_prompt": "Be brief.", "chunks": []})["appended"] == 0
+    assert engine.export()["system_prompt"] == "Be brief."
+
+
+def test_store_errors(tmp_path):
+    missing = ac.Engine(str(tmp_path / "none.db"), chat="x")
+    with pytest.raises(ac.StoreError):
+        missing.build()
+    assert not (tmp_path / "none.db").exists()
+    engine = ac.Engine(str(tmp_path / "s.db"), chat="c")
+    engine.append({"id": "u1", "kind": "agent", "role": "user", "text": "a"})
+    with pytest.raises(ac.StoreError, match="no checkpoint"):
+        engine.restore("nope")
+    with pytest.raises(ac.InputError):
+        engine.append({"id": "u1", "kind": "agent", "role": "user", "text": "duplicate"})
+    with pytest.raises(ac.InputError):
+        ac.Engine(str(tmp_path / "s.db"), chat="")
+    not_a_store = tmp_path / "text.db"
+    not_a_store.write_text("hello")
+    with pytest.raises(ac.StoreError):
+        ac.Engine(str(not_a_store), chat="c").append({"id": "u", "kind": "agent", "role": "user", "text": "a"})

@@ -1,0 +1,126 @@
+"""Bad input raises InputError with the CLI's message; a budget too small
+raises BudgetExceeded; nothing crashes the interpreter."""
+
+import json
+import re
+
+import pytest
+
+import agent_context as ac
+
+USER = {"id": "u1", "kind": "agent", "role": "user", "text": "Fix the test"}
+
+BAD_SESSIONS = [
+    '{"chunks": [{"id": "a", "kind": "agent", "role": "user", "text": "x", "bogus": 1}]}',
+    '{"chunks": [{"id": "a", "kind": "nope", "text": "x"}]}',
+    '{"chunks": [{"id": "a", "kind": "agent", "text": "no role"}]}',
+    '{"chunks": [{"id": "a", "kind": "agent", "role": "user", "text": "x"},\n'
+    ' {"id": "a", "kind": "agent", "role": "user", "text": "dup"}]}',
+    '{"chunks": [{"id": "a", "kind": "agent", "role": "user", "text": "x", "text": "y"}]}',
+    '{"chunks": [',
+    '{"chunks": [{"id": "a", "kind": "agent", "role": "user", "text": "\\ud83e"}]}',
+    '{"system_prompt": 5}',
+    '{"chunks": [{"id": "a", "kind": "environment", "text": "x", "priority": 99999999999999999999}]}',
+    '{"fragments": [{"name": "x"}]}',
+]
+
+
+def cli_error(cli, tmp_path, text, *flags):
+    path = tmp_path / "session.json"
+    path.write_text(text)
+    done = cli.run("build", path, *flags, check=False)
+    assert done.stdout == ""
+    first = done.stderr.splitlines()[0]
+    assert first.startswith("error: ")
+    return done.returncode, first[len("error: "):]
+
+
+@pytest.mark.parametrize("text", BAD_SESSIONS)
+def test_bad_input_raises_input_error_with_the_cli_message(cli, tmp_path, text):
+    code, message = cli_error(cli, tmp_path, text)
+    assert code == 2
+    with pytest.raises(ac.InputError) as raised:
+        ac.build(text)
+    assert str(raised.value) == message
+    assert isinstance(raised.value, ValueError) and isinstance(raised.value, ac.Error)
+
+
+def test_budget_exceeded_says_required_and_available(cli, tmp_path):
+    session = {"system_prompt": "You are careful. " * 200, "chunks": [USER]}
+    code, message = cli_error(cli, tmp_path, json.dumps(session), "--max-tokens", "300")
+    assert code == 1
+    with pytest.raises(ac.BudgetExceeded) as raised:
+        ac.build(session, max_tokens=300)
+    error = raised.value
+    assert str(error) == message
+    assert (error.required, error.available) == tuple(
+        int(n) for n in re.search(r"needs (\d+) tokens but only (\d+)", message).groups())
+    assert error.available == 300 and error.required > 300
+    assert isinstance(error, ac.Error) and not isinstance(error, ac.InputError)
+
+
+@pytest.mark.parametrize("keywords, flags", [
+    ({"escape": "bogus"}, None),
+    ({"output": "yaml"}, None),
+    ({"exclude_kinds": ["nope"]}, None),
+    ({"caps": {"tool_result": "lots"}}, None),
+    ({"caps": {"nosuchtag": 100}}, ["--cap", "nosuchtag=100"]),
+    ({"threads": 0}, None),
+    ({"estimate_factor": 0.5}, None),
+    ({"max_tokens": -1}, None),
+    ({"low_water": 2.0}, ["--low-water", "2.0"]),
+    ({"model": ""}, ["--model", ""]),
+    ({"context_management": {"edits": [{"type": "clear_everything"}]}},
+     ["--context-management", '{"edits": [{"type": "clear_everything"}]}']),
+    ({"context_management": "/no/such/file.json"},
+     ["--context-management", "/no/such/file.json"]),
+])
+def test_bad_options_raise_input_error(cli, tmp_path, keywords, flags):
+    session = {"chunks": [USER]}
+    with pytest.raises(ac.InputError) as raised:
+        ac.build(session, **keywords)
+    if flags is not None:
+        code, message = cli_error(cli, tmp_path, json.dumps(session), *flags)
+        assert code == 2 and str(raised.value) == message
+
+
+def test_unknown_keywords_are_type_errors():
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        ac.build({"chunks": [USER]}, max_token=100)
+
+
+@pytest.mark.parametrize("value", [
+    "not json", "", "[1, 2]", "null", b"\xff\xfe", {"chunks": [{"id": object()}]},
+    {"chunks": [float("nan")]}, {"chunks": "x"}, {1: 2}, 42,
+])
+def test_any_bad_session_is_an_input_error(value):
+    with pytest.raises(ac.InputError):
+        ac.build(value)
+
+
+def test_lossy_unicode_reads_a_lone_surrogate():
+    text = '{"chunks": [{"id": "a", "kind": "agent", "role": "user", "text": "half \\ud83e"}]}'
+    with pytest.raises(ac.InputError, match="surrogate"):
+        ac.build(text)
+    out = ac.build(text, lossy_unicode=True, output="openai")
+    assert "\ufffd" in out["messages"][0]["content"]
+
+
+def test_deep_and_huge_input_does_not_crash():
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(ac.InputError):
+        ac.build('{"chunks": [{"id": "a", "kind": "agent", "role": "user", "data": ' + deep + "}]}")
+    nested = []
+    for _ in range(5000):
+        nested = [nested]
+    with pytest.raises((ac.InputError, RecursionError)):
+        ac.build({"chunks": [{"id": "a", "kind": "agent", "role": "user", "data": nested}]})
+    big = {"chunks": [USER, {"id": "r", "kind": "environment", "text": "a" * 3_000_000}]}
+    assert ac.build(big, max_tokens=2000)["token_count"] <= 2000
+
+
+def test_exception_hierarchy():
+    assert issubclass(ac.InputError, ac.Error) and issubclass(ac.InputError, ValueError)
+    assert issubclass(ac.BudgetExceeded, ac.Error)
+    assert issubclass(ac.StoreError, ac.Error)
+    assert issubclass(ac.ChatError, ac.StoreError) and issubclass(ac.ChatError, ac.InputError)

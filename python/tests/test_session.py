@@ -1,0 +1,107 @@
+"""Session: one build per turn, always within the budget, and a build
+equal to a cold build of the same chunks while nothing is trimmed."""
+
+import threading
+
+import pytest
+
+import agent_context as ac
+
+BUDGET = 24_000
+
+
+def turn(i):
+    call = f"call_{i}"
+    return [
+        {"id": f"u{i}", "kind": "agent", "role": "user", "text": f"Step {i}: read the next file."},
+        {"id": f"c{i}", "kind": "workflow", "action": "tool_call", "tool": "read_file",
+         "call_id": call, "data": {"path": f"src/m{i}.rs"}},
+        {"id": f"r{i}", "kind": "environment", "tool": "read_file", "call_id": call,
+         "success": True, "text": "\n".join(f"line {i}.{n}: let x_{n} = {n * i};" for n in range(300))},
+        {"id": f"a{i}", "kind": "agent", "role": "assistant", "text": f"Read m{i}.rs; moving on."},
+    ]
+
+
+def test_the_loop_stays_in_budget_and_keeps_pairs():
+    session = ac.Session(ac.ContextBuilder(max_tokens=BUDGET, reserve=1000))
+    for i in range(60):
+        session.extend(turn(i)[:3])
+        session.push(turn(i)[3])
+        report = session.build()
+        assert report["token_count"] <= BUDGET - 1000
+        included = set(report["included"])
+        assert f"u{i}" in included and f"r{i}" in included  # the latest user turn and tool use
+        for j in range(i + 1):
+            assert (f"c{j}" in included) == (f"r{j}" in included), j
+    trimmed = [d for d in report["decisions"] if d["decision"] in ("stubbed", "dropped")]
+    assert trimmed, "60 turns must overflow the budget"
+    assert len(session) == 240
+    assert session.stats()["chunks_rendered"] <= 8
+
+
+@pytest.mark.filterwarnings("ignore::agent_context.ContextWarning")
+def test_a_session_build_equals_build_before_any_trim():
+    builder = ac.ContextBuilder(max_tokens=120_000, caps={"tool_result": 2000}, cache_control=False)
+    session = ac.Session(builder, {"system_prompt": "You are careful."})
+    for i in range(5):
+        session.extend(turn(i))
+        for output in ac.OUTPUTS:
+            got = session.build(output=output)
+            expected = ac.build(session.state(), max_tokens=120_000, cache_control=False,
+                                caps={"tool_result": 2000}, output=output)
+            if output == "report":
+                got.pop("stable_prefix_tokens", None)
+                expected.pop("stable_prefix_tokens", None)
+            assert got == expected, output
+
+
+def test_bad_chunks_leave_the_session_unchanged():
+    session = ac.Session(ac.ContextBuilder(max_tokens=8000))
+    session.extend(turn(0))
+    with pytest.raises(ac.InputError):
+        session.push({"id": "u0", "kind": "agent", "role": "user", "text": "duplicate id"})
+    with pytest.raises(ac.InputError):
+        session.extend([{"id": "ok", "kind": "thinking", "text": "x"}, {"id": "bad"}])
+    with pytest.raises(ac.InputError):
+        session.extend({"id": "not a list"})
+    assert len(session) == 4
+    with pytest.raises(ac.InputError):
+        session.build(output="yaml")
+
+
+def test_sessions_build_in_parallel_threads():
+    results, errors = {}, []
+
+    def work(n):
+        try:
+            session = ac.Session(ac.ContextBuilder(max_tokens=BUDGET))
+            for i in range(20):
+                session.extend(turn(i))
+                results[n] = session.build(output="openai")
+        except Exception as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert all(results[n] == results[0] for n in range(4))
+
+
+def test_one_session_shared_by_threads():
+    session = ac.Session(ac.ContextBuilder(max_tokens=BUDGET))
+    session.extend(turn(0))
+
+    def work(n):
+        for i in range(1, 6):
+            session.push({"id": f"t{n}-{i}", "kind": "thinking", "text": f"thought {n} {i}"})
+            assert session.build()["token_count"] <= BUDGET
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(session) == 4 + 15
