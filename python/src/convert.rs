@@ -1,12 +1,15 @@
 //! Python values in (sessions, chunks, options as dicts or JSON text) and
 //! the CLI's output out (as Python values).
 
-use agent_context::command::Printed;
+use agent_context::BuildResult;
+use agent_context::command::{Body, Output, Printed};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyString};
 
 use crate::errors::{input_error, warn};
+use crate::rows::RowCache;
+use crate::to_python::to_python;
 
 /// `json.dumps` and `json.loads`, imported once.
 static JSON: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
@@ -55,40 +58,58 @@ fn is_value_or_type_error(py: Python<'_>, error: &PyErr) -> bool {
         || error.is_instance_of::<pyo3::exceptions::PyRecursionError>(py)
 }
 
-/// What a command prints, ready for Python: the JSON body as compact text,
-/// or the text body as it is.
+/// What a command prints, ready for Python.
 pub struct Shaped {
-    json: bool,
-    text: String,
+    body: Body,
     warnings: Vec<String>,
+    /// The build and its output, for a session's row cache.
+    result: Option<(BuildResult, Output)>,
 }
 
 impl Shaped {
-    /// Shapes `printed` (without the GIL: this writes the JSON).
+    /// Keeps what `printed` says (the build it was made of is let go).
     pub fn of(printed: Printed) -> Shaped {
-        match printed.body.to_compact_json() {
-            Some(json) => Shaped {
-                json: true,
-                text: json,
-                warnings: printed.warnings,
-            },
-            None => Shaped {
-                json: false,
-                text: printed.body.to_pretty(),
-                warnings: printed.warnings,
-            },
+        Shaped {
+            body: printed.body,
+            warnings: printed.warnings,
+            result: None,
         }
     }
 
-    /// The value: a dict for JSON (read by `json.loads`), else a str; the
-    /// warnings are issued.
-    pub fn into_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        warn(py, &self.warnings)?;
-        if self.json {
-            loads(py, &self.text)
-        } else {
-            Ok(PyString::new(py, &self.text).into_any().unbind())
+    /// Keeps what `printed` says and the build of `output` it was made of.
+    pub fn with_result(printed: Printed, output: Output) -> Shaped {
+        Shaped {
+            result: printed.result.map(|result| (result, output)),
+            body: printed.body,
+            warnings: printed.warnings,
         }
+    }
+
+    /// The value, as `json.loads` reads the CLI's output: a dict for JSON,
+    /// else a str; the warnings are issued.
+    pub fn into_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.into_py_with(py, None)
+    }
+
+    /// As [`into_py`](Self::into_py), a report through a session's `rows`
+    /// cache (converting only the rows the last report did not have).
+    pub fn into_py_with(self, py: Python<'_>, rows: Option<&mut RowCache>) -> PyResult<Py<PyAny>> {
+        warn(py, &self.warnings)?;
+        let value = match (&self.body, rows, &self.result) {
+            (Body::Report(_) | Body::Json(_), Some(rows), Some((result, output)))
+                if RowCache::handles(*output) =>
+            {
+                rows.convert(py, result, *output)?
+            }
+            // A busy cache: the output the build was asked for, uncached.
+            (Body::Report(_), None, Some((result, Output::Openai))) => {
+                to_python(py, &agent_context::adapter::openai(result))?
+            }
+            (Body::Report(result), ..) => to_python(py, result.as_ref())?,
+            (Body::Json(value), ..) => to_python(py, value)?,
+            (Body::Text(text), ..) => PyString::new(py, text).into_any(),
+        };
+        Ok(value.unbind())
     }
 }
 

@@ -15,7 +15,9 @@ mod convert;
 mod engine;
 mod errors;
 mod options;
+mod rows;
 mod session;
+mod to_python;
 
 use convert::{Shaped, json_text};
 use errors::detached;

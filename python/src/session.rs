@@ -13,6 +13,7 @@ use crate::builder::{ContextBuilder, with_output};
 use crate::convert::{Shaped, json_text};
 use crate::errors::{detached, to_py};
 use crate::options::parse_options;
+use crate::rows::RowCache;
 
 /// A session built incrementally: `push` or `extend` chunks (dicts as in
 /// the session JSON, or JSON strings), then `build()` once per turn. A
@@ -26,6 +27,9 @@ use crate::options::parse_options;
 #[pyclass(module = "agent_context")]
 pub struct Session {
     inner: Mutex<Inner>,
+    /// The last report's rows as Python values; only touched with the GIL
+    /// held, and skipped when another thread is using it.
+    rows: Mutex<RowCache>,
 }
 
 struct Inner {
@@ -80,6 +84,7 @@ impl Session {
         })?;
         Ok(Session {
             inner: Mutex::new(inner),
+            rows: Mutex::new(RowCache::default()),
         })
     }
 
@@ -130,9 +135,22 @@ impl Session {
                 inner.compiled_for = options.output;
             }
             let result = inner.session.build()?;
+            if RowCache::handles(options.output) {
+                // The cache shapes these from the build itself; a report's
+                // printing (a copy of the build) has their warnings.
+                let mut report = options.clone();
+                report.output = Output::Report;
+                let printed = command::print(&result, &report)?;
+                return Ok(Shaped::with_result(printed, options.output));
+            }
             command::print(&result, &options).map(Shaped::of)
         })?;
-        shaped.into_py(py)
+        // Never waits for the cache (its holder may need the GIL this
+        // thread holds): a busy cache converts the whole report.
+        match self.rows.try_lock() {
+            Ok(mut rows) => shaped.into_py_with(py, Some(&mut rows)),
+            Err(_) => shaped.into_py(py),
+        }
     }
 
     /// The session as JSON (a dict): what `agent_context.build` would take.

@@ -105,3 +105,31 @@ def test_one_session_shared_by_threads():
     for t in threads:
         t.join()
     assert len(session) == 4 + 15
+
+
+def test_results_reuse_nothing_stale_across_trims():
+    """A session converts only the rows a build did not share with the one
+    before. Through trims, its report and openai messages must agree with
+    each other and with the text output (never cached) of the same prompt,
+    and the report with itself."""
+    session = ac.Session(ac.ContextBuilder(max_tokens=12_000, low_water=0.6))
+    trims = 0
+    for i in range(40):
+        session.extend(turn(i))
+        report = session.build()
+        openai = session.build(output="openai")
+        text = session.build(output="text")
+        contents = [m["content"] for m in report["messages"]]
+        assert [m["content"] for m in openai["messages"]] == contents, i
+        assert [m["role"] for m in openai["messages"]] == [m["role"] for m in report["messages"]]
+        at = 0
+        for content in contents:
+            at = text.index(content, at) + len(content)
+        assert sum(m["tokens"] for m in report["messages"]) + 3 == report["token_count"] <= 12_000
+        shown = [c for m in report["messages"] for c in m["chunk_ids"]]
+        assert sorted(shown) == sorted(report["included"]), i
+        decided = {d["id"]: d["decision"] for d in report["decisions"]}
+        assert {c for c, d in decided.items() if d != "dropped"} == set(report["included"]), i
+        assert len(decided) == len(session)
+        trims += any(d == "stubbed" for d in decided.values())
+    assert trims > 10

@@ -55,26 +55,29 @@ pub use openai_responses::openai_responses_request;
 use serde_json::{Value, json};
 
 use crate::error::{ErrorKind, Result};
-use crate::message::BuildResult;
+use crate::message::{BuildResult, ContextMessage};
 use crate::roles::Role;
 
 /// `{"messages": [{"role", "content"}]}`, the system message first, with
 /// the role [`openai_chat_request`] gives it: `developer` for reasoning
 /// models (`o1`, `o3`, `o4`, `gpt-5`…), else `system`.
 pub fn openai(result: &BuildResult) -> Value {
-    let system = openai_system_role(&result.model);
     let messages: Vec<Value> = result
         .messages
         .iter()
-        .map(|m| {
-            let role = match m.role {
-                Role::System => system,
-                role => role.as_str(),
-            };
-            json!({"role": role, "content": m.content})
-        })
+        .map(|m| openai_message(m, &result.model))
         .collect();
     json!({ "messages": messages })
+}
+
+/// One message of [`openai`]'s `messages`: `{"role", "content"}`, the
+/// system message's role as `model` takes it.
+pub fn openai_message(message: &ContextMessage, model: &str) -> Value {
+    let role = match message.role {
+        Role::System => openai_system_role(model),
+        role => role.as_str(),
+    };
+    json!({"role": role, "content": message.content})
 }
 
 /// The role OpenAI's Chat Completions API gives instructions for `model`:
