@@ -89,7 +89,10 @@ def build(
     estimate_factor: Union[float, str, None] = None,
     threads: Optional[int] = None,
     output: Output = "report",
+    explain: bool = False,
     cache_control: bool = True,
+    no_cache_control: bool = False,
+    max_input_bytes: Optional[int] = None,
     lossy_unicode: bool = False,
 ) -> Union[dict[str, JSON], str]:
     """Builds the prompt of `session` within the budget, exactly as
@@ -107,7 +110,11 @@ def build(
     - exclude_kinds: chunk kinds left out (`["thinking"]`).
     - estimate_factor: estimates count F x o200k_base (default 1.6).
     - threads: threads to render and count on (default: up to 4).
-    - cache_control: False is `--no-cache-control` (anthropic-native).
+    - explain: write the breakdown of every decision to sys.stderr.
+    - cache_control: False (or no_cache_control=True) is `--no-cache-control`.
+    - max_input_bytes: refuse session JSON longer than this.
+    - `cap` and `exclude_kind`, the flags' own names, are read as `caps`
+      and `exclude_kinds`.
     - lossy_unicode: read a lone UTF-16 surrogate escape as U+FFFD.
 
     Raises InputError, BudgetExceeded; warns with ContextWarning.
@@ -141,7 +148,10 @@ class ContextBuilder:
         estimate_factor: Union[float, str, None] = None,
         threads: Optional[int] = None,
         output: Output = "report",
+        explain: bool = False,
         cache_control: bool = True,
+        no_cache_control: bool = False,
+        max_input_bytes: Optional[int] = None,
     ) -> None: ...
 
     def with_options(self, **kwargs: Any) -> "ContextBuilder":

@@ -7,7 +7,7 @@ use pyo3::types::PyDict;
 
 use crate::convert::{Shaped, json_text};
 use crate::errors::detached;
-use crate::options::{build_options, parse_options};
+use crate::options::{Call, build_options, parse_options};
 
 /// Build settings: the keywords of `build` (the CLI's flags), checked
 /// once and kept. `build(session)` builds with them; `Session(builder)`
@@ -17,7 +17,7 @@ use crate::options::{build_options, parse_options};
 /// `with_options(**kwargs)` gives a copy with some settings changed.
 #[pyclass(module = "agent_context", frozen)]
 pub struct ContextBuilder {
-    pub(crate) options: BuildOptions,
+    pub(crate) call: Call,
 }
 
 #[pymethods]
@@ -25,21 +25,21 @@ impl ContextBuilder {
     #[new]
     #[pyo3(signature = (**kwargs))]
     fn new(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let options = build_options(&BuildOptions::default(), kwargs, "ContextBuilder")?;
+        let call = build_options(&Call::default(), kwargs, "ContextBuilder")?;
         // Settings are checked here, as the CLI checks its flags before
         // reading the input.
-        let checked = options.clone();
+        let checked = call.options.clone();
         detached(py, move || checked.builder().map(drop))?;
-        Ok(ContextBuilder { options })
+        Ok(ContextBuilder { call })
     }
 
     /// A copy of this builder with the given keywords changed.
     #[pyo3(signature = (**kwargs))]
     fn with_options(&self, py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let options = build_options(&self.options, kwargs, "with_options")?;
-        let checked = options.clone();
+        let call = build_options(&self.call, kwargs, "with_options")?;
+        let checked = call.options.clone();
         detached(py, move || checked.builder().map(drop))?;
-        Ok(ContextBuilder { options })
+        Ok(ContextBuilder { call })
     }
 
     /// Builds `session` (a dict or JSON string) with these settings, as
@@ -52,18 +52,21 @@ impl ContextBuilder {
         output: Option<&str>,
         lossy_unicode: bool,
     ) -> PyResult<Py<PyAny>> {
-        let options = with_output(&self.options, output)?;
+        let options = with_output(&self.call.options, output)?;
         let text = json_text(session, "session")?;
+        self.call.check_size(&text)?;
+        let explain = self.call.explain;
         let shaped = detached(py, || {
             let state = MemoryState::from_json_str_with(&text, parse_options(lossy_unicode))?;
-            command::build(&state, &options).map(Shaped::of)
+            let printed = command::build(&state, &options)?;
+            Ok(Shaped::of(printed, explain))
         })?;
         shaped.into_py(py)
     }
 
     /// The settings, as keywords.
     fn options(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {
-        let o = &self.options;
+        let o = &self.call.options;
         let dict = PyDict::new(py);
         dict.set_item("model", &o.model)?;
         dict.set_item("max_tokens", o.max_tokens)?;
@@ -81,11 +84,13 @@ impl ContextBuilder {
         dict.set_item("threads", o.threads)?;
         dict.set_item("output", o.output.as_str())?;
         dict.set_item("cache_control", o.cache_control)?;
+        dict.set_item("explain", self.call.explain)?;
+        dict.set_item("max_input_bytes", self.call.max_input_bytes)?;
         Ok(dict.unbind())
     }
 
     fn __repr__(&self) -> String {
-        let o = &self.options;
+        let o = &self.call.options;
         format!(
             "ContextBuilder(model={:?}, max_tokens={}, reserve={}, output={:?})",
             o.model,

@@ -24,6 +24,14 @@ fn json_functions(py: Python<'_>) -> PyResult<&(Py<PyAny>, Py<PyAny>)> {
     })
 }
 
+/// A `str` argument as Rust text; a lone surrogate is an `InputError`.
+pub fn text_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    let text = value.cast::<PyString>()?;
+    text.to_cow()
+        .map(std::borrow::Cow::into_owned)
+        .map_err(|e| input_error(format!("{what} is not valid text: {e}")))
+}
+
 /// The JSON text of `value`: a `str` (or UTF-8 `bytes`) as it is, any
 /// other value through `json.dumps` (no NaN or infinity: JSON has none).
 pub fn json_text(value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
@@ -43,7 +51,15 @@ pub fn json_text(value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     kwargs.set_item("allow_nan", false)?;
     let dumps = json_functions(py)?.0.bind(py);
     match dumps.call((value,), Some(&kwargs)) {
-        Ok(text) => text.extract::<String>(),
+        Ok(text) => match text.extract::<String>() {
+            Ok(text) => Ok(text),
+            // A lone surrogate in a str: written as its escape, it reaches
+            // the parser, which names it (or, lossy, reads U+FFFD).
+            Err(_) => {
+                kwargs.set_item("ensure_ascii", true)?;
+                dumps.call((value,), Some(&kwargs))?.extract::<String>()
+            }
+        },
         Err(error) if is_value_or_type_error(py, &error) => Err(input_error(format!(
             "{what} cannot be written as JSON: {}",
             error.value(py)
@@ -62,26 +78,41 @@ fn is_value_or_type_error(py: Python<'_>, error: &PyErr) -> bool {
 pub struct Shaped {
     body: Body,
     warnings: Vec<String>,
+    /// `--explain`'s breakdown, for `sys.stderr`.
+    explained: Option<String>,
     /// The build and its output, for a session's row cache.
     result: Option<(BuildResult, Output)>,
 }
 
 impl Shaped {
-    /// Keeps what `printed` says (the build it was made of is let go).
-    pub fn of(printed: Printed) -> Shaped {
-        Shaped {
-            body: printed.body,
-            warnings: printed.warnings,
-            result: None,
-        }
+    /// Keeps what `printed` says (the build it was made of is let go),
+    /// with the breakdown of that build if `explain` (which then holds the
+    /// build's own warnings, as the CLI's `--explain` does).
+    pub fn of(printed: Printed, explain: bool) -> Shaped {
+        let mut shaped = Shaped::with_result(printed, Output::Report, explain);
+        shaped.result = None;
+        shaped
     }
 
-    /// Keeps what `printed` says and the build of `output` it was made of.
-    pub fn with_result(printed: Printed, output: Output) -> Shaped {
+    /// As [`of`](Self::of), keeping the build of `output` it was made of.
+    pub fn with_result(printed: Printed, output: Output, explain: bool) -> Shaped {
+        let explained = printed
+            .result
+            .as_ref()
+            .filter(|_| explain)
+            .map(BuildResult::explain);
+        let shown = if explained.is_some() {
+            printed.build_warnings
+        } else {
+            0
+        };
+        let mut warnings = printed.warnings;
+        warnings.drain(..shown.min(warnings.len()));
         Shaped {
             result: printed.result.map(|result| (result, output)),
             body: printed.body,
-            warnings: printed.warnings,
+            warnings,
+            explained,
         }
     }
 
@@ -94,6 +125,11 @@ impl Shaped {
     /// As [`into_py`](Self::into_py), a report through a session's `rows`
     /// cache (converting only the rows the last report did not have).
     pub fn into_py_with(self, py: Python<'_>, rows: Option<&mut RowCache>) -> PyResult<Py<PyAny>> {
+        if let Some(text) = &self.explained {
+            py.import("sys")?
+                .getattr("stderr")?
+                .call_method1("write", (text,))?;
+        }
         warn(py, &self.warnings)?;
         let value = match (&self.body, rows, &self.result) {
             (Body::Report(_) | Body::Json(_), Some(rows), Some((result, output)))

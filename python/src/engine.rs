@@ -1,7 +1,6 @@
 //! `Engine`: a durable chat in a store, driven as `agent-context chat`
 //! drives it.
 
-use agent_context::command::BuildOptions;
 use agent_context::command::chat::{self, AppendOptions, ChatTarget};
 use agent_context::{DEFAULT_MODEL, MemoryState};
 use pyo3::prelude::*;
@@ -10,7 +9,7 @@ use serde_json::Value;
 
 use crate::convert::{Shaped, json_text, loads};
 use crate::errors::{detached, input_error};
-use crate::options::{build_options, parse_options};
+use crate::options::{Call, build_options, parse_options};
 
 /// A chat of a store: a SQLite file path (created by the first `append`)
 /// or a `postgres://` URL. Each method is the `agent-context chat` verb of
@@ -94,8 +93,11 @@ impl Engine {
     /// `agent_context.build`.
     #[pyo3(signature = (**kwargs))]
     fn build(&self, py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
-        let options = build_options(&BuildOptions::default(), kwargs, "build")?;
-        let shaped = detached(py, || chat::build(&self.target, &options).map(Shaped::of))?;
+        let call = build_options(&Call::default(), kwargs, "build")?;
+        let shaped = detached(py, || {
+            let printed = chat::build(&self.target, &call.options)?;
+            Ok(Shaped::of(printed, call.explain))
+        })?;
         shaped.into_py(py)
     }
 

@@ -6,7 +6,7 @@
 //! Python value. Work runs without the GIL; panics become `Error`.
 
 use agent_context::MemoryState;
-use agent_context::command::{self, BuildOptions, CountOptions};
+use agent_context::command::{self, CountOptions};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -21,7 +21,7 @@ mod to_python;
 
 use convert::{Shaped, json_text};
 use errors::detached;
-use options::{build_options, option_error, parse_options};
+use options::{Call, build_options, option_error, parse_options};
 
 /// Builds the prompt of `session` within the budget, as `agent-context
 /// build` does with the same flags, and returns its output: a dict for
@@ -33,7 +33,8 @@ use options::{build_options, option_error, parse_options};
 /// flags, with the same defaults: `model`, `max_tokens`, `reserve`,
 /// `escape`, `framing`, `content_format`, `fragments_format`, `caps`,
 /// `low_water`, `context_management`, `exclude_kinds`, `estimate_factor`,
-/// `threads`, `output`, `cache_control` (not `--no-cache-control`), and
+/// `threads`, `output`, `explain` (the breakdown on `sys.stderr`),
+/// `cache_control` (or `no_cache_control`), `max_input_bytes` and
 /// `lossy_unicode`.
 #[pyfunction]
 #[pyo3(signature = (session, *, lossy_unicode = false, **kwargs))]
@@ -43,11 +44,13 @@ fn build(
     lossy_unicode: bool,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Py<PyAny>> {
-    let options = build_options(&BuildOptions::default(), kwargs, "build")?;
+    let call = build_options(&Call::default(), kwargs, "build")?;
     let text = json_text(session, "session")?;
+    call.check_size(&text)?;
     let shaped = detached(py, || {
         let state = MemoryState::from_json_str_with(&text, parse_options(lossy_unicode))?;
-        command::build(&state, &options).map(Shaped::of)
+        let printed = command::build(&state, &call.options)?;
+        Ok(Shaped::of(printed, call.explain))
     })?;
     shaped.into_py(py)
 }
@@ -59,7 +62,7 @@ fn build(
 #[pyo3(signature = (text, *, model = None, estimate_factor = None))]
 fn count(
     py: Python<'_>,
-    text: &str,
+    text: &Bound<'_, PyAny>,
     model: Option<String>,
     estimate_factor: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<usize> {
@@ -74,7 +77,8 @@ fn count(
                 .map_err(|m| option_error("estimate_factor", m))?,
         );
     }
-    let (tokens, printed) = detached(py, || command::count(text, &options))?;
+    let text = convert::text_of(text, "text")?;
+    let (tokens, printed) = detached(py, || command::count(&text, &options))?;
     errors::warn(py, &printed.warnings)?;
     Ok(tokens)
 }

@@ -13,8 +13,33 @@ use pyo3::types::{PyDict, PyString};
 use crate::convert::json_text;
 use crate::errors::{input_error, to_py};
 
+/// A build's keywords: the library's options, and the flags of the
+/// command itself (`--explain`, `--max-input-bytes`).
+#[derive(Debug, Clone, Default)]
+pub struct Call {
+    pub options: BuildOptions,
+    /// `--explain`: the breakdown of every decision, on `sys.stderr`.
+    pub explain: bool,
+    /// `--max-input-bytes`: the most bytes of session JSON read.
+    pub max_input_bytes: Option<usize>,
+}
+
+impl Call {
+    /// Refuses JSON text longer than `max_input_bytes`, as the CLI
+    /// refuses a larger file.
+    pub fn check_size(&self, text: &str) -> PyResult<()> {
+        match self.max_input_bytes {
+            Some(limit) if text.len() > limit => Err(input_error(format!(
+                "the input is larger than the limit of {limit} bytes; raise it with \
+                 max_input_bytes"
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// The keywords of a build, in the order `--help` lists the flags.
-pub const BUILD_KEYWORDS: [&str; 15] = [
+pub const BUILD_KEYWORDS: [&str; 18] = [
     "model",
     "max_tokens",
     "reserve",
@@ -29,30 +54,37 @@ pub const BUILD_KEYWORDS: [&str; 15] = [
     "estimate_factor",
     "threads",
     "output",
+    "explain",
     "cache_control",
+    "no_cache_control",
+    "max_input_bytes",
 ];
 
 /// `base` with the build keywords of `kwargs` applied; any other keyword
 /// is a `TypeError`, as Python gives for a function's.
 pub fn build_options(
-    base: &BuildOptions,
+    base: &Call,
     kwargs: Option<&Bound<'_, PyDict>>,
     function: &str,
-) -> PyResult<BuildOptions> {
-    let mut options = base.clone();
+) -> PyResult<Call> {
+    let mut call = base.clone();
     let Some(kwargs) = kwargs else {
-        return Ok(options);
+        return Ok(call);
     };
     for (key, value) in kwargs.iter() {
         let key: String = key.extract()?;
-        if value.is_none() && !matches!(key.as_str(), "max_tokens" | "reserve") {
+        match key.as_str() {
+            "explain" => call.explain = value.is_truthy()?,
+            "no_cache_control" => call.options.cache_control = !value.is_truthy()?,
+            "max_input_bytes" => call.max_input_bytes = count_or_none(&value, &key)?,
             // None is the flag left out: the default.
-            set_default(&mut options, &key, function)?;
-            continue;
+            _ if value.is_none() && !matches!(key.as_str(), "max_tokens" | "reserve") => {
+                set_default(&mut call.options, &key, function)?;
+            }
+            _ => set(&mut call.options, &key, &value, function)?,
         }
-        set(&mut options, &key, &value, function)?;
     }
-    Ok(options)
+    Ok(call)
 }
 
 fn set(
@@ -71,14 +103,15 @@ fn set(
         "fragments_format" => {
             options.fragments_format = named(value, key, parse_fragment_format)?;
         }
-        "caps" => options.caps = caps(value)?,
+        // `--cap`, repeatable, is `caps`; `--exclude-kind` is `exclude_kinds`.
+        "caps" | "cap" => options.caps = caps(value)?,
         "low_water" => options.low_water = value.extract()?,
         "context_management" => {
             let text = json_text(value, "context_management")?;
             options.context_management =
                 Some(command::read_context_management(&text).map_err(to_py)?);
         }
-        "exclude_kinds" => options.exclude_kinds = kinds(value)?,
+        "exclude_kinds" | "exclude_kind" => options.exclude_kinds = kinds(value)?,
         "estimate_factor" => {
             let text = value.str()?.to_string();
             options.estimate_factor =
@@ -105,10 +138,10 @@ fn set_default(options: &mut BuildOptions, key: &str, function: &str) -> PyResul
         "framing" => options.framing = default.framing,
         "content_format" => options.content_format = default.content_format,
         "fragments_format" => options.fragments_format = default.fragments_format,
-        "caps" => options.caps = default.caps,
+        "caps" | "cap" => options.caps = default.caps,
         "low_water" => options.low_water = default.low_water,
         "context_management" => options.context_management = None,
-        "exclude_kinds" => options.exclude_kinds = default.exclude_kinds,
+        "exclude_kinds" | "exclude_kind" => options.exclude_kinds = default.exclude_kinds,
         "estimate_factor" => options.estimate_factor = None,
         "threads" => options.threads = None,
         "output" => options.output = default.output,

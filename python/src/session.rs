@@ -3,7 +3,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use agent_context::command::{self, BuildOptions, Output};
+use agent_context::command::{self, Output};
 use agent_context::{ContextSession, ErrorKind, MemoryChunk, MemoryState, parse_json};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::builder::{ContextBuilder, with_output};
 use crate::convert::{Shaped, json_text};
 use crate::errors::{detached, to_py};
-use crate::options::parse_options;
+use crate::options::{Call, parse_options};
 use crate::rows::RowCache;
 
 /// A session built incrementally: `push` or `extend` chunks (dicts as in
@@ -34,7 +34,7 @@ pub struct Session {
 
 struct Inner {
     session: ContextSession,
-    options: BuildOptions,
+    call: Call,
     /// The output whose builder settings the session was compiled with.
     compiled_for: Output,
 }
@@ -64,7 +64,7 @@ impl Session {
         state: Option<&Bound<'_, PyAny>>,
         lossy_unicode: bool,
     ) -> PyResult<Self> {
-        let options = builder.map_or_else(BuildOptions::default, |b| b.options.clone());
+        let call = builder.map_or_else(Call::default, |b| b.call.clone());
         let text = state
             .filter(|s| !s.is_none())
             .map(|s| json_text(s, "state"))
@@ -74,11 +74,11 @@ impl Session {
                 Some(text) => MemoryState::from_json_str_with(&text, parse_options(lossy_unicode))?,
                 None => MemoryState::new(),
             };
-            let session = ContextSession::new(options.builder()?, state)?;
-            let compiled_for = options.output;
+            let session = ContextSession::new(call.options.builder()?, state)?;
+            let compiled_for = call.options.output;
             Ok(Inner {
                 session,
-                options,
+                call,
                 compiled_for,
             })
         })?;
@@ -126,24 +126,25 @@ impl Session {
             let mut inner = self.lock()?;
             let options = match output {
                 Some(_) => {
-                    with_output(&inner.options, output).map_err(|_| unknown_output(output))?
+                    with_output(&inner.call.options, output).map_err(|_| unknown_output(output))?
                 }
-                None => inner.options.clone(),
+                None => inner.call.options.clone(),
             };
             if builder_class(options.output) != builder_class(inner.compiled_for) {
                 inner.session.set_builder(&options.builder()?)?;
                 inner.compiled_for = options.output;
             }
             let result = inner.session.build()?;
+            let explain = inner.call.explain;
             if RowCache::handles(options.output) {
                 // The cache shapes these from the build itself; a report's
                 // printing (a copy of the build) has their warnings.
                 let mut report = options.clone();
                 report.output = Output::Report;
                 let printed = command::print(&result, &report)?;
-                return Ok(Shaped::with_result(printed, options.output));
+                return Ok(Shaped::with_result(printed, options.output, explain));
             }
-            command::print(&result, &options).map(Shaped::of)
+            command::print(&result, &options).map(|printed| Shaped::of(printed, explain))
         })?;
         // Never waits for the cache (its holder may need the GIL this
         // thread holds): a busy cache converts the whole report.

@@ -118,3 +118,32 @@ class _none:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_explain_writes_the_cli_breakdown(cli, sessions, capsys):
+    path, session = sessions["coding-agent"]
+    done = cli.run("build", path, "--max-tokens", "4000", "--explain", "--output", "openai")
+    breakdown = "".join(line for line in done.stderr.splitlines(keepends=True)
+                        if not line.startswith("warning: "))
+    assert ac.build(session, max_tokens=4000, explain=True, output="openai") == json.loads(done.stdout)
+    assert capsys.readouterr().err == breakdown and breakdown
+    ac.ContextBuilder(max_tokens=4000, explain=True).build(session)
+    assert capsys.readouterr().err == cli.run("build", path, "--max-tokens", "4000", "--explain").stderr
+
+
+@pytest.mark.filterwarnings("ignore::agent_context.ContextWarning")
+def test_every_flag_has_its_keyword(sessions, tmp_path):
+    _, session = sessions["coding-agent"]
+    base = ac.build(session, max_tokens=6000, caps={"tool_result": 300}, exclude_kinds=["thinking"],
+                    cache_control=False, output="anthropic-native")
+    assert ac.build(session, max_tokens=6000, cap=["tool_result=300"], exclude_kind="thinking",
+                    no_cache_control=True, output="anthropic_native") == base
+    assert ac.build(session, max_tokens=6000, caps={"tool_result": 300}, exclude_kinds=["thinking"],
+                    cache_control=False, output="anthropic-native", model=None, escape=None,
+                    low_water=None, threads=None, estimate_factor=None, max_input_bytes=None) == base
+    with pytest.raises(ac.InputError, match="larger than the limit"):
+        ac.build(session, max_input_bytes=100)
+    path = tmp_path / "cm.json"
+    path.write_text('{"edits": [{"type": "clear_thinking_20251015"}]}')
+    assert ac.build(session, context_management=str(path)) == ac.build(
+        session, context_management={"edits": [{"type": "clear_thinking_20251015"}]})

@@ -124,3 +124,15 @@ def test_exception_hierarchy():
     assert issubclass(ac.BudgetExceeded, ac.Error)
     assert issubclass(ac.StoreError, ac.Error)
     assert issubclass(ac.ChatError, ac.StoreError) and issubclass(ac.ChatError, ac.InputError)
+
+
+def test_lone_surrogates_in_python_strings():
+    chunk = {"id": "a", "kind": "agent", "role": "user", "text": "half \ud83e"}
+    with pytest.raises(ac.InputError, match="surrogate"):
+        ac.build({"chunks": [chunk]})
+    out = ac.build({"chunks": [chunk]}, lossy_unicode=True, output="openai")
+    assert "\ufffd" in out["messages"][0]["content"]
+    with pytest.raises(ac.InputError):
+        ac.count("half \ud83e")
+    with pytest.raises(TypeError):
+        ac.count(b"bytes")

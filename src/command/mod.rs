@@ -50,7 +50,7 @@ use crate::{ErrorKind, MemoryState, Result};
 /// # Errors
 ///
 /// Settings the builder refuses, protected content that does not fit
-/// ([`ErrorKind::BudgetExceeded`](crate::ErrorKind::BudgetExceeded)), or an
+/// ([`ErrorKind::BudgetExceeded`]), or an
 /// output that cannot be made of the build.
 pub fn build(state: &MemoryState, options: &BuildOptions) -> Result<Printed> {
     let result = options.builder()?.build(state)?;
