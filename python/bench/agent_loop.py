@@ -14,7 +14,7 @@ from the new messages to the budgeted messages:
   OpenAI cookbook's framing: 3 + role + content, plus tool-call names and
   arguments) and memoizes the count per message.
 
-Run: python bench/agent_loop.py [--turns 200] [--budget 128000] [--repeat 3]
+Run: python bench/agent_loop.py [--turns 200] [--budget 128000] [--repeat 3] [--sequential]
 Needs: agent_context, langchain-core, tiktoken. tiktoken fetches its
 o200k_base table from the network on first use; offline, set
 TIKTOKEN_O200K to a local o200k_base.tiktoken (the tiktoken-rs crate
@@ -139,37 +139,53 @@ def cached_counter(encoding):
     return counter
 
 
-def run(data, budget, encoding):
-    """The three loops side by side: each turn is timed in each loop in
-    turn, so the machine's load weighs on all three alike."""
+def loops(data, budget, encoding):
+    """The three loops, as generators: each step runs and times one turn."""
     from langchain_core.messages import trim_messages
 
     builder = ac.ContextBuilder(model="gpt-4o", max_tokens=budget)
-    report_session, openai_session = ac.Session(builder), ac.Session(builder)
+
+    def session_loop(output):
+        session = ac.Session(builder)
+        for i, turn in enumerate(data):
+            chunks = chunks_of(i, turn)
+            start = time.perf_counter()
+            session.extend(chunks)
+            result = session.build(output=output)
+            elapsed = time.perf_counter() - start
+            if output is None:
+                assert result["token_count"] <= budget
+            yield elapsed, result
+
+    def langchain_loop(counter):
+        history = []
+        for i, turn in enumerate(data):
+            new = langchain_messages(i, turn)
+            start = time.perf_counter()
+            history.extend(new)
+            kept = trim_messages(history, max_tokens=budget, strategy="last",
+                                 start_on="human", token_counter=counter)
+            yield time.perf_counter() - start, kept
+
     counter = cached_counter(encoding)
-    history = []
-    times = {"report": [], "openai": [], "langchain": []}
+    return {"report": session_loop(None), "openai": session_loop("openai"),
+            "langchain": langchain_loop(counter)}, counter
+
+
+def run(data, budget, encoding, sequential=False):
+    """Times every turn of the three loops: interleaved (each turn in each
+    loop in turn, so the machine's load and caches weigh on all three
+    alike), or one loop after the other."""
+    steps, counter = loops(data, budget, encoding)
+    times = {name: [] for name in steps}
     last = {}
-    for i, turn in enumerate(data):
-        chunks = chunks_of(i, turn)
-        new = langchain_messages(i, turn)
-
-        start = time.perf_counter()
-        report_session.extend(chunks)
-        last["report"] = report_session.build()
-        times["report"].append(time.perf_counter() - start)
-
-        start = time.perf_counter()
-        openai_session.extend(chunks)
-        last["openai"] = openai_session.build(output="openai")
-        times["openai"].append(time.perf_counter() - start)
-
-        start = time.perf_counter()
-        history.extend(new)
-        last["langchain"] = trim_messages(history, max_tokens=budget, strategy="last",
-                                          start_on="human", token_counter=counter)
-        times["langchain"].append(time.perf_counter() - start)
-        assert last["report"]["token_count"] <= budget
+    order = [[(name, step) for name, step in steps.items()]] * len(data)
+    if sequential:
+        order = [[(name, step)] for name, step in steps.items() for _ in data]
+    for turn in order:
+        for name, step in turn:
+            elapsed, last[name] = next(step)
+            times[name].append(elapsed)
     return times, last, counter
 
 
@@ -182,6 +198,8 @@ def main():
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--budget", type=int, default=128_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--sequential", action="store_true",
+                        help="run the loops one after the other, not turn by turn")
     args = parser.parse_args()
 
     data = turns(args.turns)
@@ -196,7 +214,7 @@ def main():
 
     medians = {"report": [], "openai": [], "langchain": []}
     for _ in range(args.repeat):
-        times, last, counter = run(data, args.budget, encoding)
+        times, last, counter = run(data, args.budget, encoding, args.sequential)
         for name, series in times.items():
             medians[name].append(statistics.median(series[1:]))  # every turn but the first
     report, openai, lc_last = last["report"], last["openai"], last["langchain"]
@@ -207,7 +225,8 @@ def main():
         ("agent_context Session.build(output='openai')", "openai", report["token_count"]),
         ("LangChain trim_messages, cached tiktoken", "langchain", lc_tokens),
     ]
-    print(f"warm turn, median of {args.repeat} runs' medians over turns 2-{args.turns}")
+    mode = "one loop after the other" if args.sequential else "loops interleaved turn by turn"
+    print(f"warm turn, median of {args.repeat} runs' medians over turns 2-{args.turns}, {mode}")
     print(f"{'':46} {'median':>11} {'p90':>11}  {'tokens kept':>11}  vs LangChain")
     for name, key, tokens in rows:
         median = statistics.median(medians[key])
