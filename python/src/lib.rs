@@ -37,7 +37,10 @@ use options::{Call, build_options, option_error, parse_options};
 /// `cache_control` (or `no_cache_control`), `max_input_bytes` and
 /// `lossy_unicode`.
 #[pyfunction]
-#[pyo3(signature = (session, *, lossy_unicode = false, **kwargs))]
+#[pyo3(
+    signature = (session, *, lossy_unicode = false, **kwargs),
+    text_signature = "(session, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', caps=None, low_water=0.8, context_management=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None, lossy_unicode=False)"
+)]
 fn build(
     py: Python<'_>,
     session: &Bound<'_, PyAny>,
