@@ -23,7 +23,7 @@ pub struct ContextBuilder {
 #[pymethods]
 impl ContextBuilder {
     #[new]
-    #[pyo3(signature = (**kwargs), text_signature = "(*, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', caps=None, low_water=0.8, context_management=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None)")]
+    #[pyo3(signature = (**kwargs), text_signature = "(*, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None)")]
     fn new(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let call = build_options(&Call::default(), kwargs, "ContextBuilder")?;
         // Settings are checked here, as the CLI checks its flags before

@@ -91,7 +91,7 @@ impl Engine {
 
     /// Builds the branch's prompt (`chat build`), with the keywords of
     /// `agent_context.build`.
-    #[pyo3(signature = (**kwargs), text_signature = "($self, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', caps=None, low_water=0.8, context_management=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None)")]
+    #[pyo3(signature = (**kwargs), text_signature = "($self, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None)")]
     fn build(&self, py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
         let call = build_options(&Call::default(), kwargs, "build")?;
         let shaped = detached(py, || {

@@ -31,7 +31,8 @@ use options::{Call, build_options, option_error, parse_options};
 ///
 /// `session` is a dict or a JSON string. The keywords are the CLI's
 /// flags, with the same defaults: `model`, `max_tokens`, `reserve`,
-/// `escape`, `framing`, `content_format`, `fragments_format`, `caps`,
+/// `escape`, `framing`, `content_format`, `fragments_format`,
+/// `group_fragments`, `caps`,
 /// `low_water`, `context_management`, `exclude_kinds`, `estimate_factor`,
 /// `threads`, `output`, `explain` (the breakdown on `sys.stderr`),
 /// `cache_control` (or `no_cache_control`), `max_input_bytes` and
@@ -39,7 +40,7 @@ use options::{Call, build_options, option_error, parse_options};
 #[pyfunction]
 #[pyo3(
     signature = (session, *, lossy_unicode = false, **kwargs),
-    text_signature = "(session, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', caps=None, low_water=0.8, context_management=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None, lossy_unicode=False)"
+    text_signature = "(session, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None, lossy_unicode=False)"
 )]
 fn build(
     py: Python<'_>,

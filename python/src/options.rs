@@ -39,7 +39,7 @@ impl Call {
 }
 
 /// The keywords of a build, in the order `--help` lists the flags.
-pub const BUILD_KEYWORDS: [&str; 18] = [
+pub const BUILD_KEYWORDS: [&str; 19] = [
     "model",
     "max_tokens",
     "reserve",
@@ -47,6 +47,7 @@ pub const BUILD_KEYWORDS: [&str; 18] = [
     "framing",
     "content_format",
     "fragments_format",
+    "group_fragments",
     "caps",
     "low_water",
     "context_management",
@@ -103,6 +104,7 @@ fn set(
         "fragments_format" => {
             options.fragments_format = named(value, key, parse_fragment_format)?;
         }
+        "group_fragments" => options.group_fragments = value.is_truthy()?,
         // `--cap`, repeatable, is `caps`; `--exclude-kind` is `exclude_kinds`.
         "caps" | "cap" => options.caps = caps(value)?,
         "low_water" => options.low_water = value.extract()?,
@@ -138,6 +140,7 @@ fn set_default(options: &mut BuildOptions, key: &str, function: &str) -> PyResul
         "framing" => options.framing = default.framing,
         "content_format" => options.content_format = default.content_format,
         "fragments_format" => options.fragments_format = default.fragments_format,
+        "group_fragments" => options.group_fragments = default.group_fragments,
         "caps" | "cap" => options.caps = default.caps,
         "low_water" => options.low_water = default.low_water,
         "context_management" => options.context_management = None,

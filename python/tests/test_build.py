@@ -34,6 +34,8 @@ SETTINGS = [
       "cache_control": False},
      ["--model", "claude-sonnet-4-5", "--max-tokens", "8000", "--estimate-factor", "1.25",
       "--no-cache-control"]),
+    ({"max_tokens": 6000, "group_fragments": True, "fragments_format": "markdown"},
+     ["--max-tokens", "6000", "--group-fragments", "--fragments-format", "markdown"]),
     ({"model": "gpt-4", "max_tokens": 3000, "reserve": 200, "threads": 1},
      ["--model", "gpt-4", "--max-tokens", "3000", "--reserve", "200", "--threads", "1"]),
 ]
