@@ -22,17 +22,17 @@ pub struct BuildStats {
     /// over from the last build.
     pub chunks_cached: usize,
     /// Of the chunks rendered, those rendered again because the build kept
-    /// one whose text had been let go (see the README's Sessions section).
+    /// one whose text had been let go (see docs/sessions.md).
     /// A chunk rendered whole keeps its counts and is not counted again.
     pub chunks_restored: usize,
     /// Whether the build extended the last one instead of planning every
     /// chunk again: the turn only appended chunks and the last cut, with
-    /// them, still fits (see the README's Sessions section).
+    /// them, still fits (see docs/sessions.md).
     pub extended: bool,
     /// Whether the build planned again only the chunks of the last prompt
     /// and the new ones, the rest dropped as before: the turn only appended
-    /// chunks and the last cut no longer fit (see the README's Sessions
-    /// section).
+    /// chunks and the last cut no longer fit (see
+    /// docs/sessions.md).
     pub replanned: bool,
 }
 

@@ -1,4 +1,4 @@
-//! `agent-context chat …`: the README's walk-through on the bundled data,
+//! `agent-context chat …`: the walk-through of docs/stores.md on the bundled data,
 //! and `chat build` against `build` of `chat export`, byte for byte.
 
 mod common;

@@ -1,4 +1,4 @@
-//! What the binary prints and when: the README's `--explain` sample is the
+//! What the binary prints and when: the `--explain` sample of docs/cli.md is the
 //! main job's output, and `replay` writes each turn as it is built.
 
 use std::process::Command;
@@ -8,13 +8,24 @@ mod common;
 use common::cli::{Run, run};
 
 const README: &str = include_str!("../README.md");
+/// The documents that hold samples and lists the tests check.
+const DOCS: [&str; 3] = [
+    README,
+    include_str!("../docs/cli.md"),
+    include_str!("../docs/native.md"),
+];
 
-/// The code block between `<!-- NAME:begin -->` and `<!-- NAME:end -->`.
+/// The code block between `<!-- NAME:begin -->` and `<!-- NAME:end -->`,
+/// in the README or a document of `docs/`.
 fn sample(name: &str) -> &'static str {
     let begin = format!("<!-- {name}:begin -->\n");
     let end = format!("<!-- {name}:end -->");
-    let start = README.find(&begin).expect("begin marker") + begin.len();
-    let block = &README[start..start + README[start..].find(&end).expect("end marker")];
+    let doc = DOCS
+        .into_iter()
+        .find(|doc| doc.contains(&begin))
+        .expect("begin marker");
+    let start = doc.find(&begin).expect("begin marker") + begin.len();
+    let block = &doc[start..start + doc[start..].find(&end).expect("end marker")];
     let body = block.split_once('\n').expect("opening fence").1;
     body.strip_suffix("```\n").expect("closing fence")
 }
@@ -41,7 +52,7 @@ fn the_explain_sample_is_what_the_main_job_prints() {
     let printed = String::from_utf8(out.stderr).expect("UTF-8");
     assert!(
         printed == sample("explain-sample"),
-        "README.md's --explain sample differs from what `{}` prints; replace it by:\n{printed}",
+        "docs/cli.md's --explain sample differs from what `{}` prints; replace it by:\n{printed}",
         args.join(" ")
     );
 }
@@ -99,7 +110,7 @@ fn replay_writes_each_turn_as_it_is_built() {
     );
 }
 
-/// Each native sample of the README is a run of consecutive messages (or
+/// Each native sample of docs/native.md is a run of consecutive messages (or
 /// input items) of the request the main job's session gives.
 #[test]
 fn readme_native_samples_are_excerpts_of_the_output() {
@@ -127,7 +138,7 @@ fn readme_native_samples_are_excerpts_of_the_output() {
         let items = body[list].as_array().expect("the request's list");
         assert!(
             !sample.is_empty() && items.windows(sample.len()).any(|w| w == sample.as_slice()),
-            "the README's {output} sample is not in its output"
+            "docs/native.md's {output} sample is not in its output"
         );
     }
 }
@@ -219,7 +230,7 @@ fn the_readme_lists_every_chunk_field() {
     assert_eq!(sorted_listed, sorted_accepted, "README.md lists {listed:?}");
 }
 
-/// The README's command-line synopsis has a line for every command.
+/// The command-line synopsis of docs/cli.md has a line for every command.
 #[test]
 fn the_readme_synopsis_names_every_command() {
     let help = run(&["--help"], "").stdout;
@@ -231,16 +242,15 @@ fn the_readme_synopsis_names_every_command() {
         .take_while(|line| line.starts_with("  "))
         .filter_map(|line| line.split_whitespace().next())
         .filter(|&command| command != "help");
-    let start = README
-        .find("## Command line\n\n```\n")
-        .expect("the synopsis");
-    let synopsis = &README[start..start + README[start..].find("```\n\n").expect("its end")];
+    let cli = include_str!("../docs/cli.md");
+    let start = cli.find("# Command line\n\n```\n").expect("the synopsis");
+    let synopsis = &cli[start..start + cli[start..].find("```\n\n").expect("its end")];
     let mut seen = 0;
     for command in commands {
         seen += 1;
         assert!(
             synopsis.contains(&format!("\nagent-context {command} ")),
-            "the README's synopsis leaves out `{command}`"
+            "docs/cli.md's synopsis leaves out `{command}`"
         );
     }
     assert!(seen >= 6, "{help}");

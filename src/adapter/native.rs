@@ -35,8 +35,7 @@ impl Default for NativeOptions {
 pub struct NativeRequest {
     /// The request body, ready to POST (add the runtime's `tools`).
     pub body: Value,
-    /// An upper bound on the prompt's tokens (see the README's "Native
-    /// requests"): the build's count of its records. A call or result sent
+    /// An upper bound on the prompt's tokens (see docs/native.md): the build's count of its records. A call or result sent
     /// as text is its record, so it costs what the build counted.
     pub token_count: usize,
     /// Always `false`: the provider's framing of native structures is

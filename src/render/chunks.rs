@@ -1,4 +1,4 @@
-//! The default rendering of every chunk kind: the tag table of the README.
+//! The default rendering of every chunk kind: the tag table of docs/rendering.md.
 
 use std::borrow::Cow;
 

@@ -1,7 +1,7 @@
 //! Turning chunks into tagged text: the [`ChunkRenderer`] trait, the
 //! [`RendererRegistry`] that picks a renderer per chunk, and escaping.
 //!
-//! The default renderers follow the tag table in the README. A custom renderer
+//! The default renderers follow the tag table in docs/rendering.md. A custom renderer
 //! registered with [`RendererRegistry::register`] is asked before the defaults,
 //! the latest registered first.
 

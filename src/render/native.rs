@@ -6,8 +6,8 @@
 //! a content block or an input item. A record holds only what the provider
 //! is sent (the strings the model reads, JSON-escaped, with a few keys
 //! around them), so the planner counts each chunk as it is sent, and the
-//! counts of a build are an upper bound on the request (see the README's
-//! "Native requests"). Compact JSON never holds a raw line break, so the
+//! counts of a build are an upper bound on the request (see
+//! docs/native.md). Compact JSON never holds a raw line break, so the
 //! blank line that joins the chunks of a message parts its records again.
 //!
 //! Chunks in the system role keep their tagged text: the system prompt is

@@ -112,7 +112,7 @@ impl Calibration {
             ))
             .into());
         }
-        // The margin must not carry a factor past MAX, which the README
+        // The margin must not carry a factor past MAX, which docs/counting.md
         // and `EstimateFactor` promise no factor exceeds; MAX still bounds
         // the ratio just observed.
         let candidate = ratio

@@ -20,7 +20,7 @@ impl EstimateFactor {
     /// published tokenizer, English, code, JSON and whitespace stay at or
     /// below 1.3, emoji, Latin-script languages, Chinese, Japanese,
     /// Vietnamese and Hebrew at or below 1.51; Cyrillic, Korean, Greek,
-    /// Arabic, Indic scripts and Thai go above (up to 5.8). The README gives
+    /// Arabic, Indic scripts and Thai go above (up to 5.8). docs/counting.md gives
     /// the figures.
     pub const DEFAULT: EstimateFactor = EstimateFactor { per_mille: 1_600 };
 

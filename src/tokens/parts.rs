@@ -6,7 +6,7 @@
 //! do add up at a *clean cut*: a position right after `\n` whose next
 //! character is neither whitespace nor `/`. No pre-tokenizer piece of
 //! `cl100k_base` or `o200k_base` spans such a cut, and no piece before it
-//! looks past it (the README explains the argument; tests check sum ==
+//! looks past it (docs/counting.md explains the argument; tests check sum ==
 //! recount). They also add up right after an ASCII letter or digit that
 //! ASCII whitespace or punctuation other than `'` follows: letter and digit
 //! pieces never take those in, and whatever piece starts with them starts
