@@ -276,6 +276,23 @@ fn trailing_spaces_make_no_hard_break() {
     assert_eq!(render_text(&blocks, GFM.renderer()), "a\nb\nc");
 }
 
+/// A child that starts with a newline trims the spaces its sibling left,
+/// before where it began: a random tree found the joint checked past the
+/// text's end.
+#[test]
+fn a_newline_after_spaces_in_nested_emphasis_renders() {
+    let blocks = blocks_from_value(json!({
+        "type": "text", "text": "", "semantic": {"type": "paragraph"},
+        "semanticNode": {"semantic": "strong", "children": [{"semantic": "strong", "children": [
+            {"text": "  "}, {"text": "\n"}, {"text": "]"}, {"text": "  "}, {"text": "\n(x)"}
+        ]}]}
+    }))
+    .unwrap();
+    for format in [GFM, CM] {
+        check_blocks(&blocks, format);
+    }
+}
+
 /// An XML subtree is inline HTML on one line whose text a Markdown reader
 /// reads as written: what Markdown would take as markup is a character
 /// reference.

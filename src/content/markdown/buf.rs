@@ -25,6 +25,9 @@ pub(super) struct Buf {
     mid_line: bool,
     /// Trimming stops here (a space that matters, a legacy newline).
     pub(super) floor: usize,
+    /// The shortest the text has been trimmed to since [`Buf::guarded`]
+    /// began writing a child: where what precedes the child now ends.
+    lowest: usize,
 }
 
 impl Buf {
@@ -34,6 +37,7 @@ impl Buf {
             spans: Vec::new(),
             mid_line,
             floor: 0,
+            lowest: usize::MAX,
         }
     }
 
@@ -64,7 +68,7 @@ impl Buf {
             Newline::Paragraph | Newline::Line if !self.at_line_start() => {
                 // Two spaces before a newline would be a hard break.
                 let end = self.text.trim_end_matches([' ', '\t']).len();
-                self.text.truncate(end.max(self.floor));
+                self.cut_to(end);
                 self.text.push('\n')
             }
             Newline::Paragraph | Newline::Line => {}
@@ -86,7 +90,28 @@ impl Buf {
     /// whitespace is text (`---` before a no-break space is no rule).
     pub(super) fn trim_end(&mut self) {
         let end = self.text.trim_end_matches([' ', '\t', '\n']).len();
-        self.text.truncate(end.max(self.floor));
+        self.cut_to(end);
+    }
+
+    /// Drops the text from `end` on (never below the floor).
+    fn cut_to(&mut self, end: usize) {
+        let end = end.max(self.floor);
+        if end < self.text.len() {
+            self.text.truncate(end);
+            self.lowest = self.lowest.min(end);
+        }
+    }
+
+    /// Writes a child with `write`, kept from joining what precedes it
+    /// ([`Buf::guard`]) where it now meets it: writing may have trimmed
+    /// trailing whitespace from the text before it.
+    pub(super) fn guarded(&mut self, write: impl FnOnce(&mut Buf)) {
+        let start = self.text.len();
+        let outer = std::mem::replace(&mut self.lowest, start);
+        write(self);
+        let meets = self.lowest.min(start);
+        self.lowest = outer.min(self.lowest);
+        self.guard(meets);
     }
 
     /// Ends the block with a blank line (none at the start). Appends only,
@@ -135,7 +160,7 @@ impl Buf {
 
     /// Keeps the text from `start` from joining what precedes it: into a
     /// link (`](`, `]:`, `![`) or into one backtick run (a space between).
-    pub(super) fn guard(&mut self, start: usize) {
+    fn guard(&mut self, start: usize) {
         let (head, tail) = self.text.split_at(start);
         if head.ends_with('`') && tail.starts_with('`') {
             self.splice(start, 0, " ");

@@ -302,15 +302,13 @@ impl MarkdownRenderer {
     }
 
     /// The children in order (the text when there are none), kept from
-    /// joining their neighbours ([`Buf::guard`]).
+    /// joining their neighbours ([`Buf::guarded`]).
     fn content(&self, node: &Node, ctx: Ctx, buf: &mut Buf) {
         if node.children.is_empty() {
             return self.push_text(buf, node.text.as_deref().unwrap_or_default(), ctx);
         }
         for child in &node.children {
-            let start = buf.text.len();
-            self.child(child, ctx, buf);
-            buf.guard(start);
+            buf.guarded(|buf| self.child(child, ctx, buf));
         }
     }
 
