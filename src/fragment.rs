@@ -28,7 +28,7 @@ pub const ROOT_KEY: &str = "value";
 ///
 /// ```
 /// use agent_context::format::{FormatOptions, FragmentFormat, render_fragments};
-/// use agent_context::{fragment, hint, role};
+/// use agent_context::fragment::{fragment, hint, role};
 /// use serde_json::json;
 ///
 /// let context = [
@@ -73,7 +73,8 @@ pub const ROOT_KEY: &str = "value";
 /// The design's example in both forms:
 ///
 /// ```
-/// use agent_context::{Fragment, fragment};
+/// use agent_context::Fragment;
+/// use agent_context::fragment::fragment;
 /// use serde_json::json;
 ///
 /// let built = fragment("config", [json!({"debug": true, "timeout": 30})])
@@ -195,7 +196,8 @@ impl From<String> for FragmentData {
 /// * otherwise the children are folded as [`Fragment::with`] does.
 ///
 /// ```
-/// use agent_context::{FragmentData, fragment, hint};
+/// use agent_context::FragmentData;
+/// use agent_context::fragment::{fragment, hint};
 /// use serde_json::json;
 ///
 /// let steps = fragment("steps", ["read", "fix", "test"]);

@@ -110,7 +110,7 @@ mod engine;
 mod error;
 mod explain;
 pub mod format;
-mod fragment;
+pub mod fragment;
 mod json_input;
 mod json_number;
 mod json_scan;
@@ -137,10 +137,7 @@ pub use chunk_id::ChunkId;
 pub use engine::ContextEngine;
 pub use error::{ChunkLocation, Error, ErrorKind, JsonPlace, JsonProblem, Result};
 pub use format::{FormatOptions, FragmentFormat};
-pub use fragment::{
-    Child, Fragment, FragmentData, assistant, example, fragment, fragments_from_json, guardrail,
-    hint, role, term, user, workflow,
-};
+pub use fragment::{Child, Fragment, FragmentData};
 pub use json_input::{MAX_JSON_DEPTH, ParseOptions, parse_json};
 pub use json_text::JsonText;
 pub use memory::{MemoryChunk, MemoryState};

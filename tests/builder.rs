@@ -370,7 +370,7 @@ fn user_first_prepends_a_counted_history_start() {
 fn fragments_are_counted_and_protected() {
     let state = MemoryState::new()
         .with_system_prompt("You review code.")
-        .with_fragment(agent_context::fragment(
+        .with_fragment(agent_context::fragment::fragment(
             "config",
             [serde_json::json!({"debug": true, "timeout": 30})],
         ))

@@ -8,7 +8,7 @@
 mod common;
 
 use agent_context::format::{FormatOptions, FragmentFormat, render_fragments};
-use agent_context::fragments_from_json;
+use agent_context::fragment::fragments_from_json;
 use common::cli::run;
 use serde_json::{Value, json};
 

@@ -9,10 +9,8 @@ use agent_context::format::{
     Tree, TreeWriter, render_fragments, render_value,
 };
 
-use agent_context::{
-    Child, ErrorKind, Fragment, FragmentData, MemoryState, fragment, fragments_from_json,
-    guardrail, hint, role, term,
-};
+use agent_context::fragment::{fragment, fragments_from_json, guardrail, hint, role, term};
+use agent_context::{Child, ErrorKind, Fragment, FragmentData, MemoryState};
 use proptest::prelude::*;
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 use serde_json::{Map, Value, json};

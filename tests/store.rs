@@ -7,10 +7,10 @@ mod common;
 use std::sync::Arc;
 
 use agent_context::budget::ContextManagement;
+use agent_context::fragment::{fragment, role};
 use agent_context::store::{self, MAIN_BRANCH, Save, SqliteStore, Store};
 use agent_context::{
-    ChunkKind, ContextBuilder, ContextEngine, ErrorKind, MemoryChunk, MemoryState, Role, fragment,
-    role,
+    ChunkKind, ContextBuilder, ContextEngine, ErrorKind, MemoryChunk, MemoryState, Role,
 };
 use common::temp::TempDir;
 use common::*;

@@ -333,7 +333,7 @@ impl FormatOptions {
 ///
 /// ```
 /// use agent_context::format::{FormatOptions, FragmentFormat, render_fragments};
-/// use agent_context::{hint, role};
+/// use agent_context::fragment::{hint, role};
 ///
 /// let context = [role("You review Rust."), hint("Be brief."), hint("Cite lines.")];
 /// let xml = render_fragments(&context, FragmentFormat::Xml, &FormatOptions::default())?;

@@ -96,7 +96,7 @@ mod tests {
     use crate::format::{
         Delimiter, FormatOptions, FragmentFormat, MAX_DEPTH, render_fragments, render_value,
     };
-    use crate::fragment;
+    use crate::fragment::fragment;
 
     fn toon(value: &Value, options: &FormatOptions) -> String {
         render_value(value, FragmentFormat::Toon, options).unwrap()

@@ -10,8 +10,9 @@ use agent_context::content::{
 use agent_context::format::{
     Delimiter, FormatOptions, FragmentFormat, render_fragments, render_value,
 };
+use agent_context::fragment::fragments_from_json;
 use agent_context::tokens::EstimateFactor;
-use agent_context::{BuildResult, DEFAULT_MODEL, ErrorKind, fragments_from_json, parse_json};
+use agent_context::{BuildResult, DEFAULT_MODEL, ErrorKind, parse_json};
 use clap::{Parser, Subcommand, ValueEnum};
 use input::{Expected, InputLimit, JsonInput, read_input};
 use options::BuildOptions;
