@@ -17,12 +17,16 @@
 //! Every operation names its chat, and every query a backend runs is scoped
 //! by it and takes all values as parameters: ids of any content are data.
 
+mod backend;
 mod errors;
 mod lineage;
+mod migrate;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod save;
 mod sqlite;
 mod tally;
+mod verbs;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -226,7 +226,6 @@ pub(crate) fn token_tally(
     Some(base.with(tokens?))
 }
 
-#[cfg(feature = "postgres")]
 /// The tallies of new nodes `ids` holding `chunks`, chained under a
 /// parent with `parent` tallies and token tally (under the chunks' count
 /// key), or under no parent.

@@ -92,11 +92,11 @@ const JUMPS_SINCE: u32 = 2;
 
 use postgres::Client;
 
-use super::db_error;
+use super::{db_error, describe};
 use crate::error::{ErrorKind, Result};
 use crate::store::NodeId;
-use crate::store::errors::{check_schema_version, not_a_store, store_error};
-use crate::store::lineage::{Link, jump_for};
+use crate::store::errors::{check_schema_version, not_a_store};
+use crate::store::migrate::{Migrations, SchemaTx};
 
 /// Brings the store in `schema` to [`CURRENT_VERSION`] (creating the schema
 /// with `create`), in one transaction. Processes that start together take
@@ -148,55 +148,42 @@ pub(super) fn migrate(
             0
         }
     };
-    for (from, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-        tx.batch_execute(migration).map_err(|e| {
-            store_error(
-                location,
-                format!(
-                    "migrating the schema from version {from}: {}",
-                    super::describe(&e)
-                ),
-            )
-        })?;
-    }
-    if version > 0 && version < JUMPS_SINCE {
-        backfill_jumps(&mut tx).map_err(|e| {
-            store_error(
-                location,
-                format!(
-                    "migrating the schema: linking nodes: {}",
-                    super::describe(&e)
-                ),
-            )
-        })?;
-    }
+    let migrations = Migrations {
+        steps: &MIGRATIONS,
+        jumps_since: JUMPS_SINCE,
+    };
+    migrations.apply(&mut tx, location, version)?;
     tx.commit().map_err(&fail)
 }
 
-/// Gives every node its jump, parents before children: once, when a store
-/// written before nodes had jumps is migrated.
-fn backfill_jumps(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Error> {
-    let mut links: rustc_hash::FxHashMap<NodeId, Link> = rustc_hash::FxHashMap::default();
-    let rows = tx.query(
-        "SELECT id, parent, position FROM nodes ORDER BY position, id",
-        &[],
-    )?;
-    let (mut ids, mut jumps) = (Vec::new(), Vec::new());
-    for row in &rows {
-        let (id, parent, position): (NodeId, Option<NodeId>, i64) =
-            (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-        let parent = parent.and_then(|p| links.get(&p).copied());
-        let jump = parent.map(|parent| jump_for(parent, |node| links.get(&node).copied()));
-        links.insert(id, Link { id, position, jump });
-        ids.push(id);
-        jumps.push(jump);
+impl SchemaTx for postgres::Transaction<'_> {
+    fn run(&mut self, sql: &str) -> Result<(), String> {
+        self.batch_execute(sql).map_err(|e| describe(&e))
     }
-    tx.execute(
-        "UPDATE nodes SET jump = t.jump FROM UNNEST($1::bigint[], $2::bigint[]) AS t (id, jump) \
-         WHERE nodes.id = t.id",
-        &[&ids, &jumps],
-    )?;
-    Ok(())
+
+    fn node_links(&mut self) -> Result<Vec<(NodeId, Option<NodeId>, i64)>, String> {
+        let rows = self
+            .query(
+                "SELECT id, parent, position FROM nodes ORDER BY position, id",
+                &[],
+            )
+            .map_err(|e| describe(&e))?;
+        rows.iter()
+            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?)))
+            .collect::<Result<_, postgres::Error>>()
+            .map_err(|e| describe(&e))
+    }
+
+    fn set_jumps(&mut self, jumps: &[(NodeId, Option<NodeId>)]) -> Result<(), String> {
+        let (ids, jumps): (Vec<NodeId>, Vec<Option<NodeId>>) = jumps.iter().copied().unzip();
+        self.execute(
+            "UPDATE nodes SET jump = t.jump FROM UNNEST($1::bigint[], $2::bigint[]) \
+             AS t (id, jump) WHERE nodes.id = t.id",
+            &[&ids, &jumps],
+        )
+        .map_err(|e| describe(&e))?;
+        Ok(())
+    }
 }
 
 /// The store's version in `schema`: `None` if the schema has no tables,

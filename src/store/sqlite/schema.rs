@@ -4,10 +4,18 @@
 //! empty file is version 0. A migration never rewrites what an earlier
 //! version stored, so every version's stores keep loading.
 
-/// The schema version this crate writes.
-pub(crate) const CURRENT_VERSION: u32 = 5;
+use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
-pub(crate) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
+use super::db_error;
+use crate::error::Result;
+use crate::store::NodeId;
+use crate::store::errors::{check_schema_version, not_a_store};
+use crate::store::migrate::{Migrations, SchemaTx};
+
+/// The schema version this crate writes.
+const CURRENT_VERSION: u32 = 5;
+
+const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
     // 1: chats, chunks as nodes of a graph, branches and checkpoints.
     "CREATE TABLE schema_version (version INTEGER NOT NULL);
      INSERT INTO schema_version (version) VALUES (1);
@@ -85,4 +93,89 @@ pub(crate) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
 ];
 
 /// The first version whose nodes have jumps.
-pub(crate) const JUMPS_SINCE: u32 = 4;
+const JUMPS_SINCE: u32 = 4;
+
+/// Brings the schema to [`CURRENT_VERSION`], in one transaction. A store
+/// already there is only read, so readers do not queue behind writers.
+pub(super) fn migrate(connection: &mut Connection, location: &str) -> Result<()> {
+    let fail = db_error(location);
+    let current = {
+        let tx = connection.transaction().map_err(&fail)?;
+        version(&tx, location)?
+    };
+    if current == CURRENT_VERSION {
+        return Ok(());
+    }
+    let mut tx = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(&fail)?;
+    let version = version(&tx, location)?;
+    let migrations = Migrations {
+        steps: &MIGRATIONS,
+        jumps_since: JUMPS_SINCE,
+    };
+    migrations.apply(&mut tx, location, version)?;
+    tx.commit().map_err(&fail)
+}
+
+impl SchemaTx for Transaction<'_> {
+    fn run(&mut self, sql: &str) -> Result<(), String> {
+        self.execute_batch(sql).map_err(|e| e.to_string())
+    }
+
+    fn node_links(&mut self) -> Result<Vec<(NodeId, Option<NodeId>, i64)>, String> {
+        let read = || -> rusqlite::Result<Vec<_>> {
+            let mut select =
+                self.prepare("SELECT id, parent, position FROM nodes ORDER BY position, id")?;
+            let rows = select.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+            rows.collect()
+        };
+        read().map_err(|e| e.to_string())
+    }
+
+    fn set_jumps(&mut self, jumps: &[(NodeId, Option<NodeId>)]) -> Result<(), String> {
+        let write = || -> rusqlite::Result<()> {
+            let mut update = self.prepare("UPDATE nodes SET jump = ?2 WHERE id = ?1")?;
+            for (id, jump) in jumps {
+                update.execute(params![id, jump])?;
+            }
+            Ok(())
+        };
+        write().map_err(|e| e.to_string())
+    }
+}
+
+/// The store's schema version (0 for an empty file), refusing a file that
+/// is no store and a version newer than this crate writes.
+pub(super) fn version(tx: &Transaction<'_>, location: &str) -> Result<u32> {
+    let fail = db_error(location);
+    let has_table: bool = tx
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version')",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(&fail)?;
+    let version: u32 = if has_table {
+        tx.query_row("SELECT version FROM schema_version", [], |row| row.get(0))
+            .map_err(&fail)?
+    } else {
+        let other_tables: i64 = tx
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(&fail)?;
+        if other_tables > 0 {
+            return Err(not_a_store(
+                location,
+                "the file is a SQLite database but not an agent-context store; give another path"
+                    .into(),
+            ));
+        }
+        0
+    };
+    check_schema_version(location, version, CURRENT_VERSION)?;
+    Ok(version)
+}

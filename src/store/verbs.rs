@@ -1,0 +1,345 @@
+//! The store's verbs, written once for every backend: which transaction
+//! each runs in, what it reads and in what order, and the errors it
+//! reports. A backend implements [`Backend`] and gets [`Store`](super::Store)
+//! from [`impl_store!`]; saving and counts are in `store::save`.
+
+use serde_json::Value;
+
+use super::backend::{Backend, ChatRow, Tx};
+use super::errors::{
+    branch_exists, check_chat_id, check_name, no_branch, no_chat, no_node, unreadable_metadata,
+};
+use super::tally::PathSummary;
+use super::{
+    BranchHead, BranchSummary, ChatSummary, CheckpointSummary, MAIN_BRANCH, NodeId, NodeKey,
+    StoredChunk, Usage, now_ms,
+};
+use crate::error::Result;
+
+pub(crate) use super::save::{put_counts, save};
+
+/// Implements [`Store`](super::Store) for a [`Backend`] by the verbs of
+/// this module.
+macro_rules! impl_store {
+    ($backend:ty) => {
+        const _: () = {
+            use $crate::Result;
+            use $crate::store::verbs;
+            use $crate::store::{
+                BranchHead, BranchSummary, ChatSummary, CheckpointSummary, NodeId, NodeKey,
+                PathSummary, Save, Saved, Store, StoredChunk, Usage,
+            };
+
+            impl Store for $backend {
+                fn location(&self) -> String {
+                    $crate::store::backend::Backend::location(self).to_owned()
+                }
+                fn open_chat(&self, chat: &str) -> Result<ChatSummary> {
+                    verbs::open_chat(self, chat)
+                }
+                fn chat(&self, chat: &str) -> Result<Option<ChatSummary>> {
+                    verbs::chat(self, chat)
+                }
+                fn chats(&self) -> Result<Vec<ChatSummary>> {
+                    verbs::chats(self)
+                }
+                fn set_metadata(&self, chat: &str, metadata: &serde_json::Value) -> Result<()> {
+                    verbs::set_metadata(self, chat, metadata)
+                }
+                fn head(&self, chat: &str, branch: &str) -> Result<BranchHead> {
+                    verbs::head(self, chat, branch)
+                }
+                fn read_back(
+                    &self,
+                    chat: &str,
+                    from: NodeId,
+                    limit: usize,
+                    count_key: Option<&str>,
+                ) -> Result<Vec<StoredChunk>> {
+                    verbs::read_back(self, chat, from, limit, count_key)
+                }
+                fn ancestor(
+                    &self,
+                    chat: &str,
+                    node: NodeId,
+                    position: usize,
+                ) -> Result<Option<NodeId>> {
+                    verbs::ancestor(self, chat, node, position)
+                }
+                fn nodes_with(
+                    &self,
+                    chat: &str,
+                    key: NodeKey<'_>,
+                    max_position: usize,
+                ) -> Result<Vec<(NodeId, usize, bool)>> {
+                    verbs::nodes_with(self, chat, key, max_position)
+                }
+                fn save(&self, chat: &str, save: &Save) -> Result<Saved> {
+                    verbs::save(self, chat, save)
+                }
+                fn put_counts(
+                    &self,
+                    chat: &str,
+                    key: &str,
+                    counts: &[(NodeId, String, u64)],
+                ) -> Result<()> {
+                    verbs::put_counts(self, chat, key, counts)
+                }
+                fn path_summary(
+                    &self,
+                    chat: &str,
+                    node: NodeId,
+                    count_key: &str,
+                ) -> Result<Option<PathSummary>> {
+                    verbs::path_summary(self, chat, node, count_key)
+                }
+                fn branches(&self, chat: &str) -> Result<Vec<BranchSummary>> {
+                    verbs::branches(self, chat)
+                }
+                fn create_branch(
+                    &self,
+                    chat: &str,
+                    name: &str,
+                    head: Option<NodeId>,
+                    switch: bool,
+                ) -> Result<()> {
+                    verbs::create_branch(self, chat, name, head, switch)
+                }
+                fn switch_branch(&self, chat: &str, name: &str) -> Result<()> {
+                    verbs::switch_branch(self, chat, name)
+                }
+                fn set_checkpoint(
+                    &self,
+                    chat: &str,
+                    name: &str,
+                    node: Option<NodeId>,
+                ) -> Result<()> {
+                    verbs::set_checkpoint(self, chat, name, node)
+                }
+                fn checkpoints(&self, chat: &str) -> Result<Vec<CheckpointSummary>> {
+                    verbs::checkpoints(self, chat)
+                }
+                fn record_usage(&self, chat: &str, usage: &Usage) -> Result<()> {
+                    verbs::record_usage(self, chat, usage)
+                }
+                fn usage(&self, chat: &str) -> Result<Vec<Usage>> {
+                    verbs::usage(self, chat)
+                }
+            }
+        };
+    };
+}
+pub(crate) use impl_store;
+
+pub(crate) fn open_chat<B: Backend>(store: &B, chat: &str) -> Result<ChatSummary> {
+    check_chat_id(chat)?;
+    store.write(|tx| {
+        if tx.insert_chat(chat, MAIN_BRANCH, now_ms())? {
+            tx.insert_branch(chat, MAIN_BRANCH, None)?;
+        }
+        summary(store, tx, chat)?.ok_or_else(|| no_chat(chat))
+    })
+}
+
+pub(crate) fn chat<B: Backend>(store: &B, chat: &str) -> Result<Option<ChatSummary>> {
+    store.read(|tx| summary(store, tx, chat))
+}
+
+pub(crate) fn chats<B: Backend>(store: &B) -> Result<Vec<ChatSummary>> {
+    store.read(|tx| {
+        tx.chat_rows()?
+            .into_iter()
+            .map(|row| row.into_summary(store.location()))
+            .collect()
+    })
+}
+
+pub(crate) fn set_metadata<B: Backend>(store: &B, chat: &str, metadata: &Value) -> Result<()> {
+    store.write(|tx| {
+        tx.lock_chat(chat)?.ok_or_else(|| no_chat(chat))?;
+        tx.set_metadata(chat, &metadata.to_string(), now_ms())
+    })
+}
+
+pub(crate) fn head<B: Backend>(store: &B, chat: &str, branch: &str) -> Result<BranchHead> {
+    store.read(|tx| {
+        let (system, system_version) = tx.system_lane(chat)?.ok_or_else(|| no_chat(chat))?;
+        let head = tx
+            .branch_head(chat, branch)?
+            .ok_or_else(|| no_branch(chat, branch))?;
+        let chunks = match head {
+            Some(head) => tx.position_of(chat, head)?.map_or(0, |p| p + 1),
+            None => 0,
+        };
+        Ok(BranchHead {
+            branch: branch.to_owned(),
+            head,
+            chunks: usize::try_from(chunks).unwrap_or(0),
+            system,
+            system_version,
+        })
+    })
+}
+
+pub(crate) fn read_back<B: Backend>(
+    store: &B,
+    chat: &str,
+    from: NodeId,
+    limit: usize,
+    count_key: Option<&str>,
+) -> Result<Vec<StoredChunk>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    store.read(|tx| tx.read_back(chat, from, limit, count_key))
+}
+
+pub(crate) fn ancestor<B: Backend>(
+    store: &B,
+    chat: &str,
+    node: NodeId,
+    position: usize,
+) -> Result<Option<NodeId>> {
+    let position = i64::try_from(position).unwrap_or(i64::MAX);
+    store.read(|tx| tx.ancestor(chat, node, position))
+}
+
+pub(crate) fn nodes_with<B: Backend>(
+    store: &B,
+    chat: &str,
+    key: NodeKey<'_>,
+    max_position: usize,
+) -> Result<Vec<(NodeId, usize, bool)>> {
+    let max_position = i64::try_from(max_position).unwrap_or(i64::MAX);
+    store.read(|tx| tx.nodes_with(chat, key, max_position))
+}
+
+pub(crate) fn path_summary<B: Backend>(
+    store: &B,
+    chat: &str,
+    node: NodeId,
+    count_key: &str,
+) -> Result<Option<PathSummary>> {
+    let row = store.read(|tx| tx.path_row(chat, node, count_key))?;
+    Ok(row.map(|row| PathSummary {
+        node,
+        position: usize::try_from(row.position).unwrap_or(0),
+        last_user: row.tallies.last_user,
+        last_call: row.tallies.last_call,
+        last_protected: row.tallies.last_protected,
+        classes: row.tallies.classes,
+        tokens: row.tokens,
+    }))
+}
+
+pub(crate) fn branches<B: Backend>(store: &B, chat: &str) -> Result<Vec<BranchSummary>> {
+    store.read(|tx| {
+        let active = summary(store, tx, chat)?
+            .ok_or_else(|| no_chat(chat))?
+            .active_branch;
+        let rows = tx.branch_rows(chat)?;
+        Ok(rows
+            .into_iter()
+            .map(|(name, head, chunks)| BranchSummary {
+                active: name == active,
+                name,
+                head,
+                chunks,
+            })
+            .collect())
+    })
+}
+
+pub(crate) fn create_branch<B: Backend>(
+    store: &B,
+    chat: &str,
+    name: &str,
+    head: Option<NodeId>,
+    switch: bool,
+) -> Result<()> {
+    store.write(|tx| {
+        tx.lock_chat(chat)?.ok_or_else(|| no_chat(chat))?;
+        check_name(chat, name, "branch")?;
+        check_node(tx, chat, head)?;
+        if tx.branch_head(chat, name)?.is_some() {
+            return Err(branch_exists(chat, name));
+        }
+        tx.insert_branch(chat, name, head)?;
+        if switch {
+            tx.set_active(chat, name, now_ms())?;
+        }
+        Ok(())
+    })
+}
+
+pub(crate) fn switch_branch<B: Backend>(store: &B, chat: &str, name: &str) -> Result<()> {
+    store.write(|tx| {
+        tx.lock_chat(chat)?.ok_or_else(|| no_chat(chat))?;
+        if tx.branch_head(chat, name)?.is_none() {
+            return Err(no_branch(chat, name));
+        }
+        tx.set_active(chat, name, now_ms())
+    })
+}
+
+pub(crate) fn set_checkpoint<B: Backend>(
+    store: &B,
+    chat: &str,
+    name: &str,
+    node: Option<NodeId>,
+) -> Result<()> {
+    store.write(|tx| {
+        tx.lock_chat(chat)?.ok_or_else(|| no_chat(chat))?;
+        check_name(chat, name, "checkpoint")?;
+        check_node(tx, chat, node)?;
+        tx.set_checkpoint(chat, name, node)
+    })
+}
+
+pub(crate) fn checkpoints<B: Backend>(store: &B, chat: &str) -> Result<Vec<CheckpointSummary>> {
+    store.read(|tx| {
+        summary(store, tx, chat)?.ok_or_else(|| no_chat(chat))?;
+        tx.checkpoints(chat)
+    })
+}
+
+pub(crate) fn record_usage<B: Backend>(store: &B, chat: &str, usage: &Usage) -> Result<()> {
+    store.write(|tx| {
+        tx.lock_chat(chat)?.ok_or_else(|| no_chat(chat))?;
+        tx.insert_usage(chat, usage, now_ms())
+    })
+}
+
+pub(crate) fn usage<B: Backend>(store: &B, chat: &str) -> Result<Vec<Usage>> {
+    store.read(|tx| {
+        summary(store, tx, chat)?.ok_or_else(|| no_chat(chat))?;
+        tx.usage(chat)
+    })
+}
+
+/// The chat's summary, if it exists.
+fn summary<B: Backend>(store: &B, tx: &mut B::Tx<'_>, chat: &str) -> Result<Option<ChatSummary>> {
+    tx.chat_row(chat)?
+        .map(|row| row.into_summary(store.location()))
+        .transpose()
+}
+
+/// Refuses a node that is not one of the chat's (`None`, the root, is).
+fn check_node(tx: &mut impl Tx, chat: &str, node: Option<NodeId>) -> Result<()> {
+    match node {
+        Some(node) if tx.position_of(chat, node)?.is_none() => Err(no_node(chat, node)),
+        _ => Ok(()),
+    }
+}
+
+impl ChatRow {
+    fn into_summary(self, location: &str) -> Result<ChatSummary> {
+        let metadata = serde_json::from_str(&self.metadata)
+            .map_err(|e| unreadable_metadata(location, &self.id, &e))?;
+        Ok(ChatSummary {
+            id: self.id,
+            metadata,
+            active_branch: self.active_branch,
+            created_at_ms: self.created_at_ms,
+            updated_at_ms: self.updated_at_ms,
+        })
+    }
+}
