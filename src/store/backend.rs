@@ -99,27 +99,15 @@ pub(crate) trait Tx {
     /// The position of `node`, `None` if it is not a node of the chat.
     fn position_of(&mut self, chat: &str, node: NodeId) -> Result<Option<i64>>;
 
-    /// Up to `limit` chunks from `from` towards the root, newest first (see
+    /// The chunks of `walk`, newest first (see
     /// [`Store::read_back`](super::Store::read_back)).
-    fn read_back(
-        &mut self,
-        chat: &str,
-        from: NodeId,
-        limit: i64,
-        count_key: Option<&str>,
-    ) -> Result<Vec<StoredChunk>>;
+    fn read_back(&mut self, chat: &str, walk: ReadBack<'_>) -> Result<Vec<StoredChunk>>;
 
     /// The ancestor of `node` at `position`, climbing by jumps.
     fn ancestor(&mut self, chat: &str, node: NodeId, position: i64) -> Result<Option<NodeId>>;
 
-    /// The nodes found by `key` up to `max_position`, newest first: each
-    /// with its position and whether it is a tool call.
-    fn nodes_with(
-        &mut self,
-        chat: &str,
-        key: NodeKey<'_>,
-        max_position: i64,
-    ) -> Result<Vec<(NodeId, usize, bool)>>;
+    /// The nodes found by `key` at a position up to `up_to`, newest first.
+    fn nodes_with(&mut self, chat: &str, key: NodeKey<'_>, up_to: i64) -> Result<Vec<Found>>;
 
     /// The position and tallies of `node`, and its path's token tally
     /// under `count_key`; `None` if it is not a node of the chat.
@@ -162,6 +150,23 @@ pub(crate) struct ChatRow {
     pub(crate) active_branch: String,
     pub(crate) created_at_ms: i64,
     pub(crate) updated_at_ms: i64,
+}
+
+/// A walk from node `from` back towards the root: up to `limit` chunks,
+/// each with its counts under `count_key` when given.
+#[derive(Clone, Copy)]
+pub(crate) struct ReadBack<'a> {
+    pub(crate) from: NodeId,
+    pub(crate) limit: i64,
+    pub(crate) count_key: Option<&'a str>,
+}
+
+/// A node found by a key.
+pub(crate) struct Found {
+    pub(crate) node: NodeId,
+    pub(crate) position: usize,
+    /// Whether it is a tool call.
+    pub(crate) call: bool,
 }
 
 /// What the store knows of a node's path, as its row holds it.

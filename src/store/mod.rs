@@ -16,6 +16,13 @@
 //!
 //! Every operation names its chat, and every query a backend runs is scoped
 //! by it and takes all values as parameters: ids of any content are data.
+//!
+//! The verbs are written once, over a crate-private trait of transactions
+//! and statements (`backend`): `verbs` (chats, branches, checkpoints,
+//! reads), `save` (conflicts, new nodes' links and tallies, pruning,
+//! counts) and `migrate` (the order of migrations, jumps for old stores).
+//! Each backend (`sqlite`, `postgres`) keeps its connection, its schema
+//! and one statement per primitive.
 
 mod backend;
 mod errors;

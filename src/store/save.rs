@@ -5,16 +5,17 @@
 use rustc_hash::FxHashMap;
 
 use super::backend::{Backend, CountRow, NodeRow, Tx};
-use super::errors::{check_expected, no_branch, no_chat, no_node};
+use super::errors::{check_expected, no_branch, no_node};
 use super::lineage::Chain;
 use super::tally::{NodeTallies, TokenTally, chain_tallies, token_tally};
+use super::verbs::lock_chat;
 use super::{NodeId, Save, Saved, now_ms};
 use crate::error::Result;
 
 /// Writes `save` in one transaction (see [`Store::save`](super::Store::save)).
 pub(crate) fn save<B: Backend>(store: &B, chat: &str, save: &Save) -> Result<Saved> {
     store.write(|tx| {
-        let mut system_version = tx.lock_chat(chat)?.ok_or_else(|| no_chat(chat))?;
+        let mut system_version = lock_chat(tx, chat)?;
         let actual = tx
             .branch_head(chat, &save.branch)?
             .ok_or_else(|| no_branch(chat, &save.branch))?;
@@ -46,30 +47,33 @@ fn insert_chunks(tx: &mut impl Tx, chat: &str, save: &Save) -> Result<Vec<NodeId
         return Ok(Vec::new());
     }
     let ids = tx.new_node_ids(save.chunks.len())?;
-    let tallies = chain_tallies(&ids, &save.chunks, parent_tallies(tx, save)?);
+    let (tallies, tokens): (Vec<_>, Vec<_>) =
+        chain_tallies(&ids, &save.chunks, parent_tallies(tx, save)?)
+            .into_iter()
+            .unzip();
     let parents = std::iter::once(save.parent).chain(ids.iter().map(|&id| Some(id)));
     let nodes: Vec<NodeRow<'_>> = ids
         .iter()
         .zip(parents)
-        .zip(save.chunks.iter().zip(&tallies))
-        .map(|((&id, parent), (chunk, (tallies, _)))| NodeRow {
+        .zip(save.chunks.iter().zip(tallies))
+        .map(|((&id, parent), (chunk, tallies))| NodeRow {
             link: chain.push(id),
             parent,
             chunk,
-            tallies: tallies.clone(),
+            tallies,
         })
         .collect();
     tx.insert_nodes(chat, &nodes)?;
     let counts: Vec<CountRow<'_>> = nodes
         .iter()
-        .zip(&tallies)
-        .filter_map(|(node, (_, tally))| {
+        .zip(tokens)
+        .filter_map(|(node, tally)| {
             let counts = node.chunk.counts.as_ref()?;
             Some(CountRow {
                 node: node.link.id,
                 key: &counts.key,
                 value: &counts.value,
-                tally: *tally,
+                tally,
             })
         })
         .collect();

@@ -1,11 +1,12 @@
 //! The store's verbs, written once for every backend: which transaction
 //! each runs in, what it reads and in what order, and the errors it
-//! reports. A backend implements [`Backend`] and gets [`Store`](super::Store)
-//! from [`impl_store!`]; saving and counts are in `store::save`.
+//! reports. Each function is the [`Store`](super::Store) method of its
+//! name; a backend implements [`Backend`] and gets `Store` from
+//! [`impl_store!`]. Saving and counts are in `store::save`.
 
 use serde_json::Value;
 
-use super::backend::{Backend, ChatRow, Tx};
+use super::backend::{Backend, ChatRow, ReadBack, Tx};
 use super::errors::{
     branch_exists, check_chat_id, check_name, no_branch, no_chat, no_node, unreadable_metadata,
 };
@@ -156,7 +157,7 @@ pub(crate) fn chats<B: Backend>(store: &B) -> Result<Vec<ChatSummary>> {
 
 pub(crate) fn set_metadata<B: Backend>(store: &B, chat: &str, metadata: &Value) -> Result<()> {
     store.write(|tx| {
-        tx.lock_chat(chat)?.ok_or_else(|| no_chat(chat))?;
+        lock_chat(tx, chat)?;
         tx.set_metadata(chat, &metadata.to_string(), now_ms())
     })
 }
@@ -188,8 +189,12 @@ pub(crate) fn read_back<B: Backend>(
     limit: usize,
     count_key: Option<&str>,
 ) -> Result<Vec<StoredChunk>> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    store.read(|tx| tx.read_back(chat, from, limit, count_key))
+    let walk = ReadBack {
+        from,
+        limit: i64::try_from(limit).unwrap_or(i64::MAX),
+        count_key,
+    };
+    store.read(|tx| tx.read_back(chat, walk))
 }
 
 pub(crate) fn ancestor<B: Backend>(
@@ -209,7 +214,11 @@ pub(crate) fn nodes_with<B: Backend>(
     max_position: usize,
 ) -> Result<Vec<(NodeId, usize, bool)>> {
     let max_position = i64::try_from(max_position).unwrap_or(i64::MAX);
-    store.read(|tx| tx.nodes_with(chat, key, max_position))
+    let found = store.read(|tx| tx.nodes_with(chat, key, max_position))?;
+    Ok(found
+        .into_iter()
+        .map(|found| (found.node, found.position, found.call))
+        .collect())
 }
 
 pub(crate) fn path_summary<B: Backend>(
@@ -256,7 +265,7 @@ pub(crate) fn create_branch<B: Backend>(
     switch: bool,
 ) -> Result<()> {
     store.write(|tx| {
-        tx.lock_chat(chat)?.ok_or_else(|| no_chat(chat))?;
+        lock_chat(tx, chat)?;
         check_name(chat, name, "branch")?;
         check_node(tx, chat, head)?;
         if tx.branch_head(chat, name)?.is_some() {
@@ -272,7 +281,7 @@ pub(crate) fn create_branch<B: Backend>(
 
 pub(crate) fn switch_branch<B: Backend>(store: &B, chat: &str, name: &str) -> Result<()> {
     store.write(|tx| {
-        tx.lock_chat(chat)?.ok_or_else(|| no_chat(chat))?;
+        lock_chat(tx, chat)?;
         if tx.branch_head(chat, name)?.is_none() {
             return Err(no_branch(chat, name));
         }
@@ -287,7 +296,7 @@ pub(crate) fn set_checkpoint<B: Backend>(
     node: Option<NodeId>,
 ) -> Result<()> {
     store.write(|tx| {
-        tx.lock_chat(chat)?.ok_or_else(|| no_chat(chat))?;
+        lock_chat(tx, chat)?;
         check_name(chat, name, "checkpoint")?;
         check_node(tx, chat, node)?;
         tx.set_checkpoint(chat, name, node)
@@ -303,7 +312,7 @@ pub(crate) fn checkpoints<B: Backend>(store: &B, chat: &str) -> Result<Vec<Check
 
 pub(crate) fn record_usage<B: Backend>(store: &B, chat: &str, usage: &Usage) -> Result<()> {
     store.write(|tx| {
-        tx.lock_chat(chat)?.ok_or_else(|| no_chat(chat))?;
+        lock_chat(tx, chat)?;
         tx.insert_usage(chat, usage, now_ms())
     })
 }
@@ -320,6 +329,12 @@ fn summary<B: Backend>(store: &B, tx: &mut B::Tx<'_>, chat: &str) -> Result<Opti
     tx.chat_row(chat)?
         .map(|row| row.into_summary(store.location()))
         .transpose()
+}
+
+/// Locks the chat for the rest of the write (see [`Tx::lock_chat`]);
+/// its system lane's version.
+pub(super) fn lock_chat(tx: &mut impl Tx, chat: &str) -> Result<u64> {
+    tx.lock_chat(chat)?.ok_or_else(|| no_chat(chat))
 }
 
 /// Refuses a node that is not one of the chat's (`None`, the root, is).

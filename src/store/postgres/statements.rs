@@ -9,7 +9,7 @@ use postgres::{Row, Transaction};
 
 use super::db_error;
 use crate::error::Result;
-use crate::store::backend::{ChatRow, CountBase, CountRow, NodeRow, PathRow, Tx};
+use crate::store::backend::{ChatRow, CountBase, CountRow, Found, NodeRow, PathRow, ReadBack, Tx};
 use crate::store::errors::store_error;
 use crate::store::lineage::Link;
 use crate::store::tally::{ClassTally, NodeTallies, TokenTally};
@@ -307,13 +307,7 @@ impl Tx for PgTx<'_> {
         row.map(|row| self.column(&row, 0)).transpose()
     }
 
-    fn read_back(
-        &mut self,
-        chat: &str,
-        from: NodeId,
-        limit: i64,
-        count_key: Option<&str>,
-    ) -> Result<Vec<StoredChunk>> {
+    fn read_back(&mut self, chat: &str, walk: ReadBack<'_>) -> Result<Vec<StoredChunk>> {
         let rows = self.all(
             "WITH RECURSIVE back (id, n) AS ( \
                SELECT $2::bigint, 1::bigint WHERE $3::bigint > 0 \
@@ -326,9 +320,9 @@ impl Tx for PgTx<'_> {
              ORDER BY back.n",
             &[
                 (&chat.as_bytes(), Type::BYTEA),
-                (&from, Type::INT8),
-                (&limit, Type::INT8),
-                (&count_key, Type::TEXT),
+                (&walk.from, Type::INT8),
+                (&walk.limit, Type::INT8),
+                (&walk.count_key, Type::TEXT),
             ],
         )?;
         rows.iter()
@@ -365,12 +359,7 @@ impl Tx for PgTx<'_> {
         row.map(|row| self.column(&row, 0)).transpose()
     }
 
-    fn nodes_with(
-        &mut self,
-        chat: &str,
-        key: NodeKey<'_>,
-        max_position: i64,
-    ) -> Result<Vec<(NodeId, usize, bool)>> {
+    fn nodes_with(&mut self, chat: &str, key: NodeKey<'_>, up_to: i64) -> Result<Vec<Found>> {
         let (sql, value) = match key {
             NodeKey::ChunkId(id) => (
                 "SELECT id, position, last_call IS NOT DISTINCT FROM id FROM nodes \
@@ -390,13 +379,16 @@ impl Tx for PgTx<'_> {
             &[
                 (&chat.as_bytes(), Type::BYTEA),
                 (&value.as_bytes(), Type::BYTEA),
-                (&max_position, Type::INT8),
+                (&up_to, Type::INT8),
             ],
         )?;
         rows.iter()
             .map(|row| {
-                let node = self.column(row, 0)?;
-                Ok((node, self.position(row, 1)?, self.column(row, 2)?))
+                Ok(Found {
+                    node: self.column(row, 0)?,
+                    position: self.position(row, 1)?,
+                    call: self.column(row, 2)?,
+                })
             })
             .collect()
     }

@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use super::db_error;
 use crate::error::Result;
-use crate::store::backend::{ChatRow, CountBase, CountRow, NodeRow, PathRow, Tx};
+use crate::store::backend::{ChatRow, CountBase, CountRow, Found, NodeRow, PathRow, ReadBack, Tx};
 use crate::store::errors::store_error;
 use crate::store::lineage::Link;
 use crate::store::tally::{ClassTally, NodeTallies, TokenTally};
@@ -261,13 +261,7 @@ impl Tx for SqliteTx<'_> {
         )
     }
 
-    fn read_back(
-        &mut self,
-        chat: &str,
-        from: NodeId,
-        limit: i64,
-        count_key: Option<&str>,
-    ) -> Result<Vec<StoredChunk>> {
+    fn read_back(&mut self, chat: &str, walk: ReadBack<'_>) -> Result<Vec<StoredChunk>> {
         self.all(
             "WITH RECURSIVE back (id, n) AS ( \
                SELECT ?2, 1 WHERE ?3 > 0 \
@@ -278,7 +272,7 @@ impl Tx for SqliteTx<'_> {
              JOIN nodes n ON n.id = back.id AND n.chat = ?1 \
              LEFT JOIN counts c ON c.node = n.id AND c.key = ?4 \
              ORDER BY back.n",
-            params![chat, from, limit, count_key],
+            params![chat, walk.from, walk.limit, walk.count_key],
             |row| {
                 Ok(StoredChunk {
                     node: row.get(0)?,
@@ -307,12 +301,7 @@ impl Tx for SqliteTx<'_> {
         )
     }
 
-    fn nodes_with(
-        &mut self,
-        chat: &str,
-        key: NodeKey<'_>,
-        max_position: i64,
-    ) -> Result<Vec<(NodeId, usize, bool)>> {
+    fn nodes_with(&mut self, chat: &str, key: NodeKey<'_>, up_to: i64) -> Result<Vec<Found>> {
         let (sql, value) = match key {
             NodeKey::ChunkId(id) => (
                 "SELECT id, position, last_call = id FROM nodes \
@@ -327,9 +316,13 @@ impl Tx for SqliteTx<'_> {
                 id,
             ),
         };
-        self.all(sql, params![chat, value, max_position], |row| {
+        self.all(sql, params![chat, value, up_to], |row| {
             let call: Option<bool> = row.get(2)?;
-            Ok((row.get(0)?, as_usize(row.get(1)?), call.unwrap_or(false)))
+            Ok(Found {
+                node: row.get(0)?,
+                position: as_usize(row.get(1)?),
+                call: call.unwrap_or(false),
+            })
         })
     }
 
