@@ -3,10 +3,11 @@
 //!
 //! The verbs themselves (what a save checks, in what order it reads and
 //! writes, when a replaced path is pruned, how counts chain their tallies)
-//! are written once, in `store::verbs`, over these primitives. A backend
-//! keeps its connection, its schema and one statement per primitive, and
-//! nothing of the rules: each primitive reads or writes what its name says
-//! and reports no domain error, only the database's.
+//! are written once, in `store::verbs` and `store::save`, over these
+//! primitives. A backend keeps its connection, its schema and one
+//! statement per primitive, and nothing of the rules: each primitive reads
+//! or writes what its name says and reports no domain error, only the
+//! database's.
 
 use super::lineage::Link;
 use super::tally::{NodeTallies, TokenTally};
