@@ -20,7 +20,7 @@ pub(crate) struct Escapes {
 
 impl Escapes {
     /// Element text: `&`, `<`, `>`, a carriage return (which a parser would
-    /// drop), and no illegal character.
+    /// turn into a line feed), and no illegal character.
     pub(crate) const TEXT: Escapes = Escapes {
         gt: true,
         quote: false,

@@ -75,9 +75,18 @@ impl TagSet {
         self.names.iter().any(|name| {
             rest.len() >= name.len()
                 && rest.as_bytes()[..name.len()].eq_ignore_ascii_case(name.as_bytes())
-                && !rest[name.len()..].starts_with(is_name_char)
+                && !rest[name.len()..].starts_with(continues_name)
         })
     }
+}
+
+/// Whether `c` goes on with a tag's name for a reader of markup: XML's
+/// `NameChar`, but only a letter, a digit, `_`, `-`, `.` or `:`. An
+/// invisible character after a name (a joiner, a byte-order mark, a
+/// variation selector) ends it, so `</tool_result\u{FEFF}>` is the tag it
+/// looks like and is escaped.
+pub(crate) fn continues_name(c: char) -> bool {
+    is_name_char(c) && (c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
 }
 
 /// What a reader may skip between `<`, `/` and a tag name: any Unicode
@@ -157,6 +166,16 @@ mod tests {
             body("<user_message", EscapeMode::Structural),
             "&lt;user_message"
         );
+        // An invisible character ends the name: the tag is what it looks like.
+        for invisible in ['\u{FEFF}', '\u{200D}', '\u{200C}', '\u{FE0F}'] {
+            assert_eq!(
+                body(
+                    &format!("</tool_result{invisible}>"),
+                    EscapeMode::Structural
+                ),
+                format!("&lt;/tool_result{invisible}>")
+            );
+        }
     }
 
     #[test]

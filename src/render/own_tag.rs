@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use crate::memory::MemoryChunk;
 
+use crate::render::escape::continues_name;
 use crate::render::{ChunkRenderer, EscapeMode, RenderContext, TagSet};
 use crate::roles::Role;
-use crate::xml::is_name_char;
 
 /// A custom renderer as the registry holds it.
 pub(super) struct OwnTagGuard(pub(super) Arc<dyn ChunkRenderer>);
@@ -86,7 +86,7 @@ fn with_outer_tag(ctx: &RenderContext<'_>, written: &str) -> Option<TagSet> {
 /// `<memory_note id="n1">…`), if it opens with one.
 fn outer_tag(written: &str) -> Option<&str> {
     let rest = written.trim_start().strip_prefix('<')?;
-    let end = rest.find(|c| !is_name_char(c)).unwrap_or(rest.len());
+    let end = rest.find(|c| !continues_name(c)).unwrap_or(rest.len());
     let name = &rest[..end];
     name.starts_with(|c: char| c.is_alphabetic() || c == '_')
         .then_some(name)

@@ -11,8 +11,8 @@
 //! log line of padding).
 //!
 //! Counts add up at the cuts [`parts`](super::parts) finds (after a
-//! newline before a tag or a word, after a word before whitespace or
-//! punctuation), so a text splits into segments there, most of them short:
+//! newline before anything but whitespace or `/`, after a word before
+//! whitespace or punctuation), so a text splits into segments there, most of them short:
 //! the segments that hold a long run are counted by `bpe-openai`, whose
 //! backtracking encoder is linear by construction, and the rest by
 //! `tiktoken`. A piece of such a segment that is one character repeated is

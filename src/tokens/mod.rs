@@ -42,8 +42,9 @@ pub trait TokenCounter: Send + Sync + fmt::Debug {
     /// character that is neither whitespace nor `/`, or right after an ASCII
     /// letter or digit before ASCII whitespace or punctuation other than
     /// `'`) never counts more
-    /// than its two sides counted apart: exactly as much, for tiktoken
-    /// encodings. Counters that say so let the builder count each chunk once
+    /// than its two sides counted apart: exactly as much for an exact
+    /// counter (tiktoken encodings), which the builder relies on to count a
+    /// long body inside its rendering once. Counters that say so let the builder count each chunk once
     /// and add the counts up; the others (the default) are counted whole,
     /// message by message, which is exact for any counter but slower.
     fn additive_at_clean_cuts(&self) -> bool {

@@ -116,8 +116,8 @@ impl CountedText {
         self.head + self.tail_alone
     }
 
-    /// Tokens of the text up to its last clean cut: what stays the same when
-    /// more text follows it.
+    /// Tokens of the text up to its last cut ([`is_cut`]): what stays the
+    /// same when more text follows it.
     pub(crate) fn head(&self) -> usize {
         self.head
     }
