@@ -3,38 +3,12 @@
 use std::sync::Arc;
 
 use crate::budget::{Decision, MIN_CAP};
+use crate::build_stats::BuildStats;
 use crate::chunk_id::ChunkId;
 use crate::error::Result;
 use crate::prepare::PreparedChunk;
 use crate::roles::Role;
 use crate::tokens::parts::CountedText;
-
-/// Work done by one build, for replay reports and benchmarks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct BuildStats {
-    /// Chunks rendered by this build: those new or changed (or whose cap
-    /// changed), rendered and counted, and those restored.
-    pub chunks_rendered: usize,
-    /// Tokens of the chunks this build counted: the text it had to tokenize.
-    pub tokens_counted: usize,
-    /// Chunks this build did not render: served from the cache, or carried
-    /// over from the last build.
-    pub chunks_cached: usize,
-    /// Of the chunks rendered, those rendered again because the build kept
-    /// one whose text had been let go (see docs/sessions.md).
-    /// A chunk rendered whole keeps its counts and is not counted again.
-    pub chunks_restored: usize,
-    /// Whether the build extended the last one instead of planning every
-    /// chunk again: the turn only appended chunks and the last cut, with
-    /// them, still fits (see docs/sessions.md).
-    pub extended: bool,
-    /// Whether the build planned again only the chunks of the last prompt
-    /// and the new ones, the rest dropped as before: the turn only appended
-    /// chunks and the last cut no longer fit (see
-    /// docs/sessions.md).
-    pub replanned: bool,
-}
 
 /// Rendered chunks, one slot per session chunk in the same order, each with
 /// the cap it was rendered under and its stub once asked for: the scratch

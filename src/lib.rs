@@ -100,6 +100,7 @@
 pub mod adapter;
 mod assemble;
 pub mod budget;
+mod build_stats;
 mod builder;
 mod chunk_cache;
 mod chunk_id;
@@ -130,9 +131,9 @@ mod str_like;
 pub mod tokens;
 mod xml;
 
-pub use budget::planner::Elision;
+pub use budget::elision::Elision;
+pub use build_stats::BuildStats;
 pub use builder::{ContextBuilder, ContextConfig, DEFAULT_MODEL};
-pub use chunk_cache::BuildStats;
 pub use chunk_id::ChunkId;
 pub use engine::ContextEngine;
 pub use error::{ChunkLocation, Error, ErrorKind, JsonPlace, JsonProblem, Result};

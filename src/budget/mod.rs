@@ -37,6 +37,7 @@
 //!   first dropped chunk was.
 
 mod caps;
+pub(crate) mod elision;
 mod fate;
 pub(crate) mod planner;
 mod policy;
@@ -53,8 +54,9 @@ pub use crate::context_management::{
     KeepToolUses, ThinkingTurns, Trigger,
 };
 pub use caps::{CapTarget, Caps, DEFAULT_TOOL_RESULT_CAP};
+pub(crate) use elision::Elision;
 pub(crate) use fate::{Fate, fates_after};
-pub(crate) use planner::{Elision, Layout, Planner, Slot, all_start_clean, framing_table};
+pub(crate) use planner::{Layout, Planner, Slot, all_start_clean, framing_table};
 pub use policy::{Policy, PriorityTarget, Summarizer};
 pub(crate) use previous_cut::PreviousCut;
 pub(crate) use timeline::{Timeline, is_read};

@@ -2,31 +2,15 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
 use smallvec::SmallVec;
 
+use crate::budget::elision::Elision;
 use crate::budget::fate::{Fate, fates_after};
 use crate::budget::units::{Item, Step, Unit};
 use crate::render::{ELIDED_TAG, Protocol, history_note};
 use crate::roles::Role;
 use crate::tokens::parts::{CountedText, joined_tokens};
 use crate::tokens::{Framing, TokenCounter};
-
-/// History the budget left out, summarized by the marker that replaces it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct Elision {
-    /// How many chunks were dropped for the budget.
-    pub chunks: usize,
-    /// Their tokens, as rendered.
-    pub tokens: usize,
-    /// Whether the marker made it into the prompt (it is left out when the
-    /// protected content fits but the marker would not, and when a summary
-    /// took its place).
-    pub marker: bool,
-    /// Whether a summarizer's `<progress_summary>` stands for the dropped history.
-    pub summary: bool,
-}
 
 /// Position of a role in per-role tables.
 pub(crate) fn role_index(role: Role) -> usize {

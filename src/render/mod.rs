@@ -9,13 +9,14 @@ mod chunks;
 mod escape;
 mod native;
 mod own_tag;
+mod protocol;
 
 use std::fmt;
 use std::sync::Arc;
 
 pub use chunks::{DefaultRenderer, default_tag};
 pub use escape::EscapeMode;
-pub use native::Protocol;
+pub use protocol::Protocol;
 
 pub(crate) use native::{Record, history_note};
 

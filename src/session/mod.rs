@@ -19,8 +19,9 @@ use std::collections::HashSet;
 use rustc_hash::FxHashMap;
 
 use crate::budget::{Policy, PreviousCut};
+use crate::build_stats::BuildStats;
 use crate::builder::{Carry, ContextBuilder, ContextConfig, Outside, Pass};
-use crate::chunk_cache::{BuildStats, ChunkCache};
+use crate::chunk_cache::ChunkCache;
 use crate::chunk_id::fingerprint;
 use crate::context_management::ContextManagement;
 use crate::error::{ChunkLocation, ErrorKind, Result};
