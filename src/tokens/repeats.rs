@@ -153,8 +153,10 @@ struct Cycle {
 }
 
 /// The cycles of `tokens`, the encoding of `run`'s stand-in with `chars`
-/// characters: for each token that starts on a character of the run, back
-/// to the last equal token that did.
+/// characters: for each token that starts on a character of the run or
+/// right after its last one (where the tail begins), back to the last equal
+/// token that did. The bytes between the two are whole characters of the
+/// run either way.
 fn cycles<'a>(
     bpe: &'a BytePairEncoding,
     run: &'a Run<'_>,
