@@ -59,7 +59,9 @@
 //!   and Anthropic's `context_management` edits
 //!   ([`ContextManagement`](budget::ContextManagement)), applied by us for
 //!   every model.
-//! * [`ContextBuilder`] → [`BuildResult`]: messages, counts, decisions.
+//! * [`ContextBuilder`] (settings) → [`ContextConfig`] (compiled, shared)
+//!   → [`BuildResult`]: messages, counts, decisions; a [`BuildCache`] the
+//!   caller owns keeps chunks rendered between builds.
 //! * [`ContextSession`]: the same, turn after turn, at the cost of what is new.
 //! * [`ContextEngine`] over a [`store::Store`]: durable chats with branches
 //!   and checkpoints, saved atomically, built within the budget.
@@ -84,27 +86,31 @@
 //!    and the [`store`] of durable chats, which keeps chunks as JSON;
 //! 3. [`tokens`], [`render`] (escaping included), [`format`](mod@format);
 //! 4. the plan: [`budget`] (policy, units, decisions);
-//! 5. the pipeline: `prepare` (render and count each chunk), `message`
-//!    (what a build returns), `assemble`, `previous` (what the next build
-//!    carries over) and `chunk_cache`;
-//! 6. [`ContextBuilder`] (`builder`: its settings compiled into the
-//!    immutable [`ContextConfig`] builds read; `extend` and `replan` build a
-//!    session's appending turn from its last build) and [`ContextSession`]
-//!    (`session`), then [`ContextEngine`] (`engine`: a chat of a store,
-//!    built through a session);
-//! 7. [`adapter`] and `explain`, then [`command`], the CLI's commands as
+//! 5. what a build returns (`message`) and carries over to the next
+//!    (`previous`); the settings, [`ContextBuilder`] (`builder`: fields and
+//!    setters only);
+//! 6. the pipeline, `build`: one build as a struct that holds what it
+//!    reads and the [`BuildCache`] it works in, with a method per stage
+//!    (prepare, plan, assemble, report), and a session's turn that only
+//!    appended chunks extended from its last build (`extend`, `replan`);
+//! 7. [`ContextConfig`] (`config`): the settings compiled, immutable and
+//!    shared, which makes each build; [`ContextSession`] (`session`: a
+//!    state, its cache and its last build over a shared configuration),
+//!    then [`ContextEngine`] (`engine`: a chat of a store, built through a
+//!    session);
+//! 8. [`adapter`] and `explain`, then [`command`], the CLI's commands as
 //!    calls; the CLI (`src/bin`) sits on top.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod adapter;
-mod assemble;
 pub mod budget;
+mod build;
 mod build_stats;
 mod builder;
-mod chunk_cache;
 mod chunk_id;
 pub mod command;
+mod config;
 pub mod content;
 mod context_management;
 mod engine;
@@ -120,7 +126,6 @@ mod memory;
 mod memory_schema;
 mod message;
 mod message_text;
-mod prepare;
 mod previous;
 pub mod render;
 mod roles;
@@ -132,9 +137,11 @@ pub mod tokens;
 mod xml;
 
 pub use budget::elision::Elision;
+pub use build::BuildCache;
 pub use build_stats::BuildStats;
-pub use builder::{ContextBuilder, ContextConfig, DEFAULT_MODEL};
+pub use builder::{ContextBuilder, DEFAULT_MODEL};
 pub use chunk_id::ChunkId;
+pub use config::ContextConfig;
 pub use engine::ContextEngine;
 pub use error::{ChunkLocation, Error, ErrorKind, JsonPlace, JsonProblem, Result};
 pub use format::{FormatOptions, FragmentFormat};

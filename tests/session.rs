@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use agent_context::budget::Policy;
 use agent_context::render::{ChunkRenderer, RenderContext};
 use agent_context::{
-    BuildResult, ChunkKind, ContextBuilder, ContextSession, MemoryChunk, MemoryState, Role,
+    BuildCache, BuildResult, ChunkKind, ContextBuilder, ContextSession, MemoryChunk, MemoryState,
+    Role,
 };
 use common::*;
 use proptest::prelude::*;
@@ -291,6 +292,43 @@ fn a_changed_setting_clears_the_cache() {
     assert_eq!(session.stats().chunks_rendered, 1);
     assert_ne!(structural.messages[0].content, xml.messages[0].content);
     assert!(xml.messages[0].content.contains("a &lt; b"));
+}
+
+/// A cache the caller owns serves a growing state as a session's does:
+/// each build equals a cold one and renders only the new chunks; a chunk
+/// whose id changed at its position, and a cache filled under another
+/// compiled configuration, are rendered again.
+#[test]
+fn a_cache_the_caller_owns_renders_only_new_chunks_and_checks_ids_and_settings() {
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(600);
+    let config = builder.compile().unwrap();
+    let mut cache = BuildCache::new();
+    let mut state = MemoryState::new();
+    for turn in 0..40 {
+        let text = format!("turn {turn}: {}", "words ".repeat(turn % 7 * 5));
+        state
+            .chunks
+            .push(MemoryChunk::agent(format!("u{turn}"), Role::User, text));
+        let built = config.build_in(&state, &mut cache).unwrap();
+        assert_eq!(built, config.build(&state).unwrap(), "turn {turn}");
+        assert_eq!(cache.stats().chunks_rendered, 1, "turn {turn}");
+    }
+    // Another chunk at the first position, under another id.
+    state.chunks[0] = MemoryChunk::agent("v0", Role::User, "a new first turn");
+    let built = config.build_in(&state, &mut cache).unwrap();
+    assert_eq!(built, config.build(&state).unwrap());
+    assert_eq!(cache.stats().chunks_rendered, 1);
+    // The same settings compiled again are other settings to the cache.
+    let again = builder.compile().unwrap();
+    again.build_in(&state, &mut cache).unwrap();
+    assert_eq!(cache.stats().chunks_rendered, state.chunks.len());
+    // A chunk edited in place under its id is rendered again once forgotten.
+    state.chunks[1] = MemoryChunk::agent("u1", Role::User, "turn 1, edited");
+    cache.forget_chunk(1);
+    let built = again.build_in(&state, &mut cache).unwrap();
+    assert_eq!(built, again.build(&state).unwrap());
+    assert_eq!(cache.stats().chunks_rendered, 1);
 }
 
 #[test]

@@ -17,7 +17,8 @@ mod tally;
 use std::sync::Arc;
 
 use crate::budget::Policy;
-use crate::builder::{ContextBuilder, kept_alone_tokens};
+use crate::build::kept_alone_tokens;
+use crate::builder::ContextBuilder;
 use crate::context_management::ContextManagement;
 use crate::error::{ErrorKind, Result};
 use crate::fragment::Fragment;

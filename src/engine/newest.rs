@@ -22,8 +22,8 @@ use super::ContextEngine;
 use super::load::{decode_chunk, lane_of};
 use super::tally::{highest_priority, meta_of, without};
 use crate::budget::{Decision, DropReason, Policy, is_read, tool_call};
-use crate::builder::{Outside, Pass, kept_alone_tokens};
-use crate::chunk_cache::ChunkCache;
+use crate::build::BuildCache;
+use crate::build::{Outside, Pass, kept_alone_tokens, seed_counts};
 use crate::error::Result;
 use crate::memory::MemoryChunk;
 use crate::message::BuildResult;
@@ -237,14 +237,14 @@ impl ContextEngine {
         state.chunks.extend(read.chunks.iter().rev().cloned());
         state.validate()?;
         let config = self.session.config();
-        let mut cache = ChunkCache::default();
+        let mut cache = BuildCache::default();
         let seeds = old.iter().chain(read.stored.iter().rev());
         let seeds: Vec<(usize, &str)> = seeds
             .map(|c| c.counts.as_deref())
             .enumerate()
             .filter_map(|(i, c)| Some((i, c?)))
             .collect();
-        config.settings().seed_counts(seeds, &mut cache);
+        seed_counts(config.settings(), seeds, &mut cache);
         let first_unread = (0..start)
             .find(|p| old.iter().all(|c| c.position != *p))
             .unwrap_or(start);

@@ -19,10 +19,11 @@ use std::collections::HashSet;
 use rustc_hash::FxHashMap;
 
 use crate::budget::{Policy, PreviousCut};
+use crate::build::{BuildCache, Carry, Outside, Pass, count_key, seed_counts};
 use crate::build_stats::BuildStats;
-use crate::builder::{Carry, ContextBuilder, ContextConfig, Outside, Pass};
-use crate::chunk_cache::ChunkCache;
+use crate::builder::ContextBuilder;
 use crate::chunk_id::fingerprint;
+use crate::config::ContextConfig;
 use crate::context_management::ContextManagement;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
@@ -53,7 +54,7 @@ use crate::previous::PreviousBuild;
 pub struct ContextSession {
     config: ContextConfig,
     state: MemoryState,
-    cache: ChunkCache,
+    cache: BuildCache,
     previous: Option<PreviousBuild>,
     /// The last build, to extend when a turn only appends chunks.
     carry: Option<Carry>,
@@ -93,7 +94,7 @@ impl ContextSession {
         ContextSession {
             config,
             state,
-            cache: ChunkCache::default(),
+            cache: BuildCache::default(),
             previous: None,
             carry: None,
             ids,
@@ -231,9 +232,9 @@ impl ContextSession {
     }
 
     /// The key a store keeps this session's counts under, if they can be
-    /// kept (see `builder::stored`).
+    /// kept (see `build::stored`).
     pub(crate) fn count_key(&self) -> Option<String> {
-        self.builder().count_key()
+        count_key(self.builder())
     }
 
     /// The counts a store keeps of the chunks at `indices`, rendering and
@@ -242,15 +243,13 @@ impl ContextSession {
         &mut self,
         indices: impl ExactSizeIterator<Item = usize>,
     ) -> Result<Vec<Option<String>>> {
-        self.config
-            .settings()
-            .counts_to_keep(&self.state, indices, &mut self.cache)
+        (self.config).counts_to_keep(&self.state, indices, &mut self.cache)
     }
 
     /// Takes in counts a store kept, `(chunk index, counts)`, for chunks
     /// not rendered yet.
     pub(crate) fn seed_counts<'a>(&mut self, kept: impl IntoIterator<Item = (usize, &'a str)>) {
-        self.config.settings().seed_counts(kept, &mut self.cache);
+        seed_counts(self.config.settings(), kept, &mut self.cache);
     }
 
     /// Removes the chunk with `id` and returns it.
@@ -304,15 +303,19 @@ impl ContextSession {
     fn run(&mut self, policy: Option<&Policy>) -> Result<BuildResult> {
         self.cache.start_build(self.state.chunks.capacity());
         let settings = self.config.settings();
-        settings.forget_unstable(&self.state, &mut self.cache);
-        let policy = policy.unwrap_or(settings.current_policy());
-        if let (Some(carry), Some(previous)) = (self.carry.as_mut(), self.previous.as_mut())
-            && let Some(result) =
-                self.config
-                    .extend(&self.state, policy, carry, previous, &mut self.cache)?
-        {
-            previous.follow(&result);
-            return Ok(result);
+        (self.cache).forget_unstable(&settings.renderers, &self.state);
+        let policy = policy.unwrap_or(&settings.policy);
+        if let (Some(carry), Some(previous)) = (self.carry.as_mut(), self.previous.as_mut()) {
+            let pass = Pass {
+                policy,
+                previous: None,
+                cache: &mut self.cache,
+                outside: Outside::default(),
+            };
+            if let Some(result) = self.config.extend(&self.state, pass, (carry, previous))? {
+                previous.follow(&result);
+                return Ok(result);
+            }
         }
         // New chunks a turn rendered before handing over to the full
         // pipeline are rendered once: the pipeline finds them cached.

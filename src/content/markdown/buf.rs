@@ -192,8 +192,8 @@ impl Buf {
     pub(super) fn finish(mut self, before: Option<char>, after: Option<char>) -> String {
         let fits = |buf: &Buf, &(open, close, emph): &(usize, usize, Emph)| {
             let len = emph.marks().0.len();
-            run_is(&buf.text, open, len, before, after, (true, false))
-                && run_is(&buf.text, close, len, before, after, (false, true))
+            run_is(&buf.text, (open, len), (before, after), (true, false))
+                && run_is(&buf.text, (close, len), (before, after), (false, true))
         };
         while let Some(index) = self.spans.iter().position(|span| !fits(&self, span)) {
             let (open, close, emph) = self.spans.swap_remove(index);

@@ -61,16 +61,16 @@ fn flanking(prev: Class, next: Class) -> (bool, bool) {
     (left, right)
 }
 
-/// Whether the delimiter run around `at` in `text` is left- and
-/// right-flanking as `want` says, whatever class an uncertain neighbour has.
+/// Whether the delimiter run of `len` bytes at `at` in `text` is left- and
+/// right-flanking as `want` says, whatever class an uncertain neighbour
+/// has; `around` is what comes before and after `text`, when known.
 pub(super) fn run_is(
     text: &str,
-    at: usize,
-    len: usize,
-    before: Option<char>,
-    after: Option<char>,
+    (at, len): (usize, usize),
+    around: (Option<char>, Option<char>),
     want: (bool, bool),
 ) -> bool {
+    let (before, after) = around;
     let bytes = text.as_bytes();
     let (mut start, mut end) = (at, at + len);
     while start > 0 && bytes[start - 1] == bytes[at] && !escaped(bytes, start - 1) {

@@ -39,10 +39,12 @@ pub(super) struct CutForecast<'a> {
 }
 
 impl<'a> CutForecast<'a> {
+    /// A forecast over `chunks`, of which the `selected` are planned with
+    /// `timeline`'s steps, under `policy`, in `available` tokens, after
+    /// the `previous` cut.
     pub(super) fn new(
         chunks: &'a [MemoryChunk],
-        selected: &'a [bool],
-        timeline: &'a Timeline,
+        (selected, timeline): (&'a [bool], &'a Timeline),
         policy: &'a Policy,
         available: usize,
         previous: Option<&'a PreviousCut>,
@@ -60,14 +62,12 @@ impl<'a> CutForecast<'a> {
         }
     }
 
-    /// Whether the body of the chunk at `index` will be cut, given the newer
-    /// chunks fed so far; then counts the chunk among them. `tokens` are
-    /// its body's, `stub` its stub's when it is disposable.
+    /// Whether the body of the chunk at `index` (with its id) will be cut,
+    /// given the newer chunks fed so far; then counts the chunk among them.
+    /// `tokens` are its body's, `stub` its stub's when it is disposable.
     pub(super) fn body_surely_cut(
         &mut self,
-        index: usize,
-        chunk: &MemoryChunk,
-        id: &ChunkId,
+        (index, chunk, id): (usize, &MemoryChunk, &ChunkId),
         retention: Retention,
         tokens: usize,
         stub: Option<usize>,

@@ -24,31 +24,30 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
-use super::ContextBuilder;
+use super::Build;
 use super::forecast::protects;
+use super::preparer::cap_on;
 use crate::budget::planner::role_index;
 use crate::budget::{
     Calls, ChunkDecision, Decision, DropReason, MIN_CAP, NO_UNIT, Policy, Timeline, framing_table,
     is_orphan_result, tool_call,
 };
-use crate::chunk_cache::ChunkCache;
+use crate::builder::ContextBuilder;
 use crate::chunk_id::{ChunkId, fingerprint};
 use crate::error::Result;
 use crate::memory::{MemoryChunk, MemoryState};
 use crate::message::{BuildResult, ContextMessage, MessageFingerprint, Truncation};
 use crate::message_text::MessageText;
-use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
 use crate::roles::{ChunkKind, Role};
 use crate::rows::Rows;
-use crate::tokens::TokenCounter;
 use crate::tokens::parts::{CountedText, SEPARATOR};
 
 /// What a session keeps of its last build to extend it.
 #[derive(Debug, Clone)]
 pub(crate) struct Carry {
     /// The last build, as returned.
-    pub(super) result: BuildResult,
+    pub(crate) result: BuildResult,
     /// How many chunks the session had then.
     pub(super) chunks: usize,
     /// The steps, latest user message and newest tool use then.
@@ -75,12 +74,12 @@ pub(crate) struct Carry {
 }
 
 impl Carry {
-    /// What extends `result`, the build of `state` by `builder` with `policy`.
+    /// What extends `result`, the build of `state` with `settings` and `policy`.
     pub(crate) fn new(
         result: BuildResult,
         state: &MemoryState,
         policy: &Policy,
-        builder: &ContextBuilder,
+        settings: &ContextBuilder,
     ) -> Self {
         let in_system: FxHashSet<&str> = result
             .system_message()
@@ -102,7 +101,9 @@ impl Carry {
                     excluded_at.push(index);
                 }
                 Decision::Truncated { cap, .. } => {
-                    let set = builder.cap_of(chunk, policy);
+                    let renderers = &settings.renderers;
+                    let renderer = renderers.renderer_for(chunk);
+                    let set = cap_on(policy, chunk, renderer, renderers.renders_by_default(chunk));
                     squeezed |= set.map(|set| set.max(MIN_CAP)) != Some(cap);
                     truncated_at.push(index);
                 }
@@ -188,7 +189,7 @@ struct Growth<'a> {
     total: usize,
 }
 
-impl ContextBuilder {
+impl<'a> Build<'a> {
     /// This turn's build as the extension of `carry`'s, or planned again
     /// over its prompt; `carry` becomes it, and `previous` records its cut.
     /// `None` when the full pipeline must build it (see the module docs).
@@ -199,32 +200,28 @@ impl ContextBuilder {
     /// As the pipeline: a new chunk's cap too small, a tokenizer that fails
     /// to load.
     pub(crate) fn extend(
-        &self,
-        state: &MemoryState,
-        policy: &Policy,
-        counter: &Arc<dyn TokenCounter>,
+        mut self,
         carry: &mut Carry,
         previous: &mut PreviousBuild,
-        cache: &mut ChunkCache,
     ) -> Result<Option<BuildResult>> {
-        if !self.extends(state, policy, carry) {
+        let (state, policy, counter) = (self.state, self.preparer.policy, self.preparer.counter);
+        if !self.extends(carry) {
             return Ok(None);
         }
         if counter.encoding_name() != carry.result.encoding || !counter.additive_at_clean_cuts() {
             return Ok(None);
         }
-        let preparer = self.preparer(counter.as_ref(), policy);
-        let Some(mut appended) = self.appended(state, carry, &preparer, cache)? else {
+        let Some(mut appended) = self.appended(carry)? else {
             return Ok(None);
         };
         let timeline = carry.timeline_with(&appended);
         protect(&mut appended, &timeline, policy);
-        let framing = framing_table(self.framing, counter.as_ref());
-        let lifted = self.lifted(state, carry, &timeline, policy);
+        let framing = framing_table(self.settings.framing, counter);
+        let lifted = self.lifted(carry, &timeline);
         let growth = grow(&carry.result, &appended, &framing);
         let Some(lifted) = lifted.filter(|_| growth.total <= carry.result.budget) else {
             let turn = (&appended[..], timeline);
-            return self.replan(state, &preparer, counter, carry, previous, cache, turn);
+            return self.replan(carry, previous, turn);
         };
         // Nothing fails from here: the last build becomes this one.
         self.apply(carry, &growth, &framing);
@@ -240,18 +237,21 @@ impl ContextBuilder {
         );
         carry.grow_to(state, &appended, timeline);
         // Every chunk this build did not render came from the last one.
-        cache.stats.chunks_cached = carry.chunks - cache.stats.chunks_rendered;
-        cache.stats.extended = true;
+        let stats = &mut self.cache.stats;
+        stats.chunks_cached = carry.chunks - stats.chunks_rendered;
+        stats.extended = true;
         Ok(Some(carry.result.clone()))
     }
 
-    /// Whether this builder, `state` and `policy` are ones an extension of
-    /// `carry` can build (the rest is checked as the chunks are read).
-    fn extends(&self, state: &MemoryState, policy: &Policy, carry: &Carry) -> bool {
+    /// Whether this build's settings, state and policy are ones an
+    /// extension of `carry` can build (the rest is checked as the chunks
+    /// are read).
+    fn extends(&self, carry: &Carry) -> bool {
+        let (state, policy) = (self.state, self.preparer.policy);
         let last = &carry.result;
-        self.renderers.all_deterministic()
+        self.settings.renderers.all_deterministic()
             && !carry.squeezed
-            && self.management(policy, state).is_none()
+            && self.management().is_none()
             && policy.plans_like(&carry.policy)
             && !policy.caps.names_chunks_or_tools()
             && state.chunks.len() >= carry.chunks
@@ -263,15 +263,10 @@ impl ContextBuilder {
     /// The chunks appended since `carry`'s build, rendered (through
     /// `cache`) and judged on their own: filtered out, orphaned, or in
     /// the prompt. `None` when one needs the full pipeline.
-    fn appended<'s>(
-        &self,
-        state: &'s MemoryState,
-        carry: &Carry,
-        preparer: &Preparer<'_>,
-        cache: &mut ChunkCache,
-    ) -> Result<Option<Vec<Appended<'s>>>> {
+    fn appended(&mut self, carry: &Carry) -> Result<Option<Vec<Appended<'a>>>> {
+        let (state, settings) = (self.state, self.settings);
         let new = &state.chunks[carry.chunks..];
-        let only_ids = self.only_ids();
+        let only_ids = settings.only_ids();
         let mut calls = Calls::default();
         for chunk in new {
             let Some(call) = tool_call(chunk) else {
@@ -281,7 +276,7 @@ impl ContextBuilder {
             if carry.calls.contains_key(&fingerprint(call)) {
                 return Ok(None);
             }
-            if chunk.kind == ChunkKind::Workflow && self.selects(chunk, only_ids.as_ref()) {
+            if chunk.kind == ChunkKind::Workflow && settings.selects(chunk, only_ids.as_ref()) {
                 calls.insert(call, NO_UNIT);
             }
         }
@@ -290,13 +285,13 @@ impl ContextBuilder {
         // it would name.
         for (offset, chunk) in new.iter().enumerate().rev() {
             let index = carry.chunks + offset;
-            let mut row =
-                ChunkDecision::filtered(cache.id(index, &chunk.id), chunk, preparer.policy);
+            let id = self.cache.id(index, &chunk.id);
+            let mut row = ChunkDecision::filtered(id, chunk, self.preparer.policy);
             let mut part = None;
-            if self.selects(chunk, only_ids.as_ref()) {
+            if settings.selects(chunk, only_ids.as_ref()) {
                 // A build that failed may have let its text go.
-                let prepared = self.prepared(index, chunk, preparer, cache)?;
-                let prepared = self.with_text(prepared, index, chunk, preparer, cache)?;
+                let prepared = self.prepared(index, chunk)?;
+                let prepared = self.with_text(prepared, index, chunk)?;
                 row.tokens = prepared.part.alone();
                 row.decision = prepared.decision;
                 if is_orphan_result(chunk, &calls) {
@@ -326,13 +321,8 @@ impl ContextBuilder {
     /// use, each keep only their unit's own protection (a pinned or
     /// critical member) unless they still anchor. `None` when such a unit
     /// reaches back before its newest-use call.
-    fn lifted(
-        &self,
-        state: &MemoryState,
-        carry: &Carry,
-        timeline: &Timeline,
-        policy: &Policy,
-    ) -> Option<Vec<(usize, ChunkDecision)>> {
+    fn lifted(&self, carry: &Carry, timeline: &Timeline) -> Option<Vec<(usize, ChunkDecision)>> {
+        let (state, policy) = (self.state, self.preparer.policy);
         let old = &carry.timeline;
         let rows = &carry.result.decisions;
         let chunks = &state.chunks[..carry.chunks];
@@ -341,7 +331,7 @@ impl ContextBuilder {
         let is_item = |index: usize| {
             let chunk = &chunks[index];
             !matches!(rows[index].decision, Decision::Dropped { .. })
-                && self.renderers.renderer_for(chunk).role(chunk) != Role::System
+                && self.settings.renderers.renderer_for(chunk).role(chunk) != Role::System
         };
         let keeps = |index: usize| {
             protects_itself(&chunks[index], policy) || timeline.anchors(index, &chunks[index])
@@ -402,7 +392,7 @@ impl ContextBuilder {
     fn apply(&self, carry: &mut Carry, growth: &Growth<'_>, framing: &[usize; 3]) {
         let result = &mut carry.result;
         let old_total = result.token_count;
-        let priming = self.framing.priming();
+        let priming = self.settings.framing.priming();
         let mut stable = old_total - priming;
         let mut groups = growth.groups.iter();
         // The first group is taken only with the message it joins.

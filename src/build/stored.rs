@@ -12,10 +12,9 @@
 
 use std::hash::{Hash, Hasher};
 
-use super::ContextBuilder;
-use crate::chunk_cache::ChunkCache;
+use super::{Build, BuildCache};
+use crate::builder::ContextBuilder;
 use crate::error::Result;
-use crate::memory::MemoryState;
 use crate::roles::Role;
 use crate::tokens::parts::CountedText;
 use crate::tokens::{Encoding, Route, route};
@@ -26,65 +25,81 @@ use crate::tokens::{Encoding, Route, route};
 /// counts of the new rendering. (A release bumps the crate version too.)
 const COUNT_FORMAT: u32 = 2;
 
-impl ContextBuilder {
-    /// The encoding kept counts are counted with, or `None` when this
-    /// builder's counts cannot be kept (see the module's docs). Known from
-    /// the model's name: no tables are loaded.
-    fn kept_encoding(&self) -> Option<Encoding> {
-        if self.counter.is_some()
-            || !self.renderers.only_default()
-            || self.content.format().is_none()
-        {
-            return None;
-        }
-        match route(&self.model) {
-            Route::Exact(encoding) => Some(encoding),
-            _ => None,
+/// The encoding kept counts are counted with, or `None` when the counts
+/// of builds with `settings` cannot be kept (see the module's docs). Known
+/// from the model's name: no tables are loaded.
+fn kept_encoding(settings: &ContextBuilder) -> Option<Encoding> {
+    if settings.counter.is_some()
+        || !settings.renderers.only_default()
+        || settings.content.format().is_none()
+    {
+        return None;
+    }
+    match route(&settings.model) {
+        Route::Exact(encoding) => Some(encoding),
+        _ => None,
+    }
+}
+
+/// The key the counts of builds with `settings` are kept under, or `None`
+/// when they cannot be kept (see the module's docs).
+pub(crate) fn count_key(settings: &ContextBuilder) -> Option<String> {
+    let encoding = kept_encoding(settings)?;
+    let mut hasher = rustc_hash::FxHasher::default();
+    (
+        settings.escape,
+        settings.renderers.protocol(),
+        settings.content.format(),
+        settings.renderers.tag_set().names(),
+    )
+        .hash(&mut hasher);
+    Some(format!(
+        "{}+{COUNT_FORMAT} {} {:016x}",
+        env!("CARGO_PKG_VERSION"),
+        encoding.name(),
+        hasher.finish()
+    ))
+}
+
+/// Puts kept counts (`(index, counts)`, as [`Build::counts_to_keep`]
+/// wrote them) in the empty slots of `cache`; counts that do not read are
+/// left out, and the chunk is counted when built. Builds with `settings`
+/// whose counts cannot be kept take none.
+pub(crate) fn seed_counts<'a>(
+    settings: &ContextBuilder,
+    kept: impl IntoIterator<Item = (usize, &'a str)>,
+    cache: &mut BuildCache,
+) {
+    let Some(encoding) = kept_encoding(settings) else {
+        return;
+    };
+    cache.count_with(encoding.name());
+    for (index, text) in kept {
+        if let Some((role, part)) = decode(text) {
+            cache.seed(index, role, part);
         }
     }
+}
 
-    /// The key this builder's counts are kept under, or `None` when its
-    /// counts cannot be kept (see the module's docs).
-    pub(crate) fn count_key(&self) -> Option<String> {
-        let encoding = self.kept_encoding()?;
-        let mut hasher = rustc_hash::FxHasher::default();
-        (
-            self.escape,
-            self.renderers.protocol(),
-            self.content.format(),
-            self.renderers.tag_set().names(),
-        )
-            .hash(&mut hasher);
-        Some(format!(
-            "{}+{COUNT_FORMAT} {} {:016x}",
-            env!("CARGO_PKG_VERSION"),
-            encoding.name(),
-            hasher.finish()
-        ))
-    }
-
-    /// The counts to keep of the chunks of `state` at `indices`, each whole
-    /// rendering taken from `cache` or rendered and counted into it;
-    /// `None` for a chunk the cache holds cut by a cap.
+impl Build<'_> {
+    /// The counts to keep of the chunks at `indices`, each whole rendering
+    /// taken from the cache or rendered and counted into it; `None` for a
+    /// chunk the cache holds cut by a cap.
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the
-    /// tokenizer fails to load.
+    /// As [`Preparer::prepare`](super::preparer::Preparer::prepare).
     pub(crate) fn counts_to_keep(
-        &self,
-        state: &MemoryState,
+        self,
         indices: impl ExactSizeIterator<Item = usize>,
-        cache: &mut ChunkCache,
     ) -> Result<Vec<Option<String>>> {
-        let counter = self.counter_in_use()?;
-        cache.count_with(counter.encoding_name());
-        let preparer = self.preparer(counter.as_ref(), self.current_policy());
+        let (state, preparer, cache) = (self.state, self.preparer, self.cache);
+        cache.count_with(preparer.counter.encoding_name());
         let mut kept = Vec::with_capacity(indices.len());
         for index in indices {
             let chunk = &state.chunks[index];
             if !cache.holds(index) {
-                let renderer = self.renderers.renderer_for(chunk);
+                let renderer = self.settings.renderers.renderer_for(chunk);
                 cache.prepared(index, None, || {
                     preparer.prepare(index, chunk, renderer, None)
                 })?;
@@ -92,28 +107,6 @@ impl ContextBuilder {
             kept.push(cache.whole(index).map(|(role, part)| encode(role, part)));
         }
         Ok(kept)
-    }
-
-    /// Puts kept counts (`(index, counts)`, as [`counts_to_keep`]
-    /// wrote them) in the empty slots of `cache`; counts that do not read
-    /// are left out, and the chunk is counted when built. A builder whose
-    /// counts cannot be kept takes none.
-    ///
-    /// [`counts_to_keep`]: ContextBuilder::counts_to_keep
-    pub(crate) fn seed_counts<'a>(
-        &self,
-        kept: impl IntoIterator<Item = (usize, &'a str)>,
-        cache: &mut ChunkCache,
-    ) {
-        let Some(encoding) = self.kept_encoding() else {
-            return;
-        };
-        cache.count_with(encoding.name());
-        for (index, text) in kept {
-            if let Some((role, part)) = decode(text) {
-                cache.seed(index, role, part);
-            }
-        }
     }
 }
 

@@ -15,24 +15,20 @@
 
 use std::sync::Arc;
 
+use super::assemble::{Assembly, assemble, record_fate};
 use super::extend::{Appended, Carry};
 use super::forecast::protects;
-use super::{Budget, ContextBuilder, Ladder, record_fate};
-use crate::assemble::{Assembly, assemble};
+use super::{Build, Ladder};
 use crate::budget::{
     Calls, ChunkDecision, Decision, Fate, Item, Layout, NO_UNIT, Planner, Timeline,
     all_start_clean, group_units, plan_steps,
 };
-use crate::chunk_cache::ChunkCache;
 use crate::chunk_id::ChunkId;
 use crate::error::Result;
-use crate::memory::MemoryState;
 use crate::message::{BuildResult, Truncation, fingerprints, included};
-use crate::prepare::Preparer;
 use crate::previous::PreviousBuild;
 use crate::roles::{ChunkKind, Retention};
 use crate::rows::Rows;
-use crate::tokens::TokenCounter;
 use crate::tokens::parts::CountedText;
 
 /// The chunks a plan can change, as planner items, each with its decision
@@ -42,7 +38,7 @@ struct Window {
     prepared: Vec<ChunkDecision>,
 }
 
-impl ContextBuilder {
+impl<'a> Build<'a> {
     /// This turn's build by planning the chunks of `carry`'s prompt again
     /// with the new ones (`appended`, judged and protected); it becomes
     /// `carry`'s, and `previous` records the cut. `None` when the full
@@ -51,22 +47,17 @@ impl ContextBuilder {
     /// # Errors
     ///
     /// As the pipeline, for a chunk rendered again.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn replan(
-        &self,
-        state: &MemoryState,
-        preparer: &Preparer<'_>,
-        counter: &Arc<dyn TokenCounter>,
+        mut self,
         carry: &mut Carry,
         previous: &mut PreviousBuild,
-        cache: &mut ChunkCache,
         (appended, timeline): (&[Appended<'_>], Timeline),
     ) -> Result<Option<BuildResult>> {
-        let mut window = self.window(state, preparer, cache, (appended, &timeline), carry)?;
+        let mut window = self.window(carry, (appended, &timeline))?;
         if !all_start_clean(&window.items) {
             return Ok(None);
         }
-        let chunks = &state.chunks;
+        let chunks = &self.state.chunks;
         let mut calls: Calls = window
             .items
             .iter()
@@ -82,15 +73,9 @@ impl ContextBuilder {
             steps,
             sticky,
         };
-        let system = self.system_of(state, preparer, carry, cache)?;
-        let budget = Budget {
-            counter: Arc::clone(counter),
-            max_tokens: carry.result.max_tokens,
-            available: carry.result.budget,
-            warnings: Vec::new(),
-        };
+        let system = self.system_of(carry)?;
         let frozen = frozen_counts(carry, &window);
-        let base = self.planner(budget.available, preparer, &system, &ladder, frozen);
+        let base = self.planner(&system, &ladder, frozen);
         let planner = Planner {
             items: &window.items,
             ..base.clone()
@@ -99,7 +84,7 @@ impl ContextBuilder {
             return Ok(None);
         };
         let fate = |i: usize| Some(layout.fates[i]);
-        self.settle_texts(state, &mut window.items, fate, preparer, cache)?;
+        self.settle_texts(&mut window.items, fate)?;
         let planner = Planner {
             items: &window.items,
             ..base
@@ -108,13 +93,14 @@ impl ContextBuilder {
             carry.id_of(appended, chunk).clone()
         });
         drop(planner);
-        self.record_plan(carry, previous, &window, &layout, appended);
+        record_plan(carry, previous, (&window, &layout), appended);
         report_plan(carry, previous, assembly, &layout);
         carry.planned = still_planned(&window.items, &ladder, &layout);
-        carry.grow_to(state, appended, timeline);
+        carry.grow_to(self.state, appended, timeline);
         // Every chunk this build did not render came from the last one.
-        cache.stats.chunks_cached = carry.chunks - cache.stats.chunks_rendered;
-        cache.stats.replanned = true;
+        let stats = &mut self.cache.stats;
+        stats.chunks_cached = carry.chunks - stats.chunks_rendered;
+        stats.replanned = true;
         Ok(Some(carry.result.clone()))
     }
 
@@ -122,13 +108,11 @@ impl ContextBuilder {
     /// the prompt, from `cache`, with protection and (for disposable
     /// chunks) stubs as the pipeline gives them.
     fn window(
-        &self,
-        state: &MemoryState,
-        preparer: &Preparer<'_>,
-        cache: &mut ChunkCache,
-        (appended, timeline): (&[Appended<'_>], &Timeline),
+        &mut self,
         carry: &Carry,
+        (appended, timeline): (&[Appended<'_>], &Timeline),
     ) -> Result<Window> {
+        let (state, policy) = (self.state, self.preparer.policy);
         let new = appended
             .iter()
             .filter(|a| a.part.is_some())
@@ -140,16 +124,14 @@ impl ContextBuilder {
         };
         for index in planned {
             let chunk = &state.chunks[index];
-            let prepared = self.prepared(index, chunk, preparer, cache)?;
-            let retention = preparer
-                .policy
-                .retention_of(chunk, timeline.steps_after(index));
+            let prepared = self.prepared(index, chunk)?;
+            let retention = policy.retention_of(chunk, timeline.steps_after(index));
             let stub = match retention {
-                Retention::Disposable => self.stub(index, chunk, &prepared.part, preparer, cache),
+                Retention::Disposable => self.stub(index, chunk, &prepared.part),
                 _ => None,
             };
             let id = carry.id_of(appended, index).clone();
-            let mut row = ChunkDecision::filtered(id, chunk, preparer.policy);
+            let mut row = ChunkDecision::filtered(id, chunk, policy);
             row.tokens = prepared.part.alone();
             row.decision = prepared.decision;
             window.prepared.push(row);
@@ -159,7 +141,7 @@ impl ContextBuilder {
                 part: prepared.part,
                 stub,
                 protected: protects(chunk, retention) || timeline.anchors(index, chunk),
-                priority: preparer.policy.priority_of(chunk),
+                priority: policy.priority_of(chunk),
             });
         }
         Ok(window)
@@ -167,58 +149,51 @@ impl ContextBuilder {
 
     /// The system message's parts: the system prompt and fragments, then
     /// the system-role chunks from `cache`.
-    fn system_of(
-        &self,
-        state: &MemoryState,
-        preparer: &Preparer<'_>,
-        carry: &Carry,
-        cache: &mut ChunkCache,
-    ) -> Result<Vec<Arc<CountedText>>> {
-        let mut system = self.system_parts(state, &preparer.ctx, preparer.counter)?;
+    fn system_of(&mut self, carry: &Carry) -> Result<Vec<Arc<CountedText>>> {
+        let state = self.state;
+        let mut system = self.system_parts()?;
         for &index in &carry.system_chunks {
             let chunk = &state.chunks[index];
-            let prepared = self.prepared(index, chunk, preparer, cache)?;
-            let prepared = self.with_text(prepared, index, chunk, preparer, cache)?;
+            let prepared = self.prepared(index, chunk)?;
+            let prepared = self.with_text(prepared, index, chunk)?;
             system.push(prepared.part);
         }
         Ok(system)
     }
+}
 
-    /// Records each planned chunk's fate in `carry`'s rows, and in
-    /// `previous`'s cut, with the lists of chunks left out and truncated;
-    /// then the new chunks' rows.
-    fn record_plan(
-        &self,
-        carry: &mut Carry,
-        previous: &mut PreviousBuild,
-        window: &Window,
-        layout: &Layout,
-        appended: &[Appended<'_>],
-    ) {
-        let mut new_rows: Vec<ChunkDecision> = appended.iter().map(|a| a.row.clone()).collect();
-        let mut relisted = Relisted::default();
-        for (i, item) in window.items.iter().enumerate() {
-            let mut row = window.prepared[i].clone();
-            record_fate(&mut row, item, layout, i);
-            if item.chunk >= carry.chunks {
-                new_rows[item.chunk - carry.chunks] = row;
-                continue;
-            }
-            let old = &carry.result.decisions[item.chunk];
-            if *old != row {
-                relisted.note(item.chunk, &row, (!old.is_included(), truncated(old)));
-                previous.cut.record(item.chunk, &row);
-                carry.result.decisions.set(item.chunk, row);
-            }
+/// Records each planned chunk's fate in `carry`'s rows, and in
+/// `previous`'s cut, with the lists of chunks left out and truncated;
+/// then the new chunks' rows.
+fn record_plan(
+    carry: &mut Carry,
+    previous: &mut PreviousBuild,
+    (window, layout): (&Window, &Layout),
+    appended: &[Appended<'_>],
+) {
+    let mut new_rows: Vec<ChunkDecision> = appended.iter().map(|a| a.row.clone()).collect();
+    let mut relisted = Relisted::default();
+    for (i, item) in window.items.iter().enumerate() {
+        let mut row = window.prepared[i].clone();
+        record_fate(&mut row, item, layout, i);
+        if item.chunk >= carry.chunks {
+            new_rows[item.chunk - carry.chunks] = row;
+            continue;
         }
-        for row in new_rows {
-            let index = carry.result.decisions.len();
-            relisted.note(index, &row, (false, false));
-            previous.cut.record(index, &row);
-            carry.result.decisions.push(row);
+        let old = &carry.result.decisions[item.chunk];
+        if *old != row {
+            relisted.note(item.chunk, &row, (!old.is_included(), truncated(old)));
+            previous.cut.record(item.chunk, &row);
+            carry.result.decisions.set(item.chunk, row);
         }
-        relisted.apply(carry);
     }
+    for row in new_rows {
+        let index = carry.result.decisions.len();
+        relisted.note(index, &row, (false, false));
+        previous.cut.record(index, &row);
+        carry.result.decisions.push(row);
+    }
+    relisted.apply(carry);
 }
 
 /// What a plan changes in the lists of chunks left out and truncated:

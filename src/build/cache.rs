@@ -1,35 +1,51 @@
-//! A session's cache of rendered, counted chunks.
+//! [`BuildCache`]: the chunks a build rendered and counted, kept for the
+//! next build of the same chunks.
 
 use std::sync::Arc;
 
+use super::preparer::PreparedChunk;
 use crate::budget::{Decision, MIN_CAP};
 use crate::build_stats::BuildStats;
 use crate::chunk_id::ChunkId;
 use crate::error::Result;
-use crate::prepare::PreparedChunk;
+use crate::memory::MemoryState;
+use crate::render::RendererRegistry;
 use crate::roles::Role;
 use crate::tokens::parts::CountedText;
 
-/// Rendered chunks, one slot per session chunk in the same order, each with
-/// the cap it was rendered under and its stub once asked for: the scratch
-/// space a build works in, owned by its caller. A one-shot build starts
-/// from an empty one; a session keeps its own, aligned with its chunks (a
-/// new chunk gets an empty slot, an edited one is emptied, a removed one
-/// removed), and clears it when a setting that shapes rendering changes.
-/// Slots by position spare every build a hash lookup per chunk.
+/// Rendered chunks, one slot per chunk in the same order, each with the
+/// cap it was rendered under and its stub once asked for: the scratch
+/// space builds work in, owned by their caller, as a compiled regex's
+/// users own its cache. A [`ContextConfig`](crate::ContextConfig) is
+/// immutable and may be shared by many sessions; each session keeps a
+/// cache aligned with its chunks (a new chunk gets an empty slot, an
+/// edited one is emptied, a removed one removed) and clears it when a
+/// setting that shapes rendering changes. Slots by position spare every
+/// build a hash lookup per chunk.
+///
+/// A caller that keeps one itself, for
+/// [`ContextConfig::build_in`](crate::ContextConfig::build_in), keeps the
+/// same contract: a chunk is known by its position and id. A slot whose
+/// chunk's id changed is emptied, and a cache filled under other settings
+/// is cleared, but a chunk edited in place under the same id must be
+/// [forgotten](BuildCache::forget_chunk) (or the cache
+/// [cleared](BuildCache::clear)), or its old rendering is used.
 ///
 /// A build gets shared handles to what it asks for, and hands back those
-/// whose text its prompt will not show
-/// ([`hold_released`](ChunkCache::hold_released)): their counts stay, their
-/// text goes.
+/// whose text its prompt will not show: their counts stay, their text
+/// goes. A clone shares the renderings (each held once, behind a
+/// reference count).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct ChunkCache {
+pub struct BuildCache {
     slots: Vec<Option<Entry>>,
     /// Each chunk's id, shared by every report (aligned like `slots`).
     ids: Vec<Option<ChunkId>>,
     pub(crate) stats: BuildStats,
     /// The encoding name of the counter the slots were counted with.
     counted_with: String,
+    /// The compiled settings the slots were rendered under (see
+    /// [`follow`](BuildCache::follow)).
+    rendered_under: Option<u64>,
 }
 
 /// Laid out small: a session holds one per chunk.
@@ -54,7 +70,72 @@ impl Entry {
     }
 }
 
-impl ChunkCache {
+impl BuildCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        BuildCache::default()
+    }
+
+    /// What the last build in this cache rendered and counted.
+    pub fn stats(&self) -> BuildStats {
+        self.stats
+    }
+
+    /// Forgets every rendered chunk: the next build renders all of them.
+    pub fn clear(&mut self) {
+        self.slots.clear();
+        self.ids.clear();
+    }
+
+    /// Forgets the chunk at `index`, edited in place: the next build
+    /// renders it again.
+    pub fn forget_chunk(&mut self, index: usize) {
+        self.forget(index);
+    }
+
+    /// Makes the cache serve a build of `state` under the compiled
+    /// settings numbered `config` with `renderers`: cleared if filled under
+    /// others, a slot emptied where its chunk's id changed, and the chunks
+    /// of renderers that may write them otherwise this time forgotten.
+    pub(crate) fn follow(
+        &mut self,
+        state: &MemoryState,
+        (config, renderers): (u64, &RendererRegistry),
+    ) {
+        if self.rendered_under != Some(config) {
+            self.clear();
+            self.rendered_under = Some(config);
+        }
+        for (index, chunk) in state.chunks.iter().enumerate() {
+            if self
+                .ids
+                .get(index)
+                .and_then(Option::as_ref)
+                .is_some_and(|id| id.as_str() != chunk.id)
+            {
+                self.forget(index);
+            }
+        }
+        self.ids.truncate(state.chunks.len());
+        self.slots.truncate(state.chunks.len());
+        self.forget_unstable(renderers, state);
+    }
+
+    /// Empties the slots of the chunks of `state` whose renderer may
+    /// write them differently in this build than in the last (see
+    /// [`ChunkRenderer::deterministic`](crate::render::ChunkRenderer::deterministic)),
+    /// so they are rendered again.
+    pub(crate) fn forget_unstable(&mut self, renderers: &RendererRegistry, state: &MemoryState) {
+        if renderers.all_deterministic() {
+            return;
+        }
+        for (index, chunk) in state.chunks.iter().enumerate() {
+            if !renderers.renderer_for(chunk).deterministic() {
+                self.forget_rendering(index);
+            }
+        }
+    }
+
     /// The chunk at `index` rendered under `cap`, from the cache or from
     /// `prepare`.
     pub(crate) fn prepared(
@@ -125,7 +206,7 @@ impl ChunkCache {
     /// Fills the empty slot of the chunk at `index` with counts kept
     /// elsewhere (a store) of its whole rendering, without the text; they
     /// were counted with `encoding`, as every slot must be
-    /// ([`count_with`](ChunkCache::count_with)).
+    /// ([`count_with`](BuildCache::count_with)).
     pub(crate) fn seed(&mut self, index: usize, role: Role, part: CountedText) {
         if self.slots.len() <= index {
             self.slots.resize_with(index + 1, || None);
@@ -235,7 +316,7 @@ impl ChunkCache {
     }
 
     /// Empties the slot of the chunk at `index` (its id stays): it is
-    /// rendered again by the next call to [`prepared`](ChunkCache::prepared).
+    /// rendered again by the next call to [`prepared`](BuildCache::prepared).
     pub(crate) fn forget_rendering(&mut self, index: usize) {
         if let Some(slot) = self.slots.get_mut(index) {
             *slot = None;
@@ -243,7 +324,7 @@ impl ChunkCache {
     }
 
     /// Forgets the stub of the chunk at `index`: the next call to
-    /// [`stub`](ChunkCache::stub) makes it again.
+    /// [`stub`](BuildCache::stub) makes it again.
     pub(crate) fn forget_stub(&mut self, index: usize) {
         if let Some(entry) = self.slots.get_mut(index).and_then(Option::as_mut) {
             entry.stub = None;
@@ -269,11 +350,6 @@ impl ChunkCache {
         }
     }
 
-    pub(crate) fn clear(&mut self) {
-        self.slots.clear();
-        self.ids.clear();
-    }
-
     /// Empties the slots if they were counted by another counter than
     /// `encoding` names: an estimate whose calibrated factor has risen
     /// since must not reuse the lower counts.
@@ -285,7 +361,7 @@ impl ChunkCache {
     }
 
     /// Starts a build's statistics, and grows the slots with the session's
-    /// chunks (see [`reserve`](ChunkCache::reserve)).
+    /// chunks (see [`reserve`](BuildCache::reserve)).
     pub(crate) fn start_build(&mut self, capacity: usize) {
         self.stats = BuildStats::default();
         self.reserve(capacity);

@@ -11,15 +11,13 @@ use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use super::history::{History, release};
-use super::{ContextBuilder, Ladder};
+use super::{Build, Ladder};
 use crate::budget::{
     AppliedEdit, ClearThinking, ClearToolUses, ContextEdit, ContextManagement, Fate, Item, Planner,
-    Policy, Step,
+    Step,
 };
 use crate::budget::{Decision, DropReason};
-use crate::chunk_cache::ChunkCache;
 use crate::memory::MemoryState;
-use crate::prepare::Preparer;
 use crate::roles::ChunkKind;
 use crate::tokens::parts::CountedText;
 
@@ -44,46 +42,23 @@ struct ToolUse<'s> {
     tool: Option<&'s str>,
 }
 
-/// What measuring a prompt needs besides its items.
-pub(super) struct Measure<'a> {
-    pub(super) preparer: &'a Preparer<'a>,
-    pub(super) system: &'a [Arc<CountedText>],
-    pub(super) available: usize,
-}
-
-impl ContextBuilder {
-    /// The edits a build with `policy` applies to `state`: the policy's,
-    /// else the session's.
-    pub(super) fn management<'a>(
-        &self,
-        policy: &'a Policy,
-        state: &'a MemoryState,
-    ) -> Option<&'a ContextManagement> {
-        policy
-            .context_management
-            .as_ref()
-            .or(state.context_management.as_ref())
-    }
-
+impl Build<'_> {
     /// Applies `management`'s edits to `history`: thinking first, then
     /// tool uses, each edit of a type in its order.
     pub(super) fn edit(
-        &self,
+        &mut self,
         management: &ContextManagement,
-        state: &MemoryState,
         history: &mut History<'_>,
-        measure: &Measure<'_>,
-        cache: &mut ChunkCache,
+        system: &[Arc<CountedText>],
     ) -> Edited {
-        let unedited = self.tokens(measure, &history.items, &[]);
+        let unedited = self.tokens(system, &history.items, &[]);
         let mut edited = Edited {
             tokens: unedited,
             ..Edited::default()
         };
         for edit in &management.edits {
             if let ContextEdit::ClearThinking(edit) = edit
-                && let Some(applied) =
-                    self.clear_thinking(edit, history, (state, measure), &mut edited, cache)
+                && let Some(applied) = self.clear_thinking(edit, history, system, &mut edited)
             {
                 edited.applied.push(applied);
             }
@@ -91,7 +66,7 @@ impl ContextBuilder {
         for edit in &management.edits {
             if let ContextEdit::ClearToolUses(edit) = edit
                 && let Some(applied) =
-                    self.clear_tool_uses(edit, state, history, unedited, measure, &mut edited)
+                    self.clear_tool_uses(edit, history, (system, unedited), &mut edited)
             {
                 edited.applied.push(applied);
             }
@@ -101,7 +76,7 @@ impl ContextBuilder {
 
     /// Exact tokens of the prompt of `items` with `steps` applied, every
     /// other item kept.
-    fn tokens(&self, measure: &Measure<'_>, items: &[Item], steps: &[Step]) -> usize {
+    fn tokens(&self, system: &[Arc<CountedText>], items: &[Item], steps: &[Step]) -> usize {
         let ladder = Ladder {
             units: Vec::new(),
             steps: steps.to_vec(),
@@ -109,13 +84,7 @@ impl ContextBuilder {
         };
         let planner = Planner {
             items,
-            ..self.planner(
-                measure.available,
-                measure.preparer,
-                measure.system,
-                &ladder,
-                (0, 0),
-            )
+            ..self.planner(system, &ladder, (0, 0))
         };
         planner.layout(steps.len(), true).total
     }
@@ -123,15 +92,14 @@ impl ContextBuilder {
     /// Removes the thinking of all but the newest thinking turns the edit
     /// keeps (protected thinking stays).
     fn clear_thinking(
-        &self,
+        &mut self,
         edit: &ClearThinking,
         history: &mut History<'_>,
-        (state, measure): (&MemoryState, &Measure<'_>),
+        system: &[Arc<CountedText>],
         edited: &mut Edited,
-        cache: &mut ChunkCache,
     ) -> Option<AppliedEdit> {
         let keep = edit.keeps()?;
-        let chunks = &state.chunks;
+        let chunks = &self.state.chunks;
         let age = |item: &Item| history.timeline.steps_after(item.chunk);
         let is_thinking = |item: &Item| chunks[item.chunk].kind == ChunkKind::Thinking;
         let mut turns: Vec<usize> = history
@@ -167,10 +135,10 @@ impl ContextBuilder {
             if !cleared_turns.contains(&turn) {
                 cleared_turns.push(turn);
             }
-            release(item, Some(Fate::Dropped), cache);
+            release(item, Some(Fate::Dropped), self.cache);
             false
         });
-        let after = self.tokens(measure, &history.items, &[]);
+        let after = self.tokens(system, &history.items, &[]);
         edited.tokens = after;
         Some(AppliedEdit::ClearThinking {
             cleared_thinking_turns: cleared_turns.len(),
@@ -180,17 +148,16 @@ impl ContextBuilder {
 
     /// Stubs the results (and, as the edit says, the calls) of every tool
     /// use older than the newest the edit keeps, when it fires and frees
-    /// enough; `unedited` is the prompt's tokens before any edit.
+    /// enough; `unedited` is the prompt's tokens before any edit, with
+    /// `system` as its system message.
     fn clear_tool_uses(
         &self,
         edit: &ClearToolUses,
-        state: &MemoryState,
         history: &mut History<'_>,
-        unedited: usize,
-        measure: &Measure<'_>,
+        (system, unedited): (&[Arc<CountedText>], usize),
         edited: &mut Edited,
     ) -> Option<AppliedEdit> {
-        let uses = tool_uses(&history.items, state);
+        let uses = tool_uses(&history.items, self.state);
         if !edit.fires(unedited, uses.len()) {
             return None;
         }
@@ -207,7 +174,7 @@ impl ContextBuilder {
             }
             let before = steps.len();
             for i in stubs {
-                if self.ensure_stub(state, &mut history.items, i, measure.preparer, &mut forced) {
+                if self.ensure_stub(&mut history.items[i], i, &mut forced) {
                     steps.push(Step::Stub(i));
                 }
             }
@@ -215,7 +182,7 @@ impl ContextBuilder {
         }
         let with: Vec<Step> = edited.steps.iter().chain(&steps).copied().collect();
         let before = edited.tokens;
-        let after = self.tokens(measure, &history.items, &with);
+        let after = self.tokens(system, &history.items, &with);
         let freed = before as i64 - after as i64;
         if cleared == 0 || freed < i64::try_from(edit.at_least()).unwrap_or(i64::MAX) {
             for i in forced {
@@ -237,23 +204,16 @@ impl ContextBuilder {
         })
     }
 
-    /// Gives `item` a stub if it has none (noting it in `forced`, to take
-    /// back if the edit does not apply); `false` when its renderer has none.
-    fn ensure_stub(
-        &self,
-        state: &MemoryState,
-        items: &mut [Item],
-        i: usize,
-        preparer: &Preparer<'_>,
-        forced: &mut Vec<usize>,
-    ) -> bool {
-        let item = &mut items[i];
+    /// Gives `item`, the `i`-th, a stub if it has none (noting it in
+    /// `forced`, to take back if the edit does not apply); `false` when its
+    /// renderer has none.
+    fn ensure_stub(&self, item: &mut Item, i: usize, forced: &mut Vec<usize>) -> bool {
         if item.stub.is_some() {
             return true;
         }
-        let chunk = &state.chunks[item.chunk];
-        let renderer = self.renderers.renderer_for(chunk);
-        item.stub = preparer.stub_always(chunk, renderer, &item.part);
+        let chunk = &self.state.chunks[item.chunk];
+        let renderer = self.settings.renderers.renderer_for(chunk);
+        item.stub = self.preparer.stub_always(chunk, renderer, &item.part);
         if item.stub.is_some() {
             forced.push(i);
         }

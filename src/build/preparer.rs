@@ -22,6 +22,7 @@ pub(crate) struct PreparedChunk {
 }
 
 /// Renders chunks for one build.
+#[derive(Clone, Copy)]
 pub(crate) struct Preparer<'a> {
     pub(crate) counter: &'a dyn TokenCounter,
     pub(crate) ctx: RenderContext<'a>,

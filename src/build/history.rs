@@ -3,20 +3,19 @@
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashSet;
-
-use super::ContextBuilder;
+use super::Build;
 use super::ahead::{Ahead, Helpers, Jobs, Ready};
+use super::cache::BuildCache;
 use super::forecast::{CutForecast, protects};
 use super::frozen::Frozen;
+use super::preparer::{PreparedChunk, Preparer};
 use crate::budget::{
-    Calls, ChunkDecision, Decision, DropReason, Fate, Item, NO_UNIT, Policy, PreviousCut, Timeline,
+    Calls, ChunkDecision, Decision, DropReason, Fate, Item, NO_UNIT, PreviousCut, Timeline,
     is_orphan_result, tool_call,
 };
-use crate::chunk_cache::ChunkCache;
+use crate::builder::ContextBuilder;
 use crate::error::{ChunkLocation, ErrorKind, Result};
-use crate::memory::{MemoryChunk, MemoryState};
-use crate::prepare::{PreparedChunk, Preparer, cap_on};
+use crate::memory::MemoryChunk;
 use crate::render::ChunkRenderer;
 use crate::roles::{ChunkKind, Retention, Role};
 use crate::tokens::parts::CountedText;
@@ -52,7 +51,6 @@ struct Selection<'s> {
 
 /// What the newest-first walk over the chunks carries from one to the next.
 struct Walk<'w, 's> {
-    preparer: &'w Preparer<'w>,
     selection: &'w Selection<'s>,
     forecast: CutForecast<'w>,
     /// The first chunk the forecast looks at: a session renders only its
@@ -65,19 +63,16 @@ struct Walk<'w, 's> {
     ahead: Ahead,
 }
 
-impl ContextBuilder {
+impl<'a> Build<'a> {
     /// Renders, caps and counts every selected chunk; system-role chunks go
     /// to the system message, the rest become planner items with their
     /// protection, priority and (for disposable ones) stub.
-    pub(super) fn prepare_history<'s>(
-        &self,
-        state: &'s MemoryState,
-        preparer: &Preparer<'_>,
-        available: usize,
-        previous: Option<&PreviousCut>,
-        cache: &mut ChunkCache,
-    ) -> Result<History<'s>> {
-        let selection = self.select(state);
+    pub(super) fn prepare_history(
+        &mut self,
+        previous: Option<&'a PreviousCut>,
+    ) -> Result<History<'a>> {
+        let state = self.state;
+        let selection = self.select();
         let chunks = state.chunks.len();
         // Newest first, so that a chunk the plan will surely cut can let its
         // text go as soon as it is counted (it is rendered again in the rare
@@ -85,18 +80,16 @@ impl ContextBuilder {
         // holds all of it rendered at once.
         let forecast = CutForecast::new(
             &state.chunks,
-            &selection.selected,
-            &selection.timeline,
-            preparer.policy,
-            available,
+            (&selection.selected, &selection.timeline),
+            self.preparer.policy,
+            self.budget.available,
             previous,
         );
-        let frozen = self.frozen(state, &selection, preparer, previous, cache);
+        let frozen = self.frozen(&selection, previous);
         let mut walk = Walk {
-            preparer,
             selection: &selection,
             forecast,
-            forecast_from: cache.oldest_missing(),
+            forecast_from: self.cache.oldest_missing(),
             history: History {
                 items: Vec::with_capacity(chunks),
                 decisions: Vec::with_capacity(chunks),
@@ -105,7 +98,7 @@ impl ContextBuilder {
             misplaced: None,
             ahead: Ahead::new(),
         };
-        self.walk_newest_first(state, &frozen, &mut walk, cache)?;
+        self.walk_newest_first(&frozen, &mut walk)?;
         let Walk {
             mut history,
             misplaced,
@@ -124,21 +117,17 @@ impl ContextBuilder {
     }
 
     /// Walks the chunks newest first, each batch of those to render made
-    /// ready ahead on the builder's threads.
-    fn walk_newest_first(
-        &self,
-        state: &MemoryState,
-        frozen: &Frozen,
-        walk: &mut Walk<'_, '_>,
-        cache: &mut ChunkCache,
-    ) -> Result<()> {
+    /// ready ahead on the settings' threads.
+    fn walk_newest_first(&mut self, frozen: &Frozen, walk: &mut Walk<'_, 'a>) -> Result<()> {
+        let state = self.state;
+        let preparer = self.preparer;
         let jobs = Jobs {
-            builder: self,
+            settings: self.settings,
             state,
             selected: &walk.selection.selected,
             timeline: &walk.selection.timeline,
             frozen,
-            preparer: walk.preparer,
+            preparer: &preparer,
             calls: &walk.selection.calls,
             cached_below: walk.forecast_from,
         };
@@ -146,21 +135,22 @@ impl ContextBuilder {
             let mut helpers = Helpers::new(scope, &jobs);
             for (index, chunk) in state.chunks.iter().enumerate().rev() {
                 if walk.ahead.needs_batch(index) {
-                    helpers.render_ahead(index, cache, &mut walk.ahead);
+                    helpers.render_ahead(index, self.cache, &mut walk.ahead);
                 }
-                self.walk_chunk(index, chunk, frozen, walk, cache)?;
+                self.walk_chunk(index, chunk, frozen, walk)?;
             }
             Ok(())
         })
     }
 
-    /// The chunks the builder's filters select, their tool calls and turns.
-    fn select<'s>(&self, state: &'s MemoryState) -> Selection<'s> {
-        let only_ids = self.only_ids();
+    /// The chunks the settings' filters select, their tool calls and turns.
+    fn select(&self) -> Selection<'a> {
+        let (settings, state) = (self.settings, self.state);
+        let only_ids = settings.only_ids();
         let selected: Vec<bool> = state
             .chunks
             .iter()
-            .map(|c| self.selects(c, only_ids.as_ref()))
+            .map(|c| settings.selects(c, only_ids.as_ref()))
             .collect();
         let mut calls = Calls::with_capacity_and_hasher(state.chunks.len() / 2, Default::default());
         calls.extend(
@@ -179,53 +169,29 @@ impl ContextBuilder {
         }
     }
 
-    /// The ids `include_ids` keeps, when set.
-    pub(super) fn only_ids(&self) -> Option<FxHashSet<&str>> {
-        self.include_ids
-            .as_ref()
-            .map(|ids| ids.iter().map(String::as_str).collect())
-    }
-
-    /// Whether the builder's filters keep `chunk` (`only_ids` as
-    /// [`only_ids`](ContextBuilder::only_ids) gives it).
-    pub(super) fn selects(&self, chunk: &MemoryChunk, only_ids: Option<&FxHashSet<&str>>) -> bool {
-        self.include_kinds
-            .as_ref()
-            .is_none_or(|kinds| kinds.contains(&chunk.kind))
-            && !self.exclude_kinds.contains(&chunk.kind)
-            && only_ids.is_none_or(|ids| ids.contains(chunk.id.as_str()))
-    }
-
     /// The chunks a session drops again without rendering or planning
     /// them (see [`Frozen`]); none without a previous build, or with
     /// nothing of it in the cache.
-    fn frozen(
-        &self,
-        state: &MemoryState,
-        selection: &Selection<'_>,
-        preparer: &Preparer<'_>,
-        previous: Option<&PreviousCut>,
-        cache: &ChunkCache,
-    ) -> Frozen {
-        let policy = preparer.policy;
+    fn frozen(&self, selection: &Selection<'_>, previous: Option<&PreviousCut>) -> Frozen {
+        let (state, policy) = (self.state, self.preparer.policy);
         match previous {
             // Edits measure the prompt with every chunk: none is frozen.
             // A renderer that may write a chunk differently now: its
             // chunks might not be dropped again as they were.
             Some(previous)
-                if self.renderers.all_deterministic()
+                if self.settings.renderers.all_deterministic()
                     && policy.summarizer().is_none()
-                    && self.management(policy, state).is_none() =>
+                    && self.management().is_none() =>
             {
                 let cached = |index: usize| {
                     let chunk = &state.chunks[index];
-                    let (_, cap) = self.renderer_and_cap(chunk, preparer);
-                    let (tokens, role) = cache.peek(index, cap)?;
+                    let (_, cap) = self.renderer_and_cap(chunk);
+                    let (tokens, role) = self.cache.peek(index, cap)?;
                     let kept = role != Role::System && !is_orphan_result(chunk, &selection.calls);
                     kept.then_some(tokens)
                 };
-                let (selected, timeline) = (&selection.selected, &selection.timeline);
-                Frozen::find(state, selected, timeline, policy, previous, cached)
+                let selected = (&selection.selected[..], &selection.timeline);
+                Frozen::find(state, selected, policy, previous, cached)
             }
             _ => Frozen::none(),
         }
@@ -234,15 +200,15 @@ impl ContextBuilder {
     /// One step of the newest-first walk: the decision on `chunk`, frozen
     /// (dropped as before), filtered out, or admitted to the history.
     fn walk_chunk(
-        &self,
+        &mut self,
         index: usize,
         chunk: &MemoryChunk,
         frozen: &Frozen,
-        walk: &mut Walk<'_, '_>,
-        cache: &mut ChunkCache,
+        walk: &mut Walk<'_, 'a>,
     ) -> Result<()> {
+        let cache = &mut *self.cache;
         let id = cache.id(index, &chunk.id);
-        let mut decision = ChunkDecision::filtered(id, chunk, walk.preparer.policy);
+        let mut decision = ChunkDecision::filtered(id, chunk, self.preparer.policy);
         if let Some((priority, tokens)) = frozen.get(index) {
             cache.count_cached();
             decision.truncated_from = cache.truncated_from(index);
@@ -254,7 +220,7 @@ impl ContextBuilder {
             walk.history.frozen.0 += 1;
             walk.history.frozen.1 += tokens;
         } else if walk.selection.selected[index] {
-            self.admit(index, chunk, &mut decision, walk, cache)?;
+            self.admit(index, chunk, &mut decision, walk)?;
         }
         walk.history.decisions.push(decision);
         Ok(())
@@ -264,24 +230,22 @@ impl ContextBuilder {
     /// puts it in the system message, or makes it a planner item (letting
     /// its body go at once when the forecast says the plan will cut it).
     fn admit(
-        &self,
+        &mut self,
         index: usize,
         chunk: &MemoryChunk,
         decision: &mut ChunkDecision,
-        walk: &mut Walk<'_, '_>,
-        cache: &mut ChunkCache,
+        walk: &mut Walk<'_, 'a>,
     ) -> Result<()> {
-        let (preparer, selection) = (walk.preparer, walk.selection);
+        let selection = walk.selection;
         let (ready, ready_stub) = match walk.ahead.take(index) {
             Some(Ready { prepared, stub }) => (Some(prepared), stub),
             None => (None, None),
         };
-        let prepared = self.prepared_or(index, chunk, preparer, cache, ready)?;
+        let prepared = self.prepared_or(index, chunk, ready)?;
         decision.tokens = prepared.part.alone();
         decision.decision = prepared.decision;
-        let retention = preparer
-            .policy
-            .retention_of(chunk, selection.timeline.steps_after(index));
+        let retention =
+            (self.preparer.policy).retention_of(chunk, selection.timeline.steps_after(index));
         if is_orphan_result(chunk, &selection.calls) {
             decision.decision = Decision::Dropped {
                 reason: DropReason::Orphan,
@@ -297,22 +261,18 @@ impl ContextBuilder {
             }
             decision.protected = true;
             // The system message shows it: a store may have kept only counts.
-            let shown = self.with_text(prepared, index, chunk, preparer, cache)?;
+            let shown = self.with_text(prepared, index, chunk)?;
             walk.history.system_parts.push(shown.part);
             walk.history.system_chunks.push(index);
         } else {
             let stub = match (retention, ready_stub) {
-                (Retention::Disposable, Some(ready)) => cache.stub(index, || ready),
-                (Retention::Disposable, None) => {
-                    self.stub(index, chunk, &prepared.part, preparer, cache)
-                }
+                (Retention::Disposable, Some(ready)) => self.cache.stub(index, || ready),
+                (Retention::Disposable, None) => self.stub(index, chunk, &prepared.part),
                 _ => None,
             };
             let cut = index >= walk.forecast_from
                 && walk.forecast.body_surely_cut(
-                    index,
-                    chunk,
-                    &decision.id,
+                    (index, chunk, &decision.id),
                     retention,
                     prepared.part.alone(),
                     stub.as_ref().map(|s| s.alone()),
@@ -326,7 +286,7 @@ impl ContextBuilder {
                 priority: decision.priority,
             };
             if cut {
-                release(&mut item, Some(Fate::Stubbed), cache);
+                release(&mut item, Some(Fate::Stubbed), self.cache);
             }
             if chunk.kind == ChunkKind::Environment
                 && !protects(chunk, retention)
@@ -344,28 +304,21 @@ impl ContextBuilder {
     /// # Errors
     ///
     /// As [`Preparer::prepare`].
-    pub(super) fn prepared(
-        &self,
-        index: usize,
-        chunk: &MemoryChunk,
-        preparer: &Preparer<'_>,
-        cache: &mut ChunkCache,
-    ) -> Result<PreparedChunk> {
-        self.prepared_or(index, chunk, preparer, cache, None)
+    pub(super) fn prepared(&mut self, index: usize, chunk: &MemoryChunk) -> Result<PreparedChunk> {
+        self.prepared_or(index, chunk, None)
     }
 
-    /// As [`prepared`](ContextBuilder::prepared), taking the rendering
-    /// from `ready` when the cache does not have it and it was made ahead.
+    /// As [`prepared`](Build::prepared), taking the rendering from `ready`
+    /// when the cache does not have it and it was made ahead.
     fn prepared_or(
-        &self,
+        &mut self,
         index: usize,
         chunk: &MemoryChunk,
-        preparer: &Preparer<'_>,
-        cache: &mut ChunkCache,
         ready: Option<Result<PreparedChunk>>,
     ) -> Result<PreparedChunk> {
-        let (renderer, cap) = self.renderer_and_cap(chunk, preparer);
-        cache.prepared(index, cap, || {
+        let (renderer, cap) = self.renderer_and_cap(chunk);
+        let preparer = &self.preparer;
+        self.cache.prepared(index, cap, || {
             ready.unwrap_or_else(|| preparer.prepare(index, chunk, renderer, cap))
         })
     }
@@ -374,32 +327,8 @@ impl ContextBuilder {
     pub(super) fn renderer_and_cap(
         &self,
         chunk: &MemoryChunk,
-        preparer: &Preparer<'_>,
-    ) -> (&dyn ChunkRenderer, Option<usize>) {
-        let renderer = self.renderers.renderer_for(chunk);
-        let by_default = self.renderers.renders_by_default(chunk);
-        (renderer, preparer.cap_for(chunk, renderer, by_default))
-    }
-
-    /// The cap `policy` sets on `chunk` with this builder's renderers.
-    pub(super) fn cap_of(&self, chunk: &MemoryChunk, policy: &Policy) -> Option<usize> {
-        let renderer = self.renderers.renderer_for(chunk);
-        let by_default = self.renderers.renders_by_default(chunk);
-        cap_on(policy, chunk, renderer, by_default)
-    }
-
-    /// Empties the cache slots of the chunks of `state` whose renderer may
-    /// write them differently in this build than in the last (see
-    /// [`ChunkRenderer::deterministic`]), so they are rendered again.
-    pub(crate) fn forget_unstable(&self, state: &MemoryState, cache: &mut ChunkCache) {
-        if self.renderers.all_deterministic() {
-            return;
-        }
-        for (index, chunk) in state.chunks.iter().enumerate() {
-            if !self.renderers.renderer_for(chunk).deterministic() {
-                cache.forget_rendering(index);
-            }
-        }
+    ) -> (&'a dyn ChunkRenderer, Option<usize>) {
+        renderer_and_cap(self.settings, &self.preparer, chunk)
     }
 
     /// `prepared` (the chunk at `index`, from the cache) with its text,
@@ -410,30 +339,28 @@ impl ContextBuilder {
     ///
     /// As [`Preparer::prepare`].
     pub(super) fn with_text(
-        &self,
+        &mut self,
         prepared: PreparedChunk,
         index: usize,
         chunk: &MemoryChunk,
-        preparer: &Preparer<'_>,
-        cache: &mut ChunkCache,
     ) -> Result<PreparedChunk> {
         if prepared.part.is_released() {
-            return self.restored(index, chunk, preparer, cache);
+            return self.restored(index, chunk);
         }
         Ok(prepared)
     }
 
     /// The stub of `chunk` (rendered as `part`), from the cache when it has it.
     pub(super) fn stub(
-        &self,
+        &mut self,
         index: usize,
         chunk: &MemoryChunk,
         part: &CountedText,
-        preparer: &Preparer<'_>,
-        cache: &mut ChunkCache,
     ) -> Option<Arc<CountedText>> {
-        let renderer = self.renderers.renderer_for(chunk);
-        cache.stub(index, || preparer.stub(chunk, renderer, part))
+        let renderer = self.settings.renderers.renderer_for(chunk);
+        let preparer = &self.preparer;
+        self.cache
+            .stub(index, || preparer.stub(chunk, renderer, part))
     }
 
     /// Gives the items the texts the prompt may show, given each one's fate
@@ -444,26 +371,24 @@ impl ContextBuilder {
     ///
     /// As [`Preparer::prepare`] (which succeeded on these chunks before).
     pub(super) fn settle_texts(
-        &self,
-        state: &MemoryState,
+        &mut self,
         items: &mut [Item],
         fate: impl Fn(usize) -> Option<Fate>,
-        preparer: &Preparer<'_>,
-        cache: &mut ChunkCache,
     ) -> Result<()> {
+        let state = self.state;
         for (i, item) in items.iter_mut().enumerate() {
             let fate = fate(i);
             let chunk = &state.chunks[item.chunk];
             if shows_body(fate) && item.part.is_released() {
-                let restored = self.restored(item.chunk, chunk, preparer, cache)?.part;
+                let restored = self.restored(item.chunk, chunk)?.part;
                 debug_assert_eq!(restored.alone(), item.part.alone(), "renders the same");
                 item.part = restored;
             }
             if shows_stub(fate) && item.stub.as_ref().is_some_and(|s| s.is_released()) {
-                cache.forget_stub(item.chunk);
-                item.stub = self.stub(item.chunk, chunk, &item.part, preparer, cache);
+                self.cache.forget_stub(item.chunk);
+                item.stub = self.stub(item.chunk, chunk, &item.part);
             }
-            release(item, fate, cache);
+            release(item, fate, self.cache);
         }
         Ok(())
     }
@@ -474,17 +399,12 @@ impl ContextBuilder {
     /// # Errors
     ///
     /// As [`Preparer::prepare`] (which succeeded on this chunk before).
-    pub(super) fn restored(
-        &self,
-        index: usize,
-        chunk: &MemoryChunk,
-        preparer: &Preparer<'_>,
-        cache: &mut ChunkCache,
-    ) -> Result<PreparedChunk> {
-        cache.stats.chunks_restored += 1;
-        let renderer = self.renderers.renderer_for(chunk);
+    pub(super) fn restored(&mut self, index: usize, chunk: &MemoryChunk) -> Result<PreparedChunk> {
+        self.cache.stats.chunks_restored += 1;
+        let renderer = self.settings.renderers.renderer_for(chunk);
+        let preparer = &self.preparer;
         let render = || preparer.render_text(chunk, renderer);
-        if let Some(restored) = cache.restore_whole(index, render) {
+        if let Some(restored) = self.cache.restore_whole(index, render) {
             debug_assert_eq!(
                 Some(restored.part.as_ref()),
                 preparer
@@ -496,9 +416,21 @@ impl ContextBuilder {
             );
             return Ok(restored);
         }
-        cache.forget_rendering(index);
-        self.prepared(index, chunk, preparer, cache)
+        self.cache.forget_rendering(index);
+        self.prepared(index, chunk)
     }
+}
+
+/// The renderer `settings` give `chunk`, and the cap it renders under with
+/// `preparer`'s policy.
+pub(super) fn renderer_and_cap<'a>(
+    settings: &'a ContextBuilder,
+    preparer: &Preparer<'_>,
+    chunk: &MemoryChunk,
+) -> (&'a dyn ChunkRenderer, Option<usize>) {
+    let renderer = settings.renderers.renderer_for(chunk);
+    let by_default = settings.renderers.renders_by_default(chunk);
+    (renderer, preparer.cap_for(chunk, renderer, by_default))
 }
 
 /// The error for a tool call or result (chunk `index`) that a custom
@@ -531,7 +463,7 @@ fn shows_stub(fate: Option<Fate>) -> bool {
 /// fate, keeping their counts, in the item and in `cache` alike. A stub is
 /// let go only with its chunk dropped: a kept body is stubbed by some later
 /// build.
-pub(super) fn release(item: &mut Item, fate: Option<Fate>, cache: &mut ChunkCache) {
+pub(super) fn release(item: &mut Item, fate: Option<Fate>, cache: &mut BuildCache) {
     if !shows_body(fate) && !item.part.is_released() {
         item.part = Arc::new(item.part.released());
     }

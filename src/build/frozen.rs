@@ -33,13 +33,13 @@ impl Frozen {
         self.chunks.get(index).copied().flatten()
     }
 
-    /// `cached(index)` gives the tokens of the chunk at `index` when it may
-    /// be frozen as far as its rendering goes (cached under its cap, not in
-    /// the system role, not an orphan).
+    /// The frozen chunks of `state`, of which the `selected` are planned
+    /// with `timeline`'s steps. `cached(index)` gives the tokens of the
+    /// chunk at `index` when it may be frozen as far as its rendering goes
+    /// (cached under its cap, not in the system role, not an orphan).
     pub(super) fn find(
         state: &MemoryState,
-        selected: &[bool],
-        timeline: &Timeline,
+        (selected, timeline): (&[bool], &Timeline),
         policy: &Policy,
         previous: &PreviousCut,
         cached: impl Fn(usize) -> Option<usize>,

@@ -10,13 +10,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::thread::{Builder, Scope};
 
-use super::ContextBuilder;
 use super::frozen::Frozen;
+use super::history::renderer_and_cap;
+use super::preparer::{PreparedChunk, Preparer};
 use crate::budget::{Calls, Timeline, is_orphan_result};
-use crate::chunk_cache::ChunkCache;
+use crate::build::BuildCache;
+use crate::builder::ContextBuilder;
 use crate::error::Result;
 use crate::memory::{MemoryChunk, MemoryState};
-use crate::prepare::{PreparedChunk, Preparer};
 use crate::roles::{Retention, Role};
 use crate::tokens::parts::CountedText;
 
@@ -69,7 +70,7 @@ impl Ahead {
 
 /// What a batch reads: the chunks and how the walk will treat them.
 pub(super) struct Jobs<'j> {
-    pub(super) builder: &'j ContextBuilder,
+    pub(super) settings: &'j ContextBuilder,
     pub(super) state: &'j MemoryState,
     pub(super) selected: &'j [bool],
     pub(super) timeline: &'j Timeline,
@@ -113,7 +114,7 @@ impl<'scope, 'env> Helpers<'scope, 'env> {
         Helpers {
             scope,
             jobs,
-            threads: jobs.builder.threads,
+            threads: jobs.settings.threads,
             helpers: Vec::new(),
             refused: false,
         }
@@ -122,7 +123,7 @@ impl<'scope, 'env> Helpers<'scope, 'env> {
     /// Makes ready the chunks from `newest` back that the walk will render
     /// (selected, not frozen, nothing in `cache`), a batch's worth, when
     /// they are worth the threads.
-    pub(super) fn render_ahead(&mut self, newest: usize, cache: &ChunkCache, ahead: &mut Ahead) {
+    pub(super) fn render_ahead(&mut self, newest: usize, cache: &BuildCache, ahead: &mut Ahead) {
         let jobs = self.jobs;
         ahead.ready.clear();
         if self.threads < 2 {
@@ -220,7 +221,7 @@ fn work(jobs: &Jobs<'_>, batch: &Batch) -> Done {
 /// will ask for when it is disposable (and not an orphan result).
 fn make_ready(jobs: &Jobs<'_>, index: usize) -> Ready {
     let chunk = &jobs.state.chunks[index];
-    let (renderer, cap) = jobs.builder.renderer_and_cap(chunk, jobs.preparer);
+    let (renderer, cap) = renderer_and_cap(jobs.settings, jobs.preparer, chunk);
     let prepared = jobs.preparer.prepare(index, chunk, renderer, cap);
     let retention = jobs
         .preparer

@@ -3,18 +3,16 @@
 //! [`MIN_CAP`] tokens each, before a build gives up: an agent whose last
 //! tool returned more than the window holds still gets its next call.
 
-use super::ContextBuilder;
+use super::Build;
 use super::history::History;
 use crate::budget::{Layout, MIN_CAP, Planner};
-use crate::memory::MemoryState;
-use crate::prepare::Preparer;
 
 /// The most times the shared cap is lowered by what still overflows
 /// before the floor is tried (joins and markers make each guess a few
 /// tokens short at most).
 const GUESSES: usize = 6;
 
-impl ContextBuilder {
+impl Build<'_> {
     /// The plan of `history`'s items; when the protected content does not
     /// fit, the newest tool use's results are cut to one shared cap, as
     /// high as the overflow allows and at least [`MIN_CAP`], and planned
@@ -24,8 +22,6 @@ impl ContextBuilder {
         &self,
         base: &Planner<'_>,
         history: &mut History<'_>,
-        state: &MemoryState,
-        preparer: &Preparer<'_>,
     ) -> Result<Layout, usize> {
         let plan = |history: &History<'_>| {
             Planner {
@@ -57,7 +53,7 @@ impl ContextBuilder {
                 GUESSES => MIN_CAP,
                 _ => shared_cap(&tokens, cut),
             };
-            self.cut_results(history, &squeezable, cap, state, preparer);
+            self.cut_results(history, &squeezable, cap);
             match plan(history) {
                 Ok(layout) => return Ok(layout),
                 Err(now) if cap == MIN_CAP => return Err(now),
@@ -70,19 +66,12 @@ impl ContextBuilder {
     /// Renders the `squeezable` items (index and tokens as first planned)
     /// under `cap`, recording the cut in their decisions; one whose tag and
     /// marker alone cost more keeps its rendering.
-    fn cut_results(
-        &self,
-        history: &mut History<'_>,
-        squeezable: &[(usize, usize)],
-        cap: usize,
-        state: &MemoryState,
-        preparer: &Preparer<'_>,
-    ) {
+    fn cut_results(&self, history: &mut History<'_>, squeezable: &[(usize, usize)], cap: usize) {
         for &(i, tokens) in squeezable.iter().filter(|&&(_, t)| t > cap) {
             let index = history.items[i].chunk;
-            let chunk = &state.chunks[index];
-            let renderer = self.renderers.renderer_for(chunk);
-            if let Ok(prepared) = preparer.prepare(index, chunk, renderer, Some(cap))
+            let chunk = &self.state.chunks[index];
+            let renderer = self.settings.renderers.renderer_for(chunk);
+            if let Ok(prepared) = self.preparer.prepare(index, chunk, renderer, Some(cap))
                 && prepared.part.alone() < tokens
             {
                 let decision = &mut history.decisions[index];

@@ -1,17 +1,21 @@
-//! From a plan to messages: the summary that may replace the marker, and the
-//! messages themselves with what a later build can keep of each.
+//! The assemble stage, from a plan to messages: the summary that may
+//! replace the marker, each chunk's fate recorded, and the messages
+//! themselves with what a later build can keep of each.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use smallvec::SmallVec;
 
+use super::preparer::Preparer;
+use super::{Assembled, Build, Planned, Prepared};
 use crate::budget::{
-    Fate, Layout, MIN_BODY_CAP, Planner, SUMMARY_TAG, Slot, Summarizer, truncate_to_cap,
+    ChunkDecision, Decision, DropReason, Fate, Item, Layout, MIN_BODY_CAP, Planner, SUMMARY_TAG,
+    Slot, StubReason, Summarizer, truncate_to_cap,
 };
 use crate::chunk_id::ChunkId;
+use crate::error::Result;
 use crate::memory::{MemoryChunk, MemoryState};
 use crate::message::{ContextMessage, Summary};
-use crate::prepare::Preparer;
 use crate::render::history_note;
 use crate::roles::Role;
 use crate::tokens::parts::{CountedText, join};
@@ -240,4 +244,93 @@ fn growable_prefix(parts: &[&CountedText]) -> usize {
         return 0;
     }
     rest.iter().map(|p| p.joined()).sum::<usize>() + last.head()
+}
+
+impl<'a> Build<'a> {
+    /// Settles the texts the prompt shows, records each chunk's fate and
+    /// assembles the messages.
+    ///
+    /// # Errors
+    ///
+    /// As [`Preparer::prepare`], for a chunk rendered again.
+    pub(super) fn assemble(&mut self, planned: Planned<'a>) -> Result<Assembled> {
+        let Planned {
+            prepared,
+            layout,
+            summary,
+            warnings,
+        } = planned;
+        let Prepared {
+            mut history,
+            ladder,
+            system,
+            edited,
+        } = prepared;
+        // The prompt holds the text of what was kept or stubbed, and only that.
+        self.settle_texts(&mut history.items, |i| Some(layout.fates[i]))?;
+        let mut decisions = history.decisions;
+        record_fates(&mut decisions, &history.items, &layout);
+        for &i in &edited.cleared {
+            if let Decision::Stubbed { reason, .. } =
+                &mut decisions[history.items[i].chunk].decision
+            {
+                *reason = StubReason::ClearToolUses;
+            }
+        }
+        let base = self.planner(&system, &ladder, history.frozen);
+        let planner = Planner {
+            items: &history.items,
+            ..self.outside_planned_by(base, &history.items)
+        };
+        let assembly = assemble(&planner, &layout, &history.system_chunks, |chunk| {
+            decisions[chunk].id.clone()
+        });
+        // The planning state of a long session is as large as the report:
+        // let it go before the report is made.
+        let (total, elision, trim_target) = (layout.total, layout.elision, layout.trim_target);
+        drop(planner);
+        drop((layout, ladder, history.items, system));
+        Ok(Assembled {
+            assembly,
+            decisions,
+            total,
+            elision,
+            trim_target,
+            summary,
+            applied_edits: edited.applied,
+            warnings,
+        })
+    }
+}
+
+/// Records in each chunk's decision what the plan made of its item.
+fn record_fates(decisions: &mut [ChunkDecision], items: &[Item], layout: &Layout) {
+    for (i, item) in items.iter().enumerate() {
+        record_fate(&mut decisions[item.chunk], item, layout, i);
+    }
+}
+
+/// Records in `decision` (as prepared: kept whole or truncated) what the
+/// plan made of `item`, the `i`-th: kept, stubbed or dropped, with its
+/// protection and priority.
+pub(super) fn record_fate(decision: &mut ChunkDecision, item: &Item, layout: &Layout, i: usize) {
+    decision.protected = item.protected;
+    decision.priority = item.priority;
+    if let Decision::Truncated { tokens_before, .. } = decision.decision {
+        decision.truncated_from = Some(tokens_before);
+    }
+    if layout.fates[i] == Fate::Dropped {
+        decision.decision = Decision::Dropped {
+            reason: DropReason::Budget,
+        };
+    } else if let (Fate::Stubbed, Some(stub)) = (layout.fates[i], &item.stub) {
+        decision.decision = Decision::Stubbed {
+            tokens_before: item.part.alone(),
+            tokens_after: stub.alone(),
+            reason: StubReason::Budget,
+        };
+        decision.tokens = stub.alone();
+    } else {
+        decision.truncated_from = None;
+    }
 }
