@@ -5,6 +5,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use serde::Serialize;
+use smallvec::SmallVec;
 
 use crate::str_like::str_like;
 
@@ -78,3 +79,78 @@ impl Ord for ChunkId {
 }
 
 str_like!(ChunkId);
+
+/// The ids of the chunks in one message, in order: read like a slice of
+/// [`ChunkId`]s. Held inline up to four (most messages hold a few chunks).
+#[derive(Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct ChunkIds(SmallVec<[ChunkId; 4]>);
+
+impl ChunkIds {
+    /// The ids as a slice.
+    pub fn as_slice(&self) -> &[ChunkId] {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for ChunkIds {
+    type Target = [ChunkId];
+
+    fn deref(&self) -> &[ChunkId] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ChunkIds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl FromIterator<ChunkId> for ChunkIds {
+    fn from_iter<I: IntoIterator<Item = ChunkId>>(ids: I) -> Self {
+        ChunkIds(ids.into_iter().collect())
+    }
+}
+
+impl Extend<ChunkId> for ChunkIds {
+    fn extend<I: IntoIterator<Item = ChunkId>>(&mut self, ids: I) {
+        self.0.extend(ids);
+    }
+}
+
+impl<'a> IntoIterator for &'a ChunkIds {
+    type Item = &'a ChunkId;
+    type IntoIter = std::slice::Iter<'a, ChunkId>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl<U> PartialEq<[U]> for ChunkIds
+where
+    ChunkId: PartialEq<U>,
+{
+    fn eq(&self, other: &[U]) -> bool {
+        self.0.len() == other.len() && self.0.iter().zip(other).all(|(a, b)| a == b)
+    }
+}
+
+impl<U, const N: usize> PartialEq<[U; N]> for ChunkIds
+where
+    ChunkId: PartialEq<U>,
+{
+    fn eq(&self, other: &[U; N]) -> bool {
+        *self == other[..]
+    }
+}
+
+impl<U> PartialEq<Vec<U>> for ChunkIds
+where
+    ChunkId: PartialEq<U>,
+{
+    fn eq(&self, other: &Vec<U>) -> bool {
+        *self == other[..]
+    }
+}

@@ -5,10 +5,9 @@
 use std::hash::Hasher;
 
 use serde::Serialize;
-use smallvec::SmallVec;
 
 use crate::budget::{AppliedEdit, ChunkDecision, Decision, Elision};
-use crate::chunk_id::ChunkId;
+use crate::chunk_id::{ChunkId, ChunkIds};
 use crate::error::Result;
 use crate::message_text::MessageText;
 use crate::render::Protocol;
@@ -26,7 +25,7 @@ pub struct ContextMessage {
     /// The rendered chunks, joined by a blank line.
     pub content: MessageText,
     /// Ids of the chunks in this message, in order (markers have none).
-    pub chunk_ids: SmallVec<[ChunkId; 4]>,
+    pub chunk_ids: ChunkIds,
     /// Tokens this message costs: content plus its framing.
     pub tokens: usize,
 }

@@ -153,22 +153,66 @@ impl<T: Clone> From<Vec<T>> for Rows<T> {
 
 impl<'a, T: Clone> IntoIterator for &'a Rows<T> {
     type Item = &'a T;
-    type IntoIter = imbl::vector::Iter<'a, T, imbl::shared_ptr::DefaultSharedPtr>;
+    type IntoIter = RowsIter<'a, T>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
+        RowsIter(self.0.iter())
     }
 }
 
 impl<T: Clone> IntoIterator for Rows<T> {
     type Item = T;
-    type IntoIter = imbl::vector::ConsumingIter<T, imbl::shared_ptr::DefaultSharedPtr>;
+    type IntoIter = RowsIntoIter<T>;
 
     /// The rows, each cloned unless this list alone held it.
     fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter()
+        RowsIntoIter(self.0.into_iter())
     }
 }
+
+/// The rows of a [`Rows`], by reference, in order.
+pub struct RowsIter<'a, T: Clone>(imbl::vector::Iter<'a, T, imbl::shared_ptr::DefaultSharedPtr>);
+
+/// The rows of a [`Rows`], by value, in order.
+pub struct RowsIntoIter<T: Clone>(
+    imbl::vector::ConsumingIter<T, imbl::shared_ptr::DefaultSharedPtr>,
+);
+
+/// Both iterators pass every call on to the persistent vector's own.
+macro_rules! forward_iterator {
+    ($iter:ident $(<$life:lifetime>)?, $item:ty) => {
+        impl<$($life,)? T: Clone> Iterator for $iter<$($life,)? T> {
+            type Item = $item;
+
+            fn next(&mut self) -> Option<Self::Item> {
+                self.0.next()
+            }
+
+            fn size_hint(&self) -> (usize, Option<usize>) {
+                self.0.size_hint()
+            }
+        }
+
+        impl<$($life,)? T: Clone> DoubleEndedIterator for $iter<$($life,)? T> {
+            fn next_back(&mut self) -> Option<Self::Item> {
+                self.0.next_back()
+            }
+        }
+
+        impl<$($life,)? T: Clone> ExactSizeIterator for $iter<$($life,)? T> {}
+
+        impl<$($life,)? T: Clone> std::iter::FusedIterator for $iter<$($life,)? T> {}
+
+        impl<$($life,)? T: Clone + fmt::Debug> fmt::Debug for $iter<$($life,)? T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($iter)).field("remaining", &self.0.len()).finish()
+            }
+        }
+    };
+}
+
+forward_iterator!(RowsIter<'a>, &'a T);
+forward_iterator!(RowsIntoIter, T);
 
 impl<T: Clone + PartialEq<U>, U> PartialEq<[U]> for Rows<T> {
     fn eq(&self, other: &[U]) -> bool {

@@ -12,7 +12,7 @@ use crate::budget::{
     ChunkDecision, Decision, DropReason, Fate, Item, Layout, MIN_BODY_CAP, Planner, SUMMARY_TAG,
     Slot, StubReason, Summarizer, truncate_to_cap,
 };
-use crate::chunk_id::ChunkId;
+use crate::chunk_id::{ChunkId, ChunkIds};
 use crate::error::Result;
 use crate::memory::{MemoryChunk, MemoryState};
 use crate::message::{ContextMessage, Summary};
@@ -196,7 +196,7 @@ pub(crate) fn assemble(
     let mut messages = Vec::with_capacity(layout.messages.len() + 1);
     let mut growable = Vec::with_capacity(layout.messages.len() + 1);
     let mut last_part = None;
-    let mut push = |role: Role, parts: &[&CountedText], chunk_ids: SmallVec<[ChunkId; 4]>| {
+    let mut push = |role: Role, parts: &[&CountedText], chunk_ids: ChunkIds| {
         growable.push(growable_prefix(parts));
         last_part = parts.last().map(|part| part.released());
         messages.push(ContextMessage {

@@ -33,7 +33,7 @@ use crate::budget::{
     is_orphan_result, tool_call,
 };
 use crate::builder::ContextBuilder;
-use crate::chunk_id::{ChunkId, fingerprint};
+use crate::chunk_id::{ChunkId, ChunkIds, fingerprint};
 use crate::error::Result;
 use crate::memory::{MemoryChunk, MemoryState};
 use crate::message::{BuildResult, ContextMessage, MessageFingerprint, Truncation};
@@ -412,7 +412,7 @@ impl<'a> Build<'a> {
             let mut message = ContextMessage {
                 role: *role,
                 content: MessageText::default(),
-                chunk_ids: SmallVec::new(),
+                chunk_ids: ChunkIds::default(),
                 tokens: 0,
             };
             append_parts(&mut message, parts);
