@@ -70,7 +70,7 @@ fn warm_step(c: &mut Criterion) {
             last.len(),
             stats.tokens_counted,
             result.token_count,
-            result.excluded.len(),
+            result.excluded().count(),
             stats.extended,
             stats.replanned,
         );

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use rustc_hash::FxHashSet;
 
 use crate::budget::{CapTarget, ELIDED_TAG, HISTORY_START_TAG, Policy, SUMMARY_TAG};
+use crate::build_result::BuildResult;
 use crate::content::{ContentFormat, ContentRenderer};
 use crate::error::Result;
 use crate::format::{FormatOptions, FragmentFormat};
 use crate::memory::{MemoryChunk, MemoryState};
-use crate::message::BuildResult;
 use crate::previous::PreviousBuild;
 use crate::render::{ChunkRenderer, DefaultRenderer, EscapeMode, Protocol, RendererRegistry};
 use crate::roles::ChunkKind;

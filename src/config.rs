@@ -8,10 +8,10 @@ use rustc_hash::FxHashSet;
 
 use crate::budget::Policy;
 use crate::build::{Budget, Build, BuildCache, Carry, Outside, Pass};
+use crate::build_result::{BuildResult, Resolved};
 use crate::builder::{ContextBuilder, DEFAULT_MODEL};
 use crate::error::{ErrorKind, Result};
 use crate::memory::MemoryState;
-use crate::message::{BuildResult, Resolved};
 use crate::previous::PreviousBuild;
 use crate::tokens::{TokenCounter, estimate_warning, model_info};
 
@@ -37,7 +37,7 @@ use crate::tokens::{TokenCounter, estimate_warning, model_info};
 /// assert_eq!(config.budget(), 8_000);
 /// let state = MemoryState::new().with_chunk(MemoryChunk::agent("u1", Role::User, "Hi."));
 /// let result = config.build(&state)?;
-/// assert_eq!(result.included, ["u1"]);
+/// assert_eq!(result.included().collect::<Vec<_>>(), ["u1"]);
 /// # Ok::<(), agent_context::Error>(())
 /// ```
 #[derive(Debug, Clone)]

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::fmt::Write;
 
 use crate::budget::{ChunkDecision, Decision, DropReason, StubReason};
-use crate::message::BuildResult;
+use crate::build_result::BuildResult;
 use crate::render::Protocol;
 use crate::roles::ChunkKind;
 

@@ -106,6 +106,7 @@
 pub mod adapter;
 pub mod budget;
 mod build;
+mod build_result;
 mod build_stats;
 mod builder;
 mod chunk_id;
@@ -138,6 +139,7 @@ mod xml;
 
 pub use budget::elision::Elision;
 pub use build::BuildCache;
+pub use build_result::{BuildResult, Resolved};
 pub use build_stats::BuildStats;
 pub use builder::{ContextBuilder, DEFAULT_MODEL};
 pub use chunk_id::{ChunkId, ChunkIds};
@@ -149,7 +151,7 @@ pub use fragment::{Child, Fragment, FragmentData};
 pub use json_input::{MAX_JSON_DEPTH, ParseOptions, parse_json};
 pub use json_text::JsonText;
 pub use memory::{MemoryChunk, MemoryState};
-pub use message::{BuildResult, ContextMessage, Resolved, Truncation};
+pub use message::ContextMessage;
 pub use message_text::MessageText;
 pub use render::Protocol;
 pub use roles::{ChunkKind, Retention, Role};

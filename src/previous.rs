@@ -2,7 +2,8 @@
 //! for measuring how much of the new prompt is unchanged.
 
 use crate::budget::PreviousCut;
-use crate::message::{BuildResult, ContextMessage, MessageFingerprint, Summary, content_hash};
+use crate::build_result::BuildResult;
+use crate::message::{ContextMessage, MessageFingerprint, Summary, content_hash};
 use crate::rows::Rows;
 use crate::tokens::parts::SEPARATOR;
 

@@ -90,27 +90,6 @@ impl<T: Clone> Rows<T> {
         self.0.back_mut()
     }
 
-    /// The index of the first row for which `before` is false, the rows
-    /// being those for which it is true followed by the rest.
-    pub(crate) fn partition_point(&self, before: impl Fn(&T) -> bool) -> usize {
-        let (mut lo, mut hi) = (0, self.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if before(&self.0[mid]) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
-    }
-
-    /// Splits the list at `index` (at most the length), returning the
-    /// rows from there on.
-    pub(crate) fn split_off(&mut self, index: usize) -> Rows<T> {
-        Rows(self.0.split_off(index))
-    }
-
     /// Appends a row.
     pub(crate) fn push(&mut self, row: T) {
         self.0.push_back(row);

@@ -78,7 +78,7 @@ fn system_chunks_join_the_system_message_wherever_they_are() {
         result.messages[0].content,
         "Prompt.\n\n<system_context id=\"s1\">\nRepo: acme.\n</system_context>"
     );
-    assert_eq!(result.included, ["s1", "u1"]);
+    assert_eq!(ids(result.included()), ["s1", "u1"]);
 }
 
 struct Shouting;
@@ -142,18 +142,18 @@ fn kind_and_id_filters() {
         .exclude_kinds([ChunkKind::Thinking])
         .build(&state)
         .unwrap();
-    assert_eq!(result.included, ["u1", "a1"]);
-    assert_eq!(result.excluded, ["t1"]);
+    assert_eq!(ids(result.included()), ["u1", "a1"]);
+    assert_eq!(ids(result.excluded()), ["t1"]);
     let result = ContextBuilder::new()
         .include_kinds([ChunkKind::Thinking])
         .build(&state)
         .unwrap();
-    assert_eq!(result.included, ["t1"]);
+    assert_eq!(ids(result.included()), ["t1"]);
     let result = ContextBuilder::new()
         .include_ids(["a1"])
         .build(&state)
         .unwrap();
-    assert_eq!(result.included, ["a1"]);
+    assert_eq!(ids(result.included()), ["a1"]);
     let error = ContextBuilder::new()
         .include_ids(["nope"])
         .build(&state)
@@ -240,7 +240,7 @@ fn oldest_history_goes_first_and_leaves_one_marker() {
     let result = builder.build(&state).unwrap();
     assert_within_budget(&result);
     assert_units_whole(&state, &result);
-    assert_eq!(result.excluded, ["w1", "r1", "w2", "r2"]);
+    assert_eq!(ids(result.excluded()), ["w1", "r1", "w2", "r2"]);
     let elided = result.elided.unwrap();
     assert_eq!(elided.chunks, 4);
     let marker = format!(
@@ -268,7 +268,7 @@ fn orphan_results_are_never_emitted() {
         .with_chunk(user("u1", "go"))
         .with_chunk(result("r1", "missing", "data"));
     let result = build(&state);
-    assert_eq!(result.excluded, ["r1"]);
+    assert_eq!(ids(result.excluded()), ["r1"]);
 }
 
 #[test]
@@ -389,7 +389,7 @@ fn fragments_are_counted_and_protected() {
         .build(&state)
         .unwrap();
     assert_eq!(tight.messages[0].content, full.messages[0].content);
-    assert!(tight.excluded.iter().any(|id| id == "u0"));
+    assert!(tight.excluded().any(|id| id == "u0"));
     // Too tight for the system message itself: the requirement counts the fragments.
     let error = ContextBuilder::new()
         .max_tokens(20)

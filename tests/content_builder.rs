@@ -133,8 +133,8 @@ fn content_is_cut_to_a_cap_like_any_body() {
     builder.policy_mut().caps.set_tag("tool_result", Some(64));
     let result = builder.build(&state).expect("it fits");
     assert_recount(&result, Encoding::O200kBase);
-    let cut = result.truncated.iter().find(|t| t.id.as_str() == "e1");
-    assert!(cut.is_some(), "the table was cut: {:?}", result.truncated);
+    let cut = result.truncated().find(|t| t.id == "e1");
+    assert!(cut.is_some(), "the table was cut: {:?}", result.decisions);
 }
 
 #[test]

@@ -430,7 +430,7 @@ fn old_thinking_goes_and_the_report_says_so() {
         .unwrap();
     assert_eq!(t0["decision"], "dropped");
     assert_eq!(t0["reason"], "clear_thinking_20251015");
-    assert!(result.excluded.iter().any(|id| id == "t0"));
+    assert!(result.excluded().any(|id| id == "t0"));
     assert!(result.elided.is_none(), "edits leave no elision marker");
 }
 
@@ -438,7 +438,7 @@ fn old_thinking_goes_and_the_report_says_so() {
 fn no_edits_keep_everything_and_the_budget_still_holds_after_edits() {
     let state = ten_uses();
     let all = build(&state, &json!({"edits": []}));
-    assert!(all.excluded.is_empty() && all.applied_edits.is_empty());
+    assert!(all.excluded().next().is_none() && all.applied_edits.is_empty());
     let unedited = ContextBuilder::new().build(&state).unwrap();
     assert_eq!(all.token_count, unedited.token_count);
     // Edits first, then the ladder when the edited prompt does not fit.

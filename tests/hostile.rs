@@ -167,7 +167,7 @@ fn fifty_megabytes_of_one_letter() {
         .build(&state)
         .unwrap();
     assert!(result.token_count <= 20_000);
-    assert_eq!(result.truncated.len(), 1);
+    assert_eq!(result.truncated().count(), 1);
     let recount: usize = result
         .messages
         .iter()

@@ -20,6 +20,7 @@ use agent_context::{
     MemoryState, Role,
 };
 use common::batches::Rng;
+use common::ids;
 use common::native_sessions::{
     Built, LONG_TOOL, WORDS, case, native_builder, session_of, step, words,
 };
@@ -351,10 +352,10 @@ fn assert_request(wire: Wire, state: &MemoryState, result: &BuildResult, req: &N
     // its tag: providers refuse blank text; Anthropic's final assistant
     // text loses its trailing whitespace).
     let chunks = chunk_map(state);
-    let cut: HashSet<&str> = result.truncated.iter().map(|t| t.id.as_str()).collect();
+    let cut: HashSet<&str> = result.truncated().map(|t| t.id.as_str()).collect();
     let shown = texts(wire, body);
     let mut own_tags: Vec<String> = Vec::new();
-    for id in result.included.iter() {
+    for id in result.included() {
         let chunk = chunks[id.as_str()];
         if chunk.kind != ChunkKind::Agent || cut.contains(id.as_str()) {
             continue;
@@ -737,7 +738,11 @@ fn the_bundled_sessions_send_their_tool_calls_natively() {
     let result = native_builder("gpt-4o", 200_000, 4_000)
         .build(&state)
         .unwrap();
-    assert!(result.excluded.is_empty(), "{:?}", result.excluded);
+    assert!(
+        result.excluded().next().is_none(),
+        "{:?}",
+        ids(result.excluded())
+    );
     let calls: Vec<&str> = state
         .chunks
         .iter()
@@ -1022,7 +1027,7 @@ fn a_stubbed_or_cut_signed_thinking_is_never_sent_under_its_signature() {
         .caps
         .set_kind(ChunkKind::Thinking, Some(80));
     let cut = builder.build(&state).unwrap();
-    assert_eq!(cut.truncated.len(), 1, "the thinking was cut");
+    assert_eq!(cut.truncated().count(), 1, "the thinking was cut");
     // Stubbed by the budget: the first budget that stubs it.
     let stubbed = (100..3_000)
         .step_by(20)

@@ -69,7 +69,7 @@ fn entries(sizes: &[usize]) -> MemoryState {
 #[test]
 fn four_entries_of_25_in_55_keep_the_last_two() {
     let result = word_builder(55).build(&entries(&[25, 25, 25, 25])).unwrap();
-    assert_eq!(result.included, ["e3", "e4"]);
+    assert_eq!(ids(result.included()), ["e3", "e4"]);
     assert_eq!(
         result.token_count,
         25 + 25 + 3,
@@ -80,8 +80,8 @@ fn four_entries_of_25_in_55_keep_the_last_two() {
 #[test]
 fn a_single_entry_over_budget_is_dropped() {
     let result = word_builder(55).build(&entries(&[60])).unwrap();
-    assert!(result.included.is_empty());
-    assert_eq!(result.excluded, ["e1"]);
+    assert!(result.included().next().is_none());
+    assert_eq!(ids(result.excluded()), ["e1"]);
     assert_eq!(result.token_count, 3);
 }
 
@@ -90,7 +90,7 @@ fn the_reserve_is_headroom_taken_from_the_budget() {
     let mut builder = word_builder(80);
     builder.reserve_output(25);
     let result = builder.build(&entries(&[25, 25, 25, 25])).unwrap();
-    assert_eq!((result.budget, result.included.len()), (55, 2));
+    assert_eq!((result.budget, result.included().count()), (55, 2));
 }
 
 #[test]
@@ -113,7 +113,7 @@ fn lower_priority_goes_before_older() {
     let mut state = entries(&[25, 25, 25, 25]);
     state.chunks[2].priority = Some(1);
     let result = word_builder(55).build(&state).unwrap();
-    assert_eq!(result.excluded, ["e1", "e3"]);
+    assert_eq!(ids(result.excluded()), ["e1", "e3"]);
 }
 
 #[test]
@@ -123,8 +123,12 @@ fn a_role_priority_beats_its_kinds_and_a_chunks_own_beats_both() {
         .with_chunk(MemoryChunk::agent("a1", Role::Assistant, words(25)))
         .with_chunk(MemoryChunk::agent("a2", Role::Assistant, words(25)))
         .with_chunk(MemoryChunk::agent("u_new", Role::User, words(5)));
-    let excluded =
-        |builder: &ContextBuilder, state: &MemoryState| builder.build(state).unwrap().excluded;
+    let excluded = |builder: &ContextBuilder, state: &MemoryState| {
+        ids(builder.build(state).unwrap().excluded())
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
     let mut builder = word_builder(60);
     assert_eq!(
         excluded(&builder, &state),
@@ -158,7 +162,7 @@ fn low_water_trims_below_the_budget() {
     builder.policy_mut().low_water = 0.6;
     let result = builder.build(&entries(&[25, 25, 25, 25, 25])).unwrap();
     assert!(result.token_count <= 60, "{}", result.token_count);
-    assert_eq!(result.included, ["e4", "e5"]);
+    assert_eq!(ids(result.included()), ["e4", "e5"]);
 }
 
 fn big_tool_session(output: &str) -> MemoryState {
@@ -188,12 +192,12 @@ fn a_two_megabyte_tool_output_is_cut_to_its_cap_and_nothing_else_is_lost() {
     assert!(output.len() > 1_900_000);
     let state = big_tool_session(&output);
     let result = ContextBuilder::new().build(&state).unwrap();
-    assert_eq!(result.included, ["u1", "w1", "r1", "a1"]);
+    assert_eq!(ids(result.included()), ["u1", "w1", "r1", "a1"]);
     assert_within_budget(&result);
     assert_recount(&result, Encoding::O200kBase);
-    let truncated = result.truncated.to_vec();
+    let truncated = cuts(&result);
     let [cut] = truncated.as_slice() else {
-        panic!("{:?}", result.truncated)
+        panic!("{:?}", cuts(&result))
     };
     assert_eq!(cut.id, "r1");
     assert_eq!(cut.cap, 8_192);
@@ -224,11 +228,11 @@ fn a_cap_bounds_the_rendered_chunk_tag_and_marker_included() {
             builder.escape(escape);
             builder.policy_mut().caps.set_tag("tool_result", Some(cap));
             let result = builder.build(&state).unwrap();
-            let truncated = result.truncated.to_vec();
+            let truncated = cuts(&result);
             let [cut] = truncated.as_slice() else {
-                panic!("{:?}", result.truncated)
+                panic!("{:?}", cuts(&result))
             };
-            assert_eq!((cut.id.as_str(), cut.cap), ("r1", cap));
+            assert_eq!((cut.id, cut.cap), ("r1", cap));
             assert!(cut.tokens_after <= cap, "{} > {cap}", cut.tokens_after);
             assert!(
                 cut.tokens_after + 12 >= cap,
@@ -301,7 +305,7 @@ fn a_cap_below_what_the_tag_and_marker_cost_names_the_chunk_and_the_smallest_cap
         .caps
         .set_tag("tool_result", Some(*minimum));
     let result = builder.build(&state).unwrap();
-    assert_eq!(result.truncated[0].tokens_after, *minimum);
+    assert_eq!(cuts(&result)[0].tokens_after, *minimum);
     assert_caps_bound_chunks(&state, &result, Encoding::O200kBase);
     builder
         .policy_mut()
@@ -321,11 +325,11 @@ fn a_tool_cap_bounds_that_tool_only_and_yields_to_a_chunk_cap() {
     let mut builder = ContextBuilder::new();
     builder.policy_mut().caps.set_tool("bash", Some(100));
     let result = builder.build(&state).unwrap();
-    let truncated = result.truncated.to_vec();
+    let truncated = cuts(&result);
     let [cut] = truncated.as_slice() else {
-        panic!("{:?}", result.truncated)
+        panic!("{:?}", cuts(&result))
     };
-    assert_eq!((cut.id.as_str(), cut.cap), ("r1", 100));
+    assert_eq!((cut.id, cut.cap), ("r1", 100));
     assert!(result.warnings.is_empty(), "{:?}", result.warnings);
     assert_caps_bound_chunks(&state, &result, Encoding::O200kBase);
     // The tool's cap wins over its tag's and kind's; a chunk's over its tool's.
@@ -336,11 +340,7 @@ fn a_tool_cap_bounds_that_tool_only_and_yields_to_a_chunk_cap() {
         .set_kind(ChunkKind::Environment, Some(300))
         .set_chunk("r1", Some(150));
     let result = builder.build(&state).unwrap();
-    let caps: Vec<_> = result
-        .truncated
-        .iter()
-        .map(|t| (t.id.as_str(), t.cap))
-        .collect();
+    let caps: Vec<_> = cuts(&result).iter().map(|t| (t.id, t.cap)).collect();
     assert_eq!(caps, [("r1", 150), ("r2", 200)]);
     // Read as a command line would; a tool no chunk has caps nothing, with a warning.
     let target = builder.cap_target("tool:bsah").unwrap();
@@ -348,7 +348,7 @@ fn a_tool_cap_bounds_that_tool_only_and_yields_to_a_chunk_cap() {
     let mut builder = ContextBuilder::new();
     builder.policy_mut().caps.set(target, Some(100));
     let result = builder.build(&state).unwrap();
-    assert!(result.truncated.is_empty());
+    assert!(result.truncated().next().is_none());
     assert_eq!(
         result.warnings,
         ["cap on tool \"bsah\": no chunk has this tool, so it caps nothing"]
@@ -433,14 +433,15 @@ fn caps_apply_by_kind_tag_and_chunk_and_spare_pinned_chunks() {
     let mut builder = ContextBuilder::new();
     builder.policy_mut().caps.set_tag("tool_result", Some(100));
     let result = builder.build(&big_tool_session(&output)).unwrap();
-    assert_eq!(result.truncated.len(), 1);
+    assert_eq!(result.truncated().count(), 1);
     builder.policy_mut().caps.set_chunk("r1", None);
     assert!(
         builder
             .build(&big_tool_session(&output))
             .unwrap()
-            .truncated
-            .is_empty()
+            .truncated()
+            .next()
+            .is_none()
     );
     let mut pinned = big_tool_session(&output);
     pinned.chunks[2].pinned = true;
@@ -449,7 +450,7 @@ fn caps_apply_by_kind_tag_and_chunk_and_spare_pinned_chunks() {
         .policy_mut()
         .caps
         .set_kind(ChunkKind::Environment, Some(100));
-    assert!(capped.build(&pinned).unwrap().truncated.is_empty());
+    assert!(capped.build(&pinned).unwrap().truncated().next().is_none());
 }
 
 /// Old turns of thinking and tool output, then a current question.
@@ -514,7 +515,7 @@ fn disposable_bodies_become_stubs_before_anything_is_dropped() {
             .iter()
             .any(|d| d.id == id && matches!(d.decision, Decision::Stubbed { .. }))
     };
-    assert!(stub_of("r0") || tight.excluded.iter().any(|id| id == "r0"));
+    assert!(stub_of("r0") || tight.excluded().any(|id| id == "r0"));
     assert!(
         !stub_of("r4") && !stub_of("r5"),
         "tool results of the last 3 turns keep their bodies"
@@ -535,7 +536,7 @@ fn the_previous_cut_is_kept_while_it_fits() {
     ));
     builder.previous(&first);
     let second = builder.build(&state).unwrap();
-    assert_eq!(second.excluded, first.excluded, "same cut");
+    assert_eq!(ids(second.excluded()), ids(first.excluded()), "same cut");
     let unchanged = first.messages.take(first.messages.len() - 1);
     assert_eq!(second.messages.take(unchanged.len()), unchanged);
     let stable: usize = unchanged.iter().map(|m| m.tokens).sum();
@@ -690,7 +691,7 @@ fn the_most_specific_cap_wins_and_custom_renderers_keep_their_bodies() {
         },
     );
     let result = custom.build(&state).unwrap();
-    assert!(result.truncated.is_empty());
+    assert!(result.truncated().next().is_none());
     assert!(
         result
             .messages
@@ -728,11 +729,11 @@ fn a_cap_on_a_custom_renderers_tag_bounds_its_chunks_and_a_kind_cap_does_not() {
         .policy_mut()
         .caps
         .set_kind(ChunkKind::Thinking, Some(100));
-    assert!(builder.build(&state).unwrap().truncated.is_empty());
+    assert!(builder.build(&state).unwrap().truncated().next().is_none());
     builder.policy_mut().caps.set_tag("memory_note", Some(100));
     let result = builder.build(&state).unwrap();
-    assert_eq!(result.truncated[0].id, "n1");
-    assert!(result.truncated[0].tokens_after <= 100);
+    assert_eq!(cuts(&result)[0].id, "n1");
+    assert!(cuts(&result)[0].tokens_after <= 100);
     let content = &result.messages[0].content;
     assert!(
         content.starts_with("<memory_note id=\"n1\">\na note"),
@@ -784,8 +785,8 @@ fn a_cap_naming_no_tag_fails_and_one_naming_no_chunk_or_below_the_floor_warns() 
             "cap on chunk \"n9\": no chunk has this id, so it caps nothing".to_owned(),
         ]
     );
-    assert_eq!(result.truncated[0].cap, MIN_CAP);
-    assert!(result.truncated[0].tokens_after <= MIN_CAP);
+    assert_eq!(cuts(&result)[0].cap, MIN_CAP);
+    assert!(cuts(&result)[0].tokens_after <= MIN_CAP);
 }
 
 /// Records the ids it was handed; summarizes them in `words` words.
@@ -971,6 +972,6 @@ fn older_tool_uses_go_before_the_newest_is_cut() {
     let result = builder.build(&state).unwrap();
     assert_within_budget(&result);
     assert_protected_present(&state, &result);
-    assert!(result.truncated.is_empty(), "{:?}", result.truncated);
-    assert!(result.excluded.iter().any(|id| id == "r0"));
+    assert!(result.truncated().next().is_none(), "{:?}", cuts(&result));
+    assert!(result.excluded().any(|id| id == "r0"));
 }

@@ -1,9 +1,9 @@
 //! A session's outputs as Python values, turn after turn, at the cost of
 //! the rows that changed.
 //!
-//! A report's long lists (`messages`, `included`, `decisions`) are
-//! persistent vectors: a turn that appends shares every old row with the
-//! turn before, at the same address. The cache keeps the last build (so
+//! A report's long lists (`messages`, `decisions`, and `included`, a view
+//! of the messages' ids) are rows of persistent vectors: a turn that
+//! appends shares every old row with the turn before, at the same address. The cache keeps the last build (so
 //! those rows stay alive and unchanged: a row two builds share is never
 //! changed in place) and the Python value of each of its rows by address;
 //! the next output takes the value of every row it shares and converts
@@ -11,9 +11,9 @@
 //! thus share the values of unchanged rows with earlier results of the
 //! same session.
 
+use agent_context::BuildResult;
 use agent_context::adapter::openai_message;
 use agent_context::command::Output;
-use agent_context::{BuildResult, Rows};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use rustc_hash::FxHashMap;
@@ -59,11 +59,11 @@ impl RowCache {
         // taken while it is kept.
         let result = Box::new(result.clone());
         let mut next = Next::default();
-        next.reserve(result.messages.len() + result.included.len() + result.decisions.len());
+        next.reserve(2 * result.messages.len() + result.decisions.len());
         let value = match output {
             Output::Openai => {
                 let model = result.model.as_str();
-                let messages = self.list(py, &result.messages, &mut next, |m| {
+                let messages = self.list(py, result.messages.iter(), &mut next, |m| {
                     to_python(py, &openai_message(m, model))
                 })?;
                 let dict = PyDict::new(py);
@@ -87,28 +87,30 @@ impl RowCache {
         let dict = report.cast::<PyDict>()?;
         dict.set_item(
             "messages",
-            self.list(py, &result.messages, next, |r| to_python(py, r))?,
+            self.list(py, result.messages.iter(), next, |r| to_python(py, r))?,
         )?;
         dict.set_item(
             "included",
-            self.list(py, &result.included, next, |r| to_python(py, r))?,
+            self.list(py, result.included(), next, |r| to_python(py, r))?,
         )?;
         dict.set_item(
             "decisions",
-            self.list(py, &result.decisions, next, |r| to_python(py, r))?,
+            self.list(py, result.decisions.iter(), next, |r| to_python(py, r))?,
         )?;
         Ok(report)
     }
 
-    fn list<'py, T: Clone + Serialize>(
+    /// The Python list of `rows`, each row's value taken from the last
+    /// build's by address, else made by `convert`.
+    fn list<'py, 'r, T: Serialize + 'r>(
         &self,
         py: Python<'py>,
-        rows: &Rows<T>,
+        rows: impl Iterator<Item = &'r T>,
         next: &mut Next,
         convert: impl Fn(&T) -> PyResult<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let mut items = Vec::with_capacity(rows.len());
-        for row in rows.iter() {
+        let mut items = Vec::with_capacity(rows.size_hint().0);
+        for row in rows {
             let address = std::ptr::from_ref(row) as usize;
             let value = match self.rows.get(&address) {
                 Some(value) => value.clone_ref(py),

@@ -5,8 +5,8 @@ use serde_json::{Map, Value, json};
 
 use super::cache::{breakpoints, min_cacheable_tokens};
 use super::native::{NativeOptions, NativeRequest, Provider, prepare};
+use crate::build_result::BuildResult;
 use crate::error::{ErrorKind, Result};
-use crate::message::BuildResult;
 use crate::render::Record;
 use crate::roles::Role;
 

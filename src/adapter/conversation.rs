@@ -10,8 +10,9 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::build_result::BuildResult;
 use crate::error::{ErrorKind, Result};
-use crate::message::{BuildResult, ContextMessage};
+use crate::message::ContextMessage;
 use crate::render::{Protocol, Record};
 use crate::roles::Role;
 use crate::tokens::parts::SEPARATOR;

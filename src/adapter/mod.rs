@@ -54,8 +54,9 @@ pub use openai_responses::openai_responses_request;
 
 use serde_json::{Value, json};
 
+use crate::build_result::BuildResult;
 use crate::error::{ErrorKind, Result};
-use crate::message::{BuildResult, ContextMessage};
+use crate::message::ContextMessage;
 use crate::roles::Role;
 
 /// `{"messages": [{"role", "content"}]}`, the system message first, with

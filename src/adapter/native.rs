@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::cache::CacheBreakpoint;
 use super::conversation::Conversation;
+use crate::build_result::BuildResult;
 use crate::error::Result;
-use crate::message::BuildResult;
 use crate::render::Record;
 use crate::roles::Role;
 

@@ -5,8 +5,8 @@ use serde_json::{Map, Value, json};
 
 use super::native::{NativeRequest, Provider, prepare, reserve_into, text_of};
 use super::openai_system_role;
+use crate::build_result::BuildResult;
 use crate::error::Result;
-use crate::message::BuildResult;
 use crate::render::Record;
 use crate::roles::Role;
 

@@ -32,15 +32,15 @@ use crate::budget::{
     Calls, ChunkDecision, Decision, DropReason, MIN_CAP, NO_UNIT, Policy, Timeline, framing_table,
     is_orphan_result, tool_call,
 };
+use crate::build_result::BuildResult;
 use crate::builder::ContextBuilder;
 use crate::chunk_id::{ChunkId, ChunkIds, fingerprint};
 use crate::error::Result;
 use crate::memory::{MemoryChunk, MemoryState};
-use crate::message::{BuildResult, ContextMessage, MessageFingerprint, Truncation};
+use crate::message::{ContextMessage, MessageFingerprint};
 use crate::message_text::MessageText;
 use crate::previous::PreviousBuild;
 use crate::roles::{ChunkKind, Role};
-use crate::rows::Rows;
 use crate::tokens::parts::{CountedText, SEPARATOR};
 
 /// What a session keeps of its last build to extend it.
@@ -64,9 +64,6 @@ pub(crate) struct Carry {
     pub(super) planned: Vec<usize>,
     /// The chunks in the system message, in order.
     pub(super) system_chunks: Vec<usize>,
-    /// The chunk of each row of `result.excluded` and `result.truncated`.
-    pub(super) excluded_at: Rows<usize>,
-    pub(super) truncated_at: Rows<usize>,
     /// Whether the build cut a result of its newest tool use below its
     /// cap to fit: the next build renders it under its cap again, so it
     /// cannot extend this one.
@@ -87,25 +84,20 @@ impl Carry {
             .unwrap_or_default();
         let mut calls = FxHashMap::default();
         let (mut planned, mut system_chunks) = (Vec::new(), Vec::new());
-        let (mut excluded_at, mut truncated_at) = (Rows::new(), Rows::new());
         let (mut first_dropped, mut squeezed) = (None, false);
         for (index, (chunk, row)) in state.chunks.iter().zip(result.decisions.iter()).enumerate() {
             if let Some(call) = tool_call(chunk) {
                 calls.entry(fingerprint(call)).or_insert(index);
             }
             match row.decision {
-                Decision::Dropped { reason } => {
-                    if reason == DropReason::Budget && first_dropped.is_none() {
-                        first_dropped = Some(index);
-                    }
-                    excluded_at.push(index);
-                }
+                Decision::Dropped {
+                    reason: DropReason::Budget,
+                } if first_dropped.is_none() => first_dropped = Some(index),
                 Decision::Truncated { cap, .. } => {
                     let renderers = &settings.renderers;
                     let renderer = renderers.renderer_for(chunk);
                     let set = cap_on(policy, chunk, renderer, renderers.renders_by_default(chunk));
                     squeezed |= set.map(|set| set.max(MIN_CAP)) != Some(cap);
-                    truncated_at.push(index);
                 }
                 _ => {}
             }
@@ -142,8 +134,6 @@ impl Carry {
             policy: policy.clone(),
             planned,
             system_chunks,
-            excluded_at,
-            truncated_at,
             squeezed,
             result,
         }
@@ -546,23 +536,10 @@ fn append_parts(message: &mut ContextMessage, parts: &[&Appended<'_>]) {
 }
 
 impl Carry {
-    /// Adds the new chunks' rows to the report: decisions, the prompt's
-    /// ids, those left out, truncations.
+    /// Adds the new chunks' decisions to the report.
     fn record_rows(&mut self, appended: &[Appended<'_>]) {
-        let result = &mut self.result;
         for a in appended {
-            let id = a.row.id.clone();
-            if a.part.is_some() {
-                result.included.push(id);
-            } else {
-                result.excluded.push(id);
-                self.excluded_at.push(a.index);
-            }
-            if let Some(cut) = Truncation::of(&a.row) {
-                result.truncated.push(cut);
-                self.truncated_at.push(a.index);
-            }
-            result.decisions.push(a.row.clone());
+            self.result.decisions.push(a.row.clone());
         }
     }
 

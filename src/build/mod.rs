@@ -173,7 +173,7 @@ impl<'a> Build<'a> {
     }
 
     /// Builds the prompt, stage by stage.
-    pub(crate) fn run(mut self) -> crate::error::Result<crate::message::BuildResult> {
+    pub(crate) fn run(mut self) -> crate::error::Result<crate::BuildResult> {
         let prepared = self.prepare()?;
         let planned = self.plan(prepared)?;
         let assembled = self.assemble(planned)?;

@@ -20,12 +20,12 @@ use super::extend::{Appended, Carry};
 use super::forecast::protects;
 use super::{Build, Ladder};
 use crate::budget::{
-    Calls, ChunkDecision, Decision, Fate, Item, Layout, NO_UNIT, Planner, Timeline,
-    all_start_clean, group_units, plan_steps,
+    Calls, ChunkDecision, Fate, Item, Layout, NO_UNIT, Planner, Timeline, all_start_clean,
+    group_units, plan_steps,
 };
-use crate::chunk_id::ChunkId;
+use crate::build_result::BuildResult;
 use crate::error::Result;
-use crate::message::{BuildResult, Truncation, fingerprints, included};
+use crate::message::fingerprints;
 use crate::previous::PreviousBuild;
 use crate::roles::{ChunkKind, Retention};
 use crate::rows::Rows;
@@ -163,8 +163,7 @@ impl<'a> Build<'a> {
 }
 
 /// Records each planned chunk's fate in `carry`'s rows, and in
-/// `previous`'s cut, with the lists of chunks left out and truncated;
-/// then the new chunks' rows.
+/// `previous`'s cut; then the new chunks' rows.
 fn record_plan(
     carry: &mut Carry,
     previous: &mut PreviousBuild,
@@ -172,7 +171,6 @@ fn record_plan(
     appended: &[Appended<'_>],
 ) {
     let mut new_rows: Vec<ChunkDecision> = appended.iter().map(|a| a.row.clone()).collect();
-    let mut relisted = Relisted::default();
     for (i, item) in window.items.iter().enumerate() {
         let mut row = window.prepared[i].clone();
         record_fate(&mut row, item, layout, i);
@@ -180,92 +178,16 @@ fn record_plan(
             new_rows[item.chunk - carry.chunks] = row;
             continue;
         }
-        let old = &carry.result.decisions[item.chunk];
-        if *old != row {
-            relisted.note(item.chunk, &row, (!old.is_included(), truncated(old)));
+        if carry.result.decisions[item.chunk] != row {
             previous.cut.record(item.chunk, &row);
             carry.result.decisions.set(item.chunk, row);
         }
     }
     for row in new_rows {
         let index = carry.result.decisions.len();
-        relisted.note(index, &row, (false, false));
         previous.cut.record(index, &row);
         carry.result.decisions.push(row);
     }
-    relisted.apply(carry);
-}
-
-/// What a plan changes in the lists of chunks left out and truncated:
-/// per chunk, in chunk order, a row added (`Some`) or removed.
-#[derive(Default)]
-struct Relisted {
-    excluded: Vec<(usize, Option<ChunkId>)>,
-    truncated: Vec<(usize, Option<Truncation>)>,
-}
-
-impl Relisted {
-    /// Notes the chunk at `index` in or out of the lists, as `row` now
-    /// says (`was` says where it stood: left out, truncated).
-    fn note(&mut self, index: usize, row: &ChunkDecision, was: (bool, bool)) {
-        let left_out = !row.is_included();
-        if left_out != was.0 {
-            let id = left_out.then(|| row.id.clone());
-            self.excluded.push((index, id));
-        }
-        if truncated(row) != was.1 {
-            self.truncated.push((index, Truncation::of(row)));
-        }
-    }
-
-    /// Applies the changes to `carry`'s lists.
-    fn apply(self, carry: &mut Carry) {
-        let result = &mut carry.result;
-        splice_sorted(&mut carry.excluded_at, &mut result.excluded, self.excluded);
-        splice_sorted(
-            &mut carry.truncated_at,
-            &mut result.truncated,
-            self.truncated,
-        );
-    }
-}
-
-/// Applies `changes` (per chunk, ascending: a row added, or the chunk's
-/// row removed) to `rows`, whose chunks `at` gives. Only the rows from
-/// the first change on are rebuilt: a plan changes the recent end of a
-/// long session's lists, and one pass beats a tree insertion per row.
-fn splice_sorted<T: Clone>(
-    at: &mut Rows<usize>,
-    rows: &mut Rows<T>,
-    changes: Vec<(usize, Option<T>)>,
-) {
-    let Some(&(first, _)) = changes.first() else {
-        return;
-    };
-    let from = at.partition_point(|&chunk| chunk < first);
-    let (tail_at, tail) = (at.split_off(from), rows.split_off(from));
-    let mut old = tail_at.iter().copied().zip(tail).peekable();
-    for (chunk, change) in changes {
-        while let Some((kept, row)) = old.next_if(|(c, _)| *c < chunk) {
-            at.push(kept);
-            rows.push(row);
-        }
-        // The chunk's own row, if listed, is replaced or removed.
-        old.next_if(|(c, _)| *c == chunk);
-        if let Some(row) = change {
-            at.push(chunk);
-            rows.push(row);
-        }
-    }
-    for (chunk, row) in old {
-        at.push(chunk);
-        rows.push(row);
-    }
-}
-
-/// Whether `row` is a truncation (kept with its body cut).
-fn truncated(row: &ChunkDecision) -> bool {
-    matches!(row.decision, Decision::Truncated { .. })
 }
 
 /// The chunks the last build dropped that this plan leaves out, and their
@@ -306,7 +228,6 @@ fn report_plan(carry: &mut Carry, previous: &PreviousBuild, assembly: Assembly, 
     let messages: Rows<_> = assembly.messages.into();
     let fingerprints = fingerprints(&messages, &assembly.growable);
     result.stable_prefix_tokens = Some(previous.stable_prefix_tokens(&messages, &fingerprints));
-    result.included = included(&messages);
     result.messages = messages;
     result.fingerprints = fingerprints;
     result.token_count = layout.total;

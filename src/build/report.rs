@@ -2,7 +2,8 @@
 
 use super::assemble::Assembly;
 use super::{Assembled, Build};
-use crate::message::{BuildResult, ContextMessage, Truncation, fingerprints, included};
+use crate::build_result::BuildResult;
+use crate::message::{ContextMessage, fingerprints};
 use crate::render::Protocol;
 use crate::rows::Rows;
 
@@ -32,13 +33,6 @@ impl Build<'_> {
         let fingerprints = fingerprints(&messages, &growable_prefix_tokens);
         let stable_prefix_tokens =
             (self.previous).map(|p| p.stable_prefix_tokens(&messages, &fingerprints));
-        let included = included(&messages);
-        let excluded = decisions
-            .iter()
-            .filter(|d| !d.is_included())
-            .map(|d| d.id.clone())
-            .collect();
-        let truncated = decisions.iter().filter_map(Truncation::of).collect();
         let protocol = settings.renderers.protocol();
         BuildResult {
             model: settings.model.clone(),
@@ -49,9 +43,6 @@ impl Build<'_> {
             token_count: total,
             token_count_exact: counter.is_exact() && protocol == Protocol::Text,
             messages,
-            included,
-            excluded,
-            truncated,
             elided: elision,
             trim_target,
             stable_prefix_tokens,

@@ -18,12 +18,12 @@ use std::sync::Arc;
 
 use crate::budget::Policy;
 use crate::build::kept_alone_tokens;
+use crate::build_result::{BuildResult, base_tokens};
 use crate::builder::ContextBuilder;
 use crate::context_management::ContextManagement;
 use crate::error::{ErrorKind, Result};
 use crate::fragment::Fragment;
 use crate::memory::{MemoryChunk, MemoryState};
-use crate::message::{BuildResult, base_tokens};
 use crate::roles::{ChunkKind, Role};
 use crate::session::ContextSession;
 use crate::store::{CountRecord, MAIN_BRANCH, NewChunk, NodeId, Save, Store, Usage};
@@ -45,7 +45,7 @@ use crate::store::{CountRecord, MAIN_BRANCH, NewChunk, NodeId, Save, Store, Usag
 /// // Another process, or after a restart:
 /// let mut engine = ContextEngine::open(store, "chat-1", builder)?;
 /// let result = engine.build()?;
-/// assert_eq!(result.included, ["u1"]);
+/// assert_eq!(result.included().collect::<Vec<_>>(), ["u1"]);
 /// # Ok::<(), agent_context::Error>(())
 /// ```
 #[derive(Debug)]

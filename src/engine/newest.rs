@@ -24,9 +24,9 @@ use super::tally::{highest_priority, meta_of, without};
 use crate::budget::{Decision, DropReason, Policy, is_read, tool_call};
 use crate::build::BuildCache;
 use crate::build::{Outside, Pass, kept_alone_tokens, seed_counts};
+use crate::build_result::BuildResult;
 use crate::error::Result;
 use crate::memory::MemoryChunk;
-use crate::message::BuildResult;
 use crate::roles::ChunkKind;
 use crate::store::{NodeId, PathSummary, SIZES, StoredChunk, TokenTally};
 

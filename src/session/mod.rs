@@ -20,6 +20,7 @@ use rustc_hash::FxHashMap;
 
 use crate::budget::{Policy, PreviousCut};
 use crate::build::{BuildCache, Carry, Outside, Pass, count_key, seed_counts};
+use crate::build_result::BuildResult;
 use crate::build_stats::BuildStats;
 use crate::builder::ContextBuilder;
 use crate::chunk_id::fingerprint;
@@ -28,7 +29,6 @@ use crate::context_management::ContextManagement;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
 use crate::memory::{DUPLICATE_ID, MemoryChunk, MemoryState, chunk_error};
-use crate::message::BuildResult;
 use crate::previous::PreviousBuild;
 
 /// A session that is built turn after turn.

@@ -19,6 +19,42 @@ use agent_context::{BuildResult, ChunkId, ChunkKind, MemoryChunk, MemoryState, R
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+/// The ids of a report's view as strings, to compare with literals.
+pub fn ids<'a>(ids: impl Iterator<Item = &'a ChunkId>) -> Vec<&'a str> {
+    ids.map(ChunkId::as_str).collect()
+}
+
+/// A chunk kept with its body cut, as the report's `truncated` view
+/// shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cut<'a> {
+    pub id: &'a str,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+    pub cap: usize,
+}
+
+/// The chunks `result` kept with their bodies cut, in input order.
+pub fn cuts(result: &BuildResult) -> Vec<Cut<'_>> {
+    use agent_context::budget::Decision;
+    result
+        .truncated()
+        .filter_map(|d| match d.decision {
+            Decision::Truncated {
+                tokens_before,
+                tokens_after,
+                cap,
+            } => Some(Cut {
+                id: d.id.as_str(),
+                tokens_before,
+                tokens_after,
+                cap,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The prompt never exceeds `max_tokens - reserve_output`.
 pub fn assert_within_budget(result: &BuildResult) {
     assert!(
@@ -66,7 +102,7 @@ pub fn assert_recount_with(result: &BuildResult, counter: &dyn TokenCounter) {
 /// For every `call_id`, the prompt holds all of the session's chunks with it or
 /// none, and never a result without its call.
 pub fn assert_units_whole(state: &MemoryState, result: &BuildResult) {
-    let included: HashSet<&str> = result.included.iter().map(ChunkId::as_str).collect();
+    let included: HashSet<&str> = result.included().map(ChunkId::as_str).collect();
     let mut by_call: HashMap<&str, Vec<(&str, ChunkKind)>> = HashMap::new();
     for chunk in &state.chunks {
         if let (Some(call), ChunkKind::Workflow | ChunkKind::Environment) =
@@ -99,7 +135,7 @@ pub fn assert_units_whole(state: &MemoryState, result: &BuildResult) {
 /// newest tool use are in the prompt (orphan results excepted), never as
 /// stubs.
 pub fn assert_protected_present(state: &MemoryState, result: &BuildResult) {
-    let included: HashSet<&str> = result.included.iter().map(ChunkId::as_str).collect();
+    let included: HashSet<&str> = result.included().map(ChunkId::as_str).collect();
     let calls: HashSet<&str> = state
         .chunks
         .iter()
@@ -361,37 +397,18 @@ pub fn assert_caps_bound_chunks_with(
     counter: &dyn TokenCounter,
 ) {
     use agent_context::budget::Decision;
-    for entry in &result.truncated {
-        assert!(
-            entry.tokens_after <= entry.cap,
-            "{}: {} tokens over its cap {}",
-            entry.id,
-            entry.tokens_after,
-            entry.cap
-        );
-        assert!(
-            entry.tokens_after < entry.tokens_before,
-            "{} grew",
-            entry.id
-        );
-    }
     for decision in &result.decisions {
         let Decision::Truncated {
-            tokens_after, cap, ..
+            tokens_before,
+            tokens_after,
+            cap,
         } = decision.decision
         else {
             continue;
         };
         assert!(tokens_after <= cap, "{} over its cap", decision.id);
+        assert!(tokens_after < tokens_before, "{} grew", decision.id);
         assert_eq!(decision.tokens, tokens_after, "{}", decision.id);
-        assert!(
-            result
-                .truncated
-                .iter()
-                .any(|t| t.id == decision.id && t.tokens_after == tokens_after && t.cap == cap),
-            "{} missing from `truncated`",
-            decision.id
-        );
         let chunk = state.chunks.iter().find(|c| c.id == decision.id).unwrap();
         let rendered = rendered_chunk(result, chunk)
             .unwrap_or_else(|| panic!("{} truncated but not in the prompt", chunk.id));

@@ -86,7 +86,7 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
             "turn": times.len(),
             "chunks": index + 1,
             "token_count": result.token_count,
-            "excluded": result.excluded.len(),
+            "excluded": result.excluded().count(),
             "stable_prefix_tokens": result.stable_prefix_tokens,
             "build_us": build_us,
             "new_tokens_counted": stats.tokens_counted,
