@@ -9,8 +9,8 @@ use crate::build_result::BuildResult;
 use crate::content::{ContentFormat, ContentRenderer};
 use crate::error::Result;
 use crate::format::{FormatOptions, FragmentFormat};
+use crate::last_build::LastBuild;
 use crate::memory::{MemoryChunk, MemoryState};
-use crate::previous::PreviousBuild;
 use crate::render::{ChunkRenderer, DefaultRenderer, EscapeMode, Protocol, RendererRegistry};
 use crate::roles::ChunkKind;
 use crate::tokens::{
@@ -81,7 +81,7 @@ pub struct ContextBuilder {
     pub(crate) fragments_format: FragmentFormat,
     pub(crate) fragment_options: FormatOptions,
     pub(crate) policy: Policy,
-    pub(crate) previous: Option<Arc<PreviousBuild>>,
+    pub(crate) previous: Option<Arc<LastBuild>>,
     pub(crate) threads: usize,
 }
 
@@ -332,7 +332,7 @@ impl ContextBuilder {
     /// fits (and only ever extended), and `stable_prefix_tokens` reports how
     /// much of the new prompt is byte-identical to it.
     pub fn previous(&mut self, previous: &BuildResult) -> &mut Self {
-        self.previous = Some(Arc::new(PreviousBuild::from(previous)));
+        self.previous = Some(Arc::new(LastBuild::from(previous)));
         self
     }
 

@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rustc_hash::FxHashSet;
 
 use crate::budget::Policy;
-use crate::build::{Budget, Build, BuildCache, Carry, Outside, Pass};
+use crate::build::{Budget, Build, BuildCache, Outside, Pass};
 use crate::build_result::{BuildResult, Resolved};
 use crate::builder::{ContextBuilder, DEFAULT_MODEL};
 use crate::error::{ErrorKind, Result};
+use crate::last_build::LastBuild;
 use crate::memory::MemoryState;
-use crate::previous::PreviousBuild;
 use crate::tokens::{TokenCounter, estimate_warning, model_info};
 
 /// A [`ContextBuilder`]'s settings, checked once and settled: the model
@@ -291,22 +291,21 @@ impl ContextConfig {
     }
 
     /// The turn of a session that only appended chunks, built from its
-    /// `last` build and cut (see `build::extend`), with the pass's policy
-    /// and cache.
+    /// `last` build (see `build::extend`), with the pass's policy and
+    /// cache.
     pub(crate) fn extend(
         &self,
         state: &MemoryState,
         pass: Pass<'_>,
-        last: (&mut Carry, &mut PreviousBuild),
+        last: &mut LastBuild,
     ) -> Result<Option<BuildResult>> {
         let counter = self.counter()?;
-        let (carry, previous) = last;
         let budget = Budget {
-            max_tokens: carry.result.max_tokens,
-            available: carry.result.budget,
+            max_tokens: last.result.max_tokens,
+            available: last.result.budget,
             warnings: Vec::new(),
         };
-        Build::new(&self.settings, state, (counter.as_ref(), budget), pass).extend(carry, previous)
+        Build::new(&self.settings, state, (counter.as_ref(), budget), pass).extend(last)
     }
 
     /// The counts a store keeps of the chunks of `state` at `indices`, from

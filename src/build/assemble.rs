@@ -179,7 +179,7 @@ fn ask(
 pub(crate) struct Assembly {
     pub(crate) messages: Vec<ContextMessage>,
     /// Per message, the content tokens that stay put if a later build
-    /// appends to it (see [`PreviousBuild::stable_prefix_tokens`]).
+    /// appends to it (see `LastBuild::stable_prefix_tokens`).
     pub(crate) growable: Vec<usize>,
     /// The counts of the last message's last part, without its text: a
     /// session extends that message by them.

@@ -29,50 +29,24 @@ use super::forecast::protects;
 use super::preparer::cap_on;
 use crate::budget::planner::role_index;
 use crate::budget::{
-    Calls, ChunkDecision, Decision, DropReason, MIN_CAP, NO_UNIT, Policy, Timeline, framing_table,
-    is_orphan_result, tool_call,
+    Calls, ChunkDecision, Decision, DropReason, MIN_CAP, NO_UNIT, Policy, PreviousCut, Timeline,
+    framing_table, is_orphan_result, tool_call,
 };
 use crate::build_result::BuildResult;
 use crate::builder::ContextBuilder;
 use crate::chunk_id::{ChunkId, ChunkIds, fingerprint};
 use crate::error::Result;
+use crate::last_build::LastBuild;
 use crate::memory::{MemoryChunk, MemoryState};
 use crate::message::{ContextMessage, MessageFingerprint};
 use crate::message_text::MessageText;
-use crate::previous::PreviousBuild;
 use crate::roles::{ChunkKind, Role};
 use crate::tokens::parts::{CountedText, SEPARATOR};
 
-/// What a session keeps of its last build to extend it.
-#[derive(Debug, Clone)]
-pub(crate) struct Carry {
-    /// The last build, as returned.
-    pub(crate) result: BuildResult,
-    /// How many chunks the session had then.
-    pub(super) chunks: usize,
-    /// The steps, latest user message and newest tool use then.
-    pub(super) timeline: Timeline,
-    /// The fingerprint of each call id among those chunks, with the first
-    /// chunk that has it (ids sharing a fingerprint share the entry, which
-    /// only ever sends a turn to the full pipeline).
-    calls: FxHashMap<u64, usize>,
-    /// The policy it was planned with.
-    policy: Policy,
-    /// The chunks the next plan starts from, ascending: those in the prompt
-    /// outside the system message, and the oldest dropped unit (it places
-    /// the marker); the pipeline plans no other dropped chunk again.
-    pub(super) planned: Vec<usize>,
-    /// The chunks in the system message, in order.
-    pub(super) system_chunks: Vec<usize>,
-    /// Whether the build cut a result of its newest tool use below its
-    /// cap to fit: the next build renders it under its cap again, so it
-    /// cannot extend this one.
-    squeezed: bool,
-}
-
-impl Carry {
-    /// What extends `result`, the build of `state` with `settings` and `policy`.
-    pub(crate) fn new(
+impl LastBuild {
+    /// A session's last build, `result`, of `state` with `settings` and
+    /// `policy`: its cut by position, and what extends it.
+    pub(crate) fn of_session(
         result: BuildResult,
         state: &MemoryState,
         policy: &Policy,
@@ -125,7 +99,9 @@ impl Carry {
             planned.extend((first..state.chunks.len()).filter(in_unit));
             planned.sort_unstable();
         }
-        Carry {
+        LastBuild {
+            cut: PreviousCut::by_position(&result.decisions),
+            extendable: true,
             chunks: state.chunks.len(),
             timeline: Timeline::of(&state.chunks, |index| {
                 !is_filtered(&result.decisions[index])
@@ -140,7 +116,7 @@ impl Carry {
     }
 }
 
-impl Carry {
+impl LastBuild {
     /// The shared id of the chunk at `index`: one the last build reported,
     /// or one of the `appended` since.
     pub(super) fn id_of<'a>(&'a self, appended: &'a [Appended<'_>], index: usize) -> &'a ChunkId {
@@ -180,20 +156,16 @@ struct Growth<'a> {
 }
 
 impl<'a> Build<'a> {
-    /// This turn's build as the extension of `carry`'s, or planned again
-    /// over its prompt; `carry` becomes it, and `previous` records its cut.
-    /// `None` when the full pipeline must build it (see the module docs).
-    /// New chunks go through `cache`.
+    /// This turn's build as the extension of the session's last build,
+    /// `carry`, or planned again over its prompt; `carry` becomes it, its
+    /// cut included. `None` when the full pipeline must build it (see the
+    /// module docs). New chunks go through the build's cache.
     ///
     /// # Errors
     ///
     /// As the pipeline: a new chunk's cap too small, a tokenizer that fails
     /// to load.
-    pub(crate) fn extend(
-        mut self,
-        carry: &mut Carry,
-        previous: &mut PreviousBuild,
-    ) -> Result<Option<BuildResult>> {
+    pub(crate) fn extend(mut self, carry: &mut LastBuild) -> Result<Option<BuildResult>> {
         let (state, policy, counter) = (self.state, self.preparer.policy, self.preparer.counter);
         if !self.extends(carry) {
             return Ok(None);
@@ -211,7 +183,7 @@ impl<'a> Build<'a> {
         let growth = grow(&carry.result, &appended, &framing);
         let Some(lifted) = lifted.filter(|_| growth.total <= carry.result.budget) else {
             let turn = (&appended[..], timeline);
-            return self.replan(carry, previous, turn);
+            return self.replan(carry, turn);
         };
         // Nothing fails from here: the last build becomes this one.
         self.apply(carry, &growth, &framing);
@@ -236,10 +208,11 @@ impl<'a> Build<'a> {
     /// Whether this build's settings, state and policy are ones an
     /// extension of `carry` can build (the rest is checked as the chunks
     /// are read).
-    fn extends(&self, carry: &Carry) -> bool {
+    fn extends(&self, carry: &LastBuild) -> bool {
         let (state, policy) = (self.state, self.preparer.policy);
         let last = &carry.result;
-        self.settings.renderers.all_deterministic()
+        carry.extendable
+            && self.settings.renderers.all_deterministic()
             && !carry.squeezed
             && self.management().is_none()
             && policy.plans_like(&carry.policy)
@@ -253,7 +226,7 @@ impl<'a> Build<'a> {
     /// The chunks appended since `carry`'s build, rendered (through
     /// `cache`) and judged on their own: filtered out, orphaned, or in
     /// the prompt. `None` when one needs the full pipeline.
-    fn appended(&mut self, carry: &Carry) -> Result<Option<Vec<Appended<'a>>>> {
+    fn appended(&mut self, carry: &LastBuild) -> Result<Option<Vec<Appended<'a>>>> {
         let (state, settings) = (self.state, self.settings);
         let new = &state.chunks[carry.chunks..];
         let only_ids = settings.only_ids();
@@ -311,7 +284,11 @@ impl<'a> Build<'a> {
     /// use, each keep only their unit's own protection (a pinned or
     /// critical member) unless they still anchor. `None` when such a unit
     /// reaches back before its newest-use call.
-    fn lifted(&self, carry: &Carry, timeline: &Timeline) -> Option<Vec<(usize, ChunkDecision)>> {
+    fn lifted(
+        &self,
+        carry: &LastBuild,
+        timeline: &Timeline,
+    ) -> Option<Vec<(usize, ChunkDecision)>> {
         let (state, policy) = (self.state, self.preparer.policy);
         let old = &carry.timeline;
         let rows = &carry.result.decisions;
@@ -379,7 +356,7 @@ impl<'a> Build<'a> {
     }
 
     /// Grows `carry`'s messages, counts and fingerprints as `growth` says.
-    fn apply(&self, carry: &mut Carry, growth: &Growth<'_>, framing: &[usize; 3]) {
+    fn apply(&self, carry: &mut LastBuild, growth: &Growth<'_>, framing: &[usize; 3]) {
         let result = &mut carry.result;
         let old_total = result.token_count;
         let priming = self.settings.framing.priming();
@@ -535,7 +512,7 @@ fn append_parts(message: &mut ContextMessage, parts: &[&Appended<'_>]) {
     message.chunk_ids.extend(ids);
 }
 
-impl Carry {
+impl LastBuild {
     /// Adds the new chunks' decisions to the report.
     fn record_rows(&mut self, appended: &[Appended<'_>]) {
         for a in appended {

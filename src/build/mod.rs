@@ -38,14 +38,13 @@ mod stored;
 use std::sync::Arc;
 
 pub use cache::BuildCache;
-pub(crate) use extend::Carry;
 pub(crate) use stored::{count_key, kept_alone_tokens, seed_counts};
 
 use crate::budget::{AppliedEdit, ChunkDecision, Elision, Item, Planner, Policy, Step, Unit};
 use crate::builder::ContextBuilder;
+use crate::last_build::LastBuild;
 use crate::memory::MemoryState;
 use crate::message::Summary;
-use crate::previous::PreviousBuild;
 use crate::render::RenderContext;
 use crate::tokens::TokenCounter;
 use crate::tokens::parts::CountedText;
@@ -61,7 +60,7 @@ pub(crate) struct Build<'a> {
     state: &'a MemoryState,
     /// Renders and counts chunks with the build's counter and policy.
     preparer: Preparer<'a>,
-    previous: Option<&'a PreviousBuild>,
+    previous: Option<&'a LastBuild>,
     cache: &'a mut BuildCache,
     /// Chunks older than the state's that the budget drops unread.
     outside: Outside,
@@ -75,7 +74,7 @@ pub(crate) struct Build<'a> {
 /// cache it keeps.
 pub(crate) struct Pass<'a> {
     pub(crate) policy: &'a Policy,
-    pub(crate) previous: Option<&'a PreviousBuild>,
+    pub(crate) previous: Option<&'a LastBuild>,
     pub(crate) cache: &'a mut BuildCache,
     /// Chunks older than the state's that the budget drops unread.
     pub(crate) outside: Outside,

@@ -36,7 +36,7 @@ impl<'a> Build<'a> {
             items: &history.items,
             ..base
         };
-        let previous = self.previous.and_then(|p| p.summary.as_ref());
+        let previous = self.previous.and_then(|p| p.result.summary.as_ref());
         let summary = summarize(
             &planner,
             &mut layout,

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use super::assemble::{Assembly, assemble, record_fate};
-use super::extend::{Appended, Carry};
+use super::extend::Appended;
 use super::forecast::protects;
 use super::{Build, Ladder};
 use crate::budget::{
@@ -25,8 +25,8 @@ use crate::budget::{
 };
 use crate::build_result::BuildResult;
 use crate::error::Result;
+use crate::last_build::LastBuild;
 use crate::message::fingerprints;
-use crate::previous::PreviousBuild;
 use crate::roles::{ChunkKind, Retention};
 use crate::rows::Rows;
 use crate::tokens::parts::CountedText;
@@ -41,7 +41,7 @@ struct Window {
 impl<'a> Build<'a> {
     /// This turn's build by planning the chunks of `carry`'s prompt again
     /// with the new ones (`appended`, judged and protected); it becomes
-    /// `carry`'s, and `previous` records the cut. `None` when the full
+    /// `carry`'s, its cut included. `None` when the full
     /// pipeline must build it.
     ///
     /// # Errors
@@ -49,8 +49,7 @@ impl<'a> Build<'a> {
     /// As the pipeline, for a chunk rendered again.
     pub(super) fn replan(
         mut self,
-        carry: &mut Carry,
-        previous: &mut PreviousBuild,
+        carry: &mut LastBuild,
         (appended, timeline): (&[Appended<'_>], Timeline),
     ) -> Result<Option<BuildResult>> {
         let mut window = self.window(carry, (appended, &timeline))?;
@@ -67,7 +66,7 @@ impl<'a> Build<'a> {
             .collect();
         let units = group_units(&mut window.items, chunks, &mut calls);
         let id_of = |chunk: usize| carry.id_of(appended, chunk);
-        let (steps, sticky) = plan_steps(&window.items, &units, (id_of, Some(&previous.cut)), &[]);
+        let (steps, sticky) = plan_steps(&window.items, &units, (id_of, Some(&carry.cut)), &[]);
         let ladder = Ladder {
             units,
             steps,
@@ -93,8 +92,8 @@ impl<'a> Build<'a> {
             carry.id_of(appended, chunk).clone()
         });
         drop(planner);
-        record_plan(carry, previous, (&window, &layout), appended);
-        report_plan(carry, previous, assembly, &layout);
+        record_plan(carry, (&window, &layout), appended);
+        report_plan(carry, assembly, &layout);
         carry.planned = still_planned(&window.items, &ladder, &layout);
         carry.grow_to(self.state, appended, timeline);
         // Every chunk this build did not render came from the last one.
@@ -109,7 +108,7 @@ impl<'a> Build<'a> {
     /// chunks) stubs as the pipeline gives them.
     fn window(
         &mut self,
-        carry: &Carry,
+        carry: &LastBuild,
         (appended, timeline): (&[Appended<'_>], &Timeline),
     ) -> Result<Window> {
         let (state, policy) = (self.state, self.preparer.policy);
@@ -149,7 +148,7 @@ impl<'a> Build<'a> {
 
     /// The system message's parts: the system prompt and fragments, then
     /// the system-role chunks from `cache`.
-    fn system_of(&mut self, carry: &Carry) -> Result<Vec<Arc<CountedText>>> {
+    fn system_of(&mut self, carry: &LastBuild) -> Result<Vec<Arc<CountedText>>> {
         let state = self.state;
         let mut system = self.system_parts()?;
         for &index in &carry.system_chunks {
@@ -162,11 +161,10 @@ impl<'a> Build<'a> {
     }
 }
 
-/// Records each planned chunk's fate in `carry`'s rows, and in
-/// `previous`'s cut; then the new chunks' rows.
+/// Records each planned chunk's fate in `carry`'s rows and cut; then
+/// the new chunks' rows.
 fn record_plan(
-    carry: &mut Carry,
-    previous: &mut PreviousBuild,
+    carry: &mut LastBuild,
     (window, layout): (&Window, &Layout),
     appended: &[Appended<'_>],
 ) {
@@ -179,20 +177,20 @@ fn record_plan(
             continue;
         }
         if carry.result.decisions[item.chunk] != row {
-            previous.cut.record(item.chunk, &row);
+            carry.cut.record(item.chunk, &row);
             carry.result.decisions.set(item.chunk, row);
         }
     }
     for row in new_rows {
         let index = carry.result.decisions.len();
-        previous.cut.record(index, &row);
+        carry.cut.record(index, &row);
         carry.result.decisions.push(row);
     }
 }
 
 /// The chunks the last build dropped that this plan leaves out, and their
 /// tokens: all it dropped but those planned again.
-fn frozen_counts(carry: &Carry, window: &Window) -> (usize, usize) {
+fn frozen_counts(carry: &LastBuild, window: &Window) -> (usize, usize) {
     let Some(elided) = carry.result.elided else {
         return (0, 0);
     };
@@ -223,11 +221,12 @@ fn still_planned(items: &[Item], ladder: &Ladder, layout: &Layout) -> Vec<usize>
 
 /// Puts the plan's messages and counts in `carry`'s result, with what they
 /// share with the last prompt.
-fn report_plan(carry: &mut Carry, previous: &PreviousBuild, assembly: Assembly, layout: &Layout) {
-    let result = &mut carry.result;
+fn report_plan(carry: &mut LastBuild, assembly: Assembly, layout: &Layout) {
     let messages: Rows<_> = assembly.messages.into();
     let fingerprints = fingerprints(&messages, &assembly.growable);
-    result.stable_prefix_tokens = Some(previous.stable_prefix_tokens(&messages, &fingerprints));
+    let stable = carry.stable_prefix_tokens(&messages, &fingerprints);
+    let result = &mut carry.result;
+    result.stable_prefix_tokens = Some(stable);
     result.messages = messages;
     result.fingerprints = fingerprints;
     result.token_count = layout.total;

@@ -9,7 +9,7 @@
 //! only moves forward), `stable_prefix_tokens` is reported every turn, and
 //! a turn that only appended chunks extends that build, or plans again
 //! over its prompt when the cut must move, at a cost that does not grow
-//! with the session (see `ContextBuilder::extend`); other turns run the
+//! with the session (see `build::extend`); other turns run the
 //! full pipeline, linear in the number of chunks. A build is
 //! byte-identical to a cold [`ContextBuilder::build`] of the same state
 //! given the same previous build.
@@ -18,8 +18,8 @@ use std::collections::HashSet;
 
 use rustc_hash::FxHashMap;
 
-use crate::budget::{Policy, PreviousCut};
-use crate::build::{BuildCache, Carry, Outside, Pass, count_key, seed_counts};
+use crate::budget::Policy;
+use crate::build::{BuildCache, Outside, Pass, count_key, seed_counts};
 use crate::build_result::BuildResult;
 use crate::build_stats::BuildStats;
 use crate::builder::ContextBuilder;
@@ -28,8 +28,8 @@ use crate::config::ContextConfig;
 use crate::context_management::ContextManagement;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
+use crate::last_build::LastBuild;
 use crate::memory::{DUPLICATE_ID, MemoryChunk, MemoryState, chunk_error};
-use crate::previous::PreviousBuild;
 
 /// A session that is built turn after turn.
 ///
@@ -55,9 +55,9 @@ pub struct ContextSession {
     config: ContextConfig,
     state: MemoryState,
     cache: BuildCache,
-    previous: Option<PreviousBuild>,
-    /// The last build, to extend when a turn only appends chunks.
-    carry: Option<Carry>,
+    /// The last build: its cut is repeated while it fits, and a turn that
+    /// only appends chunks extends it.
+    last: Option<LastBuild>,
     /// The ids in `state`, to check new chunks in constant time.
     ids: IdSet,
 }
@@ -95,8 +95,7 @@ impl ContextSession {
             config,
             state,
             cache: BuildCache::default(),
-            previous: None,
-            carry: None,
+            last: None,
             ids,
         }
     }
@@ -116,7 +115,7 @@ impl ContextSession {
     pub fn set_builder(&mut self, builder: &ContextBuilder) -> Result<()> {
         self.config = builder.compile()?;
         self.cache.clear();
-        self.carry = None;
+        self.stop_extending();
         Ok(())
     }
 
@@ -174,7 +173,7 @@ impl ContextSession {
         let index = self.index_of(&chunk.id)?;
         chunk.validate_at(index)?;
         self.cache.forget(index);
-        self.carry = None;
+        self.stop_extending();
         self.state.chunks[index] = chunk;
         Ok(())
     }
@@ -193,9 +192,9 @@ impl ContextSession {
         }
         chunk.validate_at(index)?;
         self.cache.forget(index);
-        self.carry = None;
-        if let Some(previous) = self.previous.as_mut() {
-            previous.cut.replace(index, id, &chunk.id);
+        self.stop_extending();
+        if let Some(last) = self.last.as_mut() {
+            last.cut.replace(index, id, &chunk.id);
         }
         self.ids.remove(id);
         self.ids.insert(&chunk.id);
@@ -204,20 +203,20 @@ impl ContextSession {
 
     /// Sets the system prompt.
     pub fn set_system_prompt(&mut self, prompt: Option<String>) {
-        self.carry = None;
+        self.stop_extending();
         self.state.system_prompt = prompt;
     }
 
     /// Sets the fragments of structured system context.
     pub fn set_fragments(&mut self, fragments: Vec<Fragment>) {
-        self.carry = None;
+        self.stop_extending();
         self.state.fragments = fragments;
     }
 
     /// Sets the session's `context_management`, which builds apply unless
     /// their policy sets its own.
     pub fn set_context_management(&mut self, management: Option<ContextManagement>) {
-        self.carry = None;
+        self.stop_extending();
         self.state.context_management = management;
     }
 
@@ -260,9 +259,9 @@ impl ContextSession {
     pub fn remove(&mut self, id: &str) -> Result<MemoryChunk> {
         let index = self.index_of(id)?;
         self.cache.remove(index);
-        self.carry = None;
-        if let Some(previous) = self.previous.as_mut() {
-            previous.cut.remove(index, id);
+        self.stop_extending();
+        if let Some(last) = self.last.as_mut() {
+            last.cut.remove(index, id);
         }
         self.ids.remove(id);
         Ok(self.state.chunks.remove(index))
@@ -305,15 +304,14 @@ impl ContextSession {
         let settings = self.config.settings();
         (self.cache).forget_unstable(&settings.renderers, &self.state);
         let policy = policy.unwrap_or(&settings.policy);
-        if let (Some(carry), Some(previous)) = (self.carry.as_mut(), self.previous.as_mut()) {
+        if let Some(last) = self.last.as_mut().filter(|last| last.extendable) {
             let pass = Pass {
                 policy,
                 previous: None,
                 cache: &mut self.cache,
                 outside: Outside::default(),
             };
-            if let Some(result) = self.config.extend(&self.state, pass, (carry, previous))? {
-                previous.follow(&result);
+            if let Some(result) = self.config.extend(&self.state, pass, last)? {
                 return Ok(result);
             }
         }
@@ -322,18 +320,24 @@ impl ContextSession {
         let rendered_before = self.cache.stats.chunks_rendered;
         let pass = Pass {
             policy,
-            previous: self.previous.as_ref(),
+            previous: self.last.as_ref(),
             cache: &mut self.cache,
             outside: Outside::default(),
         };
         let result = self.config.build_with(&self.state, pass)?;
         let cached = &mut self.cache.stats.chunks_cached;
         *cached = cached.saturating_sub(rendered_before);
-        let cut = PreviousCut::by_position(&result.decisions);
-        self.previous = Some(PreviousBuild::new(&result, cut));
-        let carry = Carry::new(result.clone(), &self.state, policy, self.config.settings());
-        self.carry = Some(carry);
+        let last = LastBuild::of_session(result.clone(), &self.state, policy, settings);
+        self.last = Some(last);
         Ok(result)
+    }
+
+    /// Keeps the last build's cut but no longer extends it: the chunks or
+    /// settings it was built from changed.
+    fn stop_extending(&mut self) {
+        if let Some(last) = self.last.as_mut() {
+            last.extendable = false;
+        }
     }
 
     /// What the last build had to render and count.
@@ -345,13 +349,12 @@ impl ContextSession {
     /// keeps the previous build.
     pub fn clear_cache(&mut self) {
         self.cache.clear();
-        self.carry = None;
+        self.stop_extending();
     }
 
     /// Forgets the previous build: the next build plans from scratch.
     pub fn forget_previous(&mut self) {
-        self.previous = None;
-        self.carry = None;
+        self.last = None;
     }
 
     /// Grows the chunks by a quarter when full, not by the doubling `Vec`
