@@ -37,6 +37,7 @@
 //!   first dropped chunk was.
 
 mod caps;
+mod decision;
 pub(crate) mod elision;
 mod fate;
 pub(crate) mod planner;
@@ -46,14 +47,13 @@ mod timeline;
 mod truncate;
 mod units;
 
-use serde::Serialize;
-
 pub use crate::context_management::{
     AllThinking, AppliedEdit, ClearThinking, ClearToolInputs, ClearToolUses, ContextEdit,
     ContextManagement, DEFAULT_KEEP_TOOL_USES, DEFAULT_TRIGGER_TOKENS, InputTokens, KeepThinking,
     KeepToolUses, ThinkingTurns, Trigger,
 };
 pub use caps::{CapTarget, Caps, DEFAULT_TOOL_RESULT_CAP};
+pub use decision::{ChunkDecision, Decision, DropReason, StubReason};
 pub(crate) use elision::Elision;
 pub(crate) use fate::{Fate, fates_after};
 pub(crate) use planner::{Layout, Planner, Slot, all_start_clean, framing_table};
@@ -66,117 +66,4 @@ pub(crate) use units::{
     Calls, Item, NO_UNIT, Step, Unit, group_units, is_orphan_result, plan_steps, tool_call,
 };
 
-use crate::chunk_id::ChunkId;
-use crate::memory::MemoryChunk;
 pub(crate) use crate::render::{ELIDED_TAG, HISTORY_START_TAG, SUMMARY_TAG};
-use crate::roles::ChunkKind;
-
-/// Why a chunk was left out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum DropReason {
-    /// Excluded by the build's kind or id filters.
-    Filtered,
-    /// A tool result whose call is not in the prompt.
-    Orphan,
-    /// Unprotected history, dropped to fit the budget (lowest priority, then oldest).
-    Budget,
-    /// Thinking removed by a `clear_thinking_20251015` edit.
-    #[serde(rename = "clear_thinking_20251015")]
-    ClearThinking,
-}
-
-/// Why a chunk was stubbed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum StubReason {
-    /// A disposable body, stubbed to fit the budget (oldest first).
-    Budget,
-    /// A tool use cleared by a `clear_tool_uses_20250919` edit.
-    #[serde(rename = "clear_tool_uses_20250919")]
-    ClearToolUses,
-}
-
-/// What happened to a chunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(tag = "decision", rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Decision {
-    /// In the prompt as rendered.
-    Kept,
-    /// In the prompt with its body cut so the chunk fits its cap.
-    Truncated {
-        /// Tokens of the rendered chunk before.
-        tokens_before: usize,
-        /// Tokens of the rendered chunk after (counted alone, as
-        /// [`ChunkDecision::tokens`]); at most `cap`.
-        tokens_after: usize,
-        /// The cap on the whole rendered chunk (raised to [`MIN_CAP`] if set lower).
-        cap: usize,
-    },
-    /// In the prompt as a stub that keeps tag, id and attributes.
-    Stubbed {
-        /// Tokens of the rendered chunk before (after any truncation).
-        tokens_before: usize,
-        /// Tokens of the stub.
-        tokens_after: usize,
-        /// Why.
-        reason: StubReason,
-    },
-    /// Left out.
-    Dropped {
-        /// Why.
-        reason: DropReason,
-    },
-}
-
-/// The decision about one input chunk.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct ChunkDecision {
-    /// The chunk's id.
-    pub id: ChunkId,
-    /// The chunk's kind.
-    pub kind: ChunkKind,
-    /// Tokens the chunk costs in the prompt (its rendered tokens when it was
-    /// dropped; 0 when filtered out before rendering).
-    pub tokens: usize,
-    /// The priority it was planned with (its unit's).
-    pub priority: i64,
-    /// Whether the chunk was protected from stubbing and dropping.
-    pub protected: bool,
-    /// What happened.
-    #[serde(flatten)]
-    pub decision: Decision,
-    /// Tokens of the rendered chunk before its cap cut it, when this build
-    /// cut it and then stubbed or dropped it (the decision no longer says
-    /// `truncated`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub truncated_from: Option<usize>,
-}
-
-impl ChunkDecision {
-    /// The decision on `chunk` (whose shared id is `id`) before anything
-    /// else is known of it: left out by the filters, with its own
-    /// priority. A build that selects the chunk says more.
-    pub(crate) fn filtered(id: ChunkId, chunk: &MemoryChunk, policy: &Policy) -> Self {
-        ChunkDecision {
-            id,
-            kind: chunk.kind,
-            tokens: 0,
-            priority: policy.priority_of(chunk),
-            protected: false,
-            decision: Decision::Dropped {
-                reason: DropReason::Filtered,
-            },
-            truncated_from: None,
-        }
-    }
-
-    /// Whether the chunk is in the prompt, in any form.
-    pub fn is_included(&self) -> bool {
-        !matches!(self.decision, Decision::Dropped { .. })
-    }
-}
