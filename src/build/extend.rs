@@ -224,7 +224,7 @@ impl<'a> Build<'a> {
     }
 
     /// The chunks appended since `carry`'s build, rendered (through
-    /// `cache`) and judged on their own: filtered out, orphaned, or in
+    /// the build's cache) and judged on their own: filtered out, orphaned, or in
     /// the prompt. `None` when one needs the full pipeline.
     fn appended(&mut self, carry: &LastBuild) -> Result<Option<Vec<Appended<'a>>>> {
         let (state, settings) = (self.state, self.settings);

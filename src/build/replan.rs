@@ -104,7 +104,7 @@ impl<'a> Build<'a> {
     }
 
     /// The planner items of `carry`'s planned chunks and the new chunks in
-    /// the prompt, from `cache`, with protection and (for disposable
+    /// the prompt, from the build's cache, with protection and (for disposable
     /// chunks) stubs as the pipeline gives them.
     fn window(
         &mut self,
@@ -147,7 +147,7 @@ impl<'a> Build<'a> {
     }
 
     /// The system message's parts: the system prompt and fragments, then
-    /// the system-role chunks from `cache`.
+    /// the system-role chunks from the build's cache.
     fn system_of(&mut self, carry: &LastBuild) -> Result<Vec<Arc<CountedText>>> {
         let state = self.state;
         let mut system = self.system_parts()?;
