@@ -73,7 +73,7 @@
 //!
 //! # Layers
 //!
-//! Each module imports only from the layers below it; `tests/layers.rs`
+//! Each module imports only from the layers below it; `tests/it/layers.rs`
 //! fails if any module reaches back up. Bottom up:
 //!
 //! 1. leaves, importing nothing above them: ids (`chunk_id`), `roles`,

@@ -1,6 +1,7 @@
 //! A build on several threads is the build on one: the same prompt, report,
 //! errors and session statistics, byte for byte.
 
+#[path = "it/common/mod.rs"]
 mod common;
 #[path = "../examples/support/session_gen.rs"]
 mod session_gen;

@@ -9,7 +9,7 @@
 //! unit the last build cut is still cut and each chunk it stubbed still
 //! stubbed, and the new chunks, in no unit of the old ones, stay whole.
 //! So when the last build's messages with the new chunks appended fit the
-//! budget, they are the pipeline's result, byte for byte; `tests/session.rs`
+//! budget, they are the pipeline's result, byte for byte; `tests/it/session.rs`
 //! holds the two equal on random sessions. When they do not fit, or a unit
 //! whose protection lifts reaches back before the last turn, the plan runs
 //! again over the last prompt ([`replan`](super::replan)). Everything else

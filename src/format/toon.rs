@@ -8,7 +8,7 @@
 //!
 //! Handed a JSON value, `toon-format` 0.7 writes every non-error encode
 //! fixture of the spec's conformance suite exactly (179 of 179, with their
-//! `delimiter` and `indentSize` options; `tests/toon_spec.rs` runs them
+//! `delimiter` and `indentSize` options; `tests/it/toon_spec.rs` runs them
 //! through [`render_value`](super::render_value) and the CLI). What decides
 //! conformance is what it is handed: the [`Tree`] of a JSON value keeps nulls
 //! and empty containers (`items: []`, `- [0]:`, a bare `-`), the tree of

@@ -17,7 +17,7 @@
 //! backtracking encoder is linear by construction, and the rest by
 //! `tiktoken`. A piece of such a segment that is one character repeated is
 //! encoded from a short stand-in (see [`repeats`](super::repeats)). All of
-//! them give tiktoken's tokens exactly (`tests/encoder.rs` holds them to
+//! them give tiktoken's tokens exactly (`tests/it/encoder.rs` holds them to
 //! tiktoken-rs on long runs of letters, digits, spaces, punctuation, CJK
 //! and emoji); which one counts a segment changes only the time.
 

@@ -10,7 +10,7 @@
 //! code; 1.5-3.3x faster than `bpe-openai` on JSON and source and level with
 //! it (within run-to-run noise) on session text. It loads its tables in a
 //! third of the encoder's time (`bpe-openai` loads faster still), and gives tiktoken-rs's
-//! `encode_ordinary` tokens exactly (`tests/encoder.rs`) through its public
+//! `encode_ordinary` tokens exactly (`tests/it/encoder.rs`) through its public
 //! `count` and `encode`, which read `<|endoftext|>` as ordinary text. So we
 //! count with it and maintain no encoder of our own.
 
