@@ -337,7 +337,7 @@ fn assert_cleared_tokens_exact(state: &MemoryState, edits: &Value, result: &Buil
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: proptest_config().cases.min(48), ..proptest_config() })]
+    #![proptest_config(proptest_config_with(48))]
 
     #[test]
     fn random_edits_clear_what_the_semantics_say(

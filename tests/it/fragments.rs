@@ -17,7 +17,8 @@ use serde_json::{Map, Value, json};
 
 use crate::common::cli::{Run, run};
 use crate::common::{
-    assert_holds_wide_numbers, assert_shows_wide_numbers, same_json, wide_numbers_json,
+    assert_holds_wide_numbers, assert_shows_wide_numbers, proptest_config_with, same_json,
+    wide_numbers_json,
 };
 
 const CASES: &str = include_str!("../fixtures/fragment_cases.json");
@@ -752,11 +753,9 @@ fn options() -> impl Strategy<Value = FormatOptions> {
     })
 }
 
+/// 128 cases, or `PROPTEST_CASES`.
 fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: 128,
-        ..ProptestConfig::default()
-    }
+    proptest_config_with(128)
 }
 
 proptest! {

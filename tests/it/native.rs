@@ -1234,7 +1234,7 @@ proptest! {
     #![proptest_config(ProptestConfig {
         cases: cases(),
         failure_persistence: None,
-        ..ProptestConfig::default()
+        ..common::proptest_config()
     })]
 
     /// Random sessions (`common::native_sessions`), budgets, reserves and
@@ -1297,7 +1297,7 @@ proptest! {
     #![proptest_config(ProptestConfig {
         cases: cases() / 2,
         failure_persistence: None,
-        ..ProptestConfig::default()
+        ..common::proptest_config()
     })]
 
     /// Random sessions driven turn by turn: each turn's Anthropic request

@@ -472,6 +472,10 @@ pub fn rendered_chunk<'r>(
 }
 
 /// Proptest settings: 96 cases, or `PROPTEST_CASES` for a longer hunt.
+/// Every property test in `tests/` starts from these (or
+/// [`proptest_config_with`]), so one variable sets them all; the unit tests
+/// in `src/`, which cannot see this module, keep proptest's default of 256
+/// cases, which `PROPTEST_CASES` sets as well.
 pub fn proptest_config() -> ProptestConfig {
     proptest_config_with(96)
 }
