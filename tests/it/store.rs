@@ -46,14 +46,21 @@ impl Backend {
     }
 }
 
+/// An empty SQLite file, the first of [`backends`]: for the property tests
+/// that run on one backend, without a schema made on the test server for
+/// every case and never used.
+fn sqlite_file() -> Backend {
+    let dir = TempDir::new("store");
+    let path = dir.join("chats.db").display().to_string();
+    Backend::at("sqlite file", path, Box::new(dir))
+}
+
 /// Every backend, empty: a SQLite file, SQLite in memory, and with the
 /// `postgres` feature a schema on the test server.
 fn backends() -> Vec<Backend> {
-    let dir = TempDir::new("store");
-    let path = dir.join("chats.db").display().to_string();
     #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
     let mut backends = vec![
-        Backend::at("sqlite file", path, Box::new(dir)),
+        sqlite_file(),
         Backend {
             name: "sqlite memory",
             store: Arc::new(SqliteStore::in_memory().unwrap()),
@@ -642,7 +649,7 @@ proptest! {
         max_tokens in 300usize..4_000,
         splits in prop::collection::vec(1usize..6, 1..8),
     ) {
-        let backend = backends().remove(0);
+        let backend = sqlite_file();
         let mut engine = open(&backend.store, "chat");
         engine.set_system_prompt(state.system_prompt.clone());
         let mut rest = state.chunks.as_slice();
@@ -686,7 +693,7 @@ proptest! {
         max_tokens in 300usize..1_500,
         first_read in 1usize..32,
     ) {
-        let backend = backends().remove(0);
+        let backend = sqlite_file();
         let mut engine = open(&backend.store, "chat");
         engine.set_system_prompt(state.system_prompt.clone());
         // Two saves, the second by a fresh engine: a result whose call the
