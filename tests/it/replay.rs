@@ -1,6 +1,9 @@
 //! Cache-stable trimming over a long replay: with the low-water mark and the
 //! previous build passed in, the prompt prefix changes on at most 1 turn in 10.
 
+// The example brings its own copy of the session generator, which the
+// test binary also holds as `session_gen`.
+#[allow(clippy::duplicate_mod)]
 #[path = "../../examples/prefix_stability.rs"]
 mod prefix_stability;
 
