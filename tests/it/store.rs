@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+#[cfg(feature = "postgres")]
 use crate::common;
 use crate::common::temp::TempDir;
 use crate::common::*;
