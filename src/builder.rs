@@ -276,10 +276,11 @@ impl ContextBuilder {
     /// Starts loading the tokenizer tables of the model's encoding on
     /// another thread (they load once per process, in about 80 ms), so
     /// that a caller reading its input meanwhile finds them loaded when it
-    /// builds. Nothing happens for an estimated model or a custom counter.
+    /// builds. Nothing happens for an estimated model or a custom counter,
+    /// or once the tables started loading.
     pub fn load_tables_in_background(&self) {
         if let (None, Route::Exact(encoding)) = (&self.counter, route(&self.model)) {
-            std::thread::spawn(move || TiktokenCounter::new(encoding).is_ok());
+            TiktokenCounter::load_in_background(encoding);
         }
     }
 

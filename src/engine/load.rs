@@ -36,6 +36,14 @@ impl ContextEngine {
         ContextSession::with_config(self.session.config().clone(), lane_of(self.held()))
     }
 
+    /// Starts loading the tokenizer tables a build counts with, so they
+    /// load while the store reads (the system prompt, the markers and what
+    /// the store has no counts for are counted). Only builds do this: a
+    /// command that only reads or writes chunks never loads them.
+    pub(super) fn load_tables_while_reading(&self) {
+        self.session.builder().load_tables_in_background();
+    }
+
     /// Reads the stored chunks at the engine's head into the session, before
     /// the pending ones, seeded with their stored counts; once.
     pub(super) fn load_chunks(&mut self) -> Result<()> {
@@ -43,9 +51,6 @@ impl ContextEngine {
             return Ok(());
         }
         let key = self.session.count_key();
-        // A build needs the tables (for the system prompt and markers, and
-        // what the store has no counts for): they load while the store reads.
-        self.session.builder().load_tables_in_background();
         let location = self.store.location();
         let (mut chunks, mut nodes, mut counts) = (Vec::new(), Vec::new(), Vec::new());
         self.store

@@ -492,6 +492,7 @@ impl ContextEngine {
     ///
     /// As [`ContextSession::build`].
     pub fn build(&mut self) -> Result<BuildResult> {
+        self.load_tables_while_reading();
         let policy = self.session.config().settings().current_policy().clone();
         if let Some(result) = self.build_from_newest(&policy)? {
             self.last_build = Some(result.clone());
@@ -510,6 +511,7 @@ impl ContextEngine {
     ///
     /// As [`ContextSession::build_with`].
     pub fn resolve(&mut self, policy: &Policy) -> Result<BuildResult> {
+        self.load_tables_while_reading();
         if let Some(result) = self.build_from_newest(policy)? {
             self.last_build = Some(result.clone());
             return Ok(result);

@@ -14,6 +14,7 @@
 //! `count` and `encode`, which read `<|endoftext|>` as ordinary text. So we
 //! count with it and maintain no encoder of our own.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use bpe_openai::Tokenizer;
@@ -23,13 +24,14 @@ use tiktoken::CoreBpe;
 use super::long_runs::long_segments;
 use super::repeats;
 
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 use crate::tokens::{Encoding, TokenCounter};
 
 /// Exact counts with a tiktoken encoding.
 ///
-/// Tables load once per process, on the first counter of an encoding, and
-/// are shared by every counter. Counting runs in linear time on every shape
+/// Tables load once per process, on the first count of an encoding, and
+/// are shared by every counter: making a counter costs nothing, so a
+/// command that never counts (a `chat append`, an export) never loads them. Counting runs in linear time on every shape
 /// of text (a million spaces, megabytes of one letter, base64, CJK without
 /// spaces): the segments that hold a long run are counted by `bpe-openai`'s
 /// linear encoder, whose tables load the first time one is met (see
@@ -37,27 +39,49 @@ use crate::tokens::{Encoding, TokenCounter};
 #[derive(Clone, Copy)]
 pub struct TiktokenCounter {
     encoding: Encoding,
-    bpe: &'static CoreBpe,
 }
 
+/// The one table of each kind: `o200k_harmony` differs from `o200k_base`
+/// only in special tokens, which ordinary text never produces.
+static O200K: OnceLock<CoreBpe> = OnceLock::new();
+static CL100K: OnceLock<CoreBpe> = OnceLock::new();
+/// Whether a thread loading the table was started (`load_in_background`).
+static O200K_STARTED: AtomicBool = AtomicBool::new(false);
+static CL100K_STARTED: AtomicBool = AtomicBool::new(false);
+
 impl TiktokenCounter {
-    /// A counter for `encoding`, loading its tables on first use in the process.
+    /// A counter for `encoding`; its tables load on its first count in the
+    /// process.
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Tokenizer`] if the tables of `encoding` are not built in.
+    /// None today: the tables of every [`Encoding`] are built in. The
+    /// `Result` stays for encodings whose tables may not be.
     pub fn new(encoding: Encoding) -> Result<Self> {
-        // o200k_harmony differs from o200k_base only in special tokens,
-        // which ordinary text never produces: one table serves both.
-        let name = match encoding {
-            Encoding::O200kBase | Encoding::O200kHarmony => "o200k_base",
-            Encoding::Cl100kBase => "cl100k_base",
+        Ok(TiktokenCounter { encoding })
+    }
+
+    /// Starts loading the tables of `encoding` on another thread, once per
+    /// process, so that a caller reading its input meanwhile finds them
+    /// loaded when it counts.
+    pub(crate) fn load_in_background(encoding: Encoding) {
+        let started = match encoding {
+            Encoding::O200kBase | Encoding::O200kHarmony => &O200K_STARTED,
+            Encoding::Cl100kBase => &CL100K_STARTED,
         };
-        let bpe = tiktoken::get_encoding(name).ok_or_else(|| ErrorKind::Tokenizer {
-            encoding: encoding.name().to_owned(),
-            message: format!("the `{name}` tables are not built in"),
-        })?;
-        Ok(TiktokenCounter { encoding, bpe })
+        if !started.swap(true, Ordering::Relaxed) {
+            std::thread::spawn(move || TiktokenCounter { encoding }.bpe());
+        }
+    }
+
+    /// The encoding's tables, loaded on the first call in the process.
+    fn bpe(&self) -> &'static CoreBpe {
+        match self.encoding {
+            Encoding::O200kBase | Encoding::O200kHarmony => {
+                O200K.get_or_init(tiktoken::encoding::o200k_base)
+            }
+            Encoding::Cl100kBase => CL100K.get_or_init(tiktoken::encoding::cl100k_base),
+        }
     }
 
     /// The encoding this counter uses.
@@ -70,7 +94,7 @@ impl TiktokenCounter {
         let mut tokens = Vec::new();
         self.by_segment(text, |text, linear| match linear {
             Some(linear) => repeats::encode(linear, text, &mut tokens),
-            None => tokens.extend(self.bpe.encode(text)),
+            None => tokens.extend(self.bpe().encode(text)),
         });
         tokens
     }
@@ -81,7 +105,7 @@ impl TiktokenCounter {
         self.by_segment(text, |text, linear| {
             total += match linear {
                 Some(linear) => repeats::count(linear, text),
-                None => self.bpe.count(text),
+                None => self.bpe().count(text),
             }
         });
         total
@@ -155,7 +179,7 @@ impl TokenCounter for TiktokenCounter {
         if let Some(&tokens) = memo.lock().unwrap_or_else(|e| e.into_inner()).get(text) {
             return tokens;
         }
-        let tokens = self.bpe.count(text);
+        let tokens = self.bpe().count(text);
         let mut memo = memo.lock().unwrap_or_else(|e| e.into_inner());
         if memo.len() >= MEMO_MAX_ENTRIES {
             memo.clear();
@@ -210,6 +234,6 @@ mod tests {
     fn tables_load_once() {
         let a = TiktokenCounter::new(Encoding::O200kBase).unwrap();
         let b = TiktokenCounter::new(Encoding::O200kHarmony).unwrap();
-        assert!(std::ptr::eq(a.bpe, b.bpe));
+        assert!(std::ptr::eq(a.bpe(), b.bpe()));
     }
 }
