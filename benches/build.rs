@@ -1,6 +1,6 @@
 //! Counting and building, measured on the bundled sessions.
 //!
-//! `cargo bench --bench build`. Counting is compared with tiktoken-rs's raw
+//! `cargo bench --features bench --bench build`. Counting is compared with tiktoken-rs's raw
 //! `encode_ordinary` on the same bytes (`benches/peers.rs` compares every peer).
 
 use std::hint::black_box;

@@ -3,7 +3,7 @@
 //! chunks and on one of 1,000,000 (or `AGENT_CONTEXT_SCALE_CHUNKS`), side
 //! by side in one run.
 //!
-//! `cargo bench --bench chat_scale`. Both chats are written once per run
+//! `cargo bench --features bench --bench chat_scale`. Both chats are written once per run
 //! by `chat append` of generated JSON Lines (a user message, a tool call,
 //! its result and a reply per turn; about 10 tokens each), so their counts
 //! and tallies are stored as a runtime's would be. Besides criterion's

@@ -2,7 +2,7 @@
 //! and building with a huge tool result of one letter against one of log
 //! lines.
 //!
-//! `cargo bench --bench long_runs`. Every text is 8 MB (`count` group) or
+//! `cargo bench --features bench --bench long_runs`. Every text is 8 MB (`count` group) or
 //! 50 MB (`build` group), generated deterministically. Besides criterion's
 //! estimates it prints each shape's median over session text's (count) and
 //! the one-letter build's over the log's (build): the targets are at most

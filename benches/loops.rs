@@ -3,7 +3,7 @@
 //! session that built the first 999, one build each, then built) beside its
 //! floor, counting the new step's text alone with the same tokenizer.
 //!
-//! `cargo bench --bench loops`. The loop comes from the deterministic
+//! `cargo bench --features bench --bench loops`. The loop comes from the deterministic
 //! generator in `examples/support/session_gen.rs` (`agent_loop`).
 
 #[path = "../examples/support/session_gen.rs"]

@@ -1,6 +1,6 @@
 //! Peak memory of a session of ~1M tokens against the bytes of its text.
 //!
-//! `cargo bench --bench memory`. Heap bytes are counted exactly by a
+//! `cargo bench --features bench --bench memory`. Heap bytes are counted exactly by a
 //! counting allocator; the process's resident high-water mark (Linux,
 //! `/proc/self/status`, allocator overhead included) is printed beside them.
 //! The tokenizer tables are loaded first and left out of both figures.

@@ -1,6 +1,6 @@
 //! Exact `o200k_base` counting against the peers, on the same bytes.
 //!
-//! `cargo bench --bench peers`. Three corpora, built deterministically:
+//! `cargo bench --features bench --bench peers`. Three corpora, built deterministically:
 //! *mixed* (~4 MB of generated agent session text: prose, code, JSON, logs,
 //! CJK, emoji), *minified JSON* (~1 MB: a generated session serialized
 //! compactly) and *Rust source* (~1 MB: this crate's `src/`, files in path

@@ -7,7 +7,7 @@
 //! again with nothing new, and through the full pipeline with the cut
 //! forgotten; loading the tokenizer.
 //!
-//! `cargo bench --bench session`. Inputs come from the deterministic
+//! `cargo bench --features bench --bench session`. Inputs come from the deterministic
 //! generator in `examples/support/session_gen.rs`.
 
 #[path = "../examples/support/session_gen.rs"]

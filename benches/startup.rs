@@ -1,7 +1,7 @@
 //! Start-up: the time to a first count in a fresh process, and the CLI's
 //! wall time on a small build.
 //!
-//! `cargo bench --bench startup`. Tables load once per process, so every
+//! `cargo bench --features bench --bench startup`. Tables load once per process, so every
 //! sample runs in a new process: this bench starts itself with
 //! `STARTUP_CHILD` naming what to load, and the child reports how long
 //! loading `o200k_base` and counting one short text took (process start-up

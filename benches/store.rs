@@ -2,7 +2,7 @@
 //! process building it beside `agent-context build` on its exported JSON,
 //! the same two builds in process, and loading the chat.
 //!
-//! `cargo bench --bench store`. The chat is generated once per run by
+//! `cargo bench --features bench --bench store`. The chat is generated once per run by
 //! `examples/support/session_gen.rs` and saved through a `ContextEngine`
 //! into a SQLite file under the target directory, so the counts the engine
 //! keeps are stored beside the chunks as a runtime's would be. Besides

@@ -4,7 +4,7 @@
 //!
 //! This crate used to carry its own byte-pair encoder, fed with ranks read
 //! out of tiktoken-rs through a private function. Measured side by side on
-//! the same texts (`cargo bench --bench peers`, docs/benchmarks.md), the pure-Rust
+//! the same texts (`cargo bench --features bench --bench peers`, docs/benchmarks.md), the pure-Rust
 //! `tiktoken` crate counts 1.3-2.3x faster than that encoder and 2.2-6x
 //! faster than tiktoken-rs on agent session text, minified JSON and source
 //! code; 1.5-3.3x faster than `bpe-openai` on JSON and source and level with
