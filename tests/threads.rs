@@ -1,8 +1,10 @@
 //! A build on several threads is the build on one: the same prompt, report,
 //! errors and session statistics, byte for byte.
 
-#[path = "it/common/mod.rs"]
-mod common;
+// Only the CLI runner of `it`'s common module: the rest (strategies,
+// fixtures) would be compiled again for nothing.
+#[path = "it/common/cli.rs"]
+mod cli;
 #[path = "../examples/support/session_gen.rs"]
 mod session_gen;
 
@@ -11,7 +13,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 
-use common::cli::run;
+use cli::run;
 
 use agent_context::render::{ChunkRenderer, RenderContext};
 use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
