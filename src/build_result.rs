@@ -244,7 +244,8 @@ impl Calibration {
     ///
     /// As [`observe_counts`](Calibration::observe_counts);
     /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the
-    /// `o200k_base` tables fail to load.
+    /// `o200k_base` tables are not built in (never: they all are, and load on the first
+    /// count).
     pub fn observe(&self, result: &BuildResult, billed_tokens: usize) -> Result<EstimateFactor> {
         if result.token_count_exact {
             return Ok(self.factor(&result.model));
@@ -260,7 +261,8 @@ impl Calibration {
 /// # Errors
 ///
 /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the
-/// `o200k_base` tables fail to load.
+/// `o200k_base` tables are not built in (never: they all are, and load on the first
+/// count).
 pub(crate) fn base_tokens(result: &BuildResult) -> Result<usize> {
     let base = TiktokenCounter::new(Encoding::O200kBase)?;
     Ok(result

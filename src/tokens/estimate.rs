@@ -145,7 +145,8 @@ impl EstimateCounter {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the tables fail to load.
+    /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the tables are not built
+    /// in (never: they all are, and load on the first count).
     pub fn new() -> Result<Self> {
         EstimateCounter::with_factor(EstimateFactor::DEFAULT)
     }
@@ -154,7 +155,8 @@ impl EstimateCounter {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the tables fail to load.
+    /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the tables are not built
+    /// in (never: they all are, and load on the first count).
     pub fn with_factor(factor: EstimateFactor) -> Result<Self> {
         Ok(EstimateCounter {
             base: TiktokenCounter::new(Encoding::O200kBase)?,

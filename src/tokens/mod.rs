@@ -58,7 +58,7 @@ pub trait TokenCounter: Send + Sync + fmt::Debug {
 /// # Errors
 ///
 /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the tokenizer
-/// tables fail to load.
+/// tables are not built in (never: they all are, and load on the first count).
 pub fn counter_for_model(model: &str) -> Result<Arc<dyn TokenCounter>> {
     counter_for_model_calibrated(model, &Calibration::new())
 }
@@ -69,7 +69,7 @@ pub fn counter_for_model(model: &str) -> Result<Arc<dyn TokenCounter>> {
 /// # Errors
 ///
 /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the tokenizer
-/// tables fail to load.
+/// tables are not built in (never: they all are, and load on the first count).
 pub fn counter_for_model_calibrated(
     model: &str,
     calibration: &Calibration,
