@@ -31,23 +31,46 @@ use crate::tokens::{Encoding, TokenCounter};
 ///
 /// Tables load once per process, on the first count of an encoding, and
 /// are shared by every counter: making a counter costs nothing, so a
-/// command that never counts (a `chat append`, an export) never loads them. Counting runs in linear time on every shape
-/// of text (a million spaces, megabytes of one letter, base64, CJK without
-/// spaces): the segments that hold a long run are counted by `bpe-openai`'s
-/// linear encoder, whose tables load the first time one is met (see
-/// `long_runs`).
+/// command that never counts (a `chat append`, an export) never loads them.
+/// Counting runs in linear time on every shape of text (a million spaces,
+/// megabytes of one letter, base64, CJK without spaces): the segments that
+/// hold a long run are counted by `bpe-openai`'s linear encoder, whose
+/// tables load the first time one is met (see `long_runs`).
 #[derive(Clone, Copy)]
 pub struct TiktokenCounter {
     encoding: Encoding,
 }
 
-/// The one table of each kind: `o200k_harmony` differs from `o200k_base`
-/// only in special tokens, which ordinary text never produces.
-static O200K: OnceLock<CoreBpe> = OnceLock::new();
-static CL100K: OnceLock<CoreBpe> = OnceLock::new();
-/// Whether a thread loading the table was started (`load_in_background`).
-static O200K_STARTED: AtomicBool = AtomicBool::new(false);
-static CL100K_STARTED: AtomicBool = AtomicBool::new(false);
+/// What the process holds for one kind of table, made on first use:
+/// `o200k_harmony` differs from `o200k_base` only in special tokens, which
+/// ordinary text never produces, so the two share one.
+struct Table {
+    bpe: OnceLock<CoreBpe>,
+    load: fn() -> CoreBpe,
+    /// Whether a thread loading `bpe` was started (`load_in_background`).
+    loading: AtomicBool,
+    memo: OnceLock<Memo>,
+}
+
+impl Table {
+    const fn new(load: fn() -> CoreBpe) -> Table {
+        Table {
+            bpe: OnceLock::new(),
+            load,
+            loading: AtomicBool::new(false),
+            memo: OnceLock::new(),
+        }
+    }
+
+    fn of(encoding: Encoding) -> &'static Table {
+        static O200K: Table = Table::new(tiktoken::encoding::o200k_base);
+        static CL100K: Table = Table::new(tiktoken::encoding::cl100k_base);
+        match encoding {
+            Encoding::O200kBase | Encoding::O200kHarmony => &O200K,
+            Encoding::Cl100kBase => &CL100K,
+        }
+    }
+}
 
 impl TiktokenCounter {
     /// A counter for `encoding`; its tables load on its first count in the
@@ -65,23 +88,15 @@ impl TiktokenCounter {
     /// process, so that a caller reading its input meanwhile finds them
     /// loaded when it counts.
     pub(crate) fn load_in_background(encoding: Encoding) {
-        let started = match encoding {
-            Encoding::O200kBase | Encoding::O200kHarmony => &O200K_STARTED,
-            Encoding::Cl100kBase => &CL100K_STARTED,
-        };
-        if !started.swap(true, Ordering::Relaxed) {
+        if !Table::of(encoding).loading.swap(true, Ordering::Relaxed) {
             std::thread::spawn(move || TiktokenCounter { encoding }.bpe());
         }
     }
 
     /// The encoding's tables, loaded on the first call in the process.
     fn bpe(&self) -> &'static CoreBpe {
-        match self.encoding {
-            Encoding::O200kBase | Encoding::O200kHarmony => {
-                O200K.get_or_init(tiktoken::encoding::o200k_base)
-            }
-            Encoding::Cl100kBase => CL100K.get_or_init(tiktoken::encoding::cl100k_base),
-        }
+        let table = Table::of(self.encoding);
+        table.bpe.get_or_init(table.load)
     }
 
     /// The encoding this counter uses.
@@ -159,12 +174,7 @@ type Memo = Mutex<FxHashMap<Box<str>, usize>>;
 
 impl TiktokenCounter {
     fn memo(&self) -> &'static Memo {
-        static O200K: OnceLock<Memo> = OnceLock::new();
-        static CL100K: OnceLock<Memo> = OnceLock::new();
-        match self.encoding {
-            Encoding::O200kBase | Encoding::O200kHarmony => O200K.get_or_init(Memo::default),
-            Encoding::Cl100kBase => CL100K.get_or_init(Memo::default),
-        }
+        Table::of(self.encoding).memo.get_or_init(Memo::default)
     }
 }
 
