@@ -695,3 +695,64 @@ fn numbers_past_64_bits_come_back_in(db: &str) {
     let arguments: Value = serde_json::from_str(arguments.as_str().unwrap()).unwrap();
     common::assert_holds_wide_numbers(&arguments, false);
 }
+
+/// The peak resident memory, in KiB, of the binary run with `args` (it
+/// must succeed), from the kernel's accounting of that one child: other
+/// tests' children, running at the same time, do not count.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which also reads its usage"
+)]
+fn peak_memory_kib(args: &[&str]) -> i64 {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_agent-context"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn agent-context");
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    let mut status = 0;
+    // SAFETY: `usage` is a plain C struct that `wait4` fills in; the child
+    // is ours and not yet waited for.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4 on agent-context {args:?}");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "agent-context {args:?} failed (status {status})"
+    );
+    usage.ru_maxrss
+}
+
+/// Reading a chat (its export, its branches, the store's chats) counts
+/// nothing, so it never loads the tokenizer tables (about 50 MB); a build of
+/// the same chat does, and so does the append, which keeps the chunks'
+/// counts for later builds.
+#[test]
+fn reading_a_chat_never_loads_the_tokenizer_tables() {
+    let (_dir, db) = fresh_db("tables");
+    let chat = ["--db", db.as_str(), "--chat", "c"];
+    let file = data(DATA[0]);
+    let append = peak_memory_kib(&[&["chat", "append"][..], &chat, &[&file]].concat());
+    let build = peak_memory_kib(&[&["chat", "build"][..], &chat].concat());
+    let reads = [
+        (
+            "export",
+            peak_memory_kib(&[&["chat", "export"][..], &chat].concat()),
+        ),
+        (
+            "branches",
+            peak_memory_kib(&[&["chat", "branches"][..], &chat].concat()),
+        ),
+        ("list", peak_memory_kib(&["chat", "list", "--db", &db])),
+    ];
+    eprintln!("peak memory (KiB): append {append}, build {build}, {reads:?}");
+    for (command, peak) in reads {
+        assert!(
+            peak + 30_000 < build.min(append),
+            "chat {command} peaked at {peak} KiB, within 30 MB of chat build's {build} KiB \
+             or chat append's {append} KiB: it loaded the tables"
+        );
+    }
+}
