@@ -39,7 +39,8 @@ impl ContextEngine {
     /// Starts loading the tokenizer tables a build counts with, so they
     /// load while the store reads (the system prompt, the markers and what
     /// the store has no counts for are counted). Only builds do this: a
-    /// command that only reads or writes chunks never loads them.
+    /// command that only reads chunks never loads them, and a save loads
+    /// them when it counts the chunks whose counts it keeps.
     pub(super) fn load_tables_while_reading(&self) {
         self.session.builder().load_tables_in_background();
     }

@@ -31,7 +31,7 @@ use crate::tokens::{Encoding, TokenCounter};
 ///
 /// Tables load once per process, on the first count of an encoding, and
 /// are shared by every counter: making a counter costs nothing, so a
-/// command that never counts (a `chat append`, an export) never loads them.
+/// command that never counts (an export, a listing) never loads them.
 /// Counting runs in linear time on every shape of text (a million spaces,
 /// megabytes of one letter, base64, CJK without spaces): the segments that
 /// hold a long run are counted by `bpe-openai`'s linear encoder, whose
