@@ -62,16 +62,7 @@ fn chat_build_is_build_of_chat_export_in(db: &str) {
         assert_eq!(appended["branch"], "main");
         let export = run(&["chat", "export", "--db", db, "--chat", &chat], "");
         assert_eq!(export.code, 0);
-        let outputs = [
-            "report",
-            "openai",
-            "anthropic",
-            "text",
-            "openai-native",
-            "openai-responses",
-            "anthropic-native",
-        ];
-        for output in outputs {
+        for output in common::OUTPUTS {
             for budget in [
                 ["--max-tokens", "4000", "--reserve", "500"],
                 ["--max-tokens", "200000", "--reserve", "0"],

@@ -838,18 +838,7 @@ fn listed_values(command: &str, flag: &str) -> Vec<(String, bool)> {
 fn help_describes_every_output_and_lists_every_format() {
     let outputs = listed_values("build", "--output");
     let names: Vec<&str> = outputs.iter().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "report",
-            "openai",
-            "anthropic",
-            "text",
-            "openai-native",
-            "openai-responses",
-            "anthropic-native"
-        ]
-    );
+    assert_eq!(names, common::OUTPUTS);
     assert!(
         outputs.iter().all(|(_, described)| *described),
         "{outputs:?}"
@@ -1040,16 +1029,7 @@ fn numbers_past_64_bits_reach_every_output_with_their_digits() {
           {{"id": "e1", "kind": "environment", "call_id": "k1", "data": {data}}}
         ]}}"#
     );
-    let outputs = [
-        "report",
-        "openai",
-        "anthropic",
-        "text",
-        "openai-native",
-        "openai-responses",
-        "anthropic-native",
-    ];
-    for output in outputs {
+    for output in common::OUTPUTS {
         let run = build_file(&session, &["--output", output]);
         assert_eq!(run.code, 0, "{output}: {}", run.stderr);
         common::assert_shows_wide_numbers(&run.stdout);

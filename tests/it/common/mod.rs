@@ -19,6 +19,18 @@ use agent_context::{BuildResult, ChunkId, ChunkKind, MemoryChunk, MemoryState, R
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+/// Every `--output` of `build` and `chat build`, in the order `--help`
+/// lists them (`cli.rs` checks that order against the binary).
+pub const OUTPUTS: [&str; 7] = [
+    "report",
+    "openai",
+    "anthropic",
+    "text",
+    "openai-native",
+    "openai-responses",
+    "anthropic-native",
+];
+
 /// The ids of a report's view as strings, to compare with literals.
 pub fn ids<'a>(ids: impl Iterator<Item = &'a ChunkId>) -> Vec<&'a str> {
     ids.map(ChunkId::as_str).collect()
