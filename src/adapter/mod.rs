@@ -152,34 +152,3 @@ pub fn text(result: &BuildResult) -> String {
     out.push('\n');
     out
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{ChunkKind, ContextBuilder, MemoryChunk, MemoryState};
-
-    #[test]
-    fn anthropic_refuses_a_prompt_with_no_turn() {
-        let state = MemoryState::new()
-            .with_system_prompt("You are terse.")
-            .with_chunk(MemoryChunk::new("s1", ChunkKind::System).with_text("Repo: acme."));
-        let mut builder = ContextBuilder::new();
-        builder.max_tokens(1_000).user_first(true);
-        let result = builder.build(&state).unwrap();
-        let error = anthropic(&result).unwrap_err();
-        assert!(
-            matches!(error.kind(), ErrorKind::EmptyHistory { provider } if provider == "Anthropic"),
-            "{error:?}"
-        );
-        assert!(
-            error
-                .to_string()
-                .starts_with("Anthropic needs at least one user or assistant message"),
-            "{error}"
-        );
-        // With a turn it is the usual shape.
-        let asked = state.with_chunk(MemoryChunk::agent("u1", Role::User, "Hi"));
-        let shaped = anthropic(&builder.build(&asked).unwrap()).unwrap();
-        assert_eq!(shaped["messages"][0]["role"], "user");
-    }
-}

@@ -365,6 +365,31 @@ fn user_first_prepends_a_counted_history_start() {
 }
 
 #[test]
+fn anthropic_refuses_a_prompt_with_no_turn() {
+    let state = MemoryState::new()
+        .with_system_prompt("You are terse.")
+        .with_chunk(MemoryChunk::new("s1", ChunkKind::System).with_text("Repo: acme."));
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(1_000).user_first(true);
+    let result = builder.build(&state).unwrap();
+    let error = agent_context::adapter::anthropic(&result).unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::EmptyHistory { provider } if provider == "Anthropic"),
+        "{error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .starts_with("Anthropic needs at least one user or assistant message"),
+        "{error}"
+    );
+    // With a turn it is the usual shape.
+    let asked = state.with_chunk(user("u1", "Hi"));
+    let shaped = agent_context::adapter::anthropic(&builder.build(&asked).unwrap()).unwrap();
+    assert_eq!(shaped["messages"][0]["role"], "user");
+}
+
+#[test]
 fn fragments_are_counted_and_protected() {
     let state = MemoryState::new()
         .with_system_prompt("You review code.")

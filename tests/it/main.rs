@@ -25,10 +25,12 @@ mod content_xml;
 mod context_management;
 mod deep_agents_fragments;
 mod encoder;
+mod explain;
 mod fragments;
 mod hostile;
 mod layers;
 mod loops;
+mod memory_schema;
 mod native;
 // Checks request bodies with the official SDKs' Python: opt in with the
 // feature and run through `.ci/with-sdk-python`.
