@@ -26,6 +26,8 @@ mod context_management;
 mod deep_agents_fragments;
 mod encoder;
 mod explain;
+mod format_toml;
+mod format_toon;
 mod fragments;
 mod hostile;
 mod layers;
