@@ -2,7 +2,6 @@
 //! TOML cannot hold as written kept as strings, and empty or nested tables
 //! in place.
 
-
 use serde_json::json;
 
 use agent_context::format::{FormatOptions, FragmentFormat, render_value};
@@ -33,9 +32,8 @@ fn top_level_scalars_and_lists_are_wrapped() {
 
 #[test]
 fn huge_integers_become_strings_and_nulls_vanish() {
-    let out = toml(
-        json!({"big": u64::MAX, "max": i64::MAX, "min": i64::MIN, "n": null, "l": [null, 1]}),
-    );
+    let out =
+        toml(json!({"big": u64::MAX, "max": i64::MAX, "min": i64::MIN, "n": null, "l": [null, 1]}));
     assert_eq!(
         parse(&out),
         json!({"big": "18446744073709551615", "max": i64::MAX, "min": i64::MIN, "l": [1]})

@@ -1,7 +1,6 @@
 //! TOON: the renderer's forms (tables, field groups, list items), its
 //! options, quoting, and what the reference decoder reads back.
 
-
 use serde_json::{Value, json};
 use toon_format::{DecodeOptions, Indent, decode};
 
@@ -35,8 +34,7 @@ fn uniform_records_take_the_tabular_form() {
 
 #[test]
 fn delimiter_and_indent_are_honoured_and_decode() {
-    let value =
-        json!({"tags": ["a", "b|c"], "rows": [{"k": 1, "v": "x y"}], "o": {"p": {"q": 1}}});
+    let value = json!({"tags": ["a", "b|c"], "rows": [{"k": 1, "v": "x y"}], "o": {"p": {"q": 1}}});
     for (delimiter, header) in [
         (Delimiter::Comma, "tags[2]: a,b|c"),
         (Delimiter::Pipe, "tags[2|]: a|\"b|c\""),
