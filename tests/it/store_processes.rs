@@ -391,10 +391,11 @@ fn two_writers_appending_at_once_lose_nothing() {
 /// its batch from standard input before it opens the store, so the test
 /// releases them together by closing their inputs. Each round has a fresh
 /// file; on 2 cores a process that lost the race failed at once with
-/// "database is locked" in most rounds.
+/// "database is locked" in most rounds: such a fault passes 10 rounds
+/// with a chance below one in a thousand.
 #[test]
 fn processes_creating_a_store_at_once_all_append() {
-    const ROUNDS: usize = 20;
+    const ROUNDS: usize = 10;
     const WRITERS: usize = 3;
     let dir = TempDir::new("create");
     for round in 0..ROUNDS {
