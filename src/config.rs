@@ -360,6 +360,10 @@ impl ContextConfig {
         let has_tool = |tool: &str| state.chunks.iter().any(|c| c.tool.as_deref() == Some(tool));
         let caps = &pass.policy.caps;
         warnings.extend(caps.check(|| settings.cap_tags(), has_chunk, has_tool)?);
+        let management = pass.policy.context_management.as_ref();
+        if let Some(management) = management.or(state.context_management.as_ref()) {
+            warnings.extend(management.unknown_tool_warnings(has_tool));
+        }
         if settings.counter.is_none() {
             warnings.extend(estimate_warning(&settings.model, counter));
         }

@@ -33,11 +33,21 @@
 //!   thinking turns (a thinking turn is one model call's thinking; default
 //!   1), or all of it with `"keep": "all"`, and removes the rest.
 //!
+//! `keep` counts tool calls one by one, as Anthropic counts `tool_use`
+//! blocks: with two parallel calls in the newest step and `keep` 1, the
+//! older of the two is cleared. The caller's `keep` decides there; the
+//! budget's own protection of the newest tool use (which holds whenever no
+//! `context_management` is given) does not override it. Each entry of
+//! `applied_edits` counts only what that edit cleared and no earlier edit
+//! had, and an edit that clears nothing new is not listed. A tool that
+//! `exclude_tools` or `clear_tool_inputs` names and no chunk has gives a
+//! warning, as a cap on an unknown tool does.
+//!
 //! Our choices where Anthropic's are silent: thinking is cleared before tool
 //! uses whatever the order of the edits (Anthropic asks for it first), and
-//! edits of one type apply in their order; protected chunks (pinned,
-//! `critical`, the latest user message, the newest tool use) are never
-//! cleared, though they count among the tool uses `keep` keeps; nor is a
+//! edits of one type apply in their order; chunks that protect themselves
+//! (pinned, `critical`) are never cleared, nor are the tool uses they
+//! belong to, though they count among the tool uses `keep` keeps; nor is a
 //! chunk whose custom renderer writes no stub. Without
 //! `context_management`, nothing is cleared while the prompt fits; with it,
 //! the edits run first and the budget's ladder (stubs, then drops) runs
@@ -201,7 +211,8 @@ pub enum AppliedEdit {
     /// `clear_tool_uses_20250919`.
     #[serde(rename = "clear_tool_uses_20250919")]
     ClearToolUses {
-        /// Tool uses whose results were stubbed.
+        /// Tool uses this edit stubbed (their results, or their calls'
+        /// inputs) that no earlier edit had.
         cleared_tool_uses: usize,
         /// The prompt's exact tokens before the edit minus after it
         /// (negative in the rare case where stubs cost more than tiny bodies).
@@ -262,6 +273,47 @@ impl ClearToolUses {
     pub(crate) fn at_least(&self) -> u64 {
         self.clear_at_least
             .map_or(0, |InputTokens::InputTokens { value }| value)
+    }
+}
+
+impl ContextManagement {
+    /// A warning for each tool that an edit's `exclude_tools` or
+    /// `clear_tool_inputs` names and `has_tool` does not know: a misspelt
+    /// tool would otherwise exclude or clear nothing, silently.
+    pub(crate) fn unknown_tool_warnings(&self, has_tool: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for (index, edit) in self.edits.iter().enumerate() {
+            let ContextEdit::ClearToolUses(edit) = edit else {
+                continue;
+            };
+            let inputs = match &edit.clear_tool_inputs {
+                Some(ClearToolInputs::Tools(tools)) => tools.as_slice(),
+                _ => &[],
+            };
+            let lists = [
+                (
+                    "exclude_tools",
+                    edit.exclude_tools.as_deref().unwrap_or(&[]),
+                    "excludes",
+                ),
+                ("clear_tool_inputs", inputs, "clears"),
+            ];
+            for (field, tools, verb) in lists {
+                let mut named: Vec<&String> = Vec::new();
+                for tool in tools.iter().filter(|tool| !has_tool(tool)) {
+                    if !named.contains(&tool) {
+                        named.push(tool);
+                    }
+                }
+                warnings.extend(named.into_iter().map(|tool| {
+                    format!(
+                        "context_management.edits[{index}].{field} names tool {tool:?}: no \
+                         chunk has this tool, so it {verb} nothing"
+                    )
+                }));
+            }
+        }
+        warnings
     }
 }
 

@@ -84,7 +84,10 @@ pub struct ChunkDecision {
     pub tokens: usize,
     /// The priority it was planned with (its unit's).
     pub priority: i64,
-    /// Whether the chunk was protected from stubbing and dropping.
+    /// Whether the chunk was protected from the budget's stubbing and
+    /// dropping. A `context_management` edit may still clear a call of the
+    /// newest tool use when its `keep` says so (see
+    /// [`ContextManagement`](crate::budget::ContextManagement)).
     pub protected: bool,
     /// What happened.
     #[serde(flatten)]

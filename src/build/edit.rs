@@ -7,9 +7,10 @@
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
+use super::forecast::protects_itself;
 use super::history::{History, release};
 use super::{Build, Ladder};
 use crate::budget::{
@@ -162,16 +163,25 @@ impl Build<'_> {
             return None;
         }
         let old = uses.len().saturating_sub(edit.keeps());
+        let earlier: FxHashSet<usize> = edited.cleared.iter().copied().collect();
         let (mut steps, mut forced, mut cleared) = (Vec::new(), Vec::new(), 0);
         for tool_use in &uses[..old] {
             let members = || std::iter::once(tool_use.call).chain(tool_use.results.iter().copied());
-            if edit.excludes(tool_use.tool) || members().any(|i| history.items[i].protected) {
+            // The caller's `keep` decides, even inside the newest tool use
+            // (Anthropic counts its parallel calls one by one); only what
+            // protects itself stays.
+            let policy = self.preparer.policy;
+            let pinned =
+                |i: usize| protects_itself(&self.state.chunks[history.items[i].chunk], policy);
+            if edit.excludes(tool_use.tool) || members().any(pinned) {
                 continue;
             }
             let mut stubs: SmallVec<[usize; 3]> = tool_use.results.iter().copied().collect();
             if edit.clears_input(tool_use.tool) {
                 stubs.push(tool_use.call);
             }
+            // What an earlier edit cleared is not this edit's to report.
+            stubs.retain(|i| !earlier.contains(i));
             let before = steps.len();
             for i in stubs {
                 if self.ensure_stub(&mut history.items[i], i, &mut forced) {
@@ -196,6 +206,16 @@ impl Build<'_> {
                 Step::Stub(i) => Some(*i),
                 Step::Drop(_) => None,
             }));
+        // A cleared result of the newest tool use shows its stub: the
+        // budget has no body of it left to cut.
+        let stubbed: FxHashSet<usize> = edited
+            .cleared
+            .iter()
+            .map(|&i| history.items[i].chunk)
+            .collect();
+        history
+            .newest_results
+            .retain(|chunk| !stubbed.contains(chunk));
         edited.steps = with;
         edited.tokens = after;
         Some(AppliedEdit::ClearToolUses {

@@ -25,7 +25,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 use super::Build;
-use super::forecast::protects;
+use super::forecast::protects_itself;
 use super::preparer::cap_on;
 use crate::budget::planner::role_index;
 use crate::budget::{
@@ -423,12 +423,6 @@ fn protect(appended: &mut [Appended<'_>], timeline: &Timeline, policy: &Policy) 
             a.row.priority = priority;
         }
     }
-}
-
-/// Whether `chunk` protects itself: pinned or critical. Only an explicit
-/// retention is critical, so the step it sits in does not matter.
-fn protects_itself(chunk: &MemoryChunk, policy: &Policy) -> bool {
-    protects(chunk, policy.retention_of(chunk, 0))
 }
 
 /// The new items grouped by role after the last build's messages, and the

@@ -133,3 +133,9 @@ impl<'a> CutForecast<'a> {
 pub(super) fn protects(chunk: &MemoryChunk, retention: Retention) -> bool {
     chunk.pinned || retention == Retention::Critical
 }
+
+/// Whether `chunk` protects itself: pinned or critical. Only an explicit
+/// retention is critical, so the step it sits in does not matter.
+pub(super) fn protects_itself(chunk: &MemoryChunk, policy: &Policy) -> bool {
+    protects(chunk, policy.retention_of(chunk, 0))
+}

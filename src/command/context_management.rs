@@ -15,16 +15,25 @@ const FLAG: &str = "--context-management";
 /// hundred bytes: a larger file is another file (or `/dev/zero`).
 const MAX_FILE_BYTES: u64 = 1 << 20;
 
-/// The object `value` gives: inline JSON when it starts with `{` (after
-/// whitespace), else the path of a JSON file.
+/// The object `value` gives: inline JSON when it is JSON other than a
+/// bare string (`{…}`, and also `null`, `[]` or `5`, refused as no
+/// object) and no file has that name, else the path of a JSON file.
 ///
 /// # Errors
 ///
-/// [`ErrorKind::Option`] naming the flag: a file that cannot be read, JSON
-/// that is malformed, or an object that is not Anthropic's (the field at
-/// fault named by its path, `edits[0].keep`).
+/// [`ErrorKind::Option`] naming the flag: an empty value, a file that
+/// cannot be read, JSON that is malformed or not an object, or an object
+/// that is not Anthropic's (the field at fault named by its path,
+/// `edits[0].keep`).
 pub fn read_context_management(value: &str) -> Result<ContextManagement> {
-    let (source, text) = if value.trim_start().starts_with('{') {
+    if value.trim().is_empty() {
+        return Err(flag_error(
+            "the value is empty; give Anthropic's object inline, e.g. {\"edits\": []}, or the \
+             path of a file holding it"
+                .into(),
+        ));
+    }
+    let (source, text) = if is_inline(value) {
         ("the inline JSON".to_owned(), value.to_owned())
     } else {
         (format!("file {value:?}"), read_file(value)?)
@@ -51,6 +60,14 @@ pub fn read_context_management(value: &str) -> Result<ContextManagement> {
             }
             other => flag_error(format!("{source}: {other}")),
         })
+}
+
+/// Whether `value` is the object's JSON itself rather than a path: it
+/// opens an object, an array or a string, or it is other JSON (`null`,
+/// `5`) that names no file; the caller refuses all but an object.
+fn is_inline(value: &str) -> bool {
+    value.trim_start().starts_with(['{', '[', '"'])
+        || (!std::path::Path::new(value).exists() && parse_json(value, ParseOptions::new()).is_ok())
 }
 
 /// The text of the file at `path`, refused past [`MAX_FILE_BYTES`].

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::common;
 use crate::common::cli::{Run, run, run_bytes};
+use crate::common::temp::TempDir;
 
 /// A file under the temp dir, removed on drop.
 struct TempFile(PathBuf);
@@ -1157,6 +1158,15 @@ const MANAGEMENT: &str = r#"{"edits": [
    "exclude_tools": ["memory"], "clear_tool_inputs": true}
 ]}"#;
 
+/// The report of a build under [`MANAGEMENT`] of a session with no
+/// `memory` tool, which it excludes: it succeeds, warning of that.
+fn output_warning_of_memory(run: &Run) -> Value {
+    let warning = "warning: context_management.edits[1].exclude_tools names tool \"memory\": no \
+                   chunk has this tool, so it excludes nothing\n";
+    assert_eq!((run.code, run.stderr.as_str()), (0, warning));
+    serde_json::from_str(&run.stdout).expect("stdout is JSON")
+}
+
 /// `build` with `--context-management VALUE`.
 fn build_managed(value: &str) -> Run {
     build_file(SMALL, &["--context-management", value])
@@ -1209,7 +1219,10 @@ fn context_management_is_taken_inline_or_from_a_file() {
     let nothing = ["--context-management", r#"{"edits": []}"#];
     assert_eq!(older_result(&managed, &nothing), kept);
     // Anthropic's own example is taken as it is.
-    assert_eq!(json_output(&build_managed(MANAGEMENT))["included"][0], "u1");
+    assert_eq!(
+        output_warning_of_memory(&build_managed(MANAGEMENT))["included"][0],
+        "u1"
+    );
     // The file is read: the same object with a typo in it is refused.
     let typo = TempFile::new(&MANAGEMENT.replace("exclude_tools", "exclude_tool"));
     assert_failed(
@@ -1267,6 +1280,67 @@ fn a_bad_context_management_flag_exits_2_naming_it() {
 }
 
 #[test]
+fn json_that_is_no_object_is_refused_as_such_not_read_as_a_path() {
+    for value in ["null", "[]", "\"x\"", "5", " true", "[1"] {
+        let refused = build_managed(value);
+        assert_failed(
+            &refused,
+            2,
+            "invalid option `--context-management`: the inline JSON",
+        );
+        assert!(
+            !refused.stderr.contains("cannot read file"),
+            "{value}: {}",
+            refused.stderr
+        );
+    }
+    for value in ["", "  "] {
+        assert_failed(&build_managed(value), 2, "the value is empty");
+    }
+    // A file of that name is still read.
+    let dir = TempDir::new("management-named-null");
+    std::fs::write(dir.join("null"), CLEAR_OLD_USES).unwrap();
+    let named_null = Command::new(env!("CARGO_BIN_EXE_agent-context"))
+        .args(["build", "-", "--context-management", "null"])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(TWO_TOOL_USES.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("run agent-context");
+    let report: Value = serde_json::from_slice(&named_null.stdout).unwrap();
+    assert_eq!(report["applied_edits"][0]["cleared_tool_uses"], 1);
+}
+
+#[test]
+fn edits_naming_no_chunk_s_tool_warn_as_caps_do() {
+    let edits = r#"{"edits": [{"type": "clear_tool_uses_20250919",
+        "exclude_tools": ["ls", "no_such_tool", "no_such_tool"],
+        "clear_tool_inputs": ["also_none"]}]}"#;
+    let warned = build_file(TWO_TOOL_USES, &["--context-management", edits]);
+    assert_eq!(warned.code, 0, "{}", warned.stderr);
+    assert_eq!(
+        warned.stderr,
+        "warning: context_management.edits[0].exclude_tools names tool \"no_such_tool\": no \
+         chunk has this tool, so it excludes nothing\n\
+         warning: context_management.edits[0].clear_tool_inputs names tool \"also_none\": no \
+         chunk has this tool, so it clears nothing\n"
+    );
+    let known = r#"{"edits": [{"type": "clear_tool_uses_20250919", "exclude_tools": ["ls"],
+        "clear_tool_inputs": ["cat"]}]}"#;
+    let quiet = build_file(TWO_TOOL_USES, &["--context-management", known]);
+    assert_eq!((quiet.code, quiet.stderr.as_str()), (0, ""));
+}
+
+#[test]
 fn a_session_round_trips_its_context_management() {
     let session = format!(
         r#"{{"system_prompt": "Be brief.", "context_management": {MANAGEMENT},
@@ -1278,7 +1352,8 @@ fn a_session_round_trips_its_context_management() {
     assert_eq!(serde_json::from_str::<Value>(&written).unwrap(), given);
     let again = agent_context::MemoryState::from_json_str(&written).unwrap();
     assert_eq!(again, state);
-    assert_eq!(json_output(&build_file(&session, &[]))["included"][0], "u1");
+    let report = output_warning_of_memory(&build_file(&session, &[]));
+    assert_eq!(report["included"][0], "u1");
 }
 
 // ---- replay --------------------------------------------------------------

@@ -167,7 +167,6 @@ struct Cleared {
 fn reference(state: &MemoryState, edits: &Value) -> Cleared {
     let chunks = &state.chunks;
     let mut cleared = Cleared::default();
-    let protected: Vec<usize> = newest_tool_use(chunks);
     let mut thinking_edit = None;
     let mut tool_edit = None;
     for edit in edits["edits"].as_array().unwrap() {
@@ -232,7 +231,9 @@ fn reference(state: &MemoryState, edits: &Value) -> Cleared {
             let members: Vec<usize> = (0..chunks.len())
                 .filter(|&i| chunks[i].call_id.as_deref() == id)
                 .collect();
-            if excluded(tool) || members.iter().any(|i| protected.contains(i)) {
+            // `keep` alone protects tool uses here, the newest one's
+            // parallel calls included (no chunk is pinned or critical).
+            if excluded(tool) {
                 continue;
             }
             count += 1;
@@ -404,6 +405,130 @@ fn old_tool_uses_become_stubs_that_keep_their_pairs() {
         "trigger": {"type": "tool_uses", "value": 0},
         "clear_at_least": {"type": "input_tokens", "value": 1_000_000}}]});
     assert!(build(&state, &greedy).applied_edits.is_empty());
+}
+
+/// `clear_tool_uses` that always fires and keeps the newest `keep` uses.
+fn clear_keeping(keep: u64) -> Value {
+    json!({"type": "clear_tool_uses_20250919",
+        "trigger": {"type": "tool_uses", "value": 0},
+        "keep": {"type": "tool_uses", "value": keep}})
+}
+
+/// The applied tool-use edits' (uses, tokens).
+fn tool_edits(result: &BuildResult) -> Vec<(usize, i64)> {
+    result
+        .applied_edits
+        .iter()
+        .filter_map(|edit| match *edit {
+            AppliedEdit::ClearToolUses {
+                cleared_tool_uses,
+                cleared_input_tokens,
+            } => Some((cleared_tool_uses, cleared_input_tokens)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn each_applied_edit_reports_only_what_it_cleared_first() {
+    let state = ten_uses();
+    let alone = |keep| tool_edits(&build(&state, &json!({"edits": [clear_keeping(keep)]})));
+    let (five, two) = (alone(5)[0], alone(2)[0]);
+    assert_eq!((five.0, two.0), (5, 8));
+
+    // The same edit twice: the second clears nothing new and is not listed.
+    let twice = build(
+        &state,
+        &json!({"edits": [clear_keeping(2), clear_keeping(2)]}),
+    );
+    assert_eq!(tool_edits(&twice), vec![two]);
+
+    // Keep 5, then keep 2: the second reports the 3 uses it adds, and the
+    // tokens they free, which the two entries add up to.
+    let narrowing = build(
+        &state,
+        &json!({"edits": [clear_keeping(5), clear_keeping(2)]}),
+    );
+    let edits = tool_edits(&narrowing);
+    assert_eq!(edits.len(), 2, "{edits:?}");
+    assert_eq!(edits[0], five);
+    assert_eq!(edits[1].0, 3);
+    assert_eq!(edits[0].1 + edits[1].1, two.1);
+    assert_eq!(observed(&narrowing).stubbed, observed(&twice).stubbed);
+
+    // However many edits, no more uses are reported than there are.
+    let many = json!({"edits": vec![clear_keeping(2); 10_000]});
+    let reported: usize = tool_edits(&build(&state, &many)).iter().map(|e| e.0).sum();
+    assert_eq!(reported, 8);
+}
+
+/// An instruction, one old tool use, then a step of two parallel calls.
+fn parallel_newest_step() -> MemoryState {
+    let result = |id: &str, call: &str, n: usize| {
+        MemoryChunk::new(id, ChunkKind::Environment)
+            .with_tool("read_file")
+            .with_call_id(call)
+            .with_text(format!("line {n}\n").repeat(200))
+    };
+    let call = |id: &str, call: &str| {
+        MemoryChunk::new(id, ChunkKind::Workflow)
+            .with_tool("read_file")
+            .with_call_id(call)
+            .with_data(json!({"path": id}))
+    };
+    MemoryState::new()
+        .with_chunk(MemoryChunk::agent("u0", Role::User, "Fix the build."))
+        .with_chunk(call("w1", "k1"))
+        .with_chunk(result("r1", "k1", 1))
+        .with_chunk(call("wa", "ka"))
+        .with_chunk(call("wb", "kb"))
+        .with_chunk(result("ra", "ka", 2))
+        .with_chunk(result("rb", "kb", 3))
+}
+
+#[test]
+fn keep_counts_the_parallel_calls_of_the_newest_step_one_by_one() {
+    let state = parallel_newest_step();
+    let cleared = |keep: u64| {
+        let result = build(&state, &json!({"edits": [clear_keeping(keep)]}));
+        assert_protected_present(&state, &result);
+        assert_units_whole(&state, &result);
+        let uses: usize = tool_edits(&result).iter().map(|e| e.0).sum();
+        (observed(&result).stubbed, uses)
+    };
+    let ids = |ids: &[&str]| ids.iter().map(|id| id.to_string()).collect::<BTreeSet<_>>();
+    // Keep 1: the older of the two parallel calls is cleared, as
+    // Anthropic's server clears it.
+    assert_eq!(cleared(1), (ids(&["r1", "ra"]), 2));
+    assert_eq!(cleared(2), (ids(&["r1"]), 1));
+    assert_eq!(cleared(3), (ids(&[]), 0));
+    // A pinned result protects its own use whatever `keep` says.
+    let mut pinned = parallel_newest_step();
+    pinned.chunks[5].pinned = true;
+    let result = build(&pinned, &json!({"edits": [clear_keeping(0)]}));
+    assert_eq!(observed(&result).stubbed, ids(&["r1", "rb"]));
+
+    // Without `context_management`, the budget protects the whole newest
+    // step: at a budget that stubs every result it may, both stay whole.
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(700);
+    let tight = builder.build(&state).unwrap();
+    let stubbed: Vec<&str> = tight
+        .decisions
+        .iter()
+        .filter(|d| {
+            matches!(
+                d.decision,
+                Decision::Stubbed { .. } | Decision::Dropped { .. }
+            )
+        })
+        .map(|d| d.id.as_str())
+        .collect();
+    assert!(stubbed.contains(&"r1"), "{stubbed:?}");
+    assert!(
+        !stubbed.contains(&"ra") && !stubbed.contains(&"rb"),
+        "{stubbed:?}"
+    );
 }
 
 #[test]
