@@ -381,9 +381,9 @@ fn require_chat(store: &Arc<dyn Store>, chat: &str) -> Result<()> {
     Ok(())
 }
 
-/// The input of `chat append`: a session JSON, one chunk object, or JSON
-/// Lines of chunks (one chunk object per line; blank lines skipped), as a
-/// session.
+/// The input of `chat append`: a session JSON (an object with a field
+/// only a session has), one chunk object, or JSON Lines of chunks (one
+/// chunk object per line; blank lines skipped), as a session.
 ///
 /// # Errors
 ///
@@ -394,7 +394,7 @@ pub fn read_chunks(text: &str, options: ParseOptions) -> Result<MemoryState> {
         return MemoryState::from_json_str_with(text, options);
     }
     match crate::parse_json(text, options) {
-        Ok(Value::Object(object)) if object.contains_key("kind") => {
+        Ok(Value::Object(object)) if !is_session(&object) => {
             MemoryState::from_json_value(json!({"chunks": [Value::Object(object)]}))
         }
         Ok(value) => MemoryState::from_json_value(value),
@@ -409,6 +409,16 @@ pub fn read_chunks(text: &str, options: ParseOptions) -> Result<MemoryState> {
             json_lines(text, options)
         }
     }
+}
+
+/// Whether `object` is a session rather than one chunk: it holds a field
+/// only a session has. `{"id": "x"}` and `{}` are chunks missing their
+/// `kind`, refused as such, never an empty session appended silently.
+fn is_session(object: &serde_json::Map<String, Value>) -> bool {
+    !object.contains_key("kind")
+        && ["chunks", "system_prompt", "fragments", "context_management"]
+            .iter()
+            .any(|field| object.contains_key(*field))
 }
 
 /// JSON Lines of chunks as a session; an error names the line.

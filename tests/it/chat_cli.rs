@@ -250,6 +250,51 @@ fn bad_input_exits_2_and_writes_nothing() {
 }
 
 #[test]
+fn an_object_with_no_session_field_is_a_chunk_missing_its_kind() {
+    let (_dir, db) = fresh_db("no-kind");
+    let append = |input: &str| run(&["chat", "append", "--db", &db, "--chat", "c"], input);
+    for (input, needle) in [
+        (r#"{"id": "x"}"#, "field `kind`: missing"),
+        ("{}", "field `id`: missing"),
+        (r#"{"id": "x", "text": "hi"}"#, "field `kind`: missing"),
+    ] {
+        let refused = append(input);
+        assert_eq!(refused.code, 2, "{input}: {}", refused.stderr);
+        assert!(
+            refused.stderr.contains(needle),
+            "{input}: {}",
+            refused.stderr
+        );
+        assert_eq!(refused.stdout, "");
+    }
+    assert!(!Path::new(&db).exists());
+    // A session's own field still makes a session, appending its lane.
+    let lane = ok(append(r#"{"id": "s", "system_prompt": "Be brief."}"#));
+    assert_eq!(lane["appended"], 0);
+    let export = ok(run(&["chat", "export", "--db", &db, "--chat", "c"], ""));
+    assert_eq!(export["system_prompt"], "Be brief.");
+}
+
+#[test]
+fn export_to_a_closed_pipe_ends_quietly() {
+    use std::process::{Command, Stdio};
+    let (_dir, db) = fresh_db("pipe");
+    appended_and_exported(&db, "c", DATA[0]);
+    // The reading end is closed before the export starts: its first
+    // write meets a broken pipe, and it ends as `build` does.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-context"))
+        .args(["chat", "export", "--db", &db, "--chat", "c"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn agent-context");
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("wait for agent-context");
+    let stderr = String::from_utf8(output.stderr).expect("UTF-8");
+    assert_eq!((output.status.code(), stderr.as_str()), (Some(141), ""));
+}
+
+#[test]
 fn empty_input_is_refused_as_build_refuses_it() {
     let (_dir, db) = fresh_db("empty");
     let build = run(&["build"], "");

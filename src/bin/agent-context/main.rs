@@ -194,6 +194,9 @@ fn main() -> ExitCode {
         Err(Failure::Output(error)) if error.kind() == std::io::ErrorKind::BrokenPipe => {
             ExitCode::from(SIGPIPE_STATUS)
         }
+        // A command that streams its output (`chat export`) meets the
+        // closed pipe itself: the same quiet end.
+        Err(Failure::Command(error)) if is_broken_pipe(&error) => ExitCode::from(SIGPIPE_STATUS),
         Err(Failure::Output(error)) => {
             eprintln!("error: writing output: {error}");
             ExitCode::from(1)
@@ -201,6 +204,12 @@ fn main() -> ExitCode {
         Err(Failure::Command(error)) => report(&error, ""),
         Err(Failure::During(step, error)) => report(&error, &format!("{step}: ")),
     }
+}
+
+/// Whether `error` is standard output closed under a streaming command.
+fn is_broken_pipe(error: &agent_context::Error) -> bool {
+    matches!(error.kind(), agent_context::ErrorKind::Io { source, .. }
+        if source.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 /// 128 + SIGPIPE (13), what a shell reports for a tool a closed pipe ended.
