@@ -532,6 +532,40 @@ fn keep_counts_the_parallel_calls_of_the_newest_step_one_by_one() {
 }
 
 #[test]
+fn keep_holds_alike_in_a_session_and_a_stored_chat() {
+    use agent_context::{ContextEngine, ContextSession, store};
+    let state = parallel_newest_step();
+    let management: ContextManagement =
+        serde_json::from_value(json!({"edits": [clear_keeping(1)]})).unwrap();
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(1_000_000);
+    builder.policy_mut().context_management = Some(management);
+    let one_shot = builder.build(&state).unwrap();
+    let expected = observed(&one_shot).stubbed;
+    assert_eq!(expected, BTreeSet::from(["r1".to_owned(), "ra".to_owned()]));
+
+    // A session built after every chunk.
+    let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
+    for chunk in &state.chunks {
+        session.push(chunk.clone()).unwrap();
+        session.build().unwrap();
+    }
+    assert_eq!(session.build().unwrap().messages, one_shot.messages);
+
+    // A chat appended to, then built by a fresh engine.
+    let dir = crate::common::temp::TempDir::new("keep-chat");
+    let db = dir.join("chat.db").display().to_string();
+    let mut writer =
+        ContextEngine::open(store::open(&db, true).unwrap(), "c", builder.clone()).unwrap();
+    writer.extend(state.chunks.iter().cloned()).unwrap();
+    writer.save().unwrap();
+    let mut fresh = ContextEngine::open(store::open(&db, false).unwrap(), "c", builder).unwrap();
+    let stored = fresh.build().unwrap();
+    assert_eq!(stored.messages, one_shot.messages);
+    assert_eq!(observed(&stored).stubbed, expected);
+}
+
+#[test]
 fn old_thinking_goes_and_the_report_says_so() {
     let state = ten_uses();
     let edits = json!({"edits": [{"type": "clear_thinking_20251015",
