@@ -60,12 +60,13 @@ class BudgetExceeded(Error):
 
 class StoreError(Error):
     """The store failed: a conflict with another writer, a database that
-    cannot be read or written, a file that is no store."""
+    cannot be read or written."""
 
 
 class ChatError(StoreError, InputError):
     """A store, chat, branch, checkpoint or chunk named wrong (missing, or a
-    name taken): both a StoreError and an InputError."""
+    name taken; a db that is a directory, a device, an empty path or no
+    SQLite file): both a StoreError and an InputError."""
 
 
 class ContextWarning(UserWarning):

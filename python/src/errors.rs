@@ -73,7 +73,8 @@ const INPUT_DOC: &str = "Input or options the caller must fix: invalid JSON or s
 const BUDGET_DOC: &str = "The protected content does not fit the budget: `.required` tokens \
     are needed, `.available` are available (max_tokens - reserve).";
 const CHAT_DOC: &str = "A store, chat, branch, checkpoint or chunk named wrong (missing, or \
-    a name taken): both a StoreError and an InputError.";
+    a name taken; a db that is a directory, a device, an empty path or no SQLite file): both a \
+    StoreError and an InputError.";
 const WARNING_DOC: &str = "What the CLI writes to standard error as `warning: …`: an estimated \
     model, a budget above the model's window, a cap raised to its floor.";
 const STORE_DOC: &str = "The store failed: a conflict with another writer, a database that \
@@ -113,13 +114,14 @@ fn raise(py: Python<'_>, error: &agent_context::Error) -> PyResult<PyErr> {
     let types = types(py)?;
     let message = error.to_string();
     let kind = error.kind();
+    let input = agent_context::command::exit_code(kind) == 2;
     let class = match kind {
         ErrorKind::BudgetExceeded { .. } => &types.budget,
-        ErrorKind::Chat { .. } => &types.chat,
-        // No store where one was named.
-        ErrorKind::Option { option, .. } if option == "db" => &types.chat,
+        // A store, chat or branch named wrong: the caller's to fix, as
+        // the CLI's exit status 2 says.
+        kind if is_store(kind) && input => &types.chat,
         kind if is_store(kind) => &types.store,
-        kind if agent_context::command::exit_code(kind) == 2 => &types.input,
+        _ if input => &types.input,
         _ => &types.error,
     };
     let instance = class.bind(py).call1((message,))?;
@@ -138,15 +140,18 @@ fn raise(py: Python<'_>, error: &agent_context::Error) -> PyResult<PyErr> {
     Ok(PyErr::from_value(instance))
 }
 
-/// Errors of the store itself, rather than of what the caller asked.
+/// Errors of a store, or of naming one (`--db`, `--chat` and the names in
+/// a chat): what the caller named wrong is also an `InputError`.
 fn is_store(kind: &ErrorKind) -> bool {
-    matches!(
-        kind,
+    match kind {
         ErrorKind::Store { .. }
-            | ErrorKind::NotAStore { .. }
-            | ErrorKind::Conflict { .. }
-            | ErrorKind::SystemConflict { .. }
-    )
+        | ErrorKind::NotAStore { .. }
+        | ErrorKind::Conflict { .. }
+        | ErrorKind::SystemConflict { .. }
+        | ErrorKind::Chat { .. } => true,
+        ErrorKind::Option { option, .. } => option == "db",
+        _ => false,
+    }
 }
 
 /// An `InputError` with `message`.

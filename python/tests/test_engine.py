@@ -2,6 +2,7 @@
 on the same store."""
 
 import json
+import os
 
 import pytest
 
@@ -92,3 +93,30 @@ def test_store_errors(tmp_path):
     not_a_store.write_text("hello")
     with pytest.raises(ac.StoreError):
         ac.Engine(str(not_a_store), chat="c").append({"id": "u", "kind": "agent", "role": "user", "text": "a"})
+
+
+def no_store(tmp_path, kind):
+    """A --db that names no store: a device, a directory, nothing, a text file."""
+    if kind == "text":
+        path = tmp_path / "notes.txt"
+        path.write_text("hello")
+        return str(path)
+    return {"device": os.devnull, "directory": str(tmp_path), "empty": ""}[kind]
+
+
+@pytest.mark.parametrize("kind", ["device", "directory", "empty", "text"])
+@pytest.mark.parametrize("verb", ["append", "build", "export"])
+def test_a_db_that_is_no_store_is_a_chat_error(cli, tmp_path, kind, verb):
+    db = no_store(tmp_path, kind)
+    chunk = {"id": "u", "kind": "agent", "role": "user", "text": "a"}
+    (tmp_path / "chunk.json").write_text(json.dumps(chunk))
+    args = [tmp_path / "chunk.json"] if verb == "append" else []
+    done = cli.run("chat", verb, "--db", db, "--chat", "c", *args, check=False)
+    assert done.returncode == 2
+    engine = ac.Engine(db, chat="c")  # opens nothing
+    call = {"append": lambda: engine.append(chunk), "build": engine.build,
+            "export": engine.export}[verb]
+    with pytest.raises(ac.ChatError) as raised:
+        call()
+    assert isinstance(raised.value, ac.InputError)
+    assert str(raised.value) == done.stderr.splitlines()[0][len("error: "):]
