@@ -43,8 +43,9 @@ class Error(Exception):
 
 class InputError(Error, ValueError):
     """Input or options the caller must fix (the CLI's exit status 2): invalid
-    JSON or schema, an unknown option value, a cap too small. The message is
-    the one the CLI prints after `error: `."""
+    JSON or schema, an unknown option value, a cap too small, a str argument
+    that UTF-8 cannot hold. The message is the one the CLI prints after
+    `error: `."""
 
 
 class BudgetExceeded(Error):

@@ -5,7 +5,7 @@ use agent_context::command::{self, BuildOptions};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::convert::{Shaped, json_text};
+use crate::convert::{Shaped, json_text, optional_text};
 use crate::errors::detached;
 use crate::options::{Call, build_options, parse_options};
 
@@ -49,10 +49,11 @@ impl ContextBuilder {
         &self,
         py: Python<'_>,
         session: &Bound<'_, PyAny>,
-        output: Option<&str>,
+        output: Option<&Bound<'_, PyAny>>,
         lossy_unicode: bool,
     ) -> PyResult<Py<PyAny>> {
-        let options = with_output(&self.call.options, output)?;
+        let output = optional_text(output, "output")?;
+        let options = with_output(&self.call.options, output.as_deref())?;
         let text = json_text(session, "session")?;
         self.call.check_size(&text)?;
         let explain = self.call.explain;

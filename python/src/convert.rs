@@ -3,6 +3,7 @@
 
 use agent_context::BuildResult;
 use agent_context::command::{Body, Output, Printed};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyString};
@@ -24,22 +25,38 @@ fn json_functions(py: Python<'_>) -> PyResult<&(Py<PyAny>, Py<PyAny>)> {
     })
 }
 
-/// A `str` argument as Rust text; a lone surrogate is an `InputError`.
+/// A `str` argument (`what` names it) as Rust text: another type is a
+/// `TypeError`, a lone surrogate (which UTF-8 cannot hold) an `InputError`.
 pub fn text_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
-    let text = value.cast::<PyString>()?;
+    let text = value.cast::<PyString>().map_err(|_| {
+        PyTypeError::new_err(format!("{what} must be a str, not {}", type_name(value)))
+    })?;
     text.to_cow()
         .map(std::borrow::Cow::into_owned)
         .map_err(|e| input_error(format!("{what} is not valid text: {e}")))
 }
 
+/// The name of `value`'s type, for a message.
+pub fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value.get_type().name().map_or_else(
+        |_| "?".to_owned(),
+        |name| name.to_string_lossy().into_owned(),
+    )
+}
+
+/// [`text_of`] for an argument that may be left out (or None).
+pub fn optional_text(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<String>> {
+    value
+        .filter(|value| !value.is_none())
+        .map(|value| text_of(value, what))
+        .transpose()
+}
+
 /// The JSON text of `value`: a `str` (or UTF-8 `bytes`) as it is, any
 /// other value through `json.dumps` (no NaN or infinity: JSON has none).
 pub fn json_text(value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
-    if let Ok(text) = value.cast::<PyString>() {
-        return text
-            .to_cow()
-            .map(std::borrow::Cow::into_owned)
-            .map_err(|e| input_error(format!("{what} is not valid text: {e}")));
+    if value.is_instance_of::<PyString>() {
+        return text_of(value, what);
     }
     if let Ok(bytes) = value.cast::<PyBytes>() {
         return String::from_utf8(bytes.as_bytes().to_vec())

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
 
-use crate::convert::{Shaped, json_text, loads};
+use crate::convert::{Shaped, json_text, loads, optional_text, text_of};
 use crate::errors::{detached, input_error};
 use crate::options::{Call, build_options, parse_options};
 
@@ -29,7 +29,14 @@ pub struct Engine {
 impl Engine {
     #[new]
     #[pyo3(signature = (db, chat, *, branch = None))]
-    fn new(db: String, chat: String, branch: Option<String>) -> PyResult<Self> {
+    fn new(
+        db: &Bound<'_, PyAny>,
+        chat: &Bound<'_, PyAny>,
+        branch: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let db = text_of(db, "db")?;
+        let chat = text_of(chat, "chat")?;
+        let branch = optional_text(branch, "branch")?;
         if chat.is_empty() {
             return Err(input_error(
                 "chat: a chat id cannot be empty; give the chat a name",
@@ -68,9 +75,10 @@ impl Engine {
         input: &Bound<'_, PyAny>,
         replace_last_assistant: bool,
         clear_system: bool,
-        model: Option<String>,
+        model: Option<&Bound<'_, PyAny>>,
         lossy_unicode: bool,
     ) -> PyResult<Py<PyAny>> {
+        let model = optional_text(model, "model")?;
         let text = if input.is_instance_of::<PyList>() {
             let session = PyDict::new(py);
             session.set_item("chunks", input)?;
@@ -114,36 +122,60 @@ impl Engine {
     /// Names the branch's head (`chat checkpoint`); an existing checkpoint
     /// moves only with `force`.
     #[pyo3(signature = (name, *, force = false))]
-    fn checkpoint(&self, py: Python<'_>, name: &str, force: bool) -> PyResult<Py<PyAny>> {
-        let value = detached(py, || chat::checkpoint(&self.target, name, force))?;
+    fn checkpoint(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        force: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let name = text_of(name, "name")?;
+        let value = detached(py, || chat::checkpoint(&self.target, &name, force))?;
         to_py(py, &value)
     }
 
     /// Starts a branch at `checkpoint` and switches to it (`chat restore`).
     #[pyo3(signature = (checkpoint, *, name = None))]
-    fn restore(&self, py: Python<'_>, checkpoint: &str, name: Option<&str>) -> PyResult<Py<PyAny>> {
-        let value = detached(py, || chat::restore(&self.target, checkpoint, name))?;
+    fn restore(
+        &self,
+        py: Python<'_>,
+        checkpoint: &Bound<'_, PyAny>,
+        name: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let checkpoint = text_of(checkpoint, "checkpoint")?;
+        let name = optional_text(name, "name")?;
+        let value = detached(py, || {
+            chat::restore(&self.target, &checkpoint, name.as_deref())
+        })?;
         to_py(py, &value)
     }
 
     /// Creates branch `name` at the branch's head, without switching
     /// (`chat fork`).
-    fn fork(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
-        let value = detached(py, || chat::fork(&self.target, name))?;
+    fn fork(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let name = text_of(name, "name")?;
+        let value = detached(py, || chat::fork(&self.target, &name))?;
         to_py(py, &value)
     }
 
     /// Starts a branch holding what came before chunk `to`, and switches to
     /// it (`chat rewind`); `name` defaults to the branch's with `-vN`.
     #[pyo3(signature = (*, to, name = None))]
-    fn rewind(&self, py: Python<'_>, to: &str, name: Option<&str>) -> PyResult<Py<PyAny>> {
-        let value = detached(py, || chat::rewind(&self.target, to, name))?;
+    fn rewind(
+        &self,
+        py: Python<'_>,
+        to: &Bound<'_, PyAny>,
+        name: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let to = text_of(to, "to")?;
+        let name = optional_text(name, "name")?;
+        let value = detached(py, || chat::rewind(&self.target, &to, name.as_deref()))?;
         to_py(py, &value)
     }
 
     /// Makes branch `name` the chat's active branch (`chat switch`).
-    fn switch(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
-        let value = detached(py, || chat::switch(&self.target, name))?;
+    fn switch(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let name = text_of(name, "name")?;
+        let value = detached(py, || chat::switch(&self.target, &name))?;
         to_py(py, &value)
     }
 

@@ -67,15 +67,15 @@ fn build(
 fn count(
     py: Python<'_>,
     text: &Bound<'_, PyAny>,
-    model: Option<String>,
+    model: Option<&Bound<'_, PyAny>>,
     estimate_factor: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<usize> {
     let mut options = CountOptions::default();
-    if let Some(model) = model {
+    if let Some(model) = convert::optional_text(model, "model")? {
         options.model = model;
     }
     if let Some(factor) = estimate_factor.filter(|f| !f.is_none()) {
-        let factor = factor.str()?.to_string();
+        let factor = convert::text_of(factor.str()?.as_any(), "estimate_factor")?;
         options.estimate_factor = Some(
             command::parse_estimate_factor(&factor)
                 .map_err(|m| option_error("estimate_factor", m))?,

@@ -10,7 +10,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
-use crate::convert::json_text;
+use crate::convert::{json_text, text_of};
 use crate::errors::{input_error, to_py};
 
 /// A build's keywords: the library's options, and the flags of the
@@ -73,7 +73,8 @@ pub fn build_options(
         return Ok(call);
     };
     for (key, value) in kwargs.iter() {
-        let key: String = key.extract()?;
+        // A name UTF-8 cannot hold is no keyword of ours.
+        let key = text_of(&key, "a keyword").map_err(|_| unexpected(function, &key.to_string()))?;
         match key.as_str() {
             "explain" => call.explain = value.is_truthy()?,
             "no_cache_control" => call.options.cache_control = !value.is_truthy()?,
@@ -95,7 +96,7 @@ fn set(
     function: &str,
 ) -> PyResult<()> {
     match key {
-        "model" => options.model = value.extract()?,
+        "model" => options.model = text_of(value, key)?,
         "max_tokens" => options.max_tokens = count_or_none(value, key)?,
         "reserve" => options.reserve = count_or_none(value, key)?,
         "escape" => options.escape = named(value, key, parse_escape)?,
@@ -115,7 +116,7 @@ fn set(
         }
         "exclude_kinds" | "exclude_kind" => options.exclude_kinds = kinds(value)?,
         "estimate_factor" => {
-            let text = value.str()?.to_string();
+            let text = text_of(value.str()?.as_any(), key)?;
             options.estimate_factor =
                 Some(parse_estimate_factor(&text).map_err(|m| option_error(key, m))?);
         }
@@ -171,7 +172,7 @@ fn named<T>(
     key: &str,
     parse: impl Fn(&str) -> Result<T, String>,
 ) -> PyResult<T> {
-    let name: String = value.extract()?;
+    let name = text_of(value, key)?;
     parse(&name).map_err(|m| option_error(key, m))
 }
 
@@ -192,11 +193,12 @@ fn caps(value: &Bound<'_, PyAny>) -> PyResult<Vec<(String, Option<usize>)>> {
         return dict
             .iter()
             .map(|(name, cap)| {
-                let name: String = name.extract()?;
+                let name = text_of(&name, "a key of caps")?;
+                let what = format!("caps[{name:?}]");
                 let text = if cap.is_none() {
                     "none".to_owned()
                 } else if cap.is_instance_of::<PyString>() {
-                    cap.extract::<String>()?
+                    text_of(&cap, &what)?
                 } else {
                     cap.extract::<i128>()?.to_string()
                 };
@@ -213,7 +215,7 @@ fn caps(value: &Bound<'_, PyAny>) -> PyResult<Vec<(String, Option<usize>)>> {
     value
         .try_iter()?
         .map(|item| {
-            let text: String = item?.extract()?;
+            let text = text_of(&item?, "an item of caps")?;
             parse_cap(&text).map_err(|m| option_error("caps", m))
         })
         .collect()
@@ -221,7 +223,8 @@ fn caps(value: &Bound<'_, PyAny>) -> PyResult<Vec<(String, Option<usize>)>> {
 
 /// A list of kind names (or one name).
 fn kinds(value: &Bound<'_, PyAny>) -> PyResult<Vec<agent_context::ChunkKind>> {
-    if let Ok(name) = value.extract::<String>() {
+    if value.is_instance_of::<PyString>() {
+        let name = text_of(value, "exclude_kinds")?;
         return Ok(vec![
             parse_kind(&name).map_err(|m| option_error("exclude_kinds", m))?,
         ]);
@@ -229,7 +232,7 @@ fn kinds(value: &Bound<'_, PyAny>) -> PyResult<Vec<agent_context::ChunkKind>> {
     value
         .try_iter()?
         .map(|item| {
-            let name: String = item?.extract()?;
+            let name = text_of(&item?, "an item of exclude_kinds")?;
             parse_kind(&name).map_err(|m| option_error("exclude_kinds", m))
         })
         .collect()

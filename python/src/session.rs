@@ -10,7 +10,7 @@ use pyo3::types::PyDict;
 use serde_json::{Value, json};
 
 use crate::builder::{ContextBuilder, with_output};
-use crate::convert::{Shaped, json_text};
+use crate::convert::{Shaped, json_text, optional_text};
 use crate::errors::{detached, to_py};
 use crate::options::{Call, parse_options};
 use crate::rows::RowCache;
@@ -121,7 +121,9 @@ impl Session {
     /// does (`output` overrides the builder's; one that builds otherwise,
     /// such as `anthropic` after `report`, starts the cache afresh).
     #[pyo3(signature = (*, output = None))]
-    fn build(&self, py: Python<'_>, output: Option<&str>) -> PyResult<Py<PyAny>> {
+    fn build(&self, py: Python<'_>, output: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let output = optional_text(output, "output")?;
+        let output = output.as_deref();
         let shaped = detached(py, || {
             let mut inner = self.lock()?;
             let options = match output {

@@ -136,3 +136,52 @@ def test_lone_surrogates_in_python_strings():
         ac.count("half \ud83e")
     with pytest.raises(TypeError):
         ac.count(b"bytes")
+
+
+SURROGATE = "a\ud800"
+
+
+def str_arguments(tmp_path):
+    """(argument, call) for every str argument, each given a lone surrogate."""
+    db = str(tmp_path / "s.db")
+    engine = ac.Engine(db, chat="c")
+    engine.append([USER])
+    engine.checkpoint("cp")
+    session = {"chunks": [USER]}
+    return [
+        ("db", lambda: ac.Engine(SURROGATE, chat="c")),
+        ("chat", lambda: ac.Engine(db, chat=SURROGATE)),
+        ("branch", lambda: ac.Engine(db, chat="c", branch=SURROGATE)),
+        ("name", lambda: engine.checkpoint(SURROGATE)),
+        ("checkpoint", lambda: engine.restore(SURROGATE)),
+        ("name", lambda: engine.restore("cp", name=SURROGATE)),
+        ("name", lambda: engine.fork(SURROGATE)),
+        ("to", lambda: engine.rewind(to=SURROGATE)),
+        ("name", lambda: engine.rewind(to="u1", name=SURROGATE)),
+        ("name", lambda: engine.switch(SURROGATE)),
+        ("model", lambda: engine.append([USER], model=SURROGATE)),
+        ("model", lambda: engine.build(model=SURROGATE)),
+        ("model", lambda: ac.build(session, model=SURROGATE)),
+        ("output", lambda: ac.build(session, output=SURROGATE)),
+        ("escape", lambda: ac.build(session, escape=SURROGATE)),
+        ("a key of caps", lambda: ac.build(session, caps={SURROGATE: 5})),
+        ('caps["tool_result"]', lambda: ac.build(session, caps={"tool_result": SURROGATE})),
+        ("an item of caps", lambda: ac.build(session, caps=[SURROGATE])),
+        ("exclude_kinds", lambda: ac.build(session, exclude_kinds=SURROGATE)),
+        ("an item of exclude_kinds", lambda: ac.build(session, exclude_kinds=[SURROGATE])),
+        ("estimate_factor", lambda: ac.build(session, estimate_factor=SURROGATE)),
+        ("context_management", lambda: ac.build(session, context_management=SURROGATE)),
+        ("model", lambda: ac.ContextBuilder(model=SURROGATE)),
+        ("output", lambda: ac.ContextBuilder().build(session, output=SURROGATE)),
+        ("output", lambda: ac.Session().build(output=SURROGATE)),
+        ("model", lambda: ac.count("x", model=SURROGATE)),
+        ("estimate_factor", lambda: ac.count("x", estimate_factor=SURROGATE)),
+    ]
+
+
+def test_str_arguments_utf8_cannot_hold_are_input_errors(tmp_path):
+    for argument, call in str_arguments(tmp_path):
+        with pytest.raises(ac.InputError, match=re.escape(f"{argument} is not valid text")):
+            call()
+    with pytest.raises(TypeError, match="chat must be a str, not int"):
+        ac.Engine(str(tmp_path / "s.db"), chat=5)
