@@ -33,6 +33,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::caps::Caps;
+use super::rules::ChunkClass;
 use crate::context_management::ContextManagement;
 use crate::error::{ErrorKind, Result};
 use crate::memory::MemoryChunk;
@@ -156,25 +157,30 @@ impl Policy {
     /// The priority of `chunk`: its own, else its role's, else its kind's
     /// (as set, else by default).
     pub fn priority_of(&self, chunk: &MemoryChunk) -> i64 {
-        chunk.priority.unwrap_or_else(|| {
-            let set = |target| self.priorities.get(&target).copied();
-            (!self.priorities.is_empty())
-                .then(|| {
-                    chunk
-                        .role
-                        .and_then(|role| set(PriorityTarget::Role(role)))
-                        .or_else(|| set(PriorityTarget::Kind(chunk.kind)))
-                })
-                .flatten()
-                .unwrap_or(match chunk.kind {
-                    ChunkKind::Agent if chunk.role == Some(Role::User) => 90,
-                    ChunkKind::Output => 80,
-                    ChunkKind::Agent => 70,
-                    ChunkKind::Delegation => 60,
-                    ChunkKind::Workflow | ChunkKind::Environment | ChunkKind::System => 40,
-                    ChunkKind::Thinking => 10,
-                })
-        })
+        chunk
+            .priority
+            .unwrap_or_else(|| self.class_priority(ChunkClass::of(chunk)))
+    }
+
+    /// The priority of a chunk of `class` that sets none of its own.
+    pub(crate) fn class_priority(&self, class: ChunkClass) -> i64 {
+        let set = |target| self.priorities.get(&target).copied();
+        (!self.priorities.is_empty())
+            .then(|| {
+                class
+                    .role
+                    .and_then(|role| set(PriorityTarget::Role(role)))
+                    .or_else(|| set(PriorityTarget::Kind(class.kind)))
+            })
+            .flatten()
+            .unwrap_or(match class.kind {
+                ChunkKind::Agent if class.role == Some(Role::User) => 90,
+                ChunkKind::Output => 80,
+                ChunkKind::Agent => 70,
+                ChunkKind::Delegation => 60,
+                ChunkKind::Workflow | ChunkKind::Environment | ChunkKind::System => 40,
+                ChunkKind::Thinking => 10,
+            })
     }
 
     /// The retention of `chunk`, when `steps_back` model calls started

@@ -10,14 +10,13 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
-use super::forecast::protects_itself;
 use super::history::{History, release};
 use super::{Build, Ladder};
 use crate::budget::{
     AppliedEdit, ClearThinking, ClearToolUses, ContextEdit, ContextManagement, Fate, Item, Planner,
     Step,
 };
-use crate::budget::{Decision, DropReason};
+use crate::budget::{Decision, DropReason, protects_itself};
 use crate::memory::MemoryState;
 use crate::roles::ChunkKind;
 use crate::tokens::parts::CountedText;
@@ -170,9 +169,7 @@ impl Build<'_> {
             // The caller's `keep` decides, even inside the newest tool use
             // (Anthropic counts its parallel calls one by one); only what
             // protects itself stays.
-            let policy = self.preparer.policy;
-            let pinned =
-                |i: usize| protects_itself(&self.state.chunks[history.items[i].chunk], policy);
+            let pinned = |i: usize| protects_itself(&self.state.chunks[history.items[i].chunk]);
             if edit.excludes(tool_use.tool) || members().any(pinned) {
                 continue;
             }

@@ -25,12 +25,11 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 use super::Build;
-use super::forecast::protects_itself;
 use super::preparer::cap_on;
 use crate::budget::planner::role_index;
 use crate::budget::{
     Calls, ChunkDecision, Decision, DropReason, MIN_CAP, NO_UNIT, Policy, PreviousCut, Timeline,
-    framing_table, is_orphan_result, tool_call,
+    framing_table, is_orphan_result, protects_itself, tool_call,
 };
 use crate::build_result::BuildResult;
 use crate::builder::ContextBuilder;
@@ -166,7 +165,7 @@ impl<'a> Build<'a> {
     /// As the pipeline: a new chunk's cap too small, a tokenizer that fails
     /// to load.
     pub(crate) fn extend(mut self, carry: &mut LastBuild) -> Result<Option<BuildResult>> {
-        let (state, policy, counter) = (self.state, self.preparer.policy, self.preparer.counter);
+        let (state, counter) = (self.state, self.preparer.counter);
         if !self.extends(carry) {
             return Ok(None);
         }
@@ -177,7 +176,7 @@ impl<'a> Build<'a> {
             return Ok(None);
         };
         let timeline = carry.timeline_with(&appended);
-        protect(&mut appended, &timeline, policy);
+        protect(&mut appended, &timeline);
         let framing = framing_table(self.settings.framing, counter);
         let lifted = self.lifted(carry, &timeline);
         let growth = grow(&carry.result, &appended, &framing);
@@ -289,7 +288,7 @@ impl<'a> Build<'a> {
         carry: &LastBuild,
         timeline: &Timeline,
     ) -> Option<Vec<(usize, ChunkDecision)>> {
-        let (state, policy) = (self.state, self.preparer.policy);
+        let state = self.state;
         let old = &carry.timeline;
         let rows = &carry.result.decisions;
         let chunks = &state.chunks[..carry.chunks];
@@ -301,7 +300,7 @@ impl<'a> Build<'a> {
                 && self.settings.renderers.renderer_for(chunk).role(chunk) != Role::System
         };
         let keeps = |index: usize| {
-            protects_itself(&chunks[index], policy) || timeline.anchors(index, &chunks[index])
+            protects_itself(&chunks[index]) || timeline.anchors(index, &chunks[index])
         };
         let mut relooked: Vec<(usize, bool)> = Vec::new();
         if let Some(user) = old
@@ -407,10 +406,10 @@ impl<'a> Build<'a> {
 /// does: a pinned or critical chunk, the latest user message, the newest
 /// tool use, and every member of a unit with a protected member are
 /// protected; a unit plans with its highest priority.
-fn protect(appended: &mut [Appended<'_>], timeline: &Timeline, policy: &Policy) {
+fn protect(appended: &mut [Appended<'_>], timeline: &Timeline) {
     let mut units: FxHashMap<&str, (bool, i64)> = FxHashMap::default();
     for a in appended.iter_mut().filter(|a| a.part.is_some()) {
-        a.row.protected = protects_itself(a.chunk, policy) || timeline.anchors(a.index, a.chunk);
+        a.row.protected = protects_itself(a.chunk) || timeline.anchors(a.index, a.chunk);
         if let Some(call) = tool_call(a.chunk) {
             let unit = units.entry(call).or_insert((false, i64::MIN));
             unit.0 |= a.row.protected;

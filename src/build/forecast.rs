@@ -5,10 +5,9 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 
-use crate::budget::{Policy, PreviousCut, Timeline, tool_call};
+use crate::budget::{Policy, PreviousCut, Timeline, protects_itself, tool_call};
 use crate::chunk_id::ChunkId;
 use crate::memory::MemoryChunk;
-use crate::roles::Retention;
 
 /// Fed chunks newest first. The ladder makes room by stubbing disposable
 /// bodies oldest first, then dropping units lowest priority first, then
@@ -68,7 +67,6 @@ impl<'a> CutForecast<'a> {
     pub(super) fn body_surely_cut(
         &mut self,
         (index, chunk, id): (usize, &MemoryChunk, &ChunkId),
-        retention: Retention,
         tokens: usize,
         stub: Option<usize>,
     ) -> bool {
@@ -89,7 +87,7 @@ impl<'a> CutForecast<'a> {
                 Some((unit_priority, unit_protected)) => {
                     (own_priority.max(unit_priority), unit_protected)
                 }
-                None => (own_priority, protects(chunk, retention)),
+                None => (own_priority, protects_itself(chunk)),
             };
             let protected = protected || self.timeline.anchors(index, chunk);
             let mark = (self.available as f64 * self.policy.low_water) as usize;
@@ -114,28 +112,14 @@ impl<'a> CutForecast<'a> {
             let mut units: FxHashMap<&str, (i64, bool)> = FxHashMap::default();
             for (index, chunk) in self.chunks.iter().enumerate() {
                 if let (true, Some(call)) = (self.selected[index], tool_call(chunk)) {
-                    let retention = self
-                        .policy
-                        .retention_of(chunk, self.timeline.steps_after(index));
                     let latest = self.timeline.anchors(index, chunk);
                     let unit = units.entry(call).or_insert((i64::MIN, false));
                     unit.0 = unit.0.max(self.policy.priority_of(chunk));
-                    unit.1 |= latest || protects(chunk, retention);
+                    unit.1 |= latest || protects_itself(chunk);
                 }
             }
             units
         });
         units.get(call).copied()
     }
-}
-
-/// Whether a chunk protects itself (and its unit): pinned, or critical.
-pub(super) fn protects(chunk: &MemoryChunk, retention: Retention) -> bool {
-    chunk.pinned || retention == Retention::Critical
-}
-
-/// Whether `chunk` protects itself: pinned or critical. Only an explicit
-/// retention is critical, so the step it sits in does not matter.
-pub(super) fn protects_itself(chunk: &MemoryChunk, policy: &Policy) -> bool {
-    protects(chunk, policy.retention_of(chunk, 0))
 }

@@ -3,8 +3,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::forecast::protects;
-use crate::budget::{Policy, PreviousCut, Timeline, tool_call};
+use crate::budget::{Policy, PreviousCut, Timeline, protects_itself, tool_call};
 use crate::memory::MemoryState;
 
 /// Which chunks are frozen, with their units' priorities.
@@ -50,11 +49,7 @@ impl Frozen {
             .iter()
             .enumerate()
             .map(|(index, chunk)| {
-                let unprotected = !timeline.anchors(index, chunk)
-                    && !protects(
-                        chunk,
-                        policy.retention_of(chunk, timeline.steps_after(index)),
-                    );
+                let unprotected = !timeline.anchors(index, chunk) && !protects_itself(chunk);
                 (selected[index] && unprotected && previous.was_dropped_at(index))
                     .then(|| cached(index))
                     .flatten()

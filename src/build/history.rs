@@ -6,12 +6,12 @@ use std::sync::Arc;
 use super::Build;
 use super::ahead::{Ahead, Helpers, Jobs, Ready};
 use super::cache::BuildCache;
-use super::forecast::{CutForecast, protects};
+use super::forecast::CutForecast;
 use super::frozen::Frozen;
 use super::preparer::{PreparedChunk, Preparer};
 use crate::budget::{
     Calls, ChunkDecision, Decision, DropReason, Fate, Item, NO_UNIT, PreviousCut, Timeline,
-    is_orphan_result, tool_call,
+    is_orphan_result, protects_itself, tool_call,
 };
 use crate::builder::ContextBuilder;
 use crate::error::{ChunkLocation, ErrorKind, Result};
@@ -273,7 +273,6 @@ impl<'a> Build<'a> {
             let cut = index >= walk.forecast_from
                 && walk.forecast.body_surely_cut(
                     (index, chunk, &decision.id),
-                    retention,
                     prepared.part.alone(),
                     stub.as_ref().map(|s| s.alone()),
                 );
@@ -282,14 +281,14 @@ impl<'a> Build<'a> {
                 role: prepared.role,
                 part: prepared.part,
                 stub,
-                protected: protects(chunk, retention) || selection.timeline.anchors(index, chunk),
+                protected: protects_itself(chunk) || selection.timeline.anchors(index, chunk),
                 priority: decision.priority,
             };
             if cut {
                 release(&mut item, Some(Fate::Stubbed), self.cache);
             }
             if chunk.kind == ChunkKind::Environment
-                && !protects(chunk, retention)
+                && !protects_itself(chunk)
                 && selection.timeline.anchors(index, chunk)
             {
                 walk.history.newest_results.push(index);

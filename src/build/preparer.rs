@@ -3,12 +3,12 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::budget::{Decision, MIN_CAP, Policy, cut_body, marker_only};
+use crate::budget::{Decision, MIN_CAP, Policy, cut_body, marker_only, protects_itself};
 use crate::content::{ContentRenderer, render_text};
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::memory::MemoryChunk;
 use crate::render::{ChunkRenderer, RenderContext, body_text, default_tag};
-use crate::roles::{Retention, Role};
+use crate::roles::Role;
 use crate::tokens::TokenCounter;
 use crate::tokens::parts::{CountedText, count_within};
 
@@ -223,7 +223,7 @@ pub(crate) fn cap_on(
     renderer: &dyn ChunkRenderer,
     by_default: bool,
 ) -> Option<usize> {
-    let exempt = chunk.pinned || chunk.retention == Some(Retention::Critical);
+    let exempt = protects_itself(chunk);
     let caps = &policy.caps;
     if exempt {
         None

@@ -17,11 +17,11 @@ use std::sync::Arc;
 
 use super::assemble::{Assembly, assemble, record_fate};
 use super::extend::Appended;
-use super::forecast::protects;
+
 use super::{Build, Ladder};
 use crate::budget::{
     Calls, ChunkDecision, Fate, Item, Layout, NO_UNIT, Planner, Timeline, all_start_clean,
-    group_units, plan_steps,
+    group_units, plan_steps, protects_itself,
 };
 use crate::build_result::BuildResult;
 use crate::error::Result;
@@ -139,7 +139,7 @@ impl<'a> Build<'a> {
                 role: prepared.role,
                 part: prepared.part,
                 stub,
-                protected: protects(chunk, retention) || timeline.anchors(index, chunk),
+                protected: protects_itself(chunk) || timeline.anchors(index, chunk),
                 priority: policy.priority_of(chunk),
             });
         }

@@ -20,8 +20,8 @@
 
 use super::ContextEngine;
 use super::load::{decode_chunk, lane_of};
-use super::tally::{highest_priority, meta_of, without};
-use crate::budget::{Decision, DropReason, Policy, is_read, tool_call};
+use super::tally::{highest_priority, without};
+use crate::budget::{Decision, DropReason, Policy, is_read, never_dropped, tool_call};
 use crate::build::BuildCache;
 use crate::build::{Outside, Pass, kept_alone_tokens, seed_counts};
 use crate::build_result::BuildResult;
@@ -351,7 +351,7 @@ impl Newest {
     fn tokens_at_or_above(&self, priority: i64, policy: &Policy) -> u64 {
         let pairs = self.stored.iter().zip(&self.chunks);
         pairs
-            .filter(|(_, chunk)| !meta_of(chunk).protected && policy.priority_of(chunk) >= priority)
+            .filter(|(_, chunk)| !never_dropped(chunk) && policy.priority_of(chunk) >= priority)
             .filter_map(|(stored, _)| kept_alone_tokens(stored.counts.as_deref()?))
             .sum()
     }
@@ -384,7 +384,7 @@ impl Unread {
     ) -> Option<Unread> {
         let (mut classes, tokens) = (below.classes?, below.tokens?);
         for chunk in old_chunks {
-            if !meta_of(chunk).protected {
+            if !never_dropped(chunk) {
                 classes = without(classes, chunk);
             }
         }

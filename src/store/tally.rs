@@ -8,8 +8,10 @@
 //! JSON to make them (the writer says what it needs in [`ChunkMeta`]).
 
 use super::NodeId;
+use crate::budget::ChunkClass;
 
-/// How many classes of chunk a [`ClassTally`] counts.
+/// How many classes of chunk a [`ClassTally`] has room for (stores write
+/// this many counts; [`ChunkClass::COUNT`] of them are used).
 pub const CLASSES: usize = 32;
 
 /// Token sizes a [`TokenTally`] counts the chunks above: a cap at or above
@@ -20,8 +22,8 @@ pub const SIZES: [u64; 5] = [64, 256, 1_024, 4_096, 16_384];
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct ChunkMeta {
-    /// Its class, below [`CLASSES`] (see `engine::tally`).
-    pub class: u8,
+    /// Its class, which decides its priority when it sets none.
+    pub class: ChunkClass,
     /// Whether no budget ever drops it (pinned, `critical`, a system chunk).
     pub protected: bool,
     /// Its own priority, when the chunk sets one.
@@ -64,7 +66,7 @@ impl ClassTally {
             Some(priority) => {
                 self.max_priority = Some(self.max_priority.map_or(priority, |p| p.max(priority)));
             }
-            None => self.counts[usize::from(meta.class) % CLASSES] += 1,
+            None => self.counts[meta.class.index() % CLASSES] += 1,
         }
         self
     }
@@ -256,7 +258,7 @@ mod tests {
     #[test]
     fn tallies_read_back_as_written() {
         let meta = ChunkMeta {
-            class: 3,
+            class: ChunkClass::at(3).unwrap(),
             priority: Some(-7),
             ..ChunkMeta::default()
         };
