@@ -14,6 +14,7 @@ too (calls on one Session take turns behind a lock; each Engine call opens
 the store and saves in one transaction).
 """
 
+import os
 from typing import Any, Iterable, Literal, Mapping, Optional, Sequence, Union
 
 __all__ = [
@@ -87,7 +88,7 @@ def build(
     group_fragments: bool = False,
     caps: Union[Mapping[str, Optional[int]], Iterable[str], None] = None,
     low_water: float = 0.8,
-    context_management: Union[Mapping[str, Any], str, None] = None,
+    context_management: Union[Mapping[str, Any], str, bytes, os.PathLike, None] = None,
     exclude_kinds: Union[Iterable[str], str, None] = None,
     estimate_factor: Union[float, str, None] = None,
     threads: Optional[int] = None,
@@ -109,7 +110,8 @@ def build(
       lifts a cap), or `["tool_result=2000", ...]`.
     - low_water: the fraction of the budget a trim goes down to.
     - context_management: Anthropic's object (a dict, its JSON, or the path
-      of a JSON file), applied by agent-context for every model.
+      of a JSON file, as a str, bytes or os.PathLike), applied by
+      agent-context for every model.
     - exclude_kinds: chunk kinds left out (`["thinking"]`).
     - estimate_factor: estimates count F x o200k_base (default 1.6).
     - threads: threads to render and count on (default: up to 4).
@@ -147,7 +149,7 @@ class ContextBuilder:
         group_fragments: bool = False,
         caps: Union[Mapping[str, Optional[int]], Iterable[str], None] = None,
         low_water: float = 0.8,
-        context_management: Union[Mapping[str, Any], str, None] = None,
+        context_management: Union[Mapping[str, Any], str, bytes, os.PathLike, None] = None,
         exclude_kinds: Union[Iterable[str], str, None] = None,
         estimate_factor: Union[float, str, None] = None,
         threads: Optional[int] = None,

@@ -6,11 +6,11 @@ use agent_context::command::{
     self, BuildOptions, Output, parse_cap, parse_content_format, parse_escape,
     parse_estimate_factor, parse_fragment_format, parse_framing, parse_kind, parse_threads,
 };
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyString};
 
-use crate::convert::{json_text, text_of};
+use crate::convert::{json_text, text_of, type_name};
 use crate::errors::{input_error, to_py};
 
 /// A build's keywords: the library's options, and the flags of the
@@ -110,7 +110,7 @@ fn set(
         "caps" | "cap" => options.caps = caps(value)?,
         "low_water" => options.low_water = value.extract()?,
         "context_management" => {
-            let text = json_text(value, "context_management")?;
+            let text = context_management(value)?;
             options.context_management =
                 Some(command::read_context_management(&text).map_err(to_py)?);
         }
@@ -121,9 +121,8 @@ fn set(
                 Some(parse_estimate_factor(&text).map_err(|m| option_error(key, m))?);
         }
         "threads" => {
-            let threads: i128 = value.extract()?;
-            options.threads =
-                Some(parse_threads(&threads.to_string()).map_err(|m| option_error(key, m))?);
+            let threads = int_text(value, key)?;
+            options.threads = Some(parse_threads(&threads).map_err(|m| option_error(key, m))?);
         }
         "output" => options.output = named(value, key, Output::from_name)?,
         "cache_control" => options.cache_control = value.extract()?,
@@ -181,10 +180,61 @@ fn count_or_none(value: &Bound<'_, PyAny>, key: &str) -> PyResult<Option<usize>>
     if value.is_none() {
         return Ok(None);
     }
-    let n: i128 = value.extract()?;
-    usize::try_from(n)
-        .map(Some)
-        .map_err(|_| option_error(key, format!("{n} is not a number of tokens (0 or more)")))
+    let n = int_of(value, key)?;
+    if n.lt(0)? {
+        return Err(option_error(
+            key,
+            format!("{n} is not a number of tokens (0 or more)"),
+        ));
+    }
+    match n.extract::<usize>() {
+        Ok(n) => Ok(Some(n)),
+        Err(error) if error.is_instance_of::<PyOverflowError>(n.py()) => Err(option_error(
+            key,
+            format!("{n} is too large; the largest is {}", usize::MAX),
+        )),
+        Err(error) => Err(error),
+    }
+}
+
+/// `value` if it is an int (or has `__index__`), but not a bool: Python
+/// takes no bool for a count. Another type is a `TypeError`, as Python
+/// gives for an argument of the wrong type.
+fn int_of<'a, 'py>(value: &'a Bound<'py, PyAny>, key: &str) -> PyResult<&'a Bound<'py, PyAny>> {
+    if !value.is_instance_of::<PyBool>() && value.hasattr("__index__")? {
+        return Ok(value);
+    }
+    Err(PyTypeError::new_err(format!(
+        "{key} must be an int, not {}",
+        type_name(value)
+    )))
+}
+
+/// The digits of an int (not a bool), for the CLI's parsers to read.
+fn int_text(value: &Bound<'_, PyAny>, key: &str) -> PyResult<String> {
+    let n = int_of(value, key)?.call_method0("__index__")?;
+    Ok(n.str()?.to_string())
+}
+
+/// `context_management`: a dict (Anthropic's object), a str (its JSON or a
+/// file path), bytes, or an `os.PathLike` (a file path); another type is a
+/// `TypeError`.
+fn context_management(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    let key = "context_management";
+    if value.is_instance_of::<PyDict>()
+        || value.is_instance_of::<PyString>()
+        || value.is_instance_of::<PyBytes>()
+    {
+        return json_text(value, key);
+    }
+    if value.hasattr("__fspath__")? {
+        let path = value.py().import("os")?.call_method1("fspath", (value,))?;
+        return json_text(&path, key);
+    }
+    Err(PyTypeError::new_err(format!(
+        "{key} must be a dict, a str (JSON or a file path), bytes or an os.PathLike, not {}",
+        type_name(value)
+    )))
 }
 
 /// `{"tool_result": 2000, "tool:bash": None}`, or `["tool_result=2000", …]`.
@@ -200,7 +250,7 @@ fn caps(value: &Bound<'_, PyAny>) -> PyResult<Vec<(String, Option<usize>)>> {
                 } else if cap.is_instance_of::<PyString>() {
                     text_of(&cap, &what)?
                 } else {
-                    cap.extract::<i128>()?.to_string()
+                    int_text(&cap, &what)?
                 };
                 parse_cap(&format!("{name}={text}")).map_err(|m| option_error("caps", m))
             })

@@ -2,7 +2,9 @@
 raises BudgetExceeded; nothing crashes the interpreter."""
 
 import json
+import pathlib
 import re
+from decimal import Decimal
 
 import pytest
 
@@ -185,3 +187,45 @@ def test_str_arguments_utf8_cannot_hold_are_input_errors(tmp_path):
             call()
     with pytest.raises(TypeError, match="chat must be a str, not int"):
         ac.Engine(str(tmp_path / "s.db"), chat=5)
+
+
+@pytest.mark.parametrize("value", [5, 1.5, True, [], ("{}",), bytearray(b"{}")])
+def test_context_management_of_another_type_is_a_type_error(value):
+    with pytest.raises(TypeError, match=r"context_management must be a dict, a str \(JSON or a "
+                                        r"file path\), bytes or an os.PathLike, not "):
+        ac.build({"chunks": [USER]}, context_management=value)
+    with pytest.raises(TypeError, match="context_management"):
+        ac.ContextBuilder(context_management=value)
+
+
+def test_context_management_takes_a_path(tmp_path):
+    edits = {"edits": [{"type": "clear_thinking_20251015"}]}
+    path = tmp_path / "cm.json"
+    path.write_text(json.dumps(edits))
+    expected = ac.build({"chunks": [USER]}, context_management=edits)
+    for given in (path, pathlib.PurePath(path), str(path), json.dumps(edits).encode()):
+        assert ac.build({"chunks": [USER]}, context_management=given) == expected
+
+
+@pytest.mark.parametrize("keyword", ["max_tokens", "reserve", "max_input_bytes", "threads"])
+def test_counts_are_ints_and_not_bools(keyword):
+    for value in (True, False, 1.5, "5", Decimal(5)):
+        with pytest.raises(TypeError, match=f"{keyword} must be an int, not "):
+            ac.build({"chunks": [USER]}, **{keyword: value})
+        with pytest.raises(TypeError, match=f"{keyword} must be an int, not "):
+            ac.ContextBuilder(**{keyword: value})
+    with pytest.raises(TypeError, match=re.escape('caps["tool_result"] must be an int, not bool')):
+        ac.build({"chunks": [USER]}, caps={"tool_result": True})
+
+
+@pytest.mark.parametrize("keyword", ["max_tokens", "reserve", "max_input_bytes"])
+def test_a_count_too_large_says_the_largest(keyword):
+    for value in (2 ** 64, 2 ** 70, 2 ** 200):
+        with pytest.raises(ac.InputError, match=re.escape(
+                f"invalid value for {keyword}: {value} is too large; the largest is "
+                f"{2 ** 64 - 1}")):
+            ac.build({"chunks": [USER]}, **{keyword: value})
+    for value in (-1, -2 ** 70):
+        with pytest.raises(ac.InputError, match=re.escape(
+                f"invalid value for {keyword}: {value} is not a number of tokens (0 or more)")):
+            ac.build({"chunks": [USER]}, **{keyword: value})
