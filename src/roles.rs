@@ -1,7 +1,9 @@
 //! The small vocabularies every layer speaks: what a chunk records
-//! ([`ChunkKind`]), who speaks a message ([`Role`]), and how willingly a
-//! chunk gives way ([`Retention`]). They sit below the memory types so the
-//! token counters and renderers can name a role without the chunk model.
+//! ([`ChunkKind`]), who speaks a message ([`Role`]), how willingly a chunk
+//! gives way ([`Retention`]), and the two together that decide a chunk's
+//! default priority ([`ChunkClass`], which stores tally). They sit below
+//! the memory types so the token counters, renderers and stores can name
+//! them without the chunk model.
 
 use serde::{Deserialize, Serialize};
 
@@ -89,4 +91,85 @@ pub enum Retention {
     Compressible,
     /// The first to go.
     Disposable,
+}
+
+/// A chunk's class: its kind and role, which decide its priority when it
+/// sets none (see [`Policy::priority_of`](crate::budget::Policy::priority_of)). A
+/// store tallies the chunks on a path by class, each class at its
+/// [`index`](ChunkClass::index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ChunkClass {
+    /// The chunk's kind.
+    pub kind: ChunkKind,
+    /// The chunk's role, if it has one.
+    pub role: Option<Role>,
+}
+
+/// The roles a class may have, in the order of its index.
+const ROLES: [Option<Role>; 4] = [
+    None,
+    Some(Role::System),
+    Some(Role::User),
+    Some(Role::Assistant),
+];
+
+impl ChunkClass {
+    /// How many classes there are: every kind with every role or none.
+    pub const COUNT: usize = ChunkKind::ALL.len() * ROLES.len();
+
+    /// The class's place among all, below [`COUNT`](ChunkClass::COUNT):
+    /// kinds in declaration order, each with no role, then system, user
+    /// and assistant. Stores keep tallies at these places, so the order
+    /// never changes.
+    pub fn index(self) -> usize {
+        let kind = ChunkKind::ALL
+            .iter()
+            .position(|k| *k == self.kind)
+            .unwrap_or(0);
+        let role = ROLES.iter().position(|r| *r == self.role).unwrap_or(0);
+        kind * ROLES.len() + role
+    }
+
+    /// The class at `index`, if there is one.
+    pub fn at(index: usize) -> Option<Self> {
+        Some(ChunkClass {
+            kind: *ChunkKind::ALL.get(index / ROLES.len())?,
+            role: ROLES[index % ROLES.len()],
+        })
+    }
+
+    /// Every class, in the order of their indexes.
+    pub fn all() -> impl Iterator<Item = ChunkClass> {
+        (0..Self::COUNT).filter_map(Self::at)
+    }
+}
+
+impl Default for ChunkClass {
+    /// The class at index 0.
+    fn default() -> Self {
+        ChunkClass {
+            kind: ChunkKind::ALL[0],
+            role: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_keep_their_stored_indexes() {
+        // Stores wrote these indexes: they must not move.
+        let class = |kind, role| ChunkClass { kind, role }.index();
+        assert_eq!(class(ChunkKind::System, None), 0);
+        assert_eq!(class(ChunkKind::Agent, Some(Role::User)), 6);
+        assert_eq!(class(ChunkKind::Agent, Some(Role::Assistant)), 7);
+        assert_eq!(class(ChunkKind::Output, None), 24);
+        assert_eq!(ChunkClass::COUNT, 28);
+        for (index, class) in ChunkClass::all().enumerate() {
+            assert_eq!(class.index(), index);
+        }
+        assert_eq!(ChunkClass::at(ChunkClass::COUNT), None);
+    }
 }

@@ -33,11 +33,10 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::caps::Caps;
-use super::rules::ChunkClass;
 use crate::context_management::ContextManagement;
 use crate::error::{ErrorKind, Result};
 use crate::memory::MemoryChunk;
-use crate::roles::{ChunkKind, Retention, Role};
+use crate::roles::{ChunkClass, ChunkKind, Retention, Role};
 
 /// Replaces dropped history with a summary the runtime writes.
 ///
@@ -159,7 +158,7 @@ impl Policy {
     pub fn priority_of(&self, chunk: &MemoryChunk) -> i64 {
         chunk
             .priority
-            .unwrap_or_else(|| self.class_priority(ChunkClass::of(chunk)))
+            .unwrap_or_else(|| self.class_priority(super::rules::class_of(chunk)))
     }
 
     /// The priority of a chunk of `class` that sets none of its own.

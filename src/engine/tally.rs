@@ -3,18 +3,19 @@
 //! rules (`budget::rules`) asked of a chunk when it is saved, and of its
 //! class when it is not read.
 
-use crate::budget::{ChunkClass, Policy, never_dropped, tool_call};
+use crate::budget::{Policy, class_of, never_dropped, tool_call};
 use crate::memory::MemoryChunk;
+use crate::roles::{ChunkClass, ChunkKind};
 use crate::store::{ChunkMeta, ClassTally};
 
 /// What the store keeps of `chunk` for its path's tallies.
 pub(super) fn meta_of(chunk: &MemoryChunk) -> ChunkMeta {
     ChunkMeta {
-        class: ChunkClass::of(chunk),
+        class: class_of(chunk),
         protected: never_dropped(chunk),
         priority: chunk.priority,
         user_turn: chunk.is_user_turn(),
-        tool_call: chunk.kind == crate::roles::ChunkKind::Workflow,
+        tool_call: chunk.kind == ChunkKind::Workflow,
         call_id: tool_call(chunk).map(str::to_owned),
         orphan: false,
     }
@@ -32,7 +33,7 @@ pub(super) fn highest_priority(classes: &ClassTally, policy: &Policy) -> Option<
 /// The tally with one chunk of `chunk`'s class fewer.
 pub(super) fn without(mut classes: ClassTally, chunk: &MemoryChunk) -> ClassTally {
     if chunk.priority.is_none() {
-        let class = ChunkClass::of(chunk).index();
+        let class = class_of(chunk).index();
         classes.counts[class] = classes.counts[class].saturating_sub(1);
     }
     classes

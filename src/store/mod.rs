@@ -42,6 +42,7 @@ use serde_json::Value;
 
 use crate::error::{ErrorKind, Result};
 
+pub use crate::roles::ChunkClass;
 #[cfg(feature = "postgres")]
 pub use postgres::{DEFAULT_POOL_SIZE, DEFAULT_SCHEMA, PostgresStore};
 pub use sqlite::SqliteStore;
