@@ -66,8 +66,6 @@
 //! * [`ContextEngine`] over a [`store::Store`]: durable chats with branches
 //!   and checkpoints, saved atomically, built within the budget.
 //! * [`adapter`]: OpenAI, Anthropic and plain-text output.
-//! * [`command`]: the CLI's commands as calls, options named as its flags
-//!   and outputs as it prints them (what the Python package calls).
 //! * [`Fragment`] and [`format`](mod@format): structured system context (role, hints,
 //!   terms, guardrails, config) rendered as XML, Markdown, TOML or TOON.
 //!
@@ -86,9 +84,10 @@
 //!    and the [`store`] of durable chats, which keeps chunks as JSON;
 //! 3. [`tokens`], [`render`] (escaping included), [`format`](mod@format);
 //! 4. the plan: [`budget`] (policy, units, decisions);
-//! 5. what a build returns (`message`) and carries over to the next
-//!    (`previous`); the settings, [`ContextBuilder`] (`builder`: fields and
-//!    setters only);
+//! 5. what a build returns (`message`, `build_result`) and carries over to
+//!    the next (`last_build`); the settings, [`ContextBuilder`] (`builder`:
+//!    its fields and setters, and the few questions the pipeline asks of
+//!    them: which chunks it selects, which counter it counts with);
 //! 6. the pipeline, `build`: one build as a struct that holds what it
 //!    reads and the [`BuildCache`] it works in, with a method per stage
 //!    (prepare, plan, assemble, report), and a session's turn that only
@@ -98,8 +97,10 @@
 //!    state, its cache and its last build over a shared configuration),
 //!    then [`ContextEngine`] (`engine`: a chat of a store, built through a
 //!    session);
-//! 8. [`adapter`] and `explain`, then [`command`], the CLI's commands as
-//!    calls; the CLI (`src/bin`) sits on top.
+//! 8. [`adapter`] and `explain`, then `command`, the CLI's commands as
+//!    calls, which the CLI and the Python package share (behind the
+//!    `command` feature, not part of the API); the CLI (`src/bin`) sits on
+//!    top.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -110,6 +111,8 @@ mod build_result;
 mod build_stats;
 mod builder;
 mod chunk_id;
+#[cfg(feature = "command")]
+#[doc(hidden)]
 pub mod command;
 mod config;
 pub mod content;
