@@ -23,7 +23,10 @@ __all__ = [
 ]
 
 JSON = Any
-"""A JSON value: dict, list, str, int, float, bool or None."""
+"""A JSON value: dict, list, str, int, float, bool or None; a number with a
+fraction or an exponent that no float holds exactly (`1e400`,
+`0.1000000000000000000001`) is a `decimal.Decimal` of its digits, both
+ways: given back, a Decimal is written digit for digit."""
 
 SessionInput = Union[Mapping[str, Any], str, bytes]
 """A session dict (`{"system_prompt", "fragments", "context_management",

@@ -5,25 +5,12 @@ use agent_context::BuildResult;
 use agent_context::command::{Body, Output, Printed};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyString};
 
 use crate::errors::{input_error, warn};
 use crate::rows::RowCache;
+use crate::to_json::to_json;
 use crate::to_python::to_python;
-
-/// `json.dumps` and `json.loads`, imported once.
-static JSON: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
-
-fn json_functions(py: Python<'_>) -> PyResult<&(Py<PyAny>, Py<PyAny>)> {
-    JSON.get_or_try_init(py, || {
-        let json = py.import("json")?;
-        Ok((
-            json.getattr("dumps")?.unbind(),
-            json.getattr("loads")?.unbind(),
-        ))
-    })
-}
 
 /// A `str` argument (`what` names it) as Rust text: another type is a
 /// `TypeError`, a lone surrogate (which UTF-8 cannot hold) an `InputError`.
@@ -53,7 +40,7 @@ pub fn optional_text(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<O
 }
 
 /// The JSON text of `value`: a `str` (or UTF-8 `bytes`) as it is, any
-/// other value through `json.dumps` (no NaN or infinity: JSON has none).
+/// other value written as JSON (no NaN or infinity: JSON has none).
 pub fn json_text(value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     if value.is_instance_of::<PyString>() {
         return text_of(value, what);
@@ -62,33 +49,7 @@ pub fn json_text(value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
         return String::from_utf8(bytes.as_bytes().to_vec())
             .map_err(|e| input_error(format!("{what} is not UTF-8: {e}")));
     }
-    let py = value.py();
-    let kwargs = pyo3::types::PyDict::new(py);
-    kwargs.set_item("ensure_ascii", false)?;
-    kwargs.set_item("allow_nan", false)?;
-    let dumps = json_functions(py)?.0.bind(py);
-    match dumps.call((value,), Some(&kwargs)) {
-        Ok(text) => match text.extract::<String>() {
-            Ok(text) => Ok(text),
-            // A lone surrogate in a str: written as its escape, it reaches
-            // the parser, which names it (or, lossy, reads U+FFFD).
-            Err(_) => {
-                kwargs.set_item("ensure_ascii", true)?;
-                dumps.call((value,), Some(&kwargs))?.extract::<String>()
-            }
-        },
-        Err(error) if is_value_or_type_error(py, &error) => Err(input_error(format!(
-            "{what} cannot be written as JSON: {}",
-            error.value(py)
-        ))),
-        Err(error) => Err(error),
-    }
-}
-
-fn is_value_or_type_error(py: Python<'_>, error: &PyErr) -> bool {
-    error.is_instance_of::<pyo3::exceptions::PyValueError>(py)
-        || error.is_instance_of::<pyo3::exceptions::PyTypeError>(py)
-        || error.is_instance_of::<pyo3::exceptions::PyRecursionError>(py)
+    to_json(value, what)
 }
 
 /// What a command prints, ready for Python.
@@ -133,8 +94,9 @@ impl Shaped {
         }
     }
 
-    /// The value, as `json.loads` reads the CLI's output: a dict for JSON,
-    /// else a str; the warnings are issued.
+    /// The value, as `json.loads` reads the CLI's output (but for a
+    /// `Decimal` where no float holds a number): a dict for JSON, else a
+    /// str; the warnings are issued.
     pub fn into_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.into_py_with(py, None)
     }
@@ -164,10 +126,4 @@ impl Shaped {
         };
         Ok(value.unbind())
     }
-}
-
-/// `json.loads(text)`.
-pub fn loads(py: Python<'_>, text: &str) -> PyResult<Py<PyAny>> {
-    let loads = json_functions(py)?.1.bind(py);
-    Ok(loads.call1((text,))?.unbind())
 }

@@ -7,9 +7,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
 
-use crate::convert::{Shaped, json_text, loads, optional_text, text_of};
+use crate::convert::{Shaped, json_text, optional_text, text_of};
 use crate::errors::{detached, input_error};
 use crate::options::{Call, build_options, parse_options};
+use crate::to_python::{json_to_python, to_python};
 
 /// A chat of a store: a SQLite file path (created by the first `append`)
 /// or a `postgres://` URL. Each method is the `agent-context chat` verb of
@@ -116,7 +117,7 @@ impl Engine {
             chat::export(&self.target, &mut out)?;
             Ok(String::from_utf8_lossy(&out).into_owned())
         })?;
-        loads(py, &text)
+        Ok(json_to_python(py, &text)?.unbind())
     }
 
     /// Names the branch's head (`chat checkpoint`); an existing checkpoint
@@ -200,6 +201,5 @@ impl Engine {
 }
 
 fn to_py(py: Python<'_>, value: &Value) -> PyResult<Py<PyAny>> {
-    let text = serde_json::to_string(value).unwrap_or_default();
-    loads(py, &text)
+    Ok(to_python(py, value)?.unbind())
 }

@@ -14,6 +14,7 @@ use crate::convert::{Shaped, json_text, optional_text};
 use crate::errors::{detached, to_py};
 use crate::options::{Call, parse_options};
 use crate::rows::RowCache;
+use crate::to_python::to_python;
 
 /// A session built incrementally: `push` or `extend` chunks (dicts as in
 /// the session JSON, or JSON strings), then `build()` once per turn. A
@@ -158,16 +159,10 @@ impl Session {
 
     /// The session as JSON (a dict): what `agent_context.build` would take.
     fn state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let text = detached(py, || {
-            let inner = self.lock()?;
-            serde_json::to_string(inner.session.state()).map_err(|e| {
-                agent_context::Error::from(ErrorKind::Option {
-                    option: "state".into(),
-                    message: e.to_string(),
-                })
-            })
-        })?;
-        crate::convert::loads(py, &text)
+        // A copy, converted once the lock is let go: converting runs Python,
+        // which may switch to a thread waiting for the lock with the GIL.
+        let state = detached(py, || Ok(self.lock()?.session.state().clone()))?;
+        Ok(to_python(py, &state)?.unbind())
     }
 
     /// What the last build did: chunks rendered and cached, tokens

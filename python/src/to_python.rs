@@ -4,14 +4,19 @@
 //!
 //! serde_json's numbers keep their digits (`arbitrary_precision`): they
 //! serialize as a one-field struct holding the digits, which becomes the
-//! int or float `json.loads` reads from them.
+//! int `json.loads` reads from them, the float when a float holds their
+//! value exactly, else a `decimal.Decimal` of the digits (where
+//! `json.loads` would give `inf`, `0.0` or a rounded float).
 
 use std::fmt;
 
 use pyo3::BoundObject;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyList, PyString};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyType};
+use serde::Deserialize;
 use serde::ser::{self, Serialize};
+use serde_json::Value;
 
 /// The struct serde_json writes a number as, and its one field.
 const NUMBER_TOKEN: &str = "$serde_json::private::Number";
@@ -21,6 +26,30 @@ const RAW_TOKEN: &str = "$serde_json::private::RawValue";
 /// `value` as Python objects.
 pub fn to_python<'py>(py: Python<'py>, value: &impl Serialize) -> PyResult<Bound<'py, PyAny>> {
     to_python_skipping(py, value, &[])
+}
+
+/// The value of JSON `text` the library wrote, as Python objects, its
+/// numbers as [`to_python`] gives them.
+pub fn json_to_python<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    let mut reader = serde_json::Deserializer::from_str(text);
+    // As deep as the library wrote it: its input is bounded at
+    // `MAX_JSON_DEPTH`, a few levels less than what it writes around it.
+    reader.disable_recursion_limit();
+    let value = Value::deserialize(&mut reader)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("unreadable output: {e}")))?;
+    to_python(py, &value)
+}
+
+static DECIMAL: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `decimal.Decimal`, imported the first time a value needs it.
+pub fn decimal_class(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    DECIMAL
+        .get_or_try_init(py, || {
+            let class = py.import("decimal")?.getattr("Decimal")?;
+            Ok::<_, PyErr>(class.cast_into::<PyType>()?.unbind())
+        })
+        .map(|class| class.bind(py))
 }
 
 /// `value`, a struct, as a dict whose fields named in `skip` are None:
@@ -75,15 +104,55 @@ impl<'py> Writer<'py> {
     }
 }
 
-/// The int or float `json.loads` reads from a JSON number's text.
+/// A JSON number's text as Python holds it exactly: an int for an
+/// integer; a float for a fraction or exponent whose value a float holds;
+/// else a `decimal.Decimal` of the digits (`1e400`, `1E-400`,
+/// `0.1000000000000000000001`).
 fn number<'py>(py: Python<'py>, digits: &str) -> Out<'py> {
     if let Ok(n) = digits.parse::<i64>() {
         return Writer { py, skip: &[] }.int(n);
     }
-    let integer = !digits.contains(['.', 'e', 'E']);
-    let builtins = py.import("builtins")?;
-    let class = if integer { "int" } else { "float" };
-    Ok(builtins.getattr(class)?.call1((digits,))?)
+    if !digits.contains(['.', 'e', 'E']) {
+        return Ok(py.get_type::<PyInt>().call1((digits,))?);
+    }
+    match exact_float(digits) {
+        Some(float) => Ok(PyFloat::new(py, float).into_any()),
+        None => Ok(decimal_class(py)?.call1((digits,))?),
+    }
+}
+
+/// The float whose value is exactly that of `digits` (`1.50` is 1.5),
+/// if there is one: the float read from them, written back in its
+/// shortest form, is the same decimal value.
+fn exact_float(digits: &str) -> Option<f64> {
+    let float = digits.parse::<f64>().ok().filter(|f| f.is_finite())?;
+    let shortest = format!("{float:e}");
+    (decimal(&shortest)? == decimal(digits)?).then_some(float)
+}
+
+/// A decimal number's exact value: its sign, its significant digits, and
+/// the power of ten of the last one (`-0.0150e2` is `-15 × 10^-1`). Zero
+/// is `(false, "", 0)`, whatever its sign.
+fn decimal(text: &str) -> Option<(bool, String, i64)> {
+    let (negative, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match unsigned.split_once(['e', 'E']) {
+        Some((mantissa, exponent)) => (mantissa, exponent.parse::<i64>().ok()?),
+        None => (unsigned, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let joined = format!("{whole}{fraction}");
+    let significant = joined.trim_start_matches('0');
+    let digits = significant.trim_end_matches('0');
+    if digits.is_empty() {
+        return Some((false, String::new(), 0));
+    }
+    let trailing = i64::try_from(significant.len() - digits.len()).ok()?;
+    let fraction_len = i64::try_from(fraction.len()).ok()?;
+    let exponent = exponent.checked_sub(fraction_len)?.checked_add(trailing)?;
+    Some((negative, digits.to_owned(), exponent))
 }
 
 impl<'py> ser::Serializer for Writer<'py> {
@@ -360,8 +429,7 @@ impl<'py> ser::SerializeStruct for Struct<'py> {
             }
             Some(_) => {
                 let text: String = value.extract()?;
-                self.value =
-                    Some(crate::convert::loads(self.writer.py, &text)?.into_bound(self.writer.py));
+                self.value = Some(json_to_python(self.writer.py, &text)?);
             }
             None => self.dict.set_item(key, value)?,
         }

@@ -1,6 +1,10 @@
 """`agent_context.build` equals `agent-context build` for every output."""
 
 import json
+import math
+import random
+import struct
+from decimal import Decimal
 
 import pytest
 
@@ -149,3 +153,106 @@ def test_every_flag_has_its_keyword(sessions, tmp_path):
     path.write_text('{"edits": [{"type": "clear_thinking_20251015"}]}')
     assert ac.build(session, context_management=str(path)) == ac.build(
         session, context_management={"edits": [{"type": "clear_thinking_20251015"}]})
+
+
+# Numbers no float holds: read as decimal.Decimal, written back digit for digit.
+NUMBERS = {"big": "1e400", "long": "0.1000000000000000000001", "tiny": "1E-400"}
+NUMBERS_SESSION = (
+    '{"chunks": [{"id": "u1", "kind": "agent", "role": "user", "text": "Add these."}, '
+    '{"id": "c1", "kind": "workflow", "tool": "calc", "call_id": "k1", "data": {'
+    + ", ".join(f'"{key}": {text}' for key, text in NUMBERS.items())
+    + ', "int": 123456789012345678901234567890, "half": 0.5}}, '
+    '{"id": "r1", "kind": "environment", "tool": "calc", "call_id": "k1", "text": "done"}]}'
+)
+
+
+def as_python(text):
+    """A JSON number as agent_context gives it: an int for an integer, the
+    float whose shortest form has the digits' value, else a Decimal."""
+    if not any(c in text for c in ".eE"):
+        return int(text)
+    value = float(text)
+    if math.isfinite(value) and Decimal(repr(value)) == Decimal(text):
+        return value
+    return Decimal(text)
+
+
+def assert_numbers_kept(data):
+    for key, text in NUMBERS.items():
+        assert type(data[key]) is Decimal and data[key] == Decimal(text), key
+    assert data["int"] == 123456789012345678901234567890
+    assert type(data["half"]) is float and data["half"] == 0.5
+
+
+@pytest.mark.filterwarnings("ignore::agent_context.ContextWarning")
+def test_numbers_no_float_holds_are_decimals_both_ways(cli, tmp_path):
+    path = tmp_path / "numbers.json"
+    path.write_text(NUMBERS_SESSION)
+    body = ac.build(NUMBERS_SESSION, output="anthropic-native")
+    done = cli.run("build", path, "--output", "anthropic-native")
+    assert body == json.loads(done.stdout, parse_float=as_python)
+    assert_numbers_kept(body["messages"][1]["content"][0]["input"])
+    # Given back, a Decimal keeps its digits: the CLI's prompt.
+    session = json.loads(NUMBERS_SESSION, parse_float=as_python)
+    assert_numbers_kept(session["chunks"][1]["data"])
+    expected = cli.run("build", path, "--output", "text").stdout
+    assert "1e+400" in expected and "0.1000000000000000000001" in expected
+    assert ac.build(session, output="text") == expected
+    # A float that holds the digits' value stays a float.
+    state = ac.Session(state='{"chunks": [{"id": "c", "kind": "agent", "role": "user", '
+                             '"data": [1.50, 1e300, -0.0, 0.1]}]}').state()
+    floats = state["chunks"][0]["data"]
+    assert floats == [1.5, 1e300, -0.0, 0.1] and {type(f) for f in floats} == {float}
+
+
+class Str(str):
+    pass
+
+
+class Int(int):
+    pass
+
+
+class Float(float):
+    pass
+
+
+class Dict(dict):
+    pass
+
+
+class List(list):
+    pass
+
+
+def test_values_are_written_as_json_dumps_writes_them(cli, tmp_path):
+    rng = random.Random(5)
+    floats = [struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0]
+              for _ in range(500)]
+    floats = [f for f in floats if math.isfinite(f)] + [
+        0.0, -0.0, 0.1, 1e15, 1e16, 1e-4, 1e-5, 123456.789, 5e-324, 1.7976931348623157e308,
+        2.0 ** 60, 1 / 3]
+    data = {
+        "floats": floats,
+        "ints": [0, -1, 2 ** 63, -2 ** 63 - 1, 10 ** 40, Int(7)],
+        "subclasses": [Str("s"), Float(2.5), Dict(a=1), List([1, 2]), (3, (4,))],
+        "text": 'quote " backslash \\ newline \n tab \t nul \x00 bell \x07 del \x7f '
+                "é 漢 🦀 a pair given as halves \ud83e\udd80",
+        7: "int key", 2.5: "float key", False: "bool key", None: "None key",
+        "nested": {"empty": {}, "list": [], "flags": [True, False, None]},
+    }
+    session = {"chunks": [{"id": "u", "kind": "agent", "role": "user", "data": data}]}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(session))
+    assert ac.build(session, output="text") == cli.run("build", path, "--output", "text").stdout
+    # Nesting the parser refuses is named at the place json.dumps's text has it.
+    deep = []
+    for _ in range(252):
+        deep = [deep]
+    session["chunks"][0]["data"] = {"a": [1, 2], "deep": deep}
+    path.write_text(json.dumps(session))
+    done = cli.run("build", path, check=False)
+    with pytest.raises(ac.InputError) as raised:
+        ac.build(session)
+    assert done.returncode == 2 and "column" in str(raised.value)
+    assert str(raised.value) == done.stderr.splitlines()[0][len("error: "):]

@@ -8,7 +8,7 @@ import pytest
 
 import agent_context as ac
 
-from test_build import OUTPUTS
+from test_build import NUMBERS_SESSION, OUTPUTS, assert_numbers_kept
 
 
 @pytest.fixture()
@@ -93,6 +93,21 @@ def test_store_errors(tmp_path):
     not_a_store.write_text("hello")
     with pytest.raises(ac.StoreError):
         ac.Engine(str(not_a_store), chat="c").append({"id": "u", "kind": "agent", "role": "user", "text": "a"})
+
+
+def test_export_keeps_every_digit(cli, tmp_path):
+    path = tmp_path / "numbers.json"
+    path.write_text(NUMBERS_SESSION)
+    expected = cli.run("build", path, "--output", "text").stdout
+    engine = ac.Engine(str(tmp_path / "n.db"), chat="n")
+    engine.append(NUMBERS_SESSION)
+    exported = engine.export()
+    assert_numbers_kept(exported["chunks"][1]["data"])
+    assert ac.build(exported, output="text") == expected
+    again = ac.Engine(str(tmp_path / "n.db"), chat="again")
+    again.append(exported)
+    assert again.build(output="text") == expected
+    assert again.export()["chunks"] == exported["chunks"]
 
 
 def no_store(tmp_path, kind):

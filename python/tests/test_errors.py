@@ -140,6 +140,44 @@ def test_lone_surrogates_in_python_strings():
         ac.count(b"bytes")
 
 
+@pytest.mark.parametrize("value, message", [
+    (float("nan"), "nan is not a JSON number"),
+    (float("-inf"), "-inf is not a JSON number"),
+    (Decimal("NaN"), "Decimal('NaN') is not a JSON number"),
+    (Decimal("-Infinity"), "Decimal('-Infinity') is not a JSON number"),
+    (Decimal("sNaN"), "Decimal('sNaN') is not a JSON number"),
+    ({(1, 2): "a tuple key"}, "keys must be str, int, float, bool or None, not tuple"),
+    ({float("inf"): 1}, "inf is not a JSON number"),
+    (object(), "an object of type object is not a JSON value"),
+    ({1, 2}, "an object of type set is not a JSON value"),
+    (b"bytes", "an object of type bytes is not a JSON value"),
+])
+def test_values_json_cannot_hold_are_input_errors(tmp_path, value, message):
+    chunk = {"id": "a", "kind": "agent", "role": "user", "data": value}
+    with pytest.raises(ac.InputError, match=re.escape(f"session cannot be written as JSON: {message}")):
+        ac.build({"chunks": [chunk]})
+    session = ac.Session()
+    with pytest.raises(ac.InputError, match=re.escape(message)):
+        session.push(chunk)
+    with pytest.raises(ac.InputError, match=re.escape(message)):
+        ac.Engine(str(tmp_path / "s.db"), chat="c").append([chunk])
+    assert len(session) == 0 and not (tmp_path / "s.db").exists()
+
+
+def test_a_value_that_contains_itself_is_an_input_error():
+    loop = [1]
+    loop.append(loop)
+    table = {"a": 1}
+    table["self"] = [table]
+    deep = []
+    for _ in range(100_000):
+        deep = [deep]
+    for value, message in [(loop, "contains itself"), (table, "contains itself"),
+                           (deep, "nests deeper than 256 levels")]:
+        with pytest.raises(ac.InputError, match=message):
+            ac.build({"chunks": [{"id": "a", "kind": "agent", "role": "user", "data": value}]})
+
+
 SURROGATE = "a\ud800"
 
 

@@ -1,11 +1,14 @@
 """Session: one build per turn, always within the budget, and a build
 equal to a cold build of the same chunks while nothing is trimmed."""
 
+import json
 import threading
 
 import pytest
 
 import agent_context as ac
+
+from test_build import NUMBERS_SESSION, assert_numbers_kept
 
 BUDGET = 24_000
 
@@ -133,3 +136,20 @@ def test_results_reuse_nothing_stale_across_trims():
         assert len(decided) == len(session)
         trims += any(d == "stubbed" for d in decided.values())
     assert trims > 10
+
+
+@pytest.mark.filterwarnings("ignore::agent_context.ContextWarning")
+def test_state_keeps_every_digit(cli, tmp_path):
+    path = tmp_path / "numbers.json"
+    path.write_text(NUMBERS_SESSION)
+    expected = cli.run("build", path, "--output", "text").stdout
+    state = ac.Session(state=NUMBERS_SESSION).state()
+    assert_numbers_kept(state["chunks"][1]["data"])
+    assert ac.build(state, output="text") == expected
+    session = ac.Session()
+    session.push(state["chunks"][0])
+    session.extend(state["chunks"][1:])
+    assert session.state() == state
+    assert session.build(output="text") == expected
+    native = session.build(output="anthropic-native")
+    assert_numbers_kept(native["messages"][1]["content"][0]["input"])
