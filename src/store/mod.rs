@@ -77,7 +77,7 @@ pub fn open(location: &str, create: bool) -> Result<Arc<dyn Store>> {
         return Err(ErrorKind::Option {
             option: "db".into(),
             message: format!(
-                "no store at {location:?}; `chat append` creates one, or pass --db with an \
+                "no store at {location:?}; open it with `create` to make one, or name an \
                  existing store"
             ),
         }

@@ -205,8 +205,16 @@ fn bad_input_exits_2_and_writes_nothing() {
     assert_eq!(missing.code, 2);
     assert!(missing.stderr.contains("no such chat"));
     let no_store = dir.join("none.db").display().to_string();
-    assert_eq!(run(&["chat", "list", "--db", &no_store], "").code, 2);
+    let listed = run(&["chat", "list", "--db", &no_store], "");
+    assert_eq!(listed.code, 2);
     assert!(!Path::new(&no_store).exists());
+    // The library's error names no flag; the CLI's hint does.
+    let (error, hint) = listed.stderr.split_once("\nhint: ").unwrap();
+    assert!(!error.contains("--"), "{error}");
+    assert_eq!(
+        hint,
+        "`chat append` creates one; other verbs need --db naming an existing store\n"
+    );
     // A file that is no store is input to fix: exit 2, the file untouched.
     let garbage = dir.join("notes.txt");
     let text = "not a database, only notes long enough to fill a page ".repeat(20);

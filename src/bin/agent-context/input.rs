@@ -308,6 +308,11 @@ pub(crate) fn flag_hint(kind: &ErrorKind) -> Option<&'static str> {
             Some("lower --reserve, or raise --max-tokens")
         }
         ErrorKind::BudgetExceeded { .. } => Some("raise --max-tokens, or lower --reserve"),
+        ErrorKind::Option { option, message }
+            if option == "db" && message.starts_with("no store") =>
+        {
+            Some("`chat append` creates one; other verbs need --db naming an existing store")
+        }
         _ => None,
     }
 }
