@@ -84,7 +84,7 @@ impl Serialize for Portable<'_> {
 }
 
 /// A decimal number's exact value: its significant digits and the power of
-/// ten of the last one (`-0.0150e2` is `-15 × 10^-2`). Zero has no digits
+/// ten of the last one (`-0.0150e2` is `-15 × 10^-1`). Zero has no digits
 /// and no sign.
 #[derive(Debug, PartialEq, Eq)]
 struct Decimal {

@@ -108,7 +108,7 @@ fn set(
         "group_fragments" => options.group_fragments = value.is_truthy()?,
         // `--cap`, repeatable, is `caps`; `--exclude-kind` is `exclude_kinds`.
         "caps" | "cap" => options.caps = caps(value)?,
-        "low_water" => options.low_water = value.extract()?,
+        "low_water" => options.low_water = fraction_of(value, key)?,
         "context_management" => {
             let text = context_management(value)?;
             options.context_management =
@@ -208,6 +208,18 @@ fn int_of<'a, 'py>(value: &'a Bound<'py, PyAny>, key: &str) -> PyResult<&'a Boun
         "{key} must be an int, not {}",
         type_name(value)
     )))
+}
+
+/// `value` as a float if it is a float or an int, but not a bool (Python
+/// takes no bool for a number); another type is a `TypeError` naming `key`.
+fn fraction_of(value: &Bound<'_, PyAny>, key: &str) -> PyResult<f64> {
+    match value.extract::<f64>() {
+        Ok(fraction) if !value.is_instance_of::<PyBool>() => Ok(fraction),
+        _ => Err(PyTypeError::new_err(format!(
+            "{key} must be a float, not {}",
+            type_name(value)
+        ))),
+    }
 }
 
 /// The digits of an int (not a bool), for the CLI's parsers to read.

@@ -256,6 +256,15 @@ def test_counts_are_ints_and_not_bools(keyword):
         ac.build({"chunks": [USER]}, caps={"tool_result": True})
 
 
+def test_the_low_water_mark_is_a_float_and_not_a_bool():
+    for value in (True, "0.5", None.__class__):
+        with pytest.raises(TypeError, match="low_water must be a float, not "):
+            ac.build({"chunks": [USER]}, low_water=value)
+    ac.build({"chunks": [USER]}, low_water=1)
+    with pytest.raises(ac.InputError, match="low_water"):
+        ac.build({"chunks": [USER]}, low_water=1.5)
+
+
 @pytest.mark.parametrize("keyword", ["max_tokens", "reserve", "max_input_bytes"])
 def test_a_count_too_large_says_the_largest(keyword):
     for value in (2 ** 64, 2 ** 70, 2 ** 200):
