@@ -131,7 +131,7 @@ fn decimal(text: &str) -> Option<Decimal> {
 
 /// True when two decimal texts are the same number exactly (`1.50` and
 /// `1.5e0`, `-0` and `0`), false when they differ or either is not one.
-pub(crate) fn same_value(a: &str, b: &str) -> bool {
+pub fn same_value(a: &str, b: &str) -> bool {
     matches!((decimal(a), decimal(b)), (Some(a), Some(b)) if a == b)
 }
 

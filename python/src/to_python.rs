@@ -10,6 +10,7 @@
 
 use std::fmt;
 
+use agent_context::command::same_value;
 use pyo3::BoundObject;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -126,33 +127,7 @@ fn number<'py>(py: Python<'py>, digits: &str) -> Out<'py> {
 /// shortest form, is the same decimal value.
 fn exact_float(digits: &str) -> Option<f64> {
     let float = digits.parse::<f64>().ok().filter(|f| f.is_finite())?;
-    let shortest = format!("{float:e}");
-    (decimal(&shortest)? == decimal(digits)?).then_some(float)
-}
-
-/// A decimal number's exact value: its sign, its significant digits, and
-/// the power of ten of the last one (`-0.0150e2` is `-15 × 10^-1`). Zero
-/// is `(false, "", 0)`, whatever its sign.
-fn decimal(text: &str) -> Option<(bool, String, i64)> {
-    let (negative, unsigned) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text),
-    };
-    let (mantissa, exponent) = match unsigned.split_once(['e', 'E']) {
-        Some((mantissa, exponent)) => (mantissa, exponent.parse::<i64>().ok()?),
-        None => (unsigned, 0),
-    };
-    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let joined = format!("{whole}{fraction}");
-    let significant = joined.trim_start_matches('0');
-    let digits = significant.trim_end_matches('0');
-    if digits.is_empty() {
-        return Some((false, String::new(), 0));
-    }
-    let trailing = i64::try_from(significant.len() - digits.len()).ok()?;
-    let fraction_len = i64::try_from(fraction.len()).ok()?;
-    let exponent = exponent.checked_sub(fraction_len)?.checked_add(trailing)?;
-    Some((negative, digits.to_owned(), exponent))
+    same_value(&format!("{float:e}"), digits).then_some(float)
 }
 
 impl<'py> ser::Serializer for Writer<'py> {
