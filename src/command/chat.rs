@@ -117,7 +117,7 @@ pub fn append(target: &ChatTarget, input: &MemoryState, options: &AppendOptions)
         let mut engine = target.open(&store, builder.clone())?;
         if options.clear_system {
             engine.set_system_prompt(None);
-            engine.set(Vec::new());
+            engine.set_fragments(Vec::new());
             engine.set_context_management(None);
         }
         let appended = apply(&mut engine, input, options.replace_last_assistant)?;
@@ -167,7 +167,7 @@ fn apply(engine: &mut ContextEngine, input: &MemoryState, replace: bool) -> Resu
         engine.set_system_prompt(input.system_prompt.clone());
     }
     if !input.fragments.is_empty() {
-        engine.set(input.fragments.clone());
+        engine.set_fragments(input.fragments.clone());
     }
     if input.context_management.is_some() {
         engine.set_context_management(input.context_management.clone());

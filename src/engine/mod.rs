@@ -308,7 +308,7 @@ impl ContextEngine {
 
     /// Sets the chat's fragments (the system lane), pending until saved.
     /// Setting the fragments it has changes nothing.
-    pub fn set(&mut self, fragments: Vec<Fragment>) {
+    pub fn set_fragments(&mut self, fragments: Vec<Fragment>) {
         if self.held().fragments != fragments {
             self.session.set_fragments(fragments);
             self.system_changed = true;
@@ -504,13 +504,13 @@ impl ContextEngine {
         Ok(result)
     }
 
-    /// Builds this turn's prompt with `policy`; the result's
-    /// [`resolved`](BuildResult::resolved) splits off the system prompt.
+    /// Builds this turn's prompt with `policy` instead of the builder's
+    /// (for this turn only), as [`build`](ContextEngine::build) does.
     ///
     /// # Errors
     ///
     /// As [`ContextSession::build_with`].
-    pub fn resolve(&mut self, policy: &Policy) -> Result<BuildResult> {
+    pub fn build_with(&mut self, policy: &Policy) -> Result<BuildResult> {
         self.load_tables_while_reading();
         if let Some(result) = self.build_from_newest(policy)? {
             self.last_build = Some(result.clone());

@@ -147,7 +147,7 @@ fn batches_appended_come_back_as_they_went_in() {
         let state = long_state(12);
         let mut engine = open(&backend.store, "chat");
         engine.set_system_prompt(state.system_prompt.clone());
-        engine.set(state.fragments.clone());
+        engine.set_fragments(state.fragments.clone());
         for batch in state.chunks.chunks(5) {
             engine.extend(batch.iter().cloned()).unwrap();
             engine.save().unwrap();
@@ -470,7 +470,7 @@ fn the_system_lane_and_metadata_are_stored() {
     for backend in backends() {
         let mut engine = open(&backend.store, "chat");
         engine.set_system_prompt(Some("Be brief.".into()));
-        engine.set(vec![fragment("config", [json!({"debug": true})])]);
+        engine.set_fragments(vec![fragment("config", [json!({"debug": true})])]);
         engine.push(user("u1", "hi")).unwrap();
         engine.save().unwrap();
         backend
