@@ -71,7 +71,7 @@ impl ContextBuilder {
         let dict = PyDict::new(py);
         dict.set_item("model", &o.model)?;
         dict.set_item("max_tokens", o.max_tokens)?;
-        dict.set_item("reserve", o.reserve)?;
+        dict.set_item("reserve", o.reserve_output)?;
         dict.set_item("low_water", o.low_water)?;
         dict.set_item("caps", o.caps.clone())?;
         dict.set_item(
@@ -96,7 +96,7 @@ impl ContextBuilder {
             "ContextBuilder(model={:?}, max_tokens={}, reserve={}, output={:?})",
             o.model,
             o.max_tokens.map_or("None".into(), |n| n.to_string()),
-            o.reserve.map_or("None".into(), |n| n.to_string()),
+            o.reserve_output.map_or("None".into(), |n| n.to_string()),
             o.output.as_str()
         )
     }

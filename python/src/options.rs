@@ -98,7 +98,7 @@ fn set(
     match key {
         "model" => options.model = text_of(value, key)?,
         "max_tokens" => options.max_tokens = count_or_none(value, key)?,
-        "reserve" => options.reserve = count_or_none(value, key)?,
+        "reserve" => options.reserve_output = count_or_none(value, key)?,
         "escape" => options.escape = named(value, key, parse_escape)?,
         "framing" => options.framing = named(value, key, parse_framing)?,
         "content_format" => options.content_format = named(value, key, parse_content_format)?,

@@ -33,7 +33,7 @@ pub struct BuildOptions {
     /// `--reserve`: tokens held back for the reply (default 0; for
     /// [`Output::AnthropicNative`], see
     /// [`anthropic_default_reserve`](Self::anthropic_default_reserve)).
-    pub reserve: Option<usize>,
+    pub reserve_output: Option<usize>,
     /// `--escape`: how chunk bodies are escaped.
     pub escape: EscapeMode,
     /// `--framing`: how message framing is counted.
@@ -71,7 +71,7 @@ impl Default for BuildOptions {
         BuildOptions {
             model: DEFAULT_MODEL.to_owned(),
             max_tokens: None,
-            reserve: None,
+            reserve_output: None,
             escape: EscapeMode::Structural,
             framing: Framing::OpenAi,
             content_format: ContentFormat::Gfm,
@@ -106,7 +106,7 @@ impl BuildOptions {
     /// is less.
     pub fn anthropic_default_reserve(&self) -> Option<usize> {
         let quarter = self.max_tokens.map_or(usize::MAX, |max| max / 4);
-        self.reserve
+        self.reserve_output
             .is_none()
             .then(|| ANTHROPIC_DEFAULT_RESERVE.min(quarter))
     }
@@ -141,7 +141,7 @@ impl BuildOptions {
         let mut builder = ContextBuilder::new();
         builder
             .model(&self.model)
-            .reserve_output(self.reserve.unwrap_or(0))
+            .reserve_output(self.reserve_output.unwrap_or(0))
             .escape(self.escape)
             .framing(self.framing)
             .exclude_kinds(self.exclude_kinds.iter().copied())

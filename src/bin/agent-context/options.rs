@@ -162,7 +162,7 @@ impl BuildOptions {
         let mut options = command::BuildOptions::default();
         options.model = self.model.clone();
         options.max_tokens = self.max_tokens;
-        options.reserve = self.reserve;
+        options.reserve_output = self.reserve;
         options.escape = match self.escape {
             EscapeArg::Structural => EscapeMode::Structural,
             EscapeArg::Xml => EscapeMode::Xml,
