@@ -73,7 +73,7 @@ pub const ROOT_KEY: &str = "value";
 /// The design's example in both forms:
 ///
 /// ```
-/// use agent_context::Fragment;
+/// use agent_context::fragment::Fragment;
 /// use agent_context::fragment::fragment;
 /// use serde_json::json;
 ///
@@ -196,7 +196,7 @@ impl From<String> for FragmentData {
 /// * otherwise the children are folded as [`Fragment::with`] does.
 ///
 /// ```
-/// use agent_context::FragmentData;
+/// use agent_context::fragment::FragmentData;
 /// use agent_context::fragment::{fragment, hint};
 /// use serde_json::json;
 ///

@@ -28,7 +28,7 @@ use crate::json_scan::{
 /// The deepest nesting of arrays and objects a JSON document may have.
 ///
 /// Generous enough for any fragment tree that
-/// [`format::MAX_DEPTH`](crate::format::MAX_DEPTH) allows (a fragment level
+/// [`fragment::MAX_DEPTH`](crate::fragment::MAX_DEPTH) allows (a fragment level
 /// costs at most three JSON levels), so that limit, not this one, names the
 /// fragment that goes too deep; small enough that reading never nears the
 /// stack's end.

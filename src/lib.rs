@@ -66,7 +66,7 @@
 //! * [`ContextEngine`] over a [`store::Store`]: durable chats with branches
 //!   and checkpoints, saved atomically, built within the budget.
 //! * [`adapter`]: OpenAI, Anthropic and plain-text output.
-//! * [`Fragment`] and [`format`](mod@format): structured system context (role, hints,
+//! * [`Fragment`](fragment::Fragment) and [`format`](mod@format): structured system context (role, hints,
 //!   terms, guardrails, config) rendered as XML, Markdown, TOML or TOON.
 //!
 //! # Layers
@@ -149,14 +149,11 @@ pub use chunk_id::{ChunkId, ChunkIds};
 pub use config::ContextConfig;
 pub use engine::ContextEngine;
 pub use error::{ChunkLocation, Error, ErrorKind, JsonPlace, JsonProblem, Result};
-pub use format::{FormatOptions, FragmentFormat};
-pub use fragment::{Child, Fragment, FragmentData};
 pub use json_input::{MAX_JSON_DEPTH, ParseOptions, parse_json};
 pub use json_text::JsonText;
 pub use memory::{MemoryChunk, MemoryState};
 pub use message::ContextMessage;
 pub use message_text::MessageText;
-pub use render::Protocol;
 pub use roles::{ChunkKind, Retention, Role};
 pub use rows::{Rows, RowsIntoIter, RowsIter};
 pub use session::ContextSession;

@@ -5,7 +5,8 @@
 //!
 //! ```
 //! use agent_context::adapter::{NativeOptions, anthropic_request};
-//! use agent_context::{ChunkKind, ContextBuilder, MemoryChunk, MemoryState, Protocol, Role};
+//! use agent_context::render::Protocol;
+//! use agent_context::{ChunkKind, ContextBuilder, MemoryChunk, MemoryState, Role};
 //!
 //! let state = MemoryState::new()
 //!     .with_system_prompt("You fix bugs.")

@@ -127,7 +127,7 @@ impl BuildOptions {
             builder.reserve_output(reserve);
         }
         if self.output.is_native() {
-            builder.protocol(crate::Protocol::Native);
+            builder.protocol(crate::render::Protocol::Native);
         }
         Ok(builder)
     }

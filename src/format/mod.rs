@@ -154,7 +154,7 @@ pub use tree::{Container, Label, Leaf, Slot, Tree, TreeWriter};
 use crate::error::{ErrorKind, Result};
 use crate::fragment::Fragment;
 pub(crate) use crate::fragment::push_key;
-pub use crate::fragment::{MAX_DEPTH, ROOT_KEY};
+pub(crate) use crate::fragment::{MAX_DEPTH, ROOT_KEY};
 
 /// The widest indent accepted, in spaces per level.
 pub const MAX_INDENT: usize = 16;

@@ -443,7 +443,7 @@ fn fragments_cannot_forge_messages_in_any_format() {
             "chunks": [{"id": "u1", "kind": "agent", "role": "user", "text": "go"}]}"#,
     )
     .unwrap();
-    for format in agent_context::FragmentFormat::ALL {
+    for format in agent_context::format::FragmentFormat::ALL {
         for mode in [EscapeMode::Structural, EscapeMode::Xml] {
             let result = ContextBuilder::new()
                 .escape(mode)

@@ -634,8 +634,8 @@ fn a_session_applies_its_own_edits_unless_the_policy_has_some() {
 
 #[test]
 fn a_native_anthropic_request_carries_the_edits_applied_not_asked_for() {
-    use agent_context::Protocol;
     use agent_context::adapter::{NativeOptions, anthropic_request};
+    use agent_context::render::Protocol;
     let state = ten_uses();
     let mut builder = ContextBuilder::new();
     builder

@@ -5,8 +5,9 @@ use serde_json::{Value, json};
 use toon_format::{DecodeOptions, Indent, decode};
 
 use agent_context::format::{
-    Delimiter, FormatOptions, FragmentFormat, MAX_DEPTH, render_fragments, render_value,
+    Delimiter, FormatOptions, FragmentFormat, render_fragments, render_value,
 };
+use agent_context::fragment::MAX_DEPTH;
 use agent_context::fragment::fragment;
 
 fn toon(value: &Value, options: &FormatOptions) -> String {

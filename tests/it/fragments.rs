@@ -5,12 +5,15 @@
 //! and a snapshot per fixture case per format.
 
 use agent_context::format::{
-    Container, Delimiter, FormatOptions, FragmentFormat, Label, Leaf, MAX_DEPTH, ROOT_KEY, Slot,
-    Tree, TreeWriter, render_fragments, render_value,
+    Container, Delimiter, FormatOptions, FragmentFormat, Label, Leaf, Slot, Tree, TreeWriter,
+    render_fragments, render_value,
 };
 
-use agent_context::fragment::{fragment, fragments_from_json, guardrail, hint, role, term};
-use agent_context::{Child, ErrorKind, Fragment, FragmentData, MemoryState};
+use agent_context::fragment::{
+    Child, Fragment, FragmentData, MAX_DEPTH, ROOT_KEY, fragment, fragments_from_json, guardrail,
+    hint, role, term,
+};
+use agent_context::{ErrorKind, MemoryState};
 use proptest::prelude::*;
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 use serde_json::{Map, Value, json};

@@ -264,9 +264,9 @@ fn nested_fragment(levels: usize) -> String {
 fn the_fragment_depth_limit_is_reached_before_the_json_one() {
     // 64 fragment levels are more JSON levels (130) than serde_json's
     // own limit of 128.
-    let deepest = MemoryState::from_json_str(&nested_fragment(agent_context::format::MAX_DEPTH));
+    let deepest = MemoryState::from_json_str(&nested_fragment(agent_context::fragment::MAX_DEPTH));
     assert!(deepest.is_ok(), "{deepest:?}");
-    let past = MemoryState::from_json_str(&nested_fragment(agent_context::format::MAX_DEPTH + 1));
+    let past = MemoryState::from_json_str(&nested_fragment(agent_context::fragment::MAX_DEPTH + 1));
     match past.map_err(agent_context::Error::into_kind) {
         Err(ErrorKind::Fragment { path, message }) => {
             assert!(path.starts_with("fragments[0].data[0].data[0]"), "{path}");

@@ -11,7 +11,8 @@ use crate::common::native_sessions::case;
 use agent_context::adapter::{
     NativeOptions, NativeRequest, anthropic_request, openai_chat_request, openai_responses_request,
 };
-use agent_context::{BuildResult, ContextBuilder, MemoryState, Protocol};
+use agent_context::render::Protocol;
+use agent_context::{BuildResult, ContextBuilder, MemoryState};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 use serde_json::json;

@@ -5,7 +5,8 @@
 //! build of one with random budgets, reserves and caps.
 
 use agent_context::adapter::{self, NativeOptions};
-use agent_context::{BuildResult, ChunkKind, ContextBuilder, MemoryState, Protocol};
+use agent_context::render::Protocol;
+use agent_context::{BuildResult, ChunkKind, ContextBuilder, MemoryState};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
