@@ -172,7 +172,8 @@ class ContextBuilder:
         """`build(session, **settings)`; `output` overrides the builder's."""
 
     def options(self) -> dict[str, Any]:
-        """The settings, as keywords."""
+        """Every setting, as keywords (all of `build`'s but `no_cache_control`,
+        which `cache_control` says): `ContextBuilder(**b.options())` is `b`."""
 
 
 class Session:

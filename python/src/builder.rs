@@ -7,7 +7,8 @@ use pyo3::types::PyDict;
 
 use crate::convert::{Shaped, json_text, optional_text};
 use crate::errors::detached;
-use crate::options::{Call, build_options, parse_options};
+use crate::options::{BUILD_KEYWORDS, Call, build_options, parse_options};
+use crate::to_python::to_python;
 
 /// Build settings: the keywords of `build` (the CLI's flags), checked
 /// once and kept. `build(session)` builds with them; `Session(builder)`
@@ -65,28 +66,14 @@ impl ContextBuilder {
         shaped.into_py(py)
     }
 
-    /// The settings, as keywords.
+    /// The settings, as keywords: every build keyword but
+    /// `no_cache_control` (the negation of `cache_control`), in the order
+    /// `--help` lists the flags, each as a value the keyword takes back.
     fn options(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {
-        let o = &self.call.options;
         let dict = PyDict::new(py);
-        dict.set_item("model", &o.model)?;
-        dict.set_item("max_tokens", o.max_tokens)?;
-        dict.set_item("reserve", o.reserve_output)?;
-        dict.set_item("low_water", o.low_water)?;
-        dict.set_item("caps", o.caps.clone())?;
-        dict.set_item(
-            "exclude_kinds",
-            o.exclude_kinds
-                .iter()
-                .map(|k| k.as_str())
-                .collect::<Vec<_>>(),
-        )?;
-        dict.set_item("estimate_factor", o.estimate_factor.map(|f| f.to_string()))?;
-        dict.set_item("threads", o.threads)?;
-        dict.set_item("output", o.output.as_str())?;
-        dict.set_item("cache_control", o.cache_control)?;
-        dict.set_item("explain", self.call.explain)?;
-        dict.set_item("max_input_bytes", self.call.max_input_bytes)?;
+        for key in BUILD_KEYWORDS.iter().filter(|k| **k != "no_cache_control") {
+            dict.set_item(*key, keyword_value(py, &self.call, key)?)?;
+        }
         Ok(dict.unbind())
     }
 
@@ -100,6 +87,45 @@ impl ContextBuilder {
             o.output.as_str()
         )
     }
+}
+
+/// The value of build keyword `key` in `call`, as the keyword takes it.
+fn keyword_value<'py>(py: Python<'py>, call: &Call, key: &str) -> PyResult<Bound<'py, PyAny>> {
+    let o = &call.options;
+    let value = match key {
+        "model" => o.model.as_str().into_pyobject(py)?.into_any(),
+        "max_tokens" => o.max_tokens.into_pyobject(py)?,
+        "reserve" => o.reserve_output.into_pyobject(py)?,
+        "escape" => o.escape.as_str().into_pyobject(py)?.into_any(),
+        "framing" => o.framing.as_str().into_pyobject(py)?.into_any(),
+        "content_format" => o.content_format.name().into_pyobject(py)?.into_any(),
+        "fragments_format" => o.fragments_format.as_str().into_pyobject(py)?.into_any(),
+        "group_fragments" => o.group_fragments.into_pyobject(py)?.to_owned().into_any(),
+        "caps" => {
+            let caps = PyDict::new(py);
+            for (name, tokens) in &o.caps {
+                caps.set_item(name, tokens)?;
+            }
+            caps.into_any()
+        }
+        "low_water" => o.low_water.into_pyobject(py)?.into_any(),
+        "context_management" => match &o.context_management {
+            Some(management) => to_python(py, management)?,
+            None => py.None().into_bound(py),
+        },
+        "exclude_kinds" => {
+            let kinds: Vec<&str> = o.exclude_kinds.iter().map(|k| k.as_str()).collect();
+            kinds.into_pyobject(py)?
+        }
+        "estimate_factor" => o.estimate_factor.map(|f| f.to_string()).into_pyobject(py)?,
+        "threads" => o.threads.into_pyobject(py)?,
+        "output" => o.output.as_str().into_pyobject(py)?.into_any(),
+        "explain" => call.explain.into_pyobject(py)?.to_owned().into_any(),
+        "cache_control" => o.cache_control.into_pyobject(py)?.to_owned().into_any(),
+        "max_input_bytes" => call.max_input_bytes.into_pyobject(py)?,
+        _ => py.None().into_bound(py),
+    };
+    Ok(value)
 }
 
 /// `options` with `output` (a name) in place of its own.

@@ -74,6 +74,32 @@ def test_the_builder_builds_as_build(sessions, output):
     assert builder.with_options(output=output).build(session) == expected
 
 
+@pytest.mark.filterwarnings("ignore::agent_context.ContextWarning")
+def test_the_builder_s_options_are_every_setting_and_make_the_same_builder(sessions):
+    _, session = sessions["coding-agent"]
+    settings = dict(model="gpt-4.1", max_tokens=4000, reserve=500, escape="xml",
+                    framing="none", content_format="commonmark", fragments_format="toon",
+                    group_fragments=True, caps={"tool_result": 500, "id:c08": None},
+                    low_water=0.5, context_management={"edits": [
+                        {"type": "clear_thinking_20251015"}]},
+                    exclude_kinds=["thinking"], estimate_factor="1.7", threads=2,
+                    output="openai", explain=False, cache_control=False,
+                    max_input_bytes=1 << 20)
+    builder = ac.ContextBuilder(**settings)
+    options = builder.options()
+    assert options == settings
+    again = ac.ContextBuilder(**options)
+    assert again.options() == options
+    assert again.build(session) == builder.build(session)
+    # The defaults, as the keywords' defaults are.
+    assert ac.ContextBuilder().options() == dict(
+        model="gpt-4o", max_tokens=None, reserve=None, escape="structural",
+        framing="openai", content_format="gfm", fragments_format="xml",
+        group_fragments=False, caps={}, low_water=0.8, context_management=None,
+        exclude_kinds=[], estimate_factor=None, threads=None, output="report",
+        explain=False, cache_control=True, max_input_bytes=None)
+
+
 def test_types_of_the_outputs(sessions):
     _, session = sessions["coding-agent"]
     assert isinstance(ac.build(session, output="text"), str)
