@@ -283,7 +283,10 @@ impl ContextSession {
     ///
     /// As [`ContextBuilder::build`]; the session keeps its previous build.
     pub fn build(&mut self) -> Result<BuildResult> {
-        self.run(None)
+        // A handle on the settings (an `Arc`), so the policy can be lent
+        // while the session changes.
+        let config = self.config.clone();
+        self.run(&config.settings().policy)
     }
 
     /// Builds this turn's prompt with `policy` instead of the builder's
@@ -293,17 +296,16 @@ impl ContextSession {
     ///
     /// As [`ContextBuilder::build`]; the session keeps its previous build.
     pub fn build_with(&mut self, policy: &Policy) -> Result<BuildResult> {
-        self.run(Some(policy))
+        self.run(policy)
     }
 
-    /// Builds with `policy`, else the builder's: by extending the last
-    /// build when the turn only appended chunks and its cut still fits,
-    /// else by the full pipeline.
-    fn run(&mut self, policy: Option<&Policy>) -> Result<BuildResult> {
+    /// Builds with `policy`: by extending the last build when the turn
+    /// only appended chunks and its cut still fits, else by the full
+    /// pipeline.
+    fn run(&mut self, policy: &Policy) -> Result<BuildResult> {
         self.cache.start_build(self.state.chunks.capacity());
         let settings = self.config.settings();
         (self.cache).forget_unstable(&settings.renderers, &self.state);
-        let policy = policy.unwrap_or(&settings.policy);
         if let Some(last) = self.last.as_mut().filter(|last| last.extendable) {
             let pass = Pass {
                 policy,
