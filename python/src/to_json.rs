@@ -186,10 +186,13 @@ impl Writer {
         match int.extract::<i64>() {
             Ok(n) => push_display(&mut self.out, n),
             Err(_) => {
-                let digits = int
-                    .py()
-                    .get_type::<PyInt>()
-                    .call_method1("__repr__", (int,))?;
+                let py = int.py();
+                // `int.__repr__` refuses past the interpreter's limit on
+                // digits (4,300 by default); a Decimal of it writes them all.
+                let digits = match py.get_type::<PyInt>().call_method1("__repr__", (int,)) {
+                    Ok(digits) => digits,
+                    Err(_) => decimal_class(py)?.call1((int,))?.str()?.into_any(),
+                };
                 self.out.push_str(&text_of(&digits, "a number's digits")?);
             }
         }

@@ -110,11 +110,22 @@ impl<'py> Writer<'py> {
 /// else a `decimal.Decimal` of the digits (`1e400`, `1E-400`,
 /// `0.1000000000000000000001`).
 fn number<'py>(py: Python<'py>, digits: &str) -> Out<'py> {
+    // An int cannot say `-0`: a Decimal keeps its sign.
+    if digits == "-0" {
+        return Ok(decimal_class(py)?.call1((digits,))?);
+    }
     if let Ok(n) = digits.parse::<i64>() {
         return Writer { py, skip: &[] }.int(n);
     }
     if !digits.contains(['.', 'e', 'E']) {
-        return Ok(py.get_type::<PyInt>().call1((digits,))?);
+        // `int(str)` refuses past the interpreter's limit on digits (4,300
+        // by default); an int made from a Decimal has none.
+        return Ok(match py.get_type::<PyInt>().call1((digits,)) {
+            Ok(int) => int,
+            Err(_) => py
+                .get_type::<PyInt>()
+                .call1((decimal_class(py)?.call1((digits,))?,))?,
+        });
     }
     match exact_float(digits) {
         Some(float) => Ok(PyFloat::new(py, float).into_any()),

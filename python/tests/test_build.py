@@ -210,6 +210,24 @@ def assert_numbers_kept(data):
     assert type(data["half"]) is float and data["half"] == 0.5
 
 
+def test_integers_past_python_s_digit_limit_and_minus_zero_go_both_ways(cli, tmp_path):
+    huge = "9" * 5000
+    session = ('{"chunks": [{"id": "u1", "kind": "agent", "role": "user", "text": "hi", '
+               '"custom": {"huge": ' + huge + ', "zero": -0}}]}')
+    state = ac.Session(ac.ContextBuilder(), session).state()
+    custom = state["chunks"][0]["custom"]
+    assert type(custom["huge"]) is int and custom["huge"] == 10 ** 5000 - 1
+    assert type(custom["zero"]) is Decimal and str(custom["zero"]) == "-0"
+    # Written back digit for digit, sign included.
+    again = ac.Session(ac.ContextBuilder(), state).state()
+    assert again["chunks"][0]["custom"] == custom
+    assert str(again["chunks"][0]["custom"]["zero"]) == "-0"
+    session_with_int = ac.Session(ac.ContextBuilder())
+    session_with_int.push({"id": "u1", "kind": "agent", "role": "user", "text": "hi",
+                           "custom": {"huge": 10 ** 5000}})
+    assert session_with_int.state()["chunks"][0]["custom"]["huge"] == 10 ** 5000
+
+
 @pytest.mark.filterwarnings("ignore::agent_context.ContextWarning")
 def test_numbers_no_float_holds_are_decimals_both_ways(cli, tmp_path):
     path = tmp_path / "numbers.json"
