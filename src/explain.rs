@@ -94,13 +94,17 @@ impl BuildResult {
     /// fit without a new cut, which keeps the prompt's prefix cached), the
     /// budget itself, or the previous build.
     fn cut_reason(&self) -> Option<String> {
+        // Only the budget's cuts: what a `context_management` edit
+        // cleared is no cut kept from a previous build.
         let trimmed = self.decisions.iter().any(|d| {
             matches!(
                 d.decision,
-                Decision::Stubbed { .. }
-                    | Decision::Dropped {
-                        reason: DropReason::Budget
-                    }
+                Decision::Stubbed {
+                    reason: StubReason::Budget,
+                    ..
+                } | Decision::Dropped {
+                    reason: DropReason::Budget
+                }
             )
         });
         match self.trim_target {

@@ -128,7 +128,9 @@ fn the_report_says_what_set_the_cut() {
 
     let mut builder = ContextBuilder::new();
     builder.max_tokens(3000).previous(&marked);
-    let next = state.with_chunk(MemoryChunk::agent("a2", Role::Assistant, "On it."));
+    let next = state
+        .clone()
+        .with_chunk(MemoryChunk::agent("a2", Role::Assistant, "On it."));
     let kept = builder.build(&next).unwrap();
     assert_eq!(kept.trim_target, None);
     assert!(
@@ -136,5 +138,26 @@ fn the_report_says_what_set_the_cut() {
             .contains("\n  kept the previous build's cut for cache stability\n"),
         "{}",
         kept.explain()
+    );
+
+    // What a `context_management` edit cleared is no cut of the budget's.
+    let mut edited = ContextBuilder::new();
+    edited.max_tokens(12_000).policy_mut().context_management = Some(
+        serde_json::from_str(
+            r#"{"edits": [{"type": "clear_tool_uses_20250919",
+                "trigger": {"type": "tool_uses", "value": 0},
+                "keep": {"type": "tool_uses", "value": 1}}]}"#,
+        )
+        .unwrap(),
+    );
+    let cleared = edited.build(&state).unwrap();
+    assert!(matches!(
+        cleared.decisions[2].decision,
+        Decision::Stubbed { .. }
+    ));
+    let explained = cleared.explain();
+    assert!(
+        !explained.contains("cut") && !explained.contains("trimmed"),
+        "{explained}"
     );
 }
