@@ -1359,6 +1359,34 @@ fn a_session_round_trips_its_context_management() {
 // ---- replay --------------------------------------------------------------
 
 #[test]
+fn replay_warns_once_as_build_warns() {
+    let flags = [
+        "--model",
+        "claude-sonnet-4-5",
+        "--max-tokens",
+        "1000000",
+        "--cap",
+        "tool:ghost=500",
+        "--estimate-factor",
+        "1.6",
+    ];
+    let built = run(&[&["build", "-"][..], &flags].concat(), SMALL);
+    let replayed = run(&[&["replay", "-"][..], &flags].concat(), SMALL);
+    assert_eq!((built.code, replayed.code), (0, 0), "{}", replayed.stderr);
+    assert!(
+        built.stderr.contains("cap on tool \"ghost\""),
+        "{}",
+        built.stderr
+    );
+    assert_eq!(replayed.stderr, built.stderr);
+    let exact = run(&["replay", "-", "--estimate-factor", "1.6"], SMALL);
+    assert_eq!(
+        exact.stderr,
+        "warning: --estimate-factor 1.6 has no effect: model \"gpt-4o\" is counted exactly\n"
+    );
+}
+
+#[test]
 fn replay_prints_a_line_per_turn_and_a_summary() {
     let run_replay = |extra: &[&str]| {
         let mut args = vec!["replay", "-"];

@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::time::Instant;
 
+use agent_context::command;
 use agent_context::{BuildResult, ChunkKind, ContextSession, Role};
 use serde_json::json;
 
@@ -36,15 +37,26 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
     let recorded = read_session(&args.file, &args.input)?;
     let mut opening = recorded.clone();
     opening.chunks.clear();
-    let builder = args.options.to_options(None)?.policy_builder()?;
+    let options = args.options.to_options(None)?;
+    let builder = options.policy_builder()?;
     // One cold build of the whole session finds the input a later turn would
     // refuse (a cap too small for a late chunk, say), so it is reported
-    // before the first line. A budget a turn cannot meet is no input error:
-    // the replay runs up to that turn, showing the turns before it.
-    if let Err(error) = builder.build(&recorded)
-        && agent_context::command::exit_code(error.kind()) == 2
-    {
-        return Err(error.into());
+    // before the first line, and what it warns of (an estimated model, a
+    // cap on a tool no chunk has) is said once, as `build` says it. A
+    // budget a turn cannot meet is no input error: the replay runs up to
+    // that turn, showing the turns before it.
+    match builder.build(&recorded) {
+        Ok(cold) => {
+            let mut warnings = cold.warnings.to_vec();
+            warnings.extend(command::unused_factor_warning(
+                options.estimate_factor,
+                &cold.model,
+                cold.token_count_exact,
+            ));
+            crate::write_warnings(&warnings);
+        }
+        Err(error) if command::exit_code(error.kind()) == 2 => return Err(error.into()),
+        Err(_) => {}
     }
     let mut session = ContextSession::new(builder, opening)?;
 
