@@ -111,6 +111,11 @@ pub fn append(target: &ChatTarget, input: &MemoryState, options: &AppendOptions)
     let store = store::open(&target.db, !other_branch)?;
     let mut builder = ContextBuilder::new();
     builder.model(&options.model);
+    if crate::tokens::model_info(&options.model).is_none() {
+        // An append counts its chunks but builds nothing: no budget binds
+        // it, so a model of unknown window needs none named.
+        builder.max_tokens(usize::MAX);
+    }
     let mut attempts = 0;
     loop {
         attempts += 1;

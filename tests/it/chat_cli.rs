@@ -284,6 +284,29 @@ fn an_object_with_no_session_field_is_a_chunk_missing_its_kind() {
 }
 
 #[test]
+fn append_under_a_model_of_unknown_window_needs_no_budget() {
+    let (_dir, db) = fresh_db("unknown-model");
+    let chunk = r#"{"id": "u1", "kind": "agent", "role": "user", "text": "Hello there."}"#;
+    let model = ["--model", "no-such-model-xyz"];
+    let args = [&["chat", "append", "--db", &db, "--chat", "c"][..], &model].concat();
+    assert_eq!(ok(run(&args, chunk))["appended"], 1);
+    // Its chunks build as `build` builds the export, budget given.
+    let flags = [&model[..], &["--max-tokens", "1000", "--output", "text"]].concat();
+    let export = ok(run(&["chat", "export", "--db", &db, "--chat", "c"], ""));
+    let cold = run(&[&["build", "-"][..], &flags].concat(), &export.to_string());
+    let built = run(
+        &[&["chat", "build", "--db", &db, "--chat", "c"][..], &flags].concat(),
+        "",
+    );
+    assert_eq!(
+        (built.code, &built.stdout),
+        (0, &cold.stdout),
+        "{}",
+        built.stderr
+    );
+}
+
+#[test]
 fn export_to_a_closed_pipe_ends_quietly() {
     use std::process::{Command, Stdio};
     let (_dir, db) = fresh_db("pipe");

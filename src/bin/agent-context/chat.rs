@@ -85,7 +85,8 @@ pub(crate) struct AppendArgs {
     #[arg(long)]
     clear_system: bool,
     /// The model whose counts are stored with the chunks (a build for
-    /// another encoding counts them when it first needs them).
+    /// another encoding counts them when it first needs them); any model,
+    /// since an append builds nothing and needs no budget.
     #[arg(long, default_value = DEFAULT_MODEL)]
     model: String,
     /// Session JSON or JSON Lines file, or `-` (the default) for standard input.
