@@ -76,9 +76,18 @@ pub fn build_options(
         // A name UTF-8 cannot hold is no keyword of ours.
         let key = text_of(&key, "a keyword").map_err(|_| unexpected(function, &key.to_string()))?;
         match key.as_str() {
-            "explain" => call.explain = value.is_truthy()?,
-            "no_cache_control" => call.options.cache_control = !value.is_truthy()?,
-            "max_input_bytes" => call.max_input_bytes = count_or_none(&value, &key)?,
+            "explain" => call.explain = bool_of(&value, &key)?,
+            "no_cache_control" => call.options.cache_control = !bool_of(&value, &key)?,
+            "max_input_bytes" => {
+                call.max_input_bytes = count_or_none(&value, &key)?;
+                if call.max_input_bytes == Some(0) {
+                    // As the CLI refuses `--max-input-bytes 0`.
+                    return Err(option_error(
+                        &key,
+                        "expected a size of at least one byte; found 0".into(),
+                    ));
+                }
+            }
             // None is the flag left out: the default.
             _ if value.is_none() && !matches!(key.as_str(), "max_tokens" | "reserve") => {
                 set_default(&mut call.options, &key, function)?;
@@ -105,7 +114,7 @@ fn set(
         "fragments_format" => {
             options.fragments_format = named(value, key, parse_fragment_format)?;
         }
-        "group_fragments" => options.group_fragments = value.is_truthy()?,
+        "group_fragments" => options.group_fragments = bool_of(value, key)?,
         // `--cap`, repeatable, is `caps`; `--exclude-kind` is `exclude_kinds`.
         "caps" | "cap" => options.caps = caps(value)?,
         "low_water" => options.low_water = fraction_of(value, key)?,
@@ -116,6 +125,11 @@ fn set(
         }
         "exclude_kinds" | "exclude_kind" => options.exclude_kinds = kinds(value)?,
         "estimate_factor" => {
+            if value.is_instance_of::<PyBool>() {
+                return Err(PyTypeError::new_err(format!(
+                    "{key} must be a float or its text, not bool"
+                )));
+            }
             let text = text_of(value.str()?.as_any(), key)?;
             options.estimate_factor =
                 Some(parse_estimate_factor(&text).map_err(|m| option_error(key, m))?);
@@ -125,7 +139,7 @@ fn set(
             options.threads = Some(parse_threads(&threads).map_err(|m| option_error(key, m))?);
         }
         "output" => options.output = named(value, key, Output::from_name)?,
-        "cache_control" => options.cache_control = value.extract()?,
+        "cache_control" => options.cache_control = bool_of(value, key)?,
         _ => return Err(unexpected(function, key)),
     }
     Ok(())
@@ -180,11 +194,16 @@ fn count_or_none(value: &Bound<'_, PyAny>, key: &str) -> PyResult<Option<usize>>
     if value.is_none() {
         return Ok(None);
     }
-    let n = int_of(value, key)?;
+    let n = int_of(value, key)?.call_method0("__index__")?;
     if n.lt(0)? {
+        let what = if key == "max_input_bytes" {
+            "bytes"
+        } else {
+            "tokens"
+        };
         return Err(option_error(
             key,
-            format!("{n} is not a number of tokens (0 or more)"),
+            format!("{n} is not a number of {what} (0 or more)"),
         ));
     }
     match n.extract::<usize>() {
@@ -208,6 +227,18 @@ fn int_of<'a, 'py>(value: &'a Bound<'py, PyAny>, key: &str) -> PyResult<&'a Boun
         "{key} must be an int, not {}",
         type_name(value)
     )))
+}
+
+/// `value` if it is a bool; another type is a `TypeError` naming `key`
+/// (a truthy str such as `"no"` must not read as `True`).
+fn bool_of(value: &Bound<'_, PyAny>, key: &str) -> PyResult<bool> {
+    match value.cast::<PyBool>() {
+        Ok(flag) => Ok(flag.is_true()),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "{key} must be a bool, not {}",
+            type_name(value)
+        ))),
+    }
 }
 
 /// `value` as a float if it is a float or an int, but not a bool (Python
@@ -274,13 +305,16 @@ fn caps(value: &Bound<'_, PyAny>) -> PyResult<Vec<(String, Option<usize>)>> {
             "give a dict {name: tokens} or a list of \"NAME=N\"".into(),
         ));
     }
-    value
-        .try_iter()?
-        .map(|item| {
-            let text = text_of(&item?, "an item of caps")?;
-            parse_cap(&text).map_err(|m| option_error("caps", m))
-        })
-        .collect()
+    iter_of(
+        value,
+        "caps",
+        "a dict {name: tokens} or a list of \"NAME=N\"",
+    )?
+    .map(|item| {
+        let text = text_of(&item?, "an item of caps")?;
+        parse_cap(&text).map_err(|m| option_error("caps", m))
+    })
+    .collect()
 }
 
 /// A list of kind names (or one name).
@@ -291,13 +325,27 @@ fn kinds(value: &Bound<'_, PyAny>) -> PyResult<Vec<agent_context::ChunkKind>> {
             parse_kind(&name).map_err(|m| option_error("exclude_kinds", m))?,
         ]);
     }
-    value
-        .try_iter()?
+    iter_of(value, "exclude_kinds", "a kind's name or a list of them")?
         .map(|item| {
             let name = text_of(&item?, "an item of exclude_kinds")?;
             parse_kind(&name).map_err(|m| option_error("exclude_kinds", m))
         })
         .collect()
+}
+
+/// The items of `value`; one that cannot be iterated is a `TypeError`
+/// naming `key` and what it takes (`expected`).
+fn iter_of<'py>(
+    value: &Bound<'py, PyAny>,
+    key: &str,
+    expected: &str,
+) -> PyResult<Bound<'py, pyo3::types::PyIterator>> {
+    value.try_iter().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{key} must be {expected}, not {}",
+            type_name(value)
+        ))
+    })
 }
 
 /// `lossy_unicode`'s reading of JSON input.

@@ -256,6 +256,33 @@ def test_counts_are_ints_and_not_bools(keyword):
         ac.build({"chunks": [USER]}, caps={"tool_result": True})
 
 
+@pytest.mark.parametrize("keyword", ["explain", "no_cache_control", "group_fragments",
+                                     "cache_control"])
+def test_switches_are_bools(keyword):
+    for value in ("no", 0, 1, None.__class__):
+        with pytest.raises(TypeError, match=f"{keyword} must be a bool, not "):
+            ac.ContextBuilder(**{keyword: value})
+    ac.ContextBuilder(**{keyword: False})
+
+
+def test_keywords_of_the_wrong_shape_are_type_errors_naming_them():
+    class Index:
+        def __index__(self):
+            return 4000
+
+    assert ac.ContextBuilder(max_tokens=Index()).options()["max_tokens"] == 4000
+    with pytest.raises(TypeError, match="caps must be a dict"):
+        ac.ContextBuilder(caps=5)
+    with pytest.raises(TypeError, match="exclude_kinds must be a kind's name or a list"):
+        ac.ContextBuilder(exclude_kinds=5)
+    with pytest.raises(TypeError, match="estimate_factor must be a float or its text, not bool"):
+        ac.ContextBuilder(estimate_factor=True)
+    with pytest.raises(ac.InputError, match="-1 is not a number of bytes"):
+        ac.ContextBuilder(max_input_bytes=-1)
+    with pytest.raises(ac.InputError, match="at least one byte"):
+        ac.ContextBuilder(max_input_bytes=0)
+
+
 def test_the_low_water_mark_is_a_float_and_not_a_bool():
     for value in (True, "0.5", None.__class__):
         with pytest.raises(TypeError, match="low_water must be a float, not "):
@@ -272,7 +299,8 @@ def test_a_count_too_large_says_the_largest(keyword):
                 f"invalid value for {keyword}: {value} is too large; the largest is "
                 f"{2 ** 64 - 1}")):
             ac.build({"chunks": [USER]}, **{keyword: value})
+    unit = "bytes" if keyword == "max_input_bytes" else "tokens"
     for value in (-1, -2 ** 70):
         with pytest.raises(ac.InputError, match=re.escape(
-                f"invalid value for {keyword}: {value} is not a number of tokens (0 or more)")):
+                f"invalid value for {keyword}: {value} is not a number of {unit} (0 or more)")):
             ac.build({"chunks": [USER]}, **{keyword: value})
