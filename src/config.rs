@@ -362,7 +362,13 @@ impl ContextConfig {
         warnings.extend(caps.check(|| settings.cap_tags(), has_chunk, has_tool)?);
         let management = pass.policy.context_management.as_ref();
         if let Some(management) = management.or(state.context_management.as_ref()) {
-            warnings.extend(management.unknown_tool_warnings(has_tool));
+            // An edit may name thousands of tools: each is looked up once.
+            let tools: FxHashSet<&str> = state
+                .chunks
+                .iter()
+                .filter_map(|c| c.tool.as_deref())
+                .collect();
+            warnings.extend(management.unknown_tool_warnings(|tool| tools.contains(tool)));
         }
         if settings.counter.is_none() {
             warnings.extend(estimate_warning(&settings.model, counter));

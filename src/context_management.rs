@@ -279,9 +279,11 @@ impl ClearToolUses {
 impl ContextManagement {
     /// A warning for each tool that an edit's `exclude_tools` or
     /// `clear_tool_inputs` names and `has_tool` does not know: a misspelt
-    /// tool would otherwise exclude or clear nothing, silently.
+    /// tool would otherwise exclude or clear nothing, silently. Each tool
+    /// is named once per field, at the first edit that names it.
     pub(crate) fn unknown_tool_warnings(&self, has_tool: impl Fn(&str) -> bool) -> Vec<String> {
         let mut warnings = Vec::new();
+        let mut named: rustc_hash::FxHashSet<(&str, &str)> = Default::default();
         for (index, edit) in self.edits.iter().enumerate() {
             let ContextEdit::ClearToolUses(edit) = edit else {
                 continue;
@@ -299,18 +301,15 @@ impl ContextManagement {
                 ("clear_tool_inputs", inputs, "clears"),
             ];
             for (field, tools, verb) in lists {
-                let mut named: Vec<&String> = Vec::new();
                 for tool in tools.iter().filter(|tool| !has_tool(tool)) {
-                    if !named.contains(&tool) {
-                        named.push(tool);
+                    if !named.insert((field, tool.as_str())) {
+                        continue;
                     }
-                }
-                warnings.extend(named.into_iter().map(|tool| {
-                    format!(
+                    warnings.push(format!(
                         "context_management.edits[{index}].{field} names tool {tool:?}: no \
                          chunk has this tool, so it {verb} nothing"
-                    )
-                }));
+                    ));
+                }
             }
         }
         warnings

@@ -1322,9 +1322,11 @@ fn json_that_is_no_object_is_refused_as_such_not_read_as_a_path() {
 
 #[test]
 fn edits_naming_no_chunk_s_tool_warn_as_caps_do() {
+    // A tool named again, in the same edit or a later one, is named once.
     let edits = r#"{"edits": [{"type": "clear_tool_uses_20250919",
         "exclude_tools": ["ls", "no_such_tool", "no_such_tool"],
-        "clear_tool_inputs": ["also_none"]}]}"#;
+        "clear_tool_inputs": ["also_none"]},
+        {"type": "clear_tool_uses_20250919", "exclude_tools": ["no_such_tool"]}]}"#;
     let warned = build_file(TWO_TOOL_USES, &["--context-management", edits]);
     assert_eq!(warned.code, 0, "{}", warned.stderr);
     assert_eq!(
