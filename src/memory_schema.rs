@@ -214,7 +214,14 @@ fn context_management_from_value(value: Value) -> Result<ContextManagement> {
         };
         let message = error.into_inner().to_string();
         match shape_hint(&message) {
-            Some(shape) => session_error(&field, format!("{message}; {shape}")),
+            Some((inner, shape)) => {
+                let said = without_type_name(&message);
+                let field = match inner {
+                    "" => field,
+                    inner => format!("{field}.{inner}"),
+                };
+                session_error(&field, format!("{said}; {shape}"))
+            }
             None => session_error(&field, message),
         }
     })
@@ -253,36 +260,57 @@ fn first_non_count(value: &Value) -> Option<(String, &serde_json::Number)> {
     None
 }
 
-/// The JSON shape of the `context_management` value a serde `message` is
-/// about, when it names one of our Rust types instead: the writer of the
-/// session knows the JSON, not the types.
-fn shape_hint(message: &str) -> Option<&'static str> {
-    const SHAPES: [(&str, &str); 5] = [
+/// The field and JSON shape of the `context_management` value a serde
+/// `message` is about, when it names one of our Rust types instead: the
+/// writer of the session knows the JSON, not the types. serde cannot
+/// follow a path into a tagged object, so the field is named here.
+fn shape_hint(message: &str) -> Option<(&'static str, &'static str)> {
+    const SHAPES: [(&str, &str, &str); 6] = [
         (
             "enum KeepThinking",
+            "keep",
             r#"the `keep` of clear_thinking_20251015 is "all" or {"type": "thinking_turns", "value": N}"#,
         ),
         (
             "enum KeepToolUses",
+            "keep",
             r#"the `keep` of clear_tool_uses_20250919 is {"type": "tool_uses", "value": N}"#,
         ),
         (
             "enum Trigger",
+            "trigger",
             r#"`trigger` is {"type": "input_tokens", "value": N} or {"type": "tool_uses", "value": N}"#,
         ),
         (
             "enum InputTokens",
+            "clear_at_least",
             r#"`clear_at_least` is {"type": "input_tokens", "value": N}"#,
         ),
         (
             "enum ClearToolInputs",
+            "clear_tool_inputs",
             "`clear_tool_inputs` is true, false or a list of tool names",
+        ),
+        (
+            "enum ContextEdit",
+            "",
+            r#"an edit is an object with a `type`: "clear_tool_uses_20250919" or "clear_thinking_20251015""#,
         ),
     ];
     SHAPES
         .iter()
-        .find(|(name, _)| message.ends_with(name))
-        .map(|(_, shape)| *shape)
+        .find(|(name, ..)| message.ends_with(name))
+        .map(|(_, field, shape)| (*field, *shape))
+}
+
+/// What serde said of a value, without the name of the Rust type it
+/// expected (`invalid type: integer `3``, `invalid value`).
+fn without_type_name(message: &str) -> &str {
+    match message.rsplit_once(", expected ") {
+        Some((said, _)) => said,
+        None if message.starts_with("data did not match any variant") => "invalid value",
+        None => message,
+    }
 }
 
 pub(crate) fn chunk_from_value(index: usize, value: Value) -> Result<MemoryChunk> {

@@ -144,7 +144,7 @@ schema_error!(
 schema_error!(
     bad_context_management,
     r#"{"context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "most"}]}, "chunks": []}"#,
-    "invalid session: field `context_management.edits[0]`"
+    "invalid session: field `context_management.edits[0].keep`: invalid value; the `keep`"
 );
 #[test]
 fn a_priority_out_of_range_says_the_range() {
