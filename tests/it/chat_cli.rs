@@ -402,9 +402,24 @@ fn a_db_that_is_no_regular_file_is_refused_and_nothing_is_created() {
     std::fs::create_dir(&folder).unwrap();
     let folder = folder.display().to_string();
     #[cfg_attr(not(unix), allow(unused_mut))]
+    let missing = dir.join("missing").join("agent-context.db");
+    let under_file = dir.join("notes.txt");
+    std::fs::write(&under_file, "notes").unwrap();
+    let under_file = under_file.join("agent-context.db");
     let mut cases = vec![
-        (folder.clone(), "it is a directory, not a SQLite file"),
-        (String::new(), "the path is empty"),
+        (
+            folder.clone(),
+            "it is a directory, not a SQLite file".to_owned(),
+        ),
+        (String::new(), "the path is empty".to_owned()),
+        (
+            missing.display().to_string(),
+            format!("{} does not exist", dir.join("missing").display()),
+        ),
+        (
+            under_file.display().to_string(),
+            format!("{} is not a directory", dir.join("notes.txt").display()),
+        ),
     ];
     #[cfg(unix)]
     {
@@ -416,7 +431,7 @@ fn a_db_that_is_no_regular_file_is_refused_and_nothing_is_created() {
         assert!(made.success());
         cases.push((
             fifo.display().to_string(),
-            "it is not a regular file (a FIFO)",
+            "it is not a regular file (a FIFO)".to_owned(),
         ));
     }
     let before = listing(dir.path());
@@ -426,7 +441,7 @@ fn a_db_that_is_no_regular_file_is_refused_and_nothing_is_created() {
             assert_eq!(refused.code, 2, "{args:?}: {}", refused.stderr);
             assert_eq!(refused.stdout, "", "{args:?}");
             assert!(
-                refused.stderr.contains(says),
+                refused.stderr.contains(says.as_str()),
                 "{args:?}: {}",
                 refused.stderr
             );

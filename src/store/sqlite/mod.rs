@@ -190,6 +190,24 @@ pub(super) fn check_path(path: &Path) -> Result<()> {
         ));
     }
     let Ok(metadata) = std::fs::metadata(path) else {
+        // A file cannot be made where no directory holds it: the path is
+        // wrong, not the store.
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+            && !parent.is_dir()
+        {
+            let state = if parent.exists() {
+                "is not a directory"
+            } else {
+                "does not exist"
+            };
+            return Err(not_a_store(
+                &location,
+                format!(
+                    "{} {state}; give the path of a file in an existing directory",
+                    parent.display()
+                ),
+            ));
+        }
         // Missing (created on open) or unreadable (opening says why).
         return Ok(());
     };
