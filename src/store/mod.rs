@@ -65,9 +65,9 @@ pub fn is_postgres_url(location: &str) -> bool {
 /// [`ErrorKind::Option`] (option `db`) for a URL that cannot be read, a
 /// PostgreSQL URL in a build without the `postgres` feature, or a missing
 /// store without `create`; [`ErrorKind::NotAStore`] for an empty path or
-/// one that names a directory, a device, a FIFO or a socket, before
-/// anything is created (see [`SqliteStore::open`]); otherwise as the
-/// backend's `open`.
+/// one that names a directory, a device, a FIFO, a socket or a file in a
+/// directory that does not exist, before anything is created (see
+/// [`SqliteStore::open`]); otherwise as the backend's `open`.
 pub fn open(location: &str, create: bool) -> Result<Arc<dyn Store>> {
     if is_postgres_url(location) {
         return open_postgres(location, create);
