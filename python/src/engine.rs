@@ -35,7 +35,12 @@ impl Engine {
         chat: &Bound<'_, PyAny>,
         branch: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let db = text_of(db, "db")?;
+        // A path object (`pathlib.Path`) names a SQLite file as its str does.
+        let db = if db.hasattr("__fspath__")? {
+            text_of(&db.py().import("os")?.call_method1("fspath", (db,))?, "db")?
+        } else {
+            text_of(db, "db")?
+        };
         let chat = text_of(chat, "chat")?;
         let branch = optional_text(branch, "branch")?;
         if chat.is_empty() {

@@ -147,3 +147,11 @@ def test_a_nul_in_a_chat_id_or_name_is_a_chat_error(tmp_path):
         engine.checkpoint("cp\x00")
     with pytest.raises(ac.ChatError, match="NUL"):
         engine.fork("b\x00")
+
+
+def test_a_path_object_names_the_store(tmp_path):
+    chunk = {"id": "u", "kind": "agent", "role": "user", "text": "a"}
+    engine = ac.Engine(tmp_path / "p.db", chat="c")
+    engine.append(chunk)
+    assert engine.db == str(tmp_path / "p.db")
+    assert ac.Engine(str(tmp_path / "p.db"), chat="c").export()["chunks"][0]["id"] == "u"
