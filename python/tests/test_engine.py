@@ -137,18 +137,6 @@ def test_a_db_that_is_no_store_is_a_chat_error(cli, tmp_path, kind, verb):
     assert str(raised.value) == done.stderr.splitlines()[0][len("error: "):]
 
 
-def test_a_nul_in_a_chat_id_or_name_is_a_chat_error(tmp_path):
-    chunk = {"id": "u", "kind": "agent", "role": "user", "text": "a"}
-    with pytest.raises(ac.ChatError, match="NUL"):
-        ac.Engine(str(tmp_path / "n.db"), chat="a\x00b").append(chunk)
-    engine = ac.Engine(str(tmp_path / "n.db"), chat="c")
-    engine.append(chunk)
-    with pytest.raises(ac.ChatError, match="NUL"):
-        engine.checkpoint("cp\x00")
-    with pytest.raises(ac.ChatError, match="NUL"):
-        engine.fork("b\x00")
-
-
 def test_a_path_object_names_the_store(tmp_path):
     chunk = {"id": "u", "kind": "agent", "role": "user", "text": "a"}
     engine = ac.Engine(tmp_path / "p.db", chat="c")

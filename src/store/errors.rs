@@ -87,12 +87,6 @@ pub(super) fn check_name(chat: &str, name: &str, what: &str) -> Result<()> {
     if name.is_empty() {
         return Err(chat_error(chat, format!("a {what} name cannot be empty")));
     }
-    if name.contains('\0') {
-        return Err(chat_error(
-            chat,
-            format!("a {what} name cannot hold a NUL (U+0000)"),
-        ));
-    }
     Ok(())
 }
 
@@ -100,13 +94,6 @@ pub(super) fn check_name(chat: &str, name: &str, what: &str) -> Result<()> {
 pub(super) fn check_chat_id(chat: &str) -> Result<()> {
     if chat.is_empty() {
         return Err(chat_error(chat, "a chat id cannot be empty".into()));
-    }
-    // PostgreSQL's text holds no NUL: no backend takes one, so all agree.
-    if chat.contains('\0') {
-        return Err(chat_error(
-            chat,
-            "a chat id cannot hold a NUL (U+0000)".into(),
-        ));
     }
     Ok(())
 }

@@ -615,25 +615,6 @@ fn a_save_to_a_missing_branch_or_chat_is_refused() {
     }
 }
 
-/// A NUL, which PostgreSQL's text cannot hold, is refused in chat ids and
-/// names by every backend alike.
-#[test]
-fn a_nul_in_a_chat_id_or_name_is_refused_by_every_backend() {
-    for backend in backends() {
-        let store = &backend.store;
-        let refused = |result: agent_context::Result<()>| {
-            let error = result.unwrap_err();
-            assert!(matches!(error.kind(), ErrorKind::Chat { .. }), "{error}");
-            assert!(error.to_string().contains("NUL"), "{error}");
-        };
-        refused(store.open_chat("a\0b").map(drop));
-        store.open_chat("chat").unwrap();
-        refused(store.create_branch("chat", "b\0", None, false));
-        refused(store.set_checkpoint("chat", "c\0", None));
-        assert_eq!(store.branches("chat").unwrap().len(), 1, "{}", backend.name);
-    }
-}
-
 /// A save that replaces chunks prunes the nodes it replaced (no branch or
 /// checkpoint reaches them), and its new nodes take ids past every node's.
 #[test]
