@@ -5,7 +5,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use agent_context::command;
-use agent_context::{BuildResult, ChunkKind, ContextSession, Role};
+use agent_context::{BuildResult, ChunkKind, ContextBuilder, ContextSession, MemoryState, Role};
 use serde_json::json;
 
 use crate::Failure;
@@ -39,25 +39,7 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
     opening.chunks.clear();
     let options = args.options.to_options(None)?;
     let builder = options.policy_builder()?;
-    // One cold build of the whole session finds the input a later turn would
-    // refuse (a cap too small for a late chunk, say), so it is reported
-    // before the first line, and what it warns of (an estimated model, a
-    // cap on a tool no chunk has) is said once, as `build` says it. A
-    // budget a turn cannot meet is no input error: the replay runs up to
-    // that turn, showing the turns before it.
-    match builder.build(&recorded) {
-        Ok(cold) => {
-            let mut warnings = cold.warnings.to_vec();
-            warnings.extend(command::unused_factor_warning(
-                options.estimate_factor,
-                &cold.model,
-                cold.token_count_exact,
-            ));
-            crate::write_warnings(&warnings);
-        }
-        Err(error) if command::exit_code(error.kind()) == 2 => return Err(error.into()),
-        Err(_) => {}
-    }
+    check_cold(&builder, &recorded, &options)?;
     let mut session = ContextSession::new(builder, opening)?;
 
     let mut out = std::io::stdout().lock();
@@ -120,6 +102,33 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
     }});
     emit(&mut out, &summary)?;
     Ok(String::new())
+}
+
+/// One cold build of the whole session finds the input a later turn would
+/// refuse (a cap too small for a late chunk, say), so it is reported
+/// before the first line, and what it warns of (an estimated model, a cap
+/// on a tool no chunk has) is said once, as `build` says it. A budget a
+/// turn cannot meet is no input error: the replay runs up to that turn,
+/// showing the turns before it.
+fn check_cold(
+    builder: &ContextBuilder,
+    recorded: &MemoryState,
+    options: &command::BuildOptions,
+) -> agent_context::Result<()> {
+    match builder.build(recorded) {
+        Ok(cold) => {
+            let mut warnings = cold.warnings.to_vec();
+            warnings.extend(command::unused_factor_warning(
+                options.estimate_factor,
+                &cold.model,
+                cold.token_count_exact,
+            ));
+            crate::write_warnings(&warnings);
+            Ok(())
+        }
+        Err(error) if command::exit_code(error.kind()) == 2 => Err(error),
+        Err(_) => Ok(()),
+    }
 }
 
 /// Writes `line` and flushes it, so a reader sees each turn as it is built.
