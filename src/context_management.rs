@@ -229,9 +229,9 @@ pub enum AppliedEdit {
 }
 
 /// The default trigger of `clear_tool_uses`, in input tokens.
-pub const DEFAULT_TRIGGER_TOKENS: u64 = 100_000;
+pub(crate) const DEFAULT_TRIGGER_TOKENS: u64 = 100_000;
 /// The default number of tool uses `clear_tool_uses` keeps.
-pub const DEFAULT_KEEP_TOOL_USES: u64 = 3;
+pub(crate) const DEFAULT_KEEP_TOOL_USES: u64 = 3;
 
 impl ClearToolUses {
     /// Whether the edit fires on a prompt of `unedited_tokens` tokens with

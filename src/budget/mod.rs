@@ -50,8 +50,7 @@ mod units;
 
 pub use crate::context_management::{
     AllThinking, AppliedEdit, ClearThinking, ClearToolInputs, ClearToolUses, ContextEdit,
-    ContextManagement, DEFAULT_KEEP_TOOL_USES, DEFAULT_TRIGGER_TOKENS, InputTokens, KeepThinking,
-    KeepToolUses, ThinkingTurns, Trigger,
+    ContextManagement, InputTokens, KeepThinking, KeepToolUses, ThinkingTurns, Trigger,
 };
 pub use caps::{CapTarget, Caps, DEFAULT_TOOL_RESULT_CAP};
 pub use decision::{ChunkDecision, Decision, DropReason, StubReason};
@@ -62,8 +61,8 @@ pub use policy::{Policy, PriorityTarget, Summarizer};
 pub(crate) use previous_cut::PreviousCut;
 pub(crate) use rules::{class_of, never_dropped, protects_itself};
 pub(crate) use timeline::{Timeline, is_read};
-pub(crate) use truncate::{MIN_BODY_CAP, cut_body, marker_only};
-pub use truncate::{MIN_CAP, TruncatedBody, truncate_to_cap};
+pub use truncate::MIN_CAP;
+pub(crate) use truncate::{MIN_BODY_CAP, cut_body, marker_only, truncate_to_cap};
 pub(crate) use units::{
     Calls, Item, NO_UNIT, Step, Unit, group_units, is_orphan_result, plan_steps, tool_call,
 };

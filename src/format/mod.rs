@@ -157,7 +157,7 @@ pub(crate) use crate::fragment::push_key;
 pub(crate) use crate::fragment::{MAX_DEPTH, ROOT_KEY};
 
 /// The widest indent accepted, in spaces per level.
-pub const MAX_INDENT: usize = 16;
+pub(crate) const MAX_INDENT: usize = 16;
 
 /// An output format for structured context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -266,7 +266,7 @@ pub struct FormatOptions {
     /// TOON's array delimiter. Default: comma.
     pub delimiter: Delimiter,
     /// Spaces per nesting level for XML and TOON (TOON needs at least 1), at
-    /// most [`MAX_INDENT`]. Markdown always indents by 2, the width of `- `;
+    /// most 16. Markdown always indents by 2, the width of `- `;
     /// TOML has no indentation. Default: 2.
     pub indent: usize,
     /// XML and Markdown: gather the fragments whose name repeats among

@@ -50,12 +50,12 @@ pub use tally::{CLASSES, ChunkMeta, ClassTally, PathSummary, SIZES, TokenTally};
 
 /// Whether `location` names a PostgreSQL server rather than a file:
 /// it starts with `postgres://` or `postgresql://`.
-pub fn is_postgres_url(location: &str) -> bool {
+pub(crate) fn is_postgres_url(location: &str) -> bool {
     location.starts_with("postgres://") || location.starts_with("postgresql://")
 }
 
-/// Opens the store `location` names: a PostgreSQL URL (see
-/// [`is_postgres_url`]) is a `PostgresStore` (built with the `postgres`
+/// Opens the store `location` names: a PostgreSQL URL (one that starts
+/// with `postgres://` or `postgresql://`) is a `PostgresStore` (built with the `postgres`
 /// feature), anything else the path of a [`SqliteStore`] file. Without
 /// `create`, a store that does not exist yet is an error, and nothing is
 /// created.

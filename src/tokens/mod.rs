@@ -70,7 +70,7 @@ pub fn counter_for_model(model: &str) -> Result<Arc<dyn TokenCounter>> {
 ///
 /// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the tokenizer
 /// tables are not built in (never: they all are, and load on the first count).
-pub fn counter_for_model_calibrated(
+pub(crate) fn counter_for_model_calibrated(
     model: &str,
     calibration: &Calibration,
 ) -> Result<Arc<dyn TokenCounter>> {
@@ -84,7 +84,7 @@ pub fn counter_for_model_calibrated(
 
 /// The warning a build or count for `model` with `counter` carries: why
 /// the counts are estimates, naming the model; `None` when they are exact.
-pub fn estimate_warning(model: &str, counter: &dyn TokenCounter) -> Option<String> {
+pub(crate) fn estimate_warning(model: &str, counter: &dyn TokenCounter) -> Option<String> {
     (!counter.is_exact()).then(|| {
         format!(
             "model {model:?} {}; token counts are estimates: {}",
