@@ -1,7 +1,7 @@
 //! `ContextBuilder`: build settings kept for many builds and sessions.
 
-use agent_context::MemoryState;
 use agent_context::command::{self, BuildOptions};
+use agent_context::{ContextConfig, MemoryState};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -19,6 +19,8 @@ use crate::to_python::to_python;
 #[pyclass(module = "agent_context", frozen)]
 pub struct ContextBuilder {
     pub(crate) call: Call,
+    /// The settings compiled once, for every `build`.
+    config: ContextConfig,
 }
 
 #[pymethods]
@@ -27,20 +29,14 @@ impl ContextBuilder {
     #[pyo3(signature = (**kwargs), text_signature = "(*, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None)")]
     fn new(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let call = build_options(&Call::default(), kwargs, "ContextBuilder")?;
-        // Settings are checked here, as the CLI checks its flags before
-        // reading the input.
-        let checked = call.options.clone();
-        detached(py, move || checked.builder().map(drop))?;
-        Ok(ContextBuilder { call })
+        ContextBuilder::compiled(py, call)
     }
 
     /// A copy of this builder with the given keywords changed.
     #[pyo3(signature = (**kwargs))]
     fn with_options(&self, py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let call = build_options(&self.call, kwargs, "with_options")?;
-        let checked = call.options.clone();
-        detached(py, move || checked.builder().map(drop))?;
-        Ok(ContextBuilder { call })
+        ContextBuilder::compiled(py, call)
     }
 
     /// Builds `session` (a dict or JSON string) with these settings, as
@@ -55,12 +51,19 @@ impl ContextBuilder {
     ) -> PyResult<Py<PyAny>> {
         let output = optional_text(output, "output")?;
         let options = with_output(&self.call.options, output.as_deref())?;
+        // Another output may change the settings (Anthropic's reserve,
+        // native tool calls): those compile for this build.
+        let same = options.output == self.call.options.output;
         let text = json_text(session, "session")?;
         self.call.check_size(&text)?;
         let explain = self.call.explain;
+        let config = &self.config;
         let shaped = detached(py, || {
             let state = MemoryState::from_json_str_with(&text, parse_options(lossy_unicode))?;
-            let printed = command::build(&state, &options)?;
+            let printed = match same {
+                true => command::build_compiled(&state, config, &options)?,
+                false => command::build(&state, &options)?,
+            };
             Ok(Shaped::of(printed, explain))
         })?;
         shaped.into_py(py)
@@ -86,6 +89,16 @@ impl ContextBuilder {
             o.reserve_output.map_or("None".into(), |n| n.to_string()),
             o.output.as_str()
         )
+    }
+}
+
+impl ContextBuilder {
+    /// A builder of `call`'s settings, compiled (and so checked) here, as
+    /// the CLI checks its flags before reading the input.
+    fn compiled(py: Python<'_>, call: Call) -> PyResult<Self> {
+        let options = call.options.clone();
+        let config = detached(py, move || options.builder()?.compile())?;
+        Ok(ContextBuilder { call, config })
     }
 }
 

@@ -45,7 +45,7 @@ pub use options::{
 };
 pub use output::{Body, Output, Printed, print};
 
-use crate::{ErrorKind, MemoryState, Result};
+use crate::{ContextConfig, ErrorKind, MemoryState, Result};
 
 /// `build`: the prompt of `state` within the budget, shaped into
 /// `options.output`, with the warnings the command writes.
@@ -56,7 +56,21 @@ use crate::{ErrorKind, MemoryState, Result};
 /// ([`ErrorKind::BudgetExceeded`]), or an
 /// output that cannot be made of the build.
 pub fn build(state: &MemoryState, options: &BuildOptions) -> Result<Printed> {
-    let result = options.builder()?.build(state)?;
+    build_compiled(state, &options.builder()?.compile()?, options)
+}
+
+/// [`build`] with `config`, the options' builder compiled once for many
+/// builds (a binding's builder object).
+///
+/// # Errors
+///
+/// As [`build`], but for the settings, which compiling checked.
+pub fn build_compiled(
+    state: &MemoryState,
+    config: &ContextConfig,
+    options: &BuildOptions,
+) -> Result<Printed> {
+    let result = config.build(state)?;
     print(&result, options)
 }
 
