@@ -10,7 +10,7 @@ import pytest
 
 import agent_context as ac
 
-from conftest import DATA
+from conftest import DATA, ROOT
 
 OUTPUTS = ["report", "openai", "anthropic", "text", "openai-native",
            "openai-responses", "anthropic-native"]
@@ -98,6 +98,31 @@ def test_the_builder_s_options_are_every_setting_and_make_the_same_builder(sessi
         group_fragments=False, caps={}, low_water=0.8, context_management=None,
         exclude_kinds=[], estimate_factor=None, threads=None, output="report",
         explain=False, cache_control=True, max_input_bytes=None)
+
+
+def test_every_list_of_the_keywords_is_the_builder_s(sessions):
+    """The keywords are written out in the signatures Python shows and in
+    the type stubs: each list is the one `options()` derives from the
+    library's, with its defaults."""
+    import ast
+    import inspect
+
+    defaults = ac.ContextBuilder().options()
+    defaults["caps"] = defaults["exclude_kinds"] = None
+    for function, extra in ((ac.build, {"lossy_unicode": False}),
+                            (ac.ContextBuilder, {}), (ac.Engine.build, {})):
+        signature = inspect.signature(function)
+        shown = {name: p.default for name, p in signature.parameters.items()
+                 if p.kind == p.KEYWORD_ONLY}
+        assert shown == {**defaults, **extra}, function
+    stubs = ast.parse((ROOT / "python" / "agent_context.pyi").read_text())
+    stubbed = {}
+    for node in ast.walk(stubs):
+        if isinstance(node, ast.FunctionDef) and node.args.kwonlyargs:
+            stubbed.setdefault(node.name, set()).update(a.arg for a in node.args.kwonlyargs)
+    keywords = set(defaults) | {"no_cache_control"}
+    assert stubbed["build"] >= keywords
+    assert stubbed["__init__"] >= keywords
 
 
 def test_types_of_the_outputs(sessions):
