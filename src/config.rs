@@ -357,18 +357,22 @@ impl ContextConfig {
         pass.cache.count_with(counter.encoding_name());
         let mut warnings = self.warnings.clone();
         let has_chunk = |id: &str| state.chunks.iter().any(|c| c.id == id);
-        let has_tool = |tool: &str| state.chunks.iter().any(|c| c.tool.as_deref() == Some(tool));
+        // The session's tools, gathered once when a cap or an edit names
+        // one (an edit may name thousands).
+        let tools = std::cell::OnceCell::new();
+        let has_tool = |tool: &str| {
+            tools
+                .get_or_init(|| {
+                    let named = state.chunks.iter().filter_map(|c| c.tool.as_deref());
+                    named.collect::<FxHashSet<&str>>()
+                })
+                .contains(tool)
+        };
         let caps = &pass.policy.caps;
         warnings.extend(caps.check(|| settings.cap_tags(), has_chunk, has_tool)?);
         let management = pass.policy.context_management.as_ref();
         if let Some(management) = management.or(state.context_management.as_ref()) {
-            // An edit may name thousands of tools: each is looked up once.
-            let tools: FxHashSet<&str> = state
-                .chunks
-                .iter()
-                .filter_map(|c| c.tool.as_deref())
-                .collect();
-            warnings.extend(management.unknown_tool_warnings(|tool| tools.contains(tool)));
+            warnings.extend(management.unknown_tool_warnings(has_tool));
         }
         if settings.counter.is_none() {
             warnings.extend(estimate_warning(&settings.model, counter));

@@ -27,7 +27,7 @@ pub(super) struct Edited {
     /// The stubs of the cleared tool uses: the ladder's first steps.
     pub(super) steps: Vec<Step>,
     /// The items those steps stub (their decisions name the edit).
-    pub(super) cleared: Vec<usize>,
+    pub(super) cleared: FxHashSet<usize>,
     /// The edits that cleared something, in the order applied.
     pub(super) applied: Vec<AppliedEdit>,
     /// Exact tokens of the prompt with the edits so far, every other item
@@ -162,7 +162,6 @@ impl Build<'_> {
             return None;
         }
         let old = uses.len().saturating_sub(edit.keeps());
-        let earlier: FxHashSet<usize> = edited.cleared.iter().copied().collect();
         let (mut steps, mut forced, mut cleared) = (Vec::new(), Vec::new(), 0);
         for tool_use in &uses[..old] {
             let members = || std::iter::once(tool_use.call).chain(tool_use.results.iter().copied());
@@ -178,7 +177,7 @@ impl Build<'_> {
                 stubs.push(tool_use.call);
             }
             // What an earlier edit cleared is not this edit's to report.
-            stubs.retain(|i| !earlier.contains(i));
+            stubs.retain(|i| !edited.cleared.contains(i));
             let before = steps.len();
             for i in stubs {
                 if self.ensure_stub(&mut history.items[i], i, &mut forced) {
@@ -197,22 +196,19 @@ impl Build<'_> {
             }
             return None;
         }
-        edited
-            .cleared
-            .extend(steps.iter().filter_map(|step| match step {
+        let newly: FxHashSet<usize> = steps
+            .iter()
+            .filter_map(|step| match step {
                 Step::Stub(i) => Some(*i),
                 Step::Drop(_) => None,
-            }));
+            })
+            .collect();
         // A cleared result of the newest tool use shows its stub: the
         // budget has no body of it left to cut.
-        let stubbed: FxHashSet<usize> = edited
-            .cleared
-            .iter()
-            .map(|&i| history.items[i].chunk)
-            .collect();
         history
             .newest_results
-            .retain(|chunk| !stubbed.contains(chunk));
+            .retain(|chunk| !newly.iter().any(|&i| history.items[i].chunk == *chunk));
+        edited.cleared.extend(newly);
         edited.steps = with;
         edited.tokens = after;
         Some(AppliedEdit::ClearToolUses {

@@ -17,7 +17,6 @@ use std::sync::Arc;
 
 use super::assemble::{Assembly, assemble, record_fate};
 use super::extend::Appended;
-
 use super::{Build, Ladder};
 use crate::budget::{
     Calls, ChunkDecision, Fate, Item, Layout, NO_UNIT, Planner, Timeline, all_start_clean,
