@@ -31,6 +31,16 @@ pub fn type_name(value: &Bound<'_, PyAny>) -> String {
     )
 }
 
+/// What `os.fspath` gives for a path object (one with `__fspath__`, such
+/// as `pathlib.Path`): its str or bytes; `None` for anything else.
+pub fn fspath<'py>(value: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if !value.hasattr("__fspath__")? {
+        return Ok(None);
+    }
+    let os = value.py().import("os")?;
+    Ok(Some(os.call_method1("fspath", (value,))?))
+}
+
 /// [`text_of`] for an argument that may be left out (or None).
 pub fn optional_text(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<String>> {
     value

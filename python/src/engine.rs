@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
 
-use crate::convert::{Shaped, json_text, optional_text, text_of};
+use crate::convert::{Shaped, fspath, json_text, optional_text, text_of};
 use crate::errors::{detached, input_error};
 use crate::options::{Call, build_options, parse_options};
 use crate::to_python::{json_to_python, to_python};
@@ -36,10 +36,9 @@ impl Engine {
         branch: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         // A path object (`pathlib.Path`) names a SQLite file as its str does.
-        let db = if db.hasattr("__fspath__")? {
-            text_of(&db.py().import("os")?.call_method1("fspath", (db,))?, "db")?
-        } else {
-            text_of(db, "db")?
+        let db = match fspath(db)? {
+            Some(path) => text_of(&path, "db")?,
+            None => text_of(db, "db")?,
         };
         let chat = text_of(chat, "chat")?;
         let branch = optional_text(branch, "branch")?;

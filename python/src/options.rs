@@ -10,7 +10,7 @@ use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyString};
 
-use crate::convert::{json_text, text_of, type_name};
+use crate::convert::{fspath, json_text, text_of, type_name};
 use crate::errors::{input_error, to_py};
 
 /// A build's keywords: the library's options, and the flags of the
@@ -270,8 +270,7 @@ fn context_management(value: &Bound<'_, PyAny>) -> PyResult<String> {
     {
         return json_text(value, key);
     }
-    if value.hasattr("__fspath__")? {
-        let path = value.py().import("os")?.call_method1("fspath", (value,))?;
+    if let Some(path) = fspath(value)? {
         return json_text(&path, key);
     }
     Err(PyTypeError::new_err(format!(

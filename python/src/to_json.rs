@@ -79,36 +79,43 @@ impl Writer {
         } else if let Ok(float) = value.cast::<PyFloat>() {
             self.float(float.value(), value)?;
         } else if let Ok(list) = value.cast_exact::<PyList>() {
-            self.open(value)?;
-            self.items(list.iter())?;
-            self.open.pop();
+            self.nested(value, |writer| writer.items(list.iter()))?;
         } else if let Ok(tuple) = value.cast_exact::<PyTuple>() {
-            self.open(value)?;
-            self.items(tuple.iter())?;
-            self.open.pop();
+            self.nested(value, |writer| writer.items(tuple.iter()))?;
         } else if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() {
             // A subclass is read as `list(value)` is, through its `__iter__`.
-            self.open(value)?;
-            let items = value.try_iter()?.collect::<PyResult<Vec<_>>>()?;
-            self.items(items.into_iter())?;
-            self.open.pop();
+            self.nested(value, |writer| {
+                let items = value.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+                writer.items(items.into_iter())
+            })?;
         } else if let Ok(dict) = value.cast_exact::<PyDict>() {
-            self.open(value)?;
-            self.entries(dict.iter())?;
-            self.open.pop();
+            self.nested(value, |writer| writer.entries(dict.iter()))?;
         } else if value.is_instance_of::<PyDict>() {
             // A subclass gives its entries through `items()`, as to `json.dumps`.
-            self.open(value)?;
-            let entries = value
-                .call_method0("items")?
-                .try_iter()?
-                .map(|item| pair(&item?))
-                .collect::<Result<Vec<_>, Fault>>()?;
-            self.entries(entries.into_iter())?;
-            self.open.pop();
+            self.nested(value, |writer| {
+                let entries = value
+                    .call_method0("items")?
+                    .try_iter()?
+                    .map(|item| pair(&item?))
+                    .collect::<Result<Vec<_>, Fault>>()?;
+                writer.entries(entries.into_iter())
+            })?;
         } else {
             self.other(value)?;
         }
+        Ok(())
+    }
+
+    /// Writes the list or dict `value` with `write`, entered (see
+    /// [`open`](Writer::open)) while it is written.
+    fn nested(
+        &mut self,
+        value: &Bound<'_, PyAny>,
+        write: impl FnOnce(&mut Self) -> Written,
+    ) -> Written {
+        self.open(value)?;
+        write(self)?;
+        self.open.pop();
         Ok(())
     }
 
