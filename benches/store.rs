@@ -23,7 +23,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_context::store::{NewChunk, NodeId, Save, SqliteStore, Store};
+use agent_context::store::raw::{NewChunk, Nodes, Save};
+use agent_context::store::{NodeId, SqliteStore, Store};
 use agent_context::{ContextBuilder, ContextEngine, MemoryState};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 

@@ -1,8 +1,8 @@
 //! The store's verbs, written once for every backend: which transaction
 //! each runs in, what it reads and in what order, and the errors it
-//! reports. Each function is the [`Store`](super::Store) method of its
-//! name; a backend implements [`Backend`] and gets `Store` from
-//! [`impl_store!`]. Saving and counts are in `store::save`.
+//! reports. Each function is the [`Store`](super::Store) or
+//! [`Nodes`](super::Nodes) method of its name, which every [`Backend`] gets
+//! from one generic impl. Saving and counts are in `store::save`.
 
 use serde_json::Value;
 
@@ -18,119 +18,6 @@ use super::{
 use crate::error::Result;
 
 pub(crate) use super::save::{put_counts, save};
-
-/// Implements [`Store`](super::Store) for a [`Backend`] by the verbs of
-/// this module.
-macro_rules! impl_store {
-    ($backend:ty) => {
-        const _: () = {
-            use $crate::Result;
-            use $crate::store::verbs;
-            use $crate::store::{
-                BranchHead, BranchSummary, ChatSummary, CheckpointSummary, NodeId, NodeKey,
-                PathSummary, Save, Saved, Store, StoredChunk, Usage,
-            };
-
-            impl Store for $backend {
-                fn location(&self) -> String {
-                    $crate::store::backend::Backend::location(self).to_owned()
-                }
-                fn open_chat(&self, chat: &str) -> Result<ChatSummary> {
-                    verbs::open_chat(self, chat)
-                }
-                fn chat(&self, chat: &str) -> Result<Option<ChatSummary>> {
-                    verbs::chat(self, chat)
-                }
-                fn chats(&self) -> Result<Vec<ChatSummary>> {
-                    verbs::chats(self)
-                }
-                fn set_metadata(&self, chat: &str, metadata: &serde_json::Value) -> Result<()> {
-                    verbs::set_metadata(self, chat, metadata)
-                }
-                fn head(&self, chat: &str, branch: &str) -> Result<BranchHead> {
-                    verbs::head(self, chat, branch)
-                }
-                fn read_back(
-                    &self,
-                    chat: &str,
-                    from: NodeId,
-                    limit: usize,
-                    count_key: Option<&str>,
-                ) -> Result<Vec<StoredChunk>> {
-                    verbs::read_back(self, chat, from, limit, count_key)
-                }
-                fn ancestor(
-                    &self,
-                    chat: &str,
-                    node: NodeId,
-                    position: usize,
-                ) -> Result<Option<NodeId>> {
-                    verbs::ancestor(self, chat, node, position)
-                }
-                fn nodes_with(
-                    &self,
-                    chat: &str,
-                    key: NodeKey<'_>,
-                    max_position: usize,
-                ) -> Result<Vec<(NodeId, usize, bool)>> {
-                    verbs::nodes_with(self, chat, key, max_position)
-                }
-                fn save(&self, chat: &str, save: &Save) -> Result<Saved> {
-                    verbs::save(self, chat, save)
-                }
-                fn put_counts(
-                    &self,
-                    chat: &str,
-                    key: &str,
-                    counts: &[(NodeId, String, u64)],
-                ) -> Result<()> {
-                    verbs::put_counts(self, chat, key, counts)
-                }
-                fn path_summary(
-                    &self,
-                    chat: &str,
-                    node: NodeId,
-                    count_key: &str,
-                ) -> Result<Option<PathSummary>> {
-                    verbs::path_summary(self, chat, node, count_key)
-                }
-                fn branches(&self, chat: &str) -> Result<Vec<BranchSummary>> {
-                    verbs::branches(self, chat)
-                }
-                fn create_branch(
-                    &self,
-                    chat: &str,
-                    name: &str,
-                    head: Option<NodeId>,
-                    switch: bool,
-                ) -> Result<()> {
-                    verbs::create_branch(self, chat, name, head, switch)
-                }
-                fn switch_branch(&self, chat: &str, name: &str) -> Result<()> {
-                    verbs::switch_branch(self, chat, name)
-                }
-                fn set_checkpoint(
-                    &self,
-                    chat: &str,
-                    name: &str,
-                    node: Option<NodeId>,
-                ) -> Result<()> {
-                    verbs::set_checkpoint(self, chat, name, node)
-                }
-                fn checkpoints(&self, chat: &str) -> Result<Vec<CheckpointSummary>> {
-                    verbs::checkpoints(self, chat)
-                }
-                fn record_usage(&self, chat: &str, usage: &Usage) -> Result<()> {
-                    verbs::record_usage(self, chat, usage)
-                }
-                fn usage(&self, chat: &str) -> Result<Vec<Usage>> {
-                    verbs::usage(self, chat)
-                }
-            }
-        };
-    };
-}
-pub(crate) use impl_store;
 
 pub(crate) fn open_chat<B: Backend>(store: &B, chat: &str) -> Result<ChatSummary> {
     check_chat_id(chat)?;

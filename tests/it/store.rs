@@ -10,7 +10,7 @@ use crate::common::temp::TempDir;
 use crate::common::*;
 use agent_context::budget::ContextManagement;
 use agent_context::fragment::{fragment, role};
-use agent_context::store::{self, MAIN_BRANCH, NewChunk, Save, SqliteStore, Store};
+use agent_context::store::{self, MAIN_BRANCH, SqliteStore, Store};
 use agent_context::{
     ChunkKind, ContextBuilder, ContextEngine, ErrorKind, MemoryChunk, MemoryState, Role,
 };
@@ -588,54 +588,6 @@ fn a_stale_system_lane_gets_a_conflict_and_writes_nothing() {
             Some("fourth")
         );
         assert_eq!(ids(&mut stored), ["u1", "u3"], "{}", backend.name);
-    }
-}
-
-#[test]
-fn a_save_to_a_missing_branch_or_chat_is_refused() {
-    for backend in backends() {
-        let store = &backend.store;
-        store.open_chat("chat").unwrap();
-        let save = Save::append("nope", None, Vec::new());
-        assert!(matches!(
-            store.save("chat", &save).unwrap_err().kind(),
-            ErrorKind::Chat { .. }
-        ));
-        assert!(matches!(
-            store.save("other", &save).unwrap_err().kind(),
-            ErrorKind::Chat { .. }
-        ));
-        assert!(store.branches("other").is_err());
-        assert!(
-            store
-                .create_branch("chat", "b", Some(12_345), false)
-                .is_err()
-        );
-        assert!(store.set_checkpoint("chat", "c", Some(12_345)).is_err());
-    }
-}
-
-/// A save that replaces chunks prunes the nodes it replaced (no branch or
-/// checkpoint reaches them), and its new nodes take ids past every node's.
-#[test]
-fn a_replaced_chunk_is_pruned_and_new_nodes_take_new_ids() {
-    let chunk = |id: &str| NewChunk::new(id.into(), format!("{{\"id\":\"{id}\"}}"), None);
-    for backend in backends() {
-        let store = &backend.store;
-        store.open_chat("chat").unwrap();
-        let first = Save::append(MAIN_BRANCH, None, vec![chunk("a"), chunk("b")]);
-        let first = store.save("chat", &first).unwrap().nodes;
-        let (a, mut newest) = (first[0], first[1]);
-        for id in ["c", "d", "e"] {
-            let save =
-                Save::append(MAIN_BRANCH, Some(newest), vec![chunk(id)]).replacing(newest, Some(a));
-            let saved = store.save("chat", &save).unwrap();
-            let name = backend.name;
-            assert!(saved.nodes[0] > newest, "{name}: {saved:?} after {newest}");
-            assert!(store.read_back("chat", newest, 1, None).unwrap().is_empty());
-            assert_eq!(store.head("chat", MAIN_BRANCH).unwrap().chunks, 2);
-            newest = saved.nodes[0];
-        }
     }
 }
 

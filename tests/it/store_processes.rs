@@ -15,6 +15,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use agent_context::store::{MAIN_BRANCH, SqliteStore, Store};
+use agent_context::{ContextBuilder, ContextEngine};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 
@@ -98,12 +99,15 @@ fn stored_ids(db: &Path, text_len: usize) -> Vec<String> {
     if store.chat(CHAT).unwrap().is_none() {
         return Vec::new();
     }
-    let branch = store.load(CHAT, MAIN_BRANCH, None).unwrap();
-    branch
+    let mut engine = ContextEngine::open(Arc::new(store), CHAT, ContextBuilder::new())
+        .expect("the chat opens after a kill");
+    assert_eq!(engine.branch(), MAIN_BRANCH);
+    let state = engine.state().expect("the chat reads after a kill");
+    state
         .chunks
         .iter()
         .map(|stored| {
-            let chunk: Value = serde_json::from_str(&stored.json).expect("stored chunk JSON");
+            let chunk = serde_json::to_value(stored).expect("a chunk is JSON");
             let id = chunk["id"].as_str().expect("chunk id").to_owned();
             assert_eq!(
                 chunk["text"].as_str().map(str::len),

@@ -12,7 +12,6 @@ use r2d2_postgres::r2d2::{Pool, PooledConnection};
 
 use super::backend::Backend;
 use super::errors::store_error;
-use super::verbs::impl_store;
 use crate::error::Result;
 use location::Location;
 pub use location::{DEFAULT_POOL_SIZE, DEFAULT_SCHEMA};
@@ -143,8 +142,6 @@ impl Backend for PostgresStore {
         Ok(value)
     }
 }
-
-impl_store!(PostgresStore);
 
 /// A driver error as one line: the server's message, code and detail, or
 /// the driver's with its causes.

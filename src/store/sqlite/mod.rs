@@ -12,7 +12,6 @@ mod statements;
 
 use super::backend::Backend;
 use super::errors::{not_a_store, store_error};
-use super::verbs::impl_store;
 use crate::error::{ErrorKind, Result};
 use statements::SqliteTx;
 
@@ -156,8 +155,6 @@ impl Backend for SqliteStore {
         Ok(value)
     }
 }
-
-impl_store!(SqliteStore);
 
 /// Switches the file to write-ahead logging. Setting the journal mode
 /// does not wait on a busy file as statements do (two processes creating
