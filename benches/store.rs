@@ -23,7 +23,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_context::store::raw::{NewChunk, Nodes, Save};
+use agent_context::store::raw::{NewChunk, Save};
 use agent_context::store::{NodeId, SqliteStore, Store};
 use agent_context::{ContextBuilder, ContextEngine, MemoryState};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};

@@ -57,14 +57,12 @@ pub(crate) use records::{
 pub use sqlite::SqliteStore;
 pub(crate) use tally::{ChunkMeta, ClassTally, PathSummary, SIZES, TokenTally};
 
-/// The node-level operations and what they read and write, for the
-/// crate's benchmarks (which time a save or a read without the engine):
-/// not part of the API.
+/// What the node-level operations write, for the crate's benchmarks (which
+/// time a save without the engine): not part of the API.
 #[cfg(feature = "bench")]
 #[doc(hidden)]
 pub mod raw {
-    pub use super::nodes::Nodes;
-    pub use super::records::{LoadedBranch, NewChunk, Save, Saved, StoredChunk};
+    pub use super::records::{NewChunk, Save};
 }
 
 /// Whether `location` names a PostgreSQL server rather than a file:
