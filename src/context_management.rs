@@ -57,20 +57,18 @@ use serde::{Deserialize, Serialize};
 
 /// Anthropic's `context_management`: the edits a build applies before it
 /// plans. `{"edits": []}` clears nothing.
+///
+/// It is made from Anthropic's JSON (it implements `Deserialize`, and a
+/// session's `context_management` field reads it) and written back as it
+/// came; the edits' types are not part of the API, as their JSON is the
+/// contract.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ContextManagement {
     /// The edits, in order.
     #[serde(default)]
-    pub edits: Vec<ContextEdit>,
-}
-
-impl ContextManagement {
-    /// Management with these edits.
-    pub fn new(edits: Vec<ContextEdit>) -> Self {
-        ContextManagement { edits }
-    }
+    pub(crate) edits: Vec<ContextEdit>,
 }
 
 /// One edit of [`ContextManagement`].

@@ -228,7 +228,7 @@ pub enum ErrorKind {
         message: String,
     },
     /// A fragment or a data value cannot be read or rendered: a malformed
-    /// fragment, nesting deeper than [`fragment::MAX_DEPTH`](crate::fragment::MAX_DEPTH).
+    /// fragment, nesting deeper than 64 levels.
     #[error("invalid structured context at `{path}`: {message}")]
     Fragment {
         /// Where: `fragments[2].data[0].name` when reading JSON, the chain of

@@ -13,12 +13,12 @@ pub use json::fragments_from_json;
 
 /// The deepest nesting of containers (objects, arrays, children lists) a
 /// rendered document may have.
-pub const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 
 /// The key a document that is not an object renders under, where the format
 /// needs one (XML, Markdown, TOML), and the key a bare primitive beside keyed
 /// children takes in [`Fragment::with`].
-pub const ROOT_KEY: &str = "value";
+pub(crate) const ROOT_KEY: &str = "value";
 
 /// A named piece of structured context: a role, a hint, a config table.
 ///
@@ -56,7 +56,7 @@ pub const ROOT_KEY: &str = "value";
 /// children list fold into the fragment's body as [`Fragment::with`] folds
 /// children (see [Children](#children)): a fragment becomes the key of its
 /// name, an object's entries become keys, `null` adds nothing, and any other
-/// value (a primitive, an array) becomes the key [`ROOT_KEY`] (`value`). Any
+/// value (a primitive, an array) becomes the key `value`. Any
 /// other `data` (a primitive, an object, an array with no fragment element)
 /// is plain data. The same rule applies wherever a fragment's `data` is read
 /// or rendered, so a [`FragmentData::Value`] holding a children list renders
@@ -101,7 +101,7 @@ pub const ROOT_KEY: &str = "value";
 /// [`fragment`] and [`Fragment::with`] fold children into the body: an
 /// object's entries become keys, a child fragment becomes the key of its name,
 /// and a primitive or array beside keyed children becomes the key
-/// [`ROOT_KEY`] (`value`); a `null` child adds nothing. Names may repeat:
+/// `value`; a `null` child adds nothing. Names may repeat:
 /// each renders as it comes, or, grouped, as one list under the plural of
 /// the name (see [`format`](crate::format)). When
 /// every key is plain data and no name repeats, the body is stored as one
@@ -356,7 +356,7 @@ pub(crate) enum ChildShape {
     Keys,
     /// `null`: nothing.
     Nothing,
-    /// Anything else: the key [`ROOT_KEY`].
+    /// Anything else: the key `value`.
     Root,
 }
 

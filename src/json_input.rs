@@ -27,9 +27,8 @@ use crate::json_scan::{
 
 /// The deepest nesting of arrays and objects a JSON document may have.
 ///
-/// Generous enough for any fragment tree that
-/// [`fragment::MAX_DEPTH`](crate::fragment::MAX_DEPTH) allows (a fragment level
-/// costs at most three JSON levels), so that limit, not this one, names the
+/// Generous enough for any fragment tree the 64 levels of a fragment
+/// allow (a fragment level costs at most three JSON levels), so that limit, not this one, names the
 /// fragment that goes too deep; small enough that reading never nears the
 /// stack's end.
 pub const MAX_JSON_DEPTH: usize = 256;

@@ -12,8 +12,8 @@
 //! same session.
 
 use agent_context::BuildResult;
-use agent_context::adapter::openai_message;
 use agent_context::command::Output;
+use agent_context::command::openai_message;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use rustc_hash::FxHashMap;

@@ -17,10 +17,10 @@ use crate::render::Record;
 use crate::roles::Role;
 
 /// Most marks a request may carry.
-pub const MAX_BREAKPOINTS: usize = 4;
+pub(crate) const MAX_BREAKPOINTS: usize = 4;
 
 /// How many blocks before a mark the provider looks for a cache entry.
-pub const LOOKBACK_BLOCKS: usize = 20;
+pub(crate) const LOOKBACK_BLOCKS: usize = 20;
 
 /// A `cache_control` mark of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -37,7 +37,7 @@ pub struct CacheBreakpoint {
 /// The fewest tokens a prefix needs for `model` to cache it, as Anthropic
 /// documents: 4096 for Claude Opus 4.5 and Haiku 4.5, 2048 for the Haiku
 /// 3 and 3.5 models, 1024 for the others.
-pub fn min_cacheable_tokens(model: &str) -> usize {
+pub(crate) fn min_cacheable_tokens(model: &str) -> usize {
     const LARGE: [&str; 2] = ["claude-opus-4-5", "claude-haiku-4-5"];
     const MEDIUM: [&str; 3] = ["claude-3-haiku", "claude-3-5-haiku", "claude-haiku-3"];
     if LARGE.iter().any(|p| model.starts_with(p)) {

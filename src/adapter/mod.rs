@@ -48,7 +48,7 @@ mod openai_chat;
 mod openai_responses;
 
 pub use anthropic_messages::anthropic_request;
-pub use cache::{CacheBreakpoint, LOOKBACK_BLOCKS, MAX_BREAKPOINTS, min_cacheable_tokens};
+pub use cache::CacheBreakpoint;
 pub use native::{NativeOptions, NativeRequest};
 pub use openai_chat::openai_chat_request;
 pub use openai_responses::openai_responses_request;
@@ -74,7 +74,7 @@ pub fn openai(result: &BuildResult) -> Value {
 
 /// One message of [`openai`]'s `messages`: `{"role", "content"}`, the
 /// system message's role as `model` takes it.
-pub fn openai_message(message: &ContextMessage, model: &str) -> Value {
+pub(crate) fn openai_message(message: &ContextMessage, model: &str) -> Value {
     let role = match message.role {
         Role::System => openai_system_role(model),
         role => role.as_str(),

@@ -18,7 +18,7 @@ use crate::roles::ChunkKind;
 
 /// The default cap on tool results (`environment` chunks), in tokens: the
 /// most one tool result costs in the prompt, tag and marker included.
-pub const DEFAULT_TOOL_RESULT_CAP: usize = 8_192;
+pub(crate) const DEFAULT_TOOL_RESULT_CAP: usize = 8_192;
 
 /// What a cap applies to. When several caps match a chunk, the most
 /// specific wins: chunk id, then tool, then tag, then kind.
@@ -164,7 +164,7 @@ impl Caps {
     }
 
     /// Caps (or with `None`, uncaps) what each chunk of `target` costs.
-    /// Caps below [`MIN_CAP`] are raised to it, with a warning.
+    /// Caps below 64 tokens are raised to 64, with a warning.
     pub fn set(&mut self, target: impl Into<CapTarget>, tokens: Option<usize>) -> &mut Self {
         match target.into() {
             CapTarget::Kind(kind) => self.by_kind.insert(kind, tokens),
@@ -200,7 +200,7 @@ impl Caps {
     }
 
     /// The cap set for `chunk`, rendered by the default table with `tag`,
-    /// as set (before raising to [`MIN_CAP`]).
+    /// as set (before raising to 64 tokens).
     pub fn cap_for(&self, chunk: &MemoryChunk, tag: &str) -> Option<usize> {
         // Most policies set no cap by chunk, tool or tag: skip hashing for them.
         let by_chunk = || (!self.by_chunk.is_empty()).then(|| self.by_chunk.get(&chunk.id));

@@ -52,7 +52,7 @@ pub enum Decision {
         /// Tokens of the rendered chunk after (counted alone, as
         /// [`ChunkDecision::tokens`]); at most `cap`.
         tokens_after: usize,
-        /// The cap on the whole rendered chunk (raised to [`MIN_CAP`](super::MIN_CAP) if set lower).
+        /// The cap on the whole rendered chunk (raised to 64 tokens if set lower).
         cap: usize,
     },
     /// In the prompt as a stub that keeps tag, id and attributes.

@@ -7,7 +7,7 @@
 //!   model call that made any, with their results).
 //!   Everything between the latest user message and the newest tool use is
 //!   history like any older history. The newest tool use's results may be
-//!   cut below their cap, head and tail, down to [`MIN_CAP`] tokens each,
+//!   cut below their cap, head and tail, down to 64 tokens each,
 //!   to fit; if the protected content does not fit even then, the build
 //!   fails with [`ErrorKind::BudgetExceeded`](crate::ErrorKind::BudgetExceeded).
 //! * **Units** are kept or dropped whole: a tool call with every result that
@@ -48,11 +48,8 @@ mod timeline;
 mod truncate;
 mod units;
 
-pub use crate::context_management::{
-    AllThinking, AppliedEdit, ClearThinking, ClearToolInputs, ClearToolUses, ContextEdit,
-    ContextManagement, InputTokens, KeepThinking, KeepToolUses, ThinkingTurns, Trigger,
-};
-pub use caps::{CapTarget, Caps, DEFAULT_TOOL_RESULT_CAP};
+pub use crate::context_management::{AppliedEdit, ContextManagement};
+pub use caps::{CapTarget, Caps};
 pub use decision::{ChunkDecision, Decision, DropReason, StubReason};
 pub(crate) use elision::Elision;
 pub(crate) use fate::{Fate, fates_after};
@@ -61,8 +58,7 @@ pub use policy::{Policy, PriorityTarget, Summarizer};
 pub(crate) use previous_cut::PreviousCut;
 pub(crate) use rules::{class_of, never_dropped, protects_itself};
 pub(crate) use timeline::{Timeline, is_read};
-pub use truncate::MIN_CAP;
-pub(crate) use truncate::{MIN_BODY_CAP, cut_body, marker_only, truncate_to_cap};
+pub(crate) use truncate::{MIN_BODY_CAP, MIN_CAP, cut_body, marker_only, truncate_to_cap};
 pub(crate) use units::{
     Calls, Item, NO_UNIT, Step, Unit, group_units, is_orphan_result, plan_steps, tool_call,
 };

@@ -10,7 +10,7 @@ use crate::tokens::TokenCounter;
 /// The floor of a cap on a chunk, in tokens: room for a tag with a few
 /// attributes, the cut marker and a little of each end. A lower cap is
 /// raised to it, with a warning.
-pub const MIN_CAP: usize = 64;
+pub(crate) const MIN_CAP: usize = 64;
 
 /// The smallest cap [`truncate_to_cap`] cuts a bare body to.
 pub(crate) const MIN_BODY_CAP: usize = 24;

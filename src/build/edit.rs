@@ -12,11 +12,9 @@ use smallvec::SmallVec;
 
 use super::history::{History, release};
 use super::{Build, Ladder};
-use crate::budget::{
-    AppliedEdit, ClearThinking, ClearToolUses, ContextEdit, ContextManagement, Fate, Item, Planner,
-    Step,
-};
+use crate::budget::{AppliedEdit, ContextManagement, Fate, Item, Planner, Step};
 use crate::budget::{Decision, DropReason, protects_itself};
+use crate::context_management::{ClearThinking, ClearToolUses, ContextEdit};
 use crate::memory::MemoryState;
 use crate::roles::ChunkKind;
 use crate::tokens::parts::CountedText;

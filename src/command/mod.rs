@@ -96,3 +96,9 @@ pub fn exit_code(kind: &ErrorKind) -> u8 {
         _ => 1,
     }
 }
+
+/// One message of `adapter::openai`'s `messages`, for a binding that
+/// converts a result's messages one at a time.
+pub fn openai_message(message: &crate::ContextMessage, model: &str) -> serde_json::Value {
+    crate::adapter::openai_message(message, model)
+}

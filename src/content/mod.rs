@@ -23,8 +23,5 @@ pub use block::{
 };
 pub use markdown::{Flavor, MarkdownRenderer};
 pub use read::blocks_from_value;
-pub use render::{
-    BLOCK_SEPARATOR, ContentRenderer, Rendered, render_blocks, render_text, write_subtree,
-    write_text,
-};
+pub use render::{ContentRenderer, Rendered, render_blocks, render_text, write_subtree};
 pub use xml::XmlRenderer;

@@ -68,7 +68,7 @@ pub fn render_text(blocks: &[Block], renderer: &dyn ContentRenderer) -> String {
 }
 
 /// [`render_text`] into `out`.
-pub fn write_text(blocks: &[Block], renderer: &dyn ContentRenderer, out: &mut String) {
+pub(crate) fn write_text(blocks: &[Block], renderer: &dyn ContentRenderer, out: &mut String) {
     for (index, block) in blocks.iter().enumerate() {
         if index > 0 {
             out.push_str(BLOCK_SEPARATOR);
@@ -78,7 +78,7 @@ pub fn write_text(blocks: &[Block], renderer: &dyn ContentRenderer, out: &mut St
 }
 
 /// What joins the text of two blocks.
-pub const BLOCK_SEPARATOR: &str = "\n\n";
+pub(crate) const BLOCK_SEPARATOR: &str = "\n\n";
 
 static GFM: MarkdownRenderer = MarkdownRenderer::gfm();
 static COMMONMARK: MarkdownRenderer = MarkdownRenderer::commonmark();

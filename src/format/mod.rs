@@ -33,7 +33,7 @@
 //!   `fragment(name, "text")` stores) is written in XML and Markdown as that
 //!   element, `<available_sections>text</available_sections>`; TOML and TOON
 //!   show the list they are given;
-//! * **nesting is bounded**: a container deeper than [`MAX_DEPTH`] levels (a
+//! * **nesting is bounded**: a container deeper than 64 levels (a
 //!   list of repeated names counts as a level, grouped or not) is an
 //!   [`ErrorKind::Fragment`] naming its path,
 //!   never a stack overflow. 64 keeps every output within what its parser
@@ -102,7 +102,7 @@
 //!     - **port**: 5432
 //!   ```
 //! * [`FragmentFormat::Toml`]: through the `toml` crate. A document that is
-//!   not a table is wrapped as the key [`ROOT_KEY`] (`value = 42`). TOML has
+//!   not a table is wrapped as the key `value` (`value = 42`). TOML has
 //!   no null: a null is dropped, as a table key and as an array element
 //!   alike (`[1, null, 2]` is written `[1, 2]`: the elements after it move
 //!   up), and a document that is `null` is empty. Nothing else is dropped:
@@ -352,7 +352,7 @@ impl FormatOptions {
 ///
 /// # Errors
 ///
-/// [`ErrorKind::Fragment`] when nesting passes [`MAX_DEPTH`] (or the TOML
+/// [`ErrorKind::Fragment`] when nesting passes 64 levels (or the TOML
 /// or TOON library rejects the document); [`ErrorKind::Option`] for an
 /// indent out of range.
 pub fn render_fragments(
@@ -367,7 +367,7 @@ pub fn render_fragments(
 
 /// Renders any JSON value (the CLI's `--data`) in `format`. An object's keys
 /// are the top-level entries, like fragments; other values render under
-/// [`ROOT_KEY`] where the format needs a key (TOON does not). Unlike
+/// `value` where the format needs a key (TOON does not). Unlike
 /// fragments, nulls and empty containers are kept, as the [module
 /// docs](self) describe per format.
 ///

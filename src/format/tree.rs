@@ -140,7 +140,7 @@ impl Tree {
     /// # Errors
     ///
     /// [`ErrorKind::Fragment`](crate::ErrorKind::Fragment) naming the path
-    /// (`config.database.hosts[3]`) of a container nested past [`MAX_DEPTH`].
+    /// (`config.database.hosts[3]`) of a container nested past 64 levels.
     pub fn from_fragments(fragments: &[Fragment]) -> Result<Tree> {
         let pairs = fragments
             .iter()
@@ -189,7 +189,7 @@ impl Tree {
 
     /// Feeds the tree to `writer`, fragments as they come: a name given
     /// twice is two entries. A root that is not a map is presented as one
-    /// top-level entry under [`ROOT_KEY`].
+    /// top-level entry under `value`.
     pub fn walk<W: TreeWriter + ?Sized>(&self, writer: &mut W, out: &mut String) {
         Walk {
             writer,

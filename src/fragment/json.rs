@@ -21,7 +21,7 @@ impl Fragment {
     ///
     /// [`ErrorKind::Fragment`](crate::ErrorKind::Fragment) naming the path (`fragment.data[1].name`) when
     /// the value is not a fragment object, a field is missing, unknown or of
-    /// the wrong type, or nesting passes [`MAX_DEPTH`].
+    /// the wrong type, or nesting passes 64 levels.
     pub fn from_json(value: Value) -> Result<Fragment> {
         parse_fragment(value, &mut "fragment".to_owned(), 1)
     }
@@ -150,7 +150,7 @@ fn parse_list(items: Vec<Value>, path: &mut String, depth: usize) -> Result<Vec<
     Ok(list)
 }
 
-/// Rejects containers nested past [`MAX_DEPTH`], without recursing further.
+/// Rejects containers nested past 64 levels, without recursing further.
 fn check_depth(value: &Value, path: &mut String, depth: usize) -> Result<()> {
     let len = path.len();
     match value {

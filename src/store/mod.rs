@@ -50,7 +50,7 @@ use backend::Backend;
 
 pub(crate) use nodes::Nodes;
 #[cfg(feature = "postgres")]
-pub use postgres::{DEFAULT_POOL_SIZE, DEFAULT_SCHEMA, PostgresStore};
+pub use postgres::PostgresStore;
 pub(crate) use records::{
     BranchHead, CHUNK_CODEC, CountRecord, NewChunk, NodeKey, Save, Saved, StoredChunk,
 };

@@ -9,7 +9,7 @@ use crate::tokens::EstimateFactor;
 
 /// The margin, in percent, put on the largest ratio observed: the next
 /// prompt's content may tokenize a little worse than the ones seen.
-pub const CALIBRATION_MARGIN_PERCENT: u32 = 10;
+pub(crate) const CALIBRATION_MARGIN_PERCENT: u32 = 10;
 
 /// The estimate factors of a process, per model: a floor (the
 /// [default](EstimateFactor::DEFAULT) unless set) raised by what the
@@ -77,7 +77,7 @@ impl Calibration {
 
     /// Learns that a prompt of `base_tokens` (its `o200k_base` count) was
     /// billed `billed_tokens` by `model`: the factor for `model` becomes at
-    /// least the ratio plus [`CALIBRATION_MARGIN_PERCENT`] (at most
+    /// least the ratio plus 10 percent (at most
     /// [`EstimateFactor::MAX`]), and never drops. Returns the factor now in force for `model`.
     ///
     /// # Errors

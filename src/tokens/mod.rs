@@ -16,7 +16,7 @@ mod tiktoken;
 use std::fmt;
 use std::sync::Arc;
 
-pub use calibration::{CALIBRATION_MARGIN_PERCENT, Calibration};
+pub use calibration::Calibration;
 pub use estimate::{EstimateCounter, EstimateFactor};
 pub use framing::Framing;
 pub use model::{Encoding, ModelInfo, Route, model_info, route};

@@ -7,9 +7,7 @@
 use std::collections::BTreeSet;
 
 use crate::common::*;
-use agent_context::budget::{
-    AppliedEdit, ContextEdit, ContextManagement, Decision, DropReason, StubReason,
-};
+use agent_context::budget::{AppliedEdit, ContextManagement, Decision, DropReason, StubReason};
 use agent_context::{BuildResult, ChunkKind, ContextBuilder, MemoryChunk, MemoryState, Role};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -628,8 +626,8 @@ fn a_session_applies_its_own_edits_unless_the_policy_has_some() {
     assert_eq!(observed(&own).thinking.len(), 9);
     let overridden = build(&state, &json!({"edits": []}));
     assert!(overridden.applied_edits.is_empty());
-    let edits: Vec<ContextEdit> = Vec::new();
-    assert_eq!(ContextManagement::new(edits), ContextManagement::default());
+    let none: ContextManagement = serde_json::from_value(json!({})).unwrap();
+    assert_eq!(none, ContextManagement::default());
 }
 
 #[test]

@@ -4,10 +4,10 @@
 use serde_json::{Value, json};
 use toon_format::{DecodeOptions, Indent, decode};
 
+use crate::common::limits::FRAGMENT_MAX_DEPTH as MAX_DEPTH;
 use agent_context::format::{
     Delimiter, FormatOptions, FragmentFormat, render_fragments, render_value,
 };
-use agent_context::fragment::MAX_DEPTH;
 use agent_context::fragment::fragment;
 
 fn toon(value: &Value, options: &FormatOptions) -> String {

@@ -4,14 +4,14 @@
 //! renders losslessly, and random fragments, which drop nulls and empties),
 //! and a snapshot per fixture case per format.
 
+use crate::common::limits::{FRAGMENT_MAX_DEPTH as MAX_DEPTH, ROOT_KEY};
 use agent_context::format::{
     Container, Delimiter, FormatOptions, FragmentFormat, Label, Leaf, Slot, Tree, TreeWriter,
     render_fragments, render_value,
 };
 
 use agent_context::fragment::{
-    Child, Fragment, FragmentData, MAX_DEPTH, ROOT_KEY, fragment, fragments_from_json, guardrail,
-    hint, role, term,
+    Child, Fragment, FragmentData, fragment, fragments_from_json, guardrail, hint, role, term,
 };
 use agent_context::{ErrorKind, MemoryState};
 use proptest::prelude::*;

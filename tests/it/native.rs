@@ -11,6 +11,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use crate::common;
 use crate::common::batches::Rng;
 use crate::common::ids;
+use crate::common::limits::{LOOKBACK_BLOCKS, MAX_BREAKPOINTS, min_cacheable_tokens};
 use crate::common::native_sessions::{
     Built, LONG_TOOL, WORDS, case, native_builder, session_of, step, words,
 };
@@ -18,10 +19,7 @@ use crate::common::pairing::{
     anthropic_id_ok, check_anthropic, check_openai_chat, check_openai_responses,
     count_cache_control, without_cache_control,
 };
-use agent_context::adapter::{
-    self, CacheBreakpoint, LOOKBACK_BLOCKS, MAX_BREAKPOINTS, NativeOptions, NativeRequest,
-    min_cacheable_tokens,
-};
+use agent_context::adapter::{self, CacheBreakpoint, NativeOptions, NativeRequest};
 use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
 use agent_context::{
     BuildResult, ChunkKind, ContextBuilder, ContextMessage, ContextSession, ErrorKind, MemoryChunk,

@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
+use crate::common::limits::MIN_CAP;
 use crate::common::*;
-use agent_context::budget::{CapTarget, Decision, DropReason, MIN_CAP, Summarizer};
+use agent_context::budget::{CapTarget, Decision, DropReason, Summarizer};
 use agent_context::render::EscapeMode;
 use agent_context::tokens::{
     Calibration, Encoding, EstimateFactor, Framing, TiktokenCounter, TokenCounter,

@@ -209,7 +209,7 @@ fn what_we_render_decodes_back_to_the_input() {
 #[test]
 fn data_nested_past_the_limit_is_an_error_from_the_cli() {
     let mut value = serde_json::json!(1);
-    for _ in 0..agent_context::fragment::MAX_DEPTH {
+    for _ in 0..crate::common::limits::FRAGMENT_MAX_DEPTH {
         value = serde_json::json!([value]);
     }
     let Run { code, stdout, .. } = render_cli(&value, &[]);

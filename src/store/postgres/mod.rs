@@ -14,7 +14,6 @@ use super::backend::Backend;
 use super::errors::store_error;
 use crate::error::Result;
 use location::Location;
-pub use location::{DEFAULT_POOL_SIZE, DEFAULT_SCHEMA};
 use statements::PgTx;
 
 /// Durable chats on a PostgreSQL server.

@@ -5,6 +5,7 @@
 pub mod batches;
 pub mod cli;
 pub mod content_trees;
+pub mod limits;
 pub mod native_sessions;
 pub mod pairing;
 #[cfg(feature = "postgres")]
@@ -364,11 +365,10 @@ pub fn assert_degradations_hold(
         // The configured cap, or, for a result of the newest tool use cut
         // to make the protected content fit, a lower cap shared by all of
         // them and never below the floor.
-        let configured = cap.max(agent_context::budget::MIN_CAP);
+        let configured = cap.max(limits::MIN_CAP);
         assert!(
             applied == configured
-                || (decision.protected
-                    && (agent_context::budget::MIN_CAP..configured).contains(&applied)),
+                || (decision.protected && (limits::MIN_CAP..configured).contains(&applied)),
             "{}: cap {applied}, configured {configured}",
             decision.id
         );
