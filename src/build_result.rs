@@ -114,26 +114,6 @@ impl BuildResult {
         let skip = usize::from(self.system_message().is_some());
         self.messages.iter().skip(skip)
     }
-
-    /// The system prompt split off from the messages, for callers that
-    /// send it apart (Anthropic's `system`, say).
-    pub fn resolved(&self) -> Resolved {
-        Resolved {
-            system_prompt: self.system_message().map(|m| m.content.to_string()),
-            messages: self.history().cloned().collect(),
-        }
-    }
-}
-
-/// A build split for callers that send the system prompt apart from the
-/// messages; see [`ContextBuilder::resolve`](crate::ContextBuilder::resolve).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct Resolved {
-    /// The system message's content (system prompt, fragments, system chunks).
-    pub system_prompt: Option<String>,
-    /// The history messages, oldest first.
-    pub messages: Vec<ContextMessage>,
 }
 
 /// The report as JSON: its fields in order, the views among them, and the

@@ -92,7 +92,7 @@ impl Default for ContextBuilder {
 }
 
 impl ContextBuilder {
-    /// A builder for [`DEFAULT_MODEL`] with the model's whole window as budget.
+    /// A builder for the default model (`gpt-4o`) with the model's whole window as budget.
     pub fn new() -> Self {
         ContextBuilder {
             model: DEFAULT_MODEL.to_owned(),

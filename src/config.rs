@@ -8,7 +8,7 @@ use rustc_hash::FxHashSet;
 
 use crate::budget::Policy;
 use crate::build::{Budget, Build, BuildCache, Outside, Pass};
-use crate::build_result::{BuildResult, Resolved};
+use crate::build_result::BuildResult;
 use crate::builder::{ContextBuilder, DEFAULT_MODEL};
 use crate::error::{ErrorKind, Result};
 use crate::last_build::LastBuild;
@@ -122,16 +122,6 @@ impl ContextBuilder {
     pub fn build(&self, state: &MemoryState) -> Result<BuildResult> {
         state.validate()?;
         self.compile()?.build_validated(state)
-    }
-
-    /// Builds the prompt of `state` and splits off the system prompt, for
-    /// callers that send it separately (Anthropic's `system`, say).
-    ///
-    /// # Errors
-    ///
-    /// As [`build`](ContextBuilder::build).
-    pub fn resolve(&self, state: &MemoryState) -> Result<Resolved> {
-        Ok(self.build(state)?.resolved())
     }
 
     /// `(max_tokens, available)` for this build.
@@ -278,16 +268,6 @@ impl ContextConfig {
             outside: Outside::default(),
         };
         self.build_with(state, pass)
-    }
-
-    /// Builds the prompt of `state` and splits off the system prompt (see
-    /// [`ContextBuilder::resolve`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`build`](ContextConfig::build).
-    pub fn resolve(&self, state: &MemoryState) -> Result<Resolved> {
-        Ok(self.build(state)?.resolved())
     }
 
     /// The turn of a session that only appended chunks, built from its

@@ -88,7 +88,7 @@ pub enum JsonProblem {
     /// Arrays and objects nest deeper than the reader goes.
     #[error("nested deeper than {limit} levels of arrays and objects; flatten the value")]
     TooDeep {
-        /// The deepest nesting read, [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH).
+        /// The deepest nesting read (256 levels).
         limit: usize,
     },
     /// A `\uD800`–`\uDFFF` escape outside a high-then-low pair, as left by
@@ -119,7 +119,7 @@ pub enum ErrorKind {
         message: String,
     },
     /// The input is JSON text that cannot be taken as given: a key twice in
-    /// one object, nesting past [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH), a
+    /// one object, nesting past 256 levels, a
     /// lone surrogate escape.
     #[error("invalid JSON at line {line}, column {column}, {place}: {problem}")]
     JsonRejected {

@@ -6,7 +6,7 @@
 //! surrogate escape. This reader builds the same [`Value`] in the same single
 //! pass (it is `Value`'s own visitor plus a depth and a duplicate check), but
 //! refuses a key given twice in one object, reads nesting up to
-//! [`MAX_JSON_DEPTH`] levels, skips a leading byte-order mark, and names the
+//! 256 levels (`MAX_JSON_DEPTH`), skips a leading byte-order mark, and names the
 //! place of each of these errors (`chunks[3].text`). With
 //! [`ParseOptions::lossy_unicode`] a lone surrogate reads as U+FFFD.
 //!
@@ -58,7 +58,7 @@ impl ParseOptions {
 
 /// Parses any JSON value by this crate's rules: a leading byte-order mark is
 /// skipped, a key given twice in one object is an error, nesting may reach
-/// [`MAX_JSON_DEPTH`] levels.
+/// 256 levels (`MAX_JSON_DEPTH`).
 ///
 /// ```
 /// use agent_context::{ErrorKind, JsonProblem, ParseOptions, parse_json};

@@ -45,7 +45,7 @@ impl JsonText {
     ///
     /// `serde_json`'s error, with line and column, if `json` is not JSON, if
     /// an object in it gives a key twice, or if it nests deeper than
-    /// [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH).
+    /// 256 levels.
     pub fn parse(json: &str) -> serde_json::Result<JsonText> {
         Ok(JsonText::from(&value_from_str(json)?))
     }
@@ -60,7 +60,7 @@ impl JsonText {
     /// # Errors
     ///
     /// Only for a value nested deeper than
-    /// [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH), which a `Value` built in
+    /// 256 levels, which a `Value` built in
     /// Rust may be but no parsed input is.
     pub fn to_value(&self) -> serde_json::Result<Value> {
         value_from_str(self.as_str())
@@ -267,7 +267,7 @@ mod tests {
 
     #[test]
     fn values_as_deep_as_input_may_be_read_back() {
-        let depth = crate::MAX_JSON_DEPTH;
+        let depth = crate::json_input::MAX_JSON_DEPTH;
         let deep = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
         let text = JsonText::parse(&deep).unwrap();
         assert_eq!(text.as_str(), deep);

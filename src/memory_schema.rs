@@ -66,7 +66,7 @@ impl MemoryState {
     ///
     /// A leading byte-order mark is skipped; a key given twice in one object
     /// is an error (not the last value winning); arrays and objects may nest
-    /// [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH) levels deep. A lone UTF-16
+    /// 256 levels deep. A lone UTF-16
     /// surrogate escape is an error unless `options` asks for lossy Unicode:
     ///
     /// ```

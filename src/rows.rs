@@ -130,6 +130,60 @@ impl<T: Clone> From<Vec<T>> for Rows<T> {
     }
 }
 
+/// The iterators of a [`Rows`]: types a caller iterates and never needs to
+/// name, so they sit in a module of their own, out of the API.
+mod iter {
+    use std::fmt;
+
+    /// The rows of a [`Rows`], by reference, in order.
+    pub struct RowsIter<'a, T: Clone>(
+        pub(super) imbl::vector::Iter<'a, T, imbl::shared_ptr::DefaultSharedPtr>,
+    );
+
+    /// The rows of a [`Rows`], by value, in order.
+    pub struct RowsIntoIter<T: Clone>(
+        pub(super) imbl::vector::ConsumingIter<T, imbl::shared_ptr::DefaultSharedPtr>,
+    );
+
+    /// Both iterators pass every call on to the persistent vector's own.
+    macro_rules! forward_iterator {
+        ($iter:ident $(<$life:lifetime>)?, $item:ty) => {
+            impl<$($life,)? T: Clone> Iterator for $iter<$($life,)? T> {
+                type Item = $item;
+
+                fn next(&mut self) -> Option<Self::Item> {
+                    self.0.next()
+                }
+
+                fn size_hint(&self) -> (usize, Option<usize>) {
+                    self.0.size_hint()
+                }
+            }
+
+            impl<$($life,)? T: Clone> DoubleEndedIterator for $iter<$($life,)? T> {
+                fn next_back(&mut self) -> Option<Self::Item> {
+                    self.0.next_back()
+                }
+            }
+
+            impl<$($life,)? T: Clone> ExactSizeIterator for $iter<$($life,)? T> {}
+
+            impl<$($life,)? T: Clone> std::iter::FusedIterator for $iter<$($life,)? T> {}
+
+            impl<$($life,)? T: Clone + fmt::Debug> fmt::Debug for $iter<$($life,)? T> {
+                fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.debug_struct(stringify!($iter)).field("remaining", &self.0.len()).finish()
+                }
+            }
+        };
+    }
+
+    forward_iterator!(RowsIter<'a>, &'a T);
+    forward_iterator!(RowsIntoIter, T);
+}
+
+use iter::{RowsIntoIter, RowsIter};
+
 impl<'a, T: Clone> IntoIterator for &'a Rows<T> {
     type Item = &'a T;
     type IntoIter = RowsIter<'a, T>;
@@ -148,50 +202,6 @@ impl<T: Clone> IntoIterator for Rows<T> {
         RowsIntoIter(self.0.into_iter())
     }
 }
-
-/// The rows of a [`Rows`], by reference, in order.
-pub struct RowsIter<'a, T: Clone>(imbl::vector::Iter<'a, T, imbl::shared_ptr::DefaultSharedPtr>);
-
-/// The rows of a [`Rows`], by value, in order.
-pub struct RowsIntoIter<T: Clone>(
-    imbl::vector::ConsumingIter<T, imbl::shared_ptr::DefaultSharedPtr>,
-);
-
-/// Both iterators pass every call on to the persistent vector's own.
-macro_rules! forward_iterator {
-    ($iter:ident $(<$life:lifetime>)?, $item:ty) => {
-        impl<$($life,)? T: Clone> Iterator for $iter<$($life,)? T> {
-            type Item = $item;
-
-            fn next(&mut self) -> Option<Self::Item> {
-                self.0.next()
-            }
-
-            fn size_hint(&self) -> (usize, Option<usize>) {
-                self.0.size_hint()
-            }
-        }
-
-        impl<$($life,)? T: Clone> DoubleEndedIterator for $iter<$($life,)? T> {
-            fn next_back(&mut self) -> Option<Self::Item> {
-                self.0.next_back()
-            }
-        }
-
-        impl<$($life,)? T: Clone> ExactSizeIterator for $iter<$($life,)? T> {}
-
-        impl<$($life,)? T: Clone> std::iter::FusedIterator for $iter<$($life,)? T> {}
-
-        impl<$($life,)? T: Clone + fmt::Debug> fmt::Debug for $iter<$($life,)? T> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.debug_struct(stringify!($iter)).field("remaining", &self.0.len()).finish()
-            }
-        }
-    };
-}
-
-forward_iterator!(RowsIter<'a>, &'a T);
-forward_iterator!(RowsIntoIter, T);
 
 impl<T: Clone + PartialEq<U>, U> PartialEq<[U]> for Rows<T> {
     fn eq(&self, other: &[U]) -> bool {

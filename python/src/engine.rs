@@ -1,8 +1,9 @@
 //! `Engine`: a durable chat in a store, driven as `agent-context chat`
 //! drives it.
 
+use agent_context::MemoryState;
+use agent_context::command::DEFAULT_MODEL;
 use agent_context::command::chat::{self, AppendOptions, ChatTarget};
-use agent_context::{DEFAULT_MODEL, MemoryState};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::Value;

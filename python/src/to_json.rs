@@ -22,7 +22,7 @@ use crate::to_python::decimal_class;
 /// The deepest nesting written: one level past what the parser reads, so
 /// that the parser names the place of any nesting it refuses, while a
 /// value that contains itself stops here.
-const MAX_DEPTH: usize = agent_context::MAX_JSON_DEPTH + 1;
+const MAX_DEPTH: usize = agent_context::command::MAX_JSON_DEPTH + 1;
 
 /// The JSON text of `value`; what no JSON holds (an object of another
 /// type, NaN or infinity, a dict that contains itself) is an `InputError`
@@ -129,7 +129,7 @@ impl Writer {
                 format!(
                     "it nests deeper than {} levels of lists and dicts, the most a session \
                      holds; flatten the value",
-                    agent_context::MAX_JSON_DEPTH
+                    agent_context::command::MAX_JSON_DEPTH
                 )
             }));
         }

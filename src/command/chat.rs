@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::builder::DEFAULT_MODEL;
 use crate::store::{self, MAIN_BRANCH, Store};
 use crate::{
-    ChunkKind, ContextBuilder, ContextEngine, DEFAULT_MODEL, ErrorKind, MemoryState, ParseOptions,
-    Result, Role,
+    ChunkKind, ContextBuilder, ContextEngine, ErrorKind, MemoryState, ParseOptions, Result, Role,
 };
 
 use super::{BuildOptions, Printed, print};

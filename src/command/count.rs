@@ -2,8 +2,9 @@
 
 use serde_json::json;
 
+use crate::builder::DEFAULT_MODEL;
 use crate::tokens::{Calibration, EstimateFactor, counter_for_model_calibrated, estimate_warning};
-use crate::{DEFAULT_MODEL, ErrorKind, Result};
+use crate::{ErrorKind, Result};
 
 use super::options::unused_factor_warning;
 use super::{Body, Printed};

@@ -35,6 +35,8 @@ mod output;
 
 /// Whether two number texts are the same value: what the bindings ask
 /// before they hand a JSON number over as a native float.
+pub use crate::builder::DEFAULT_MODEL;
+pub use crate::json_input::MAX_JSON_DEPTH;
 pub use crate::json_number::same_value;
 pub use context_management::read_context_management;
 pub use count::{CountOptions, count};

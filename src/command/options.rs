@@ -2,11 +2,12 @@
 //! the builder they describe.
 
 use crate::budget::ContextManagement;
+use crate::builder::DEFAULT_MODEL;
 use crate::content::ContentFormat;
 use crate::format::{FormatOptions, FragmentFormat};
 use crate::render::EscapeMode;
 use crate::tokens::{Calibration, EstimateFactor, Framing};
-use crate::{ChunkKind, ContextBuilder, DEFAULT_MODEL, ErrorKind, Result};
+use crate::{ChunkKind, ContextBuilder, ErrorKind, Result};
 
 use super::Output;
 

@@ -21,7 +21,7 @@ pub use block::{
     Alignment, Block, ContentFormat, List, ListItem, Media, Node, RendererAttrs, Semantic,
     SemanticType, Source, Structure, Table,
 };
-pub use markdown::{Flavor, MarkdownRenderer};
+pub use markdown::MarkdownRenderer;
 pub use read::blocks_from_value;
 pub use render::{ContentRenderer, Rendered, render_blocks, render_text, write_subtree};
 pub use xml::XmlRenderer;

@@ -159,7 +159,7 @@ impl<'a> RenderContext<'a> {
 }
 
 /// A renderer made of closures; see [`RendererRegistry::register_fn`].
-pub struct FnRenderer<C, R> {
+pub(crate) struct FnRenderer<C, R> {
     tags: Vec<String>,
     role: Role,
     can_render: C,

@@ -134,7 +134,7 @@ fn now_ms() -> i64 {
 pub type NodeId = i64;
 
 /// The branch every chat starts with.
-pub const MAIN_BRANCH: &str = "main";
+pub(crate) const MAIN_BRANCH: &str = "main";
 
 /// A chat as [`Store::chats`] lists it.
 #[derive(Debug, Clone, PartialEq)]

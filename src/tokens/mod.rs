@@ -11,6 +11,8 @@ mod long_runs;
 mod model;
 pub(crate) mod parts;
 mod repeats;
+#[cfg(test)]
+mod routing_tests;
 mod tiktoken;
 
 use std::fmt;
@@ -19,7 +21,8 @@ use std::sync::Arc;
 pub use calibration::Calibration;
 pub use estimate::{EstimateCounter, EstimateFactor};
 pub use framing::Framing;
-pub use model::{Encoding, ModelInfo, Route, model_info, route};
+pub use model::Encoding;
+pub(crate) use model::{Route, model_info, route};
 pub use tiktoken::TiktokenCounter;
 
 use crate::error::Result;
@@ -53,18 +56,8 @@ pub trait TokenCounter: Send + Sync + fmt::Debug {
 }
 
 /// The counter for a model: exact where [`route`] finds the model's
-/// encoding, an [`EstimateCounter`] with the default factor otherwise.
-///
-/// # Errors
-///
-/// [`ErrorKind::Tokenizer`](crate::ErrorKind::Tokenizer) if the tokenizer
-/// tables are not built in (never: they all are, and load on the first count).
-pub fn counter_for_model(model: &str) -> Result<Arc<dyn TokenCounter>> {
-    counter_for_model_calibrated(model, &Calibration::new())
-}
-
-/// As [`counter_for_model`], estimating with the factor `calibration` holds
-/// for `model`. Exact counts ignore the calibration.
+/// encoding, an [`EstimateCounter`] otherwise, with the factor
+/// `calibration` holds for `model` (exact counts ignore it).
 ///
 /// # Errors
 ///

@@ -45,7 +45,7 @@ impl Encoding {
 
 /// What we know about a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ModelInfo {
+pub(crate) struct ModelInfo {
     /// The table entry that matched: a model name (`gpt-4o`) or a prefix
     /// ending in `-` (`gpt-4o-`).
     pub family: &'static str,
@@ -58,7 +58,7 @@ pub struct ModelInfo {
 /// How a model name's tokens are counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Route {
+pub(crate) enum Route {
     /// Exactly, with this encoding.
     Exact(Encoding),
     /// Estimated: the model's tokenizer is not public (Claude).
@@ -269,13 +269,13 @@ fn entry_for(model: &str) -> Option<&'static Entry> {
 /// How `model` is counted: exact for tiktoken's names and prefixes (after
 /// taking off `provider/` and `ft:` wrappings; case-insensitive), an
 /// estimate for anything else.
-pub fn route(model: &str) -> Route {
+pub(crate) fn route(model: &str) -> Route {
     entry_for(model).map_or(Route::Unknown, |entry| entry.route)
 }
 
 /// The encoding and context window of a known model; `None` for an unknown
 /// name and for retired models (whose windows the table does not keep).
-pub fn model_info(model: &str) -> Option<ModelInfo> {
+pub(crate) fn model_info(model: &str) -> Option<ModelInfo> {
     let entry = entry_for(model)?;
     let encoding = match entry.route {
         Route::Exact(encoding) => Some(encoding),

@@ -425,14 +425,16 @@ fn fragments_are_counted_and_protected() {
 }
 
 #[test]
-fn resolve_splits_the_system_prompt() {
+fn the_system_message_and_the_history_split_the_prompt() {
     let state = MemoryState::new()
         .with_system_prompt("Sys.")
         .with_chunk(user("u1", "hi"));
-    let resolved = ContextBuilder::new().resolve(&state).unwrap();
-    assert_eq!(resolved.system_prompt.as_deref(), Some("Sys."));
-    assert_eq!(resolved.messages.len(), 1);
-    assert_eq!(resolved.messages[0].role, Role::User);
+    let result = ContextBuilder::new().build(&state).unwrap();
+    let system = result.system_message().map(|m| m.content.to_string());
+    assert_eq!(system.as_deref(), Some("Sys."));
+    let history: Vec<_> = result.history().collect();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].role, Role::User);
 }
 
 #[test]

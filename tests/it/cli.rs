@@ -497,7 +497,7 @@ fn nested_session(depth: usize) -> String {
 
 #[test]
 fn nesting_is_read_to_the_limit_and_named_past_it() {
-    let limit = agent_context::MAX_JSON_DEPTH;
+    let limit = crate::common::limits::MAX_JSON_DEPTH;
     json_output(&build_file(&nested_session(limit), &[]));
     let past = build_file(&nested_session(limit + 1), &[]);
     assert_failed(

@@ -44,7 +44,6 @@ mod postgres_processes;
 mod properties;
 mod render_table;
 mod replay;
-mod routing;
 mod session;
 mod store;
 #[cfg(unix)]

@@ -1,8 +1,7 @@
 //! What the input schema refuses, and how its errors say where and why.
 
-use agent_context::{
-    ContextBuilder, ErrorKind, JsonProblem, MAX_JSON_DEPTH, MemoryState, ParseOptions,
-};
+use crate::common::limits::MAX_JSON_DEPTH;
+use agent_context::{ContextBuilder, ErrorKind, JsonProblem, MemoryState, ParseOptions};
 
 fn error(json: &str) -> String {
     MemoryState::from_json_str(json).unwrap_err().to_string()

@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 #[cfg(feature = "postgres")]
 use crate::common;
+use crate::common::limits::MAIN_BRANCH;
 use crate::common::temp::TempDir;
 use crate::common::*;
 use agent_context::budget::ContextManagement;
 use agent_context::fragment::{fragment, role};
-use agent_context::store::{self, MAIN_BRANCH, SqliteStore, Store};
+use agent_context::store::{self, SqliteStore, Store};
 use agent_context::{
     ChunkKind, ContextBuilder, ContextEngine, ErrorKind, MemoryChunk, MemoryState, Role,
 };

@@ -14,7 +14,8 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use agent_context::store::{MAIN_BRANCH, SqliteStore, Store};
+use crate::common::limits::MAIN_BRANCH;
+use agent_context::store::{SqliteStore, Store};
 use agent_context::{ContextBuilder, ContextEngine};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;

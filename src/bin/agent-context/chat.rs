@@ -3,8 +3,9 @@
 //! Every verb prints one JSON object on stdout; `agent_context::command::chat`
 //! does the work.
 
+use agent_context::Result;
+use agent_context::command::DEFAULT_MODEL;
 use agent_context::command::chat::{self, AppendOptions, ChatTarget};
-use agent_context::{DEFAULT_MODEL, Result};
 use clap::Subcommand;
 
 use crate::input::{Expected, JsonInput, read_input};

@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use agent_context::command::DEFAULT_MODEL;
 use agent_context::command::{self, CountOptions, Output, Printed, parse_estimate_factor};
 use agent_context::content::{
     ContentFormat, Rendered, blocks_from_value, render_blocks, render_text,
@@ -12,7 +13,7 @@ use agent_context::format::{
 };
 use agent_context::fragment::fragments_from_json;
 use agent_context::tokens::EstimateFactor;
-use agent_context::{BuildResult, DEFAULT_MODEL, ErrorKind, parse_json};
+use agent_context::{BuildResult, ErrorKind, parse_json};
 use clap::{Parser, Subcommand, ValueEnum};
 use input::{Expected, InputLimit, JsonInput, read_input};
 use options::BuildOptions;

@@ -1,6 +1,7 @@
 //! The flags `build`, `replay` and `chat build` share, turned into the
 //! library's build options.
 
+use agent_context::command::DEFAULT_MODEL;
 use agent_context::command::{
     self, parse_cap, parse_content_format, parse_estimate_factor, parse_fragment_format,
     parse_kind, parse_threads,
@@ -9,7 +10,7 @@ use agent_context::content::ContentFormat;
 use agent_context::format::FragmentFormat;
 use agent_context::render::EscapeMode;
 use agent_context::tokens::{EstimateFactor, Framing};
-use agent_context::{ChunkKind, DEFAULT_MODEL, Result};
+use agent_context::{ChunkKind, Result};
 use clap::ValueEnum;
 use clap::builder::{PossibleValue, TypedValueParser};
 use std::ffi::OsStr;

@@ -47,7 +47,7 @@ use escape::{destination, push_code_span, push_fence, push_xml, xml_entity};
 /// Which Markdown a [`MarkdownRenderer`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Flavor {
+pub(crate) enum Flavor {
     /// GitHub Flavored Markdown.
     Gfm,
     /// CommonMark without extensions.
@@ -73,11 +73,6 @@ impl MarkdownRenderer {
         MarkdownRenderer {
             flavor: Flavor::CommonMark,
         }
-    }
-
-    /// The flavour it writes.
-    pub fn flavor(&self) -> Flavor {
-        self.flavor
     }
 }
 

@@ -1,5 +1,5 @@
-//! The limits the crate documents, written out as the tests hold it to
-//! them (the crate keeps its own constants private).
+//! The limits and names the crate documents, written out as the tests hold
+//! it to them (the crate keeps its own constants private).
 
 /// The deepest a fragment tree nests (docs/fragments.md).
 pub const FRAGMENT_MAX_DEPTH: usize = 64;
@@ -35,3 +35,9 @@ pub fn min_cacheable_tokens(model: &str) -> usize {
         1024
     }
 }
+
+/// The deepest nesting of arrays and objects a JSON input may have.
+pub const MAX_JSON_DEPTH: usize = 256;
+
+/// The branch every chat starts with.
+pub const MAIN_BRANCH: &str = "main";

@@ -1,13 +1,23 @@
-//! Model routing against tiktoken's own model table.
+//! Model routing against tiktoken's own model table (a unit test: routing
+//! is not part of the API; a build reports the encoding it counted with).
 //!
 //! tiktoken-rs mirrors tiktoken's `MODEL_TO_ENCODING` and
 //! `MODEL_PREFIX_TO_ENCODING`; its `get_tokenizer` is the independent
 //! reference. The fixture lists below are tiktoken's names and prefixes, so
 //! that a name tiktoken adds or drops shows up here as a difference.
 
-use agent_context::tokens::{Encoding, Route, counter_for_model, model_info, route};
-use agent_context::{ContextBuilder, MemoryChunk, MemoryState, Role};
+use std::sync::Arc;
+
+use super::{
+    Calibration, Encoding, Route, TokenCounter, counter_for_model_calibrated, model_info, route,
+};
+use crate::{ContextBuilder, MemoryChunk, MemoryState, Role};
 use tiktoken_rs::tokenizer::{Tokenizer, get_tokenizer};
+
+/// The counter a build without calibration counts `model` with.
+fn counter_for_model(model: &str) -> crate::Result<Arc<dyn TokenCounter>> {
+    counter_for_model_calibrated(model, &Calibration::new())
+}
 
 /// tiktoken's exact model names (`MODEL_TO_ENCODING`).
 const TIKTOKEN_NAMES: &[&str] = &[
