@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_context::store::raw::{NewChunk, Save};
-use agent_context::store::{NodeId, SqliteStore, Store};
+use agent_context::store::{SqliteStore, Store};
 use agent_context::{ContextBuilder, ContextEngine, MemoryState};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 
@@ -53,7 +53,7 @@ struct Fixture {
     append_db: PathBuf,
     json: PathBuf,
     /// The branch's head after the setup: each append branch starts here.
-    head: NodeId,
+    head: i64,
     /// Bytes of chunk JSON a load reads.
     chunk_bytes: u64,
 }

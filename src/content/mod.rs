@@ -23,5 +23,5 @@ pub use block::{
 };
 pub use markdown::MarkdownRenderer;
 pub use read::blocks_from_value;
-pub use render::{ContentRenderer, Rendered, render_blocks, render_text, write_subtree};
+pub use render::{ContentRenderer, Rendered, render_blocks, render_text};
 pub use xml::XmlRenderer;

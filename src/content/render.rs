@@ -17,8 +17,9 @@ pub trait ContentRenderer: Send + Sync {
     /// [`render_blocks`] keeps them native before asking.
     fn write_block(&self, block: &Block, out: &mut String);
 
-    /// Writes the tree under `node`. Children with a renderer of their own
-    /// go through [`write_subtree`].
+    /// Writes the tree under `node`. A child that names a renderer of its
+    /// own (`node.renderer`) is written by
+    /// [`ContentFormat::renderer`]'s, as the built-in renderers do.
     fn write_node(&self, node: &Node, out: &mut String);
 }
 
@@ -30,15 +31,6 @@ pub enum Rendered {
     Text(String),
     /// A media block or a tool call, passed through.
     Native(Box<Block>),
-}
-
-/// Writes `node` with its own renderer when it names one, else with
-/// `current`: how a subtree switches renderer.
-pub fn write_subtree(current: &dyn ContentRenderer, node: &Node, out: &mut String) {
-    match node.renderer {
-        Some(format) => format.renderer().write_node(node, out),
-        None => current.write_node(node, out),
-    }
 }
 
 /// Each block rendered by `renderer`; media blocks and tool calls stay

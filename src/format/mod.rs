@@ -21,7 +21,7 @@
 //!   tables cannot repeat a key) they form one list under the plural of the
 //!   name (`hint`, `hint` -> `hints`, by a simple English rule; the name
 //!   itself when a sibling already uses the plural), at the first one's
-//!   position ([`Tree::walk_grouped`], [`Tree::to_value`]);
+//!   position (as [`Tree::to_value`] shows);
 //! * **a list holding a fragment is a children list wherever it sits** in a
 //!   fragment's data, under an object's key too (`{"columns": [{"name":
 //!   "column", "data": …}, …]}`, as the reference's table grounding writes
@@ -41,10 +41,9 @@
 //! * key order is kept (TOML alone moves a table's plain keys ahead of its
 //!   sub-tables, as the format requires).
 //!
-//! XML and Markdown are written by a [`TreeWriter`] that [`Tree::walk`] (or
-//! [`Tree::walk_grouped`]) drives (implement it to add a format); TOML and
-//! TOON hand [`Tree::to_value`] to the `toml` and `toon-format` crates, which
-//! own those grammars.
+//! XML and Markdown are written by a crate-private walk of the [`Tree`],
+//! one writer per format; TOML and TOON hand [`Tree::to_value`] to the
+//! `toml` and `toon-format` crates, which own those grammars.
 //!
 //! # The formats
 //!
@@ -149,7 +148,8 @@ use std::str::FromStr;
 
 use serde_json::Value;
 
-pub use tree::{Container, Label, Leaf, Slot, Tree, TreeWriter};
+pub use tree::Tree;
+pub(crate) use tree::TreeWriter;
 
 use crate::error::{ErrorKind, Result};
 use crate::fragment::Fragment;

@@ -16,7 +16,7 @@ use crate::fragment::Fragment;
 /// A document normalized for rendering: depth checked, and, for fragments
 /// only, nulls and empty containers gone (a tree built from a JSON value
 /// keeps them). Fragments stay as they come, a name given twice appearing
-/// twice; [`Tree::walk_grouped`] and [`Tree::to_value`] gather repeated
+/// twice; a grouped walk and [`Tree::to_value`] gather repeated
 /// names under their plural. See the [module docs](super) for the rules.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tree {
@@ -40,7 +40,7 @@ pub(super) enum Node {
 /// Where a value sits, as a [`TreeWriter`] sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Slot<'a> {
+pub(crate) struct Slot<'a> {
     /// 0 for a top-level entry, one more per container above.
     pub depth: usize,
     /// The key or list position of the value.
@@ -50,7 +50,7 @@ pub struct Slot<'a> {
 /// How a value is reached from its container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Label<'a> {
+pub(crate) enum Label<'a> {
     /// An object key or fragment name (top-level entries included).
     Key(&'a str),
     /// A list element.
@@ -69,7 +69,7 @@ pub enum Label<'a> {
 
 /// What a container holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Container {
+pub(crate) enum Container {
     /// Keyed entries.
     Map,
     /// Ordered elements.
@@ -79,7 +79,7 @@ pub enum Container {
 /// A primitive value.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
-pub enum Leaf<'a> {
+pub(crate) enum Leaf<'a> {
     /// `null`: only a tree built by [`Tree::from_value`] holds one.
     Null,
     /// `true` or `false`.
@@ -93,7 +93,7 @@ pub enum Leaf<'a> {
 impl<'a> Leaf<'a> {
     /// The value as text: `null`, `true`, `5432`, `1.5`, a number's digits
     /// as written (`12345678901234567890123`), or the string itself.
-    pub fn text(&self) -> Cow<'a, str> {
+    pub(crate) fn text(&self) -> Cow<'a, str> {
         match *self {
             Leaf::Null => Cow::Borrowed("null"),
             Leaf::Bool(b) => Cow::Borrowed(if b { "true" } else { "false" }),
@@ -105,7 +105,7 @@ impl<'a> Leaf<'a> {
 
 /// Writes a [`Tree`] as [`Tree::walk`] visits it: depth first, in key order,
 /// each container between its `open` and `close`.
-pub trait TreeWriter {
+pub(crate) trait TreeWriter {
     /// Writes a primitive value at `slot`.
     fn leaf(&mut self, out: &mut String, slot: &Slot<'_>, leaf: Leaf<'_>);
 
@@ -180,7 +180,7 @@ impl Tree {
     }
 
     /// The tree as JSON, `null` when empty. JSON cannot repeat a key, so
-    /// repeated fragment names are gathered as [`Tree::walk_grouped`]
+    /// repeated fragment names are gathered as a grouped walk
     /// gathers them: one list under the plural. This is what TOML and TOON
     /// encode.
     pub fn to_value(&self) -> Value {
@@ -190,7 +190,7 @@ impl Tree {
     /// Feeds the tree to `writer`, fragments as they come: a name given
     /// twice is two entries. A root that is not a map is presented as one
     /// top-level entry under `value`.
-    pub fn walk<W: TreeWriter + ?Sized>(&self, writer: &mut W, out: &mut String) {
+    pub(crate) fn walk<W: TreeWriter + ?Sized>(&self, writer: &mut W, out: &mut String) {
         Walk {
             writer,
             out,
@@ -203,7 +203,7 @@ impl Tree {
     /// gathered into one list ([`Label::Group`]) under the plural of the
     /// name (`hint` -> `hints`, by a simple English rule; the name itself
     /// when a sibling already uses the plural), at the first one's position.
-    pub fn walk_grouped<W: TreeWriter + ?Sized>(&self, writer: &mut W, out: &mut String) {
+    pub(crate) fn walk_grouped<W: TreeWriter + ?Sized>(&self, writer: &mut W, out: &mut String) {
         Walk {
             writer,
             out,

@@ -131,7 +131,7 @@ fn now_ms() -> i64 {
 
 /// A node's id: unique in its store and never reused, so a head seen once
 /// names the same node for as long as it exists.
-pub type NodeId = i64;
+pub(crate) type NodeId = i64;
 
 /// The branch every chat starts with.
 pub(crate) const MAIN_BRANCH: &str = "main";

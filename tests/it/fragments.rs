@@ -6,8 +6,7 @@
 
 use crate::common::limits::{FRAGMENT_MAX_DEPTH as MAX_DEPTH, ROOT_KEY};
 use agent_context::format::{
-    Container, Delimiter, FormatOptions, FragmentFormat, Label, Leaf, Slot, Tree, TreeWriter,
-    render_fragments, render_value,
+    Delimiter, FormatOptions, FragmentFormat, Tree, render_fragments, render_value,
 };
 
 use agent_context::fragment::{
@@ -137,57 +136,6 @@ fn expected_leaves(normalized: &Value) -> Vec<Shown> {
     out
 }
 
-/// What a walk of a tree presents to XML and Markdown: its leaves (an empty
-/// container is one) keyed as XML names them, and its top-level entries.
-#[derive(Default)]
-struct Walked {
-    leaves: Vec<Shown>,
-    top_level: usize,
-}
-
-impl Walked {
-    fn of(tree: &Tree, grouped: bool) -> Walked {
-        let mut walked = Walked::default();
-        if grouped {
-            tree.walk_grouped(&mut walked, &mut String::new());
-        } else {
-            tree.walk(&mut walked, &mut String::new());
-        }
-        walked
-    }
-
-    fn at(&mut self, slot: &Slot<'_>, text: String, null: bool) {
-        let key = match slot.label {
-            Label::Key(key) | Label::Group(key) => Some(xml_text(key)),
-            _ => None,
-        };
-        self.leaves.push((key, text, null));
-    }
-
-    fn count(&mut self, slot: &Slot<'_>) {
-        self.top_level += usize::from(slot.depth == 0);
-    }
-}
-
-impl TreeWriter for Walked {
-    fn leaf(&mut self, _: &mut String, slot: &Slot<'_>, leaf: Leaf<'_>) {
-        self.count(slot);
-        match leaf {
-            Leaf::Null => self.at(slot, String::new(), true),
-            other => self.at(slot, xml_text(&other.text()), false),
-        }
-    }
-
-    fn open(&mut self, _: &mut String, slot: &Slot<'_>, _: Container) {
-        self.count(slot);
-    }
-
-    fn empty(&mut self, _: &mut String, slot: &Slot<'_>, _: Container) {
-        self.count(slot);
-        self.at(slot, String::new(), false);
-    }
-}
-
 /// `found` shows the leaves of `expected` in order, with their keys where
 /// `expected` has one.
 fn assert_same_leaves(found: &[Shown], expected: &[Shown], context: &str) {
@@ -200,30 +148,22 @@ fn assert_same_leaves(found: &[Shown], expected: &[Shown], context: &str) {
     }
 }
 
-/// A walk shows what the tree's JSON holds: grouped, the same leaves in
-/// the same order; fragments as they come, the same leaves in theirs.
-fn assert_walks_show_the_json(tree: &Tree) {
-    let grouped = Walked::of(tree, true);
-    let normalized = tree.to_value();
-    let context = normalized.to_string();
-    assert_same_leaves(&grouped.leaves, &expected_leaves(&normalized), &context);
-    let texts = |walked: Walked| {
-        let mut texts: Vec<(String, bool)> =
-            walked.leaves.into_iter().map(|(_, t, n)| (t, n)).collect();
-        texts.sort();
-        texts
-    };
-    assert_eq!(texts(Walked::of(tree, false)), texts(grouped), "{context}");
+/// What XML and Markdown show of a document: its leaves in order, and how
+/// many entries it has at the top level.
+struct Rendered {
+    leaves: Vec<Shown>,
+    top_level: usize,
 }
 
-/// XML parses strictly and its leaf elements are the leaves, keyed members
-/// named by their key (as element or `name` attribute), nulls marked
-/// `null="true"`.
-fn assert_xml_parses_back(xml: &str, expected: &[Shown]) {
+/// XML parses strictly and its leaf elements are the leaves of the JSON,
+/// keyed members named by their key (as element or `name` attribute), nulls
+/// marked `null="true"`: in the JSON's order when fragments are grouped,
+/// else (fragments as they come) the same leaves in theirs.
+fn assert_xml_shows_the_json(xml: &str, normalized: &Value, grouped: bool) -> Rendered {
     let wrapped = format!("<root>{xml}</root>");
     let document = roxmltree::Document::parse(&wrapped)
         .unwrap_or_else(|e| panic!("XML does not parse: {e}\n{xml}"));
-    let found: Vec<Shown> = document
+    let leaves: Vec<Shown> = document
         .descendants()
         .filter(|n| n.is_element() && n.tag_name().name() != "root")
         .filter(|n| !n.children().any(|c| c.is_element()))
@@ -237,7 +177,24 @@ fn assert_xml_parses_back(xml: &str, expected: &[Shown]) {
             )
         })
         .collect();
-    assert_same_leaves(&found, expected, xml);
+    let expected = expected_leaves(normalized);
+    if grouped {
+        assert_same_leaves(&leaves, &expected, xml);
+    } else {
+        let texts = |leaves: &[Shown]| {
+            let mut texts: Vec<(String, bool)> =
+                leaves.iter().map(|(_, t, n)| (t.clone(), *n)).collect();
+            texts.sort();
+            texts
+        };
+        assert_eq!(texts(&leaves), texts(&expected), "{xml}");
+    }
+    let top_level = document
+        .root_element()
+        .children()
+        .filter(|n| n.is_element())
+        .count();
+    Rendered { leaves, top_level }
 }
 
 /// `decoded` is `expected`, but for numbers a format's own numbers cannot
@@ -291,7 +248,7 @@ fn assert_toon_decodes_back(toon: &str, normalized: &Value, options: &FormatOpti
 
 /// Markdown has one `##` heading per top-level entry and one list item per
 /// leaf (an item that holds no nested list; `- []`, `- null` included).
-fn assert_markdown_lists_every_leaf(markdown: &str, walked: &Walked) {
+fn assert_markdown_lists_every_leaf(markdown: &str, xml: &Rendered) {
     let mut open_items: Vec<bool> = Vec::new();
     let (mut leaf_items, mut headings) = (0, 0);
     for event in Parser::new(markdown) {
@@ -307,13 +264,13 @@ fn assert_markdown_lists_every_leaf(markdown: &str, walked: &Walked) {
             _ => {}
         }
     }
-    assert_eq!(headings, walked.top_level, "headings\n{markdown}");
-    assert_eq!(leaf_items, walked.leaves.len(), "leaf items\n{markdown}");
+    assert_eq!(headings, xml.top_level, "headings\n{markdown}");
+    assert_eq!(leaf_items, xml.leaves.len(), "leaf items\n{markdown}");
 }
 
 /// Every format, rendered by `render` with `options`, gives `tree` back:
-/// XML and Markdown what its walk shows (grouped or not, as `options`
-/// say), TOML and TOON its JSON; nothing at all for an empty tree.
+/// XML and Markdown its leaves (grouped or not, as `options` say), TOML
+/// and TOON its JSON; nothing at all for an empty tree.
 fn assert_every_format_round_trips(
     tree: &Tree,
     options: &FormatOptions,
@@ -326,12 +283,11 @@ fn assert_every_format_round_trips(
         return;
     }
     let normalized = tree.to_value();
-    let walked = Walked::of(tree, options.group_fragments);
-    assert_xml_parses_back(&render(FragmentFormat::Xml), &walked.leaves);
-    assert_markdown_lists_every_leaf(&render(FragmentFormat::Markdown), &walked);
+    let xml = render(FragmentFormat::Xml);
+    let shown = assert_xml_shows_the_json(&xml, &normalized, options.group_fragments);
+    assert_markdown_lists_every_leaf(&render(FragmentFormat::Markdown), &shown);
     assert_toml_parses_back(&render(FragmentFormat::Toml), &normalized);
     assert_toon_decodes_back(&render(FragmentFormat::Toon), &normalized, options);
-    assert_walks_show_the_json(tree);
 }
 
 /// `render --data` loses nothing: every format gives the value itself back.
