@@ -1,5 +1,5 @@
 //! Model routing against tiktoken's own model table (a unit test: routing
-//! is not part of the API; a build reports the encoding it counted with).
+//! is not part of the API; `tests/it/routing.rs` builds with the names).
 //!
 //! tiktoken-rs mirrors tiktoken's `MODEL_TO_ENCODING` and
 //! `MODEL_PREFIX_TO_ENCODING`; its `get_tokenizer` is the independent
@@ -11,7 +11,6 @@ use std::sync::Arc;
 use super::{
     Calibration, Encoding, Route, TokenCounter, counter_for_model_calibrated, model_info, route,
 };
-use crate::{ContextBuilder, MemoryChunk, MemoryState, Role};
 use tiktoken_rs::tokenizer::{Tokenizer, get_tokenizer};
 
 /// The counter a build without calibration counts `model` with.
@@ -226,32 +225,6 @@ fn embeddings_and_base_models_count_exactly_with_cl100k() {
     let window = |model| model_info(model).map(|m| m.context_window);
     assert_eq!(window("text-embedding-3-large"), Some(8_191));
     assert_eq!(window("davinci-002"), Some(16_384));
-}
-
-#[test]
-fn a_look_alike_build_is_an_estimate_with_a_warning_naming_the_model() {
-    let state = MemoryState::new().with_chunk(MemoryChunk::agent("u1", Role::User, "hello"));
-    for model in ["gpt-4.2", "gpt-4x", "gpt-4o1"] {
-        let result = ContextBuilder::new()
-            .model(model)
-            .max_tokens(1000)
-            .build(&state)
-            .unwrap();
-        assert!(!result.token_count_exact, "{model}");
-        assert_eq!(
-            result.warnings,
-            [format!(
-                "model {model:?} is not in the model table; token counts are estimates: \
-                 estimate(o200k_base*1.6)"
-            )]
-        );
-    }
-    let exact = ContextBuilder::new()
-        .model("ft:gpt-4o:acme::abc")
-        .build(&state)
-        .unwrap();
-    assert!(exact.token_count_exact);
-    assert!(exact.warnings.is_empty(), "{:?}", exact.warnings);
 }
 
 proptest::proptest! {

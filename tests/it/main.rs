@@ -44,6 +44,7 @@ mod postgres_processes;
 mod properties;
 mod render_table;
 mod replay;
+mod routing;
 mod session;
 mod store;
 #[cfg(unix)]
