@@ -3,12 +3,12 @@
 
 use serde_json::{Map, Value, json};
 
-use super::cache::{breakpoints, min_cacheable_tokens};
-use super::native::{NativeOptions, NativeRequest, Provider, prepare};
-use crate::build_result::BuildResult;
+use super::cache_breakpoints::{breakpoints, min_cacheable_tokens};
+use super::native_request::{NativeOptions, NativeRequest, Provider, prepare};
 use crate::error::{ErrorKind, Result};
+use crate::model::roles::Role;
+use crate::output::result::BuildResult;
 use crate::render::Record;
-use crate::roles::Role;
 
 /// A Messages request body (`model`, `max_tokens` = the build's reserve,
 /// `system` as text blocks, `messages` of content blocks) from a

@@ -10,11 +10,11 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::build_result::BuildResult;
 use crate::error::{ErrorKind, Result};
-use crate::message::ContextMessage;
+use crate::model::roles::Role;
+use crate::output::message::ContextMessage;
+use crate::output::result::BuildResult;
 use crate::render::{Protocol, Record};
-use crate::roles::Role;
 use crate::tokens::parts::SEPARATOR;
 
 /// The history of a native build, turn by turn.

@@ -41,24 +41,25 @@
 //! ```
 
 mod anthropic_messages;
-mod cache;
+mod cache_breakpoints;
 mod conversation;
-mod native;
+pub(crate) mod explain;
+mod native_request;
 mod openai_chat;
 mod openai_responses;
 
 pub use anthropic_messages::anthropic_request;
-pub use cache::CacheBreakpoint;
-pub use native::{NativeOptions, NativeRequest};
+pub use cache_breakpoints::CacheBreakpoint;
+pub use native_request::{NativeOptions, NativeRequest};
 pub use openai_chat::openai_chat_request;
 pub use openai_responses::openai_responses_request;
 
 use serde_json::{Value, json};
 
-use crate::build_result::BuildResult;
 use crate::error::{ErrorKind, Result};
-use crate::message::ContextMessage;
-use crate::roles::Role;
+use crate::model::roles::Role;
+use crate::output::message::ContextMessage;
+use crate::output::result::BuildResult;
 
 /// `{"messages": [{"role", "content"}]}`, the system message first, with
 /// the role [`openai_chat_request`] gives it: `developer` for reasoning

@@ -3,12 +3,12 @@
 
 use serde_json::{Map, Value, json};
 
-use super::native::{NativeRequest, Provider, prepare, reserve_into, text_of};
+use super::native_request::{NativeRequest, Provider, prepare, reserve_into, text_of};
 use super::openai_system_role;
-use crate::build_result::BuildResult;
 use crate::error::Result;
+use crate::model::roles::Role;
+use crate::output::result::BuildResult;
 use crate::render::Record;
-use crate::roles::Role;
 
 /// A Chat Completions request body (`model`, `messages`, and
 /// `max_completion_tokens` when the build reserved room for the reply)

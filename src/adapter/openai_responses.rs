@@ -3,11 +3,11 @@
 
 use serde_json::{Map, Value, json};
 
-use super::native::{NativeRequest, Provider, prepare, reserve_into, text_of};
-use crate::build_result::BuildResult;
+use super::native_request::{NativeRequest, Provider, prepare, reserve_into, text_of};
 use crate::error::Result;
+use crate::model::roles::Role;
+use crate::output::result::BuildResult;
 use crate::render::Record;
-use crate::roles::Role;
 
 /// A Responses request body (`model`, `input`, and `max_output_tokens`
 /// when the build reserved room for the reply) from a

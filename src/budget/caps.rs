@@ -13,8 +13,8 @@ use rustc_hash::FxHashMap;
 
 use super::truncate::MIN_CAP;
 use crate::error::{ErrorKind, Result};
-use crate::memory::MemoryChunk;
-use crate::roles::ChunkKind;
+use crate::model::memory::MemoryChunk;
+use crate::model::roles::ChunkKind;
 
 /// The default cap on tool results (`environment` chunks), in tokens: the
 /// most one tool result costs in the prompt, tag and marker included.

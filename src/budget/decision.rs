@@ -6,9 +6,9 @@
 use serde::Serialize;
 
 use super::policy::Policy;
-use crate::chunk_id::ChunkId;
-use crate::memory::MemoryChunk;
-use crate::roles::ChunkKind;
+use crate::model::chunk_id::ChunkId;
+use crate::model::memory::MemoryChunk;
+use crate::model::roles::ChunkKind;
 
 /// Why a chunk was left out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

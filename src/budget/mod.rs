@@ -48,7 +48,7 @@ mod timeline;
 mod truncate;
 mod units;
 
-pub use crate::context_management::{AppliedEdit, ContextManagement};
+pub use crate::model::context_management::{AppliedEdit, ContextManagement};
 pub use caps::{CapTarget, Caps};
 pub use decision::{ChunkDecision, Decision, DropReason, StubReason};
 pub(crate) use elision::Elision;

@@ -7,8 +7,8 @@ use smallvec::SmallVec;
 use crate::budget::elision::Elision;
 use crate::budget::fate::{Fate, fates_after};
 use crate::budget::units::{Item, Step, Unit};
+use crate::model::roles::Role;
 use crate::render::{ELIDED_TAG, Protocol, history_note};
-use crate::roles::Role;
 use crate::tokens::parts::{CountedText, joined_tokens};
 use crate::tokens::{Framing, TokenCounter};
 

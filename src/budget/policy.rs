@@ -33,10 +33,10 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::caps::Caps;
-use crate::context_management::ContextManagement;
 use crate::error::{ErrorKind, Result};
-use crate::memory::MemoryChunk;
-use crate::roles::{ChunkClass, ChunkKind, Retention, Role};
+use crate::model::context_management::ContextManagement;
+use crate::model::memory::MemoryChunk;
+use crate::model::roles::{ChunkClass, ChunkKind, Retention, Role};
 
 /// Replaces dropped history with a summary the runtime writes.
 ///

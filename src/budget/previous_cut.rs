@@ -4,8 +4,8 @@
 use rustc_hash::FxHashMap;
 
 use crate::budget::{ChunkDecision, Decision, DropReason, Fate, StubReason};
-use crate::chunk_id::ChunkId;
-use crate::rows::Rows;
+use crate::model::chunk_id::ChunkId;
+use crate::model::rows::Rows;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum PreviousCut {

@@ -8,8 +8,8 @@
 //! priority is the [`Policy`](super::Policy)'s, by its
 //! [`ChunkClass`](crate::store::ChunkClass) when it sets none.
 
-use crate::memory::MemoryChunk;
-use crate::roles::{ChunkClass, ChunkKind, Retention, Role};
+use crate::model::memory::MemoryChunk;
+use crate::model::roles::{ChunkClass, ChunkKind, Retention, Role};
 
 /// Whether `chunk` protects itself (and its unit) wherever it sits:
 /// pinned, or `critical`. Only an explicit retention is critical, so

@@ -16,8 +16,8 @@
 
 use smallvec::SmallVec;
 
-use crate::memory::MemoryChunk;
-use crate::roles::{ChunkKind, Role};
+use crate::model::memory::MemoryChunk;
+use crate::model::roles::{ChunkKind, Role};
 
 /// Which side of the conversation wrote a chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,9 +6,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 use crate::budget::PreviousCut;
-use crate::chunk_id::ChunkId;
-use crate::memory::MemoryChunk;
-use crate::roles::{ChunkKind, Role};
+use crate::model::chunk_id::ChunkId;
+use crate::model::memory::MemoryChunk;
+use crate::model::roles::{ChunkKind, Role};
 use crate::tokens::parts::CountedText;
 
 /// A rendered history chunk as the planner sees it.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::builder::DEFAULT_MODEL;
+use crate::settings::builder::DEFAULT_MODEL;
 use crate::store::{self, MAIN_BRANCH, Store};
 use crate::{
     ChunkKind, ContextBuilder, ContextEngine, ErrorKind, MemoryState, ParseOptions, Result, Role,

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::builder::DEFAULT_MODEL;
+use crate::settings::builder::DEFAULT_MODEL;
 use crate::tokens::{Calibration, EstimateFactor, counter_for_model_calibrated, estimate_warning};
 use crate::{ErrorKind, Result};
 

@@ -28,18 +28,18 @@
 //! ```
 
 pub mod chat;
-mod context_management;
 mod count;
+mod management_option;
 mod options;
 mod output;
 
 /// Whether two number texts are the same value: what the bindings ask
 /// before they hand a JSON number over as a native float.
-pub use crate::builder::DEFAULT_MODEL;
-pub use crate::json_input::MAX_JSON_DEPTH;
-pub use crate::json_number::same_value;
-pub use context_management::read_context_management;
+pub use crate::settings::builder::DEFAULT_MODEL;
+pub use crate::syntax::json_input::MAX_JSON_DEPTH;
+pub use crate::syntax::json_number::same_value;
 pub use count::{CountOptions, count};
+pub use management_option::read_context_management;
 pub use options::{
     ANTHROPIC_DEFAULT_RESERVE, BuildOptions, DEFAULT_LOW_WATER, parse_cap, parse_content_format,
     parse_escape, parse_estimate_factor, parse_fragment_format, parse_framing, parse_kind,

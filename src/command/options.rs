@@ -2,10 +2,10 @@
 //! the builder they describe.
 
 use crate::budget::ContextManagement;
-use crate::builder::DEFAULT_MODEL;
 use crate::content::ContentFormat;
 use crate::format::{FormatOptions, FragmentFormat};
 use crate::render::EscapeMode;
+use crate::settings::builder::DEFAULT_MODEL;
 use crate::tokens::{Calibration, EstimateFactor, Framing};
 use crate::{ChunkKind, ContextBuilder, ErrorKind, Result};
 

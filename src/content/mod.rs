@@ -14,8 +14,8 @@ mod block;
 mod described;
 mod markdown;
 mod read;
-mod render;
-mod xml;
+mod renderer;
+mod xml_renderer;
 
 pub use block::{
     Alignment, Block, ContentFormat, List, ListItem, Media, Node, RendererAttrs, Semantic,
@@ -23,5 +23,5 @@ pub use block::{
 };
 pub use markdown::MarkdownRenderer;
 pub use read::blocks_from_value;
-pub use render::{ContentRenderer, Rendered, render_blocks, render_text};
-pub use xml::XmlRenderer;
+pub use renderer::{ContentRenderer, Rendered, render_blocks, render_text};
+pub use xml_renderer::XmlRenderer;

@@ -5,7 +5,7 @@ use std::io::Write;
 use super::ContextEngine;
 use super::load::decode_chunk;
 use crate::error::{ErrorKind, Result};
-use crate::memory::MemoryChunk;
+use crate::model::memory::MemoryChunk;
 
 /// Where the chunks go in the pretty session JSON of a lane without them.
 const NO_CHUNKS: &str = "\n  \"chunks\": []";

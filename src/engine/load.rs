@@ -3,11 +3,11 @@
 
 use super::ContextEngine;
 use crate::error::{ErrorKind, Result};
-use crate::json_input::value_from_str;
-use crate::memory::{MemoryChunk, MemoryState};
-use crate::memory_schema::{chunk_from_value, session_from_value};
+use crate::model::memory::{MemoryChunk, MemoryState};
+use crate::model::memory_schema::{chunk_from_value, session_from_value};
 use crate::session::ContextSession;
 use crate::store::{CHUNK_CODEC, StoredChunk};
+use crate::syntax::json_input::value_from_str;
 
 impl ContextEngine {
     /// Drops pending changes and reads where the branch stands: its head,

@@ -12,20 +12,20 @@ mod branches;
 mod export;
 mod load;
 mod newest;
-mod tally;
+mod tally_rules;
 
 use std::sync::Arc;
 
 use crate::budget::Policy;
-use crate::build::kept_alone_tokens;
-use crate::build_result::{BuildResult, base_tokens};
-use crate::builder::ContextBuilder;
-use crate::context_management::ContextManagement;
 use crate::error::{ErrorKind, Result};
 use crate::fragment::Fragment;
-use crate::memory::{MemoryChunk, MemoryState};
-use crate::roles::{ChunkKind, Role};
+use crate::model::context_management::ContextManagement;
+use crate::model::memory::{MemoryChunk, MemoryState};
+use crate::model::roles::{ChunkKind, Role};
+use crate::output::result::{BuildResult, base_tokens};
+use crate::pipeline::kept_alone_tokens;
 use crate::session::ContextSession;
+use crate::settings::builder::ContextBuilder;
 use crate::store::{CountRecord, MAIN_BRANCH, NewChunk, NodeId, Save, Store, Usage};
 
 /// A durable chat, built turn after turn within the budget.
@@ -445,7 +445,7 @@ impl ContextEngine {
                     };
                     Some(CountRecord { key, value, tokens })
                 });
-                let mut meta = tally::meta_of(chunk);
+                let mut meta = tally_rules::meta_of(chunk);
                 meta.orphan = orphan;
                 Ok(NewChunk::new(chunk.id.clone(), json, counts).with_meta(meta))
             })

@@ -20,14 +20,14 @@
 
 use super::ContextEngine;
 use super::load::{decode_chunk, lane_of};
-use super::tally::{highest_priority, without};
+use super::tally_rules::{highest_priority, without};
 use crate::budget::{Decision, DropReason, Policy, is_read, never_dropped, tool_call};
-use crate::build::BuildCache;
-use crate::build::{Outside, Pass, kept_alone_tokens, seed_counts};
-use crate::build_result::BuildResult;
 use crate::error::Result;
-use crate::memory::MemoryChunk;
-use crate::roles::ChunkKind;
+use crate::model::memory::MemoryChunk;
+use crate::model::roles::ChunkKind;
+use crate::output::result::BuildResult;
+use crate::pipeline::BuildCache;
+use crate::pipeline::{Outside, Pass, kept_alone_tokens, seed_counts};
 use crate::store::{NodeId, PathSummary, SIZES, StoredChunk, TokenTally};
 
 /// How many chunks the first read takes; each next read takes at least

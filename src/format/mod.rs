@@ -135,13 +135,13 @@
 //!       port: 5432
 //!   ```
 
-mod build;
 mod grouping;
-mod markdown;
+mod markdown_writer;
+mod normalize;
 mod toml;
 mod toon;
 mod tree;
-mod xml;
+mod xml_writer;
 
 use std::fmt;
 use std::str::FromStr;
@@ -428,9 +428,15 @@ impl Tree {
         let start = out.len();
         match format {
             FragmentFormat::Xml => {
-                self.walk_as(options, &mut xml::XmlWriter::new(options.indent), out);
+                self.walk_as(
+                    options,
+                    &mut xml_writer::XmlWriter::new(options.indent),
+                    out,
+                );
             }
-            FragmentFormat::Markdown => self.walk_as(options, &mut markdown::MarkdownWriter, out),
+            FragmentFormat::Markdown => {
+                self.walk_as(options, &mut markdown_writer::MarkdownWriter, out)
+            }
             FragmentFormat::Toml => toml::write(self, out)?,
             FragmentFormat::Toon => toon::write(self, options, out)?,
         }

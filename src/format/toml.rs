@@ -15,7 +15,7 @@ use super::ROOT_KEY;
 use super::tree::Tree;
 use crate::error::Result;
 use crate::fragment::error;
-use crate::json_number::{is_float_text, same_value};
+use crate::syntax::json_number::{is_float_text, same_value};
 
 pub(super) fn write(tree: &Tree, out: &mut String) -> Result<()> {
     if tree.is_empty() {

@@ -35,7 +35,7 @@ use super::tree::Tree;
 use super::{Delimiter, FormatOptions};
 use crate::error::Result;
 use crate::fragment::error;
-use crate::json_number::same_value;
+use crate::syntax::json_number::same_value;
 
 /// Appends `tree`: nothing for an empty tree (no root, or a root object
 /// with no keys, which the spec also encodes as nothing).

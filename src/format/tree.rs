@@ -8,8 +8,8 @@ use serde_json::{Map, Number, Value};
 #[cfg(doc)]
 use super::MAX_DEPTH;
 use super::ROOT_KEY;
-use super::build::{Builder, Data, Source};
 use super::grouping::{Entry, grouped, item_name, repeats};
+use super::normalize::{Builder, Data, Source};
 use crate::error::Result;
 use crate::fragment::Fragment;
 

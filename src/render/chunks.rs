@@ -4,10 +4,10 @@ use std::borrow::Cow;
 
 use smallvec::SmallVec;
 
-use crate::memory::MemoryChunk;
+use crate::model::memory::MemoryChunk;
 
+use crate::model::roles::{ChunkKind, Role};
 use crate::render::{ChunkRenderer, RenderContext};
-use crate::roles::{ChunkKind, Role};
 
 const ID: &[&str] = &["id"];
 const CALL: &[&str] = &["id", "tool", "call_id", "status"];

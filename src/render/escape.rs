@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::xml::{self, Escapes, is_name_char};
+use crate::syntax::xml::{self, Escapes, is_name_char};
 
 /// How chunk bodies are escaped. Attribute values are escaped in every mode but
 /// [`EscapeMode::None`].

@@ -7,7 +7,7 @@
 
 mod chunks;
 mod escape;
-mod native;
+mod native_records;
 mod own_tag;
 mod protocol;
 
@@ -18,17 +18,17 @@ pub use chunks::{DefaultRenderer, default_tag};
 pub use escape::EscapeMode;
 pub use protocol::Protocol;
 
-pub(crate) use native::{Record, history_note};
+pub(crate) use native_records::{Record, history_note};
 
 pub(crate) use chunks::{ELIDED_TAG, HISTORY_START_TAG, SUMMARY_TAG, body_text};
 pub(crate) use escape::TagSet;
 
-use native::{NativeRenderer, TextRecords};
+use native_records::{NativeRenderer, TextRecords};
 use own_tag::OwnTagGuard;
 
-use crate::memory::MemoryChunk;
+use crate::model::memory::MemoryChunk;
 
-use crate::roles::Role;
+use crate::model::roles::Role;
 
 /// Renders chunks it accepts into tagged text.
 ///

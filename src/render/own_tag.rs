@@ -9,11 +9,11 @@
 
 use std::sync::Arc;
 
-use crate::memory::MemoryChunk;
+use crate::model::memory::MemoryChunk;
 
+use crate::model::roles::Role;
 use crate::render::escape::continues_name;
 use crate::render::{ChunkRenderer, EscapeMode, RenderContext, TagSet};
-use crate::roles::Role;
 
 /// A custom renderer as the registry holds it.
 pub(super) struct OwnTagGuard(pub(super) Arc<dyn ChunkRenderer>);

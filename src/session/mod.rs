@@ -14,22 +14,24 @@
 //! byte-identical to a cold [`ContextBuilder::build`] of the same state
 //! given the same previous build.
 
+pub(crate) mod config;
+
 use std::collections::HashSet;
 
 use rustc_hash::FxHashMap;
 
 use crate::budget::Policy;
-use crate::build::{BuildCache, Outside, Pass, count_key, seed_counts};
-use crate::build_result::BuildResult;
-use crate::build_stats::BuildStats;
-use crate::builder::ContextBuilder;
-use crate::chunk_id::fingerprint;
-use crate::config::ContextConfig;
-use crate::context_management::ContextManagement;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
-use crate::last_build::LastBuild;
-use crate::memory::{DUPLICATE_ID, MemoryChunk, MemoryState, chunk_error};
+use crate::model::chunk_id::fingerprint;
+use crate::model::context_management::ContextManagement;
+use crate::model::memory::{DUPLICATE_ID, MemoryChunk, MemoryState, chunk_error};
+use crate::output::last_build::LastBuild;
+use crate::output::result::BuildResult;
+use crate::output::stats::BuildStats;
+use crate::pipeline::{BuildCache, Outside, Pass, count_key, seed_counts};
+use crate::session::config::ContextConfig;
+use crate::settings::builder::ContextBuilder;
 
 /// A session that is built turn after turn.
 ///

@@ -8,7 +8,7 @@
 //! JSON to make them (the writer says what it needs in [`ChunkMeta`]).
 
 use super::NodeId;
-use crate::roles::ChunkClass;
+use crate::model::roles::ChunkClass;
 
 /// How many classes of chunk a [`ClassTally`] has room for (stores write
 /// this many counts; [`ChunkClass::COUNT`] of them are used).

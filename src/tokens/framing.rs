@@ -1,6 +1,6 @@
 //! The tokens a provider adds around each message.
 
-use crate::roles::Role;
+use crate::model::roles::Role;
 use crate::tokens::TokenCounter;
 
 /// How message framing is counted.

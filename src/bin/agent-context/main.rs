@@ -14,9 +14,9 @@ use agent_context::format::{
 use agent_context::fragment::fragments_from_json;
 use agent_context::tokens::EstimateFactor;
 use agent_context::{BuildResult, ErrorKind, parse_json};
+use build_flags::BuildOptions;
 use clap::{Parser, Subcommand, ValueEnum};
 use input::{Expected, InputLimit, JsonInput, read_input};
-use options::BuildOptions;
 
 /// The tokenizer tables are 200k small allocations made and freed at
 /// start-up; mimalloc makes and frees them in a fraction of the system
@@ -24,9 +24,9 @@ use options::BuildOptions;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-mod chat;
+mod build_flags;
+mod chat_cli;
 mod input;
-mod options;
 mod replay;
 
 /// Turn an agent's typed memory into budgeted LLM messages with exact token counts.
@@ -51,7 +51,7 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// Durable chats in a store: append, build, export, branches.
     #[command(subcommand)]
-    Chat(chat::ChatCommand),
+    Chat(chat_cli::ChatCommand),
 }
 
 #[derive(clap::Args)]
@@ -91,7 +91,7 @@ struct RenderArgs {
     #[arg(default_value = "-")]
     file: String,
     /// Output format.
-    #[arg(long, value_parser = options::fragment_formats())]
+    #[arg(long, value_parser = build_flags::fragment_formats())]
     format: FragmentFormat,
     /// Render any JSON value instead of a fragments document.
     #[arg(long)]
@@ -118,7 +118,7 @@ struct ContentArgs {
     #[arg(default_value = "-")]
     file: String,
     /// Output format.
-    #[arg(long, default_value = "gfm", value_parser = options::content_formats())]
+    #[arg(long, default_value = "gfm", value_parser = build_flags::content_formats())]
     format: ContentFormat,
     /// Print the output blocks as JSON (text blocks, media kept as they are).
     #[arg(long)]
@@ -180,7 +180,7 @@ fn main() -> ExitCode {
         Command::Render(args) => render(args).map_err(Failure::from),
         Command::Content(args) => content(args).map_err(Failure::from),
         Command::Replay(args) => replay::run(args),
-        Command::Chat(command) => chat::run(command).map_err(Failure::from),
+        Command::Chat(command) => chat_cli::run(command).map_err(Failure::from),
     };
     let outcome = outcome.and_then(|stdout| {
         let mut out = std::io::stdout().lock();

@@ -9,8 +9,8 @@ use agent_context::{BuildResult, ChunkKind, ContextBuilder, ContextSession, Memo
 use serde_json::json;
 
 use crate::Failure;
+use crate::build_flags::BuildOptions;
 use crate::input::{JsonInput, read_session};
-use crate::options::BuildOptions;
 
 #[derive(clap::Args)]
 pub(crate) struct ReplayArgs {

@@ -31,18 +31,18 @@
 mod buf;
 mod ctx;
 mod emphasis;
-mod escape;
+mod literal;
 mod structure;
 
 use serde_json::Value;
 
 use super::block::{Block, ContentFormat, Node, Semantic, SemanticType as S, Structure};
 use super::described::{json_text, state_change_text, tool_input_text};
-use super::render::ContentRenderer;
+use super::renderer::ContentRenderer;
 use buf::{Buf, Newline};
 use ctx::Ctx;
 use emphasis::Emph;
-use escape::{destination, push_code_span, push_fence, push_xml, xml_entity};
+use literal::{destination, push_code_span, push_fence, push_xml, xml_entity};
 
 /// Which Markdown a [`MarkdownRenderer`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 
 use super::buf::{Buf, Newline};
 use super::ctx::Ctx;
-use super::escape::push_fence;
+use super::literal::push_fence;
 use super::{Flavor, MarkdownRenderer};
 use crate::content::block::{Alignment, List, Table};
 

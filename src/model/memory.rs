@@ -1,0 +1,385 @@
+//! The agent's typed memory: a session of chunks, parsed and validated from JSON.
+//!
+//! The JSON shape is the contract of the CLI and of serde (see the README):
+//! every chunk has an `id` and a `kind`; any unknown field is an error that
+//! names the chunk and the field, because a typo such as `"pined": true` would
+//! otherwise silently drop a guarantee the caller asked for.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::content::Block;
+use crate::error::{ChunkLocation, ErrorKind, Result};
+use crate::fragment::Fragment;
+use crate::model::context_management::ContextManagement;
+use crate::model::roles::{ChunkKind, Retention, Role};
+use crate::syntax::json_text::JsonText;
+
+/// One entry of the agent's memory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct MemoryChunk {
+    /// Unique id within the session.
+    pub id: String,
+    /// What the chunk records.
+    pub kind: ChunkKind,
+    /// Speaker of an `agent` chunk (required there, rejected elsewhere).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    /// Sub-kind, e.g. `tool_call`, `subagent_result`, `task_completed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<Box<str>>,
+    /// Text body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// JSON body, rendered as pretty JSON (exclusive with `text`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<JsonText>,
+    /// Formatted content, rendered in the builder's content format
+    /// (exclusive with `text` and `data`; see [`crate::content`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<Arc<[Block]>>,
+    /// Tool or skill name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<Box<str>>,
+    /// Pairs a tool call with its result(s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<Box<str>>,
+    /// Whether a result or subagent succeeded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success: Option<bool>,
+    /// Type of a spawned subagent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<Box<str>>,
+    /// Pairs delegation chunks of one subagent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent_id: Option<Box<str>>,
+    /// Where an environment chunk came from (e.g. `tool`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<Box<str>>,
+    /// Status of a call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Box<str>>,
+    /// Why a task ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Box<str>>,
+    /// Error text of a failed result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<Box<str>>,
+    /// The provider's signature of a `thinking` chunk (Anthropic's extended
+    /// thinking), sent back with it in native requests; text mode leaves it out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<Box<str>>,
+    /// Higher keeps longer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    /// Never dropped.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
+    /// How willingly the chunk gives way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retention: Option<Retention>,
+    /// When the chunk was recorded (string or number, kept as given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<JsonText>,
+    /// Free JSON for custom renderers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom: Option<JsonText>,
+}
+
+impl MemoryChunk {
+    /// A copy without its body (`text`, `data`) and `signature`, which
+    /// vouches for the whole text: what a cut body is put back into,
+    /// without copying a body of any length first.
+    pub(crate) fn without_body(&self) -> MemoryChunk {
+        let MemoryChunk {
+            id,
+            kind,
+            role,
+            action,
+            text: _,
+            data: _,
+            content,
+            tool,
+            call_id,
+            success,
+            agent_type,
+            subagent_id,
+            source,
+            status,
+            reason,
+            error,
+            signature: _,
+            priority,
+            pinned,
+            retention,
+            created_at,
+            custom,
+        } = self;
+        MemoryChunk {
+            id: id.clone(),
+            kind: *kind,
+            role: *role,
+            action: action.clone(),
+            text: None,
+            data: None,
+            content: content.clone(),
+            tool: tool.clone(),
+            call_id: call_id.clone(),
+            success: *success,
+            agent_type: agent_type.clone(),
+            subagent_id: subagent_id.clone(),
+            source: source.clone(),
+            status: status.clone(),
+            reason: reason.clone(),
+            error: error.clone(),
+            signature: None,
+            priority: *priority,
+            pinned: *pinned,
+            retention: *retention,
+            created_at: created_at.clone(),
+            custom: custom.clone(),
+        }
+    }
+
+    /// A chunk with the given id and kind and no other field.
+    pub fn new(id: impl Into<String>, kind: ChunkKind) -> Self {
+        MemoryChunk {
+            id: id.into(),
+            kind,
+            role: None,
+            action: None,
+            text: None,
+            data: None,
+            content: None,
+            tool: None,
+            call_id: None,
+            success: None,
+            agent_type: None,
+            subagent_id: None,
+            source: None,
+            status: None,
+            reason: None,
+            error: None,
+            signature: None,
+            priority: None,
+            pinned: false,
+            retention: None,
+            created_at: None,
+            custom: None,
+        }
+    }
+
+    /// An `agent` chunk spoken by `role`.
+    pub fn agent(id: impl Into<String>, role: Role, text: impl Into<String>) -> Self {
+        MemoryChunk::new(id, ChunkKind::Agent)
+            .with_role(role)
+            .with_text(text)
+    }
+
+    /// Sets the text body.
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.text = Some(text.into());
+        self
+    }
+
+    /// Sets the JSON body.
+    pub fn with_data(mut self, data: impl Into<JsonText>) -> Self {
+        self.data = Some(data.into());
+        self
+    }
+
+    /// Sets formatted content as the body.
+    pub fn with_content(mut self, blocks: Vec<Block>) -> Self {
+        self.content = Some(blocks.into());
+        self
+    }
+
+    /// Sets the role.
+    pub fn with_role(mut self, role: Role) -> Self {
+        self.role = Some(role);
+        self
+    }
+
+    /// Sets the action.
+    pub fn with_action(mut self, action: impl Into<String>) -> Self {
+        self.action = Some(action.into().into_boxed_str());
+        self
+    }
+
+    /// Sets the tool name.
+    pub fn with_tool(mut self, tool: impl Into<String>) -> Self {
+        self.tool = Some(tool.into().into_boxed_str());
+        self
+    }
+
+    /// Sets the call id that pairs a tool call with its results.
+    pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = Some(call_id.into().into_boxed_str());
+        self
+    }
+
+    /// Pins the chunk: it is never dropped.
+    pub fn pinned(mut self) -> Self {
+        self.pinned = true;
+        self
+    }
+
+    /// Sets the retention.
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.retention = Some(retention);
+        self
+    }
+
+    /// Sets the signature of a `thinking` chunk.
+    pub fn with_signature(mut self, signature: impl Into<String>) -> Self {
+        self.signature = Some(signature.into().into_boxed_str());
+        self
+    }
+
+    /// Sets the priority.
+    pub fn with_priority(mut self, priority: i64) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// Checks this chunk on its own (all but uniqueness), reporting it as
+    /// `chunks[index]`.
+    pub(crate) fn validate_at(&self, index: usize) -> Result<()> {
+        let fail = |field: &str, message: String| Err(chunk_error(index, self, field, message));
+        if self.id.is_empty() {
+            return fail("id", "must be a non-empty string".into());
+        }
+        match (self.kind, self.role) {
+            (ChunkKind::Agent, None) => fail(
+                "role",
+                "an agent chunk needs \"role\": \"user\" or \"assistant\"".into(),
+            ),
+            (ChunkKind::Agent, Some(Role::System)) => fail(
+                "role",
+                "an agent chunk's role is \"user\" or \"assistant\"; use kind \"system\" for \
+                 system context"
+                    .into(),
+            ),
+            (kind, Some(_)) if kind != ChunkKind::Agent => fail(
+                "role",
+                format!(
+                    "only agent chunks take a role; a {} chunk's role follows from its kind and \
+                     action",
+                    kind.as_str()
+                ),
+            ),
+            _ if self.text.is_some() && self.data.is_some() => {
+                fail("data", "give either \"text\" or \"data\", not both".into())
+            }
+            _ if self.content.is_some() && (self.text.is_some() || self.data.is_some()) => fail(
+                "content",
+                "give one body: \"content\", \"text\" or \"data\", not several".into(),
+            ),
+            (kind, _) if self.signature.is_some() && kind != ChunkKind::Thinking => fail(
+                "signature",
+                format!(
+                    "only thinking chunks carry a signature, not a {} chunk",
+                    kind.as_str()
+                ),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether this is the user speaking (an `agent` chunk with role `user`).
+    pub fn is_user_turn(&self) -> bool {
+        self.kind == ChunkKind::Agent && self.role == Some(Role::User)
+    }
+}
+
+/// A session: the whole memory an agent turns into a prompt.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct MemoryState {
+    /// Optional session id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Rendered first in the system message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// Structured system context, rendered after the system prompt.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fragments: Vec<Fragment>,
+    /// The chunks, oldest first.
+    pub chunks: Vec<MemoryChunk>,
+    /// Anthropic's `context_management` edits this session asks for (see
+    /// [`ContextManagement`](crate::budget::ContextManagement)): a build applies them unless its policy sets
+    /// its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_management: Option<ContextManagement>,
+}
+
+impl MemoryState {
+    /// An empty session.
+    pub fn new() -> Self {
+        MemoryState::default()
+    }
+
+    /// Sets the system prompt.
+    pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Appends a fragment of structured system context.
+    pub fn with_fragment(mut self, fragment: Fragment) -> Self {
+        self.fragments.push(fragment);
+        self
+    }
+
+    /// Appends a chunk.
+    pub fn with_chunk(mut self, chunk: MemoryChunk) -> Self {
+        self.chunks.push(chunk);
+        self
+    }
+
+    /// Checks the invariants a hand-built session must also hold: ids present
+    /// and unique, `role` given exactly on `agent` chunks, one body at most
+    /// (`text`, `data` or `content`).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Chunk`] naming the first offending chunk and field.
+    pub fn validate(&self) -> Result<()> {
+        let mut seen = HashSet::with_capacity(self.chunks.len());
+        for (index, chunk) in self.chunks.iter().enumerate() {
+            chunk.validate_at(index)?;
+            if !seen.insert(chunk.id.as_str()) {
+                return Err(chunk_error(index, chunk, "id", DUPLICATE_ID.into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The message for an id that is taken.
+pub(crate) const DUPLICATE_ID: &str = "duplicate id: every chunk id must be unique";
+
+/// An error about `chunk`'s `field`, located at `chunks[index]`.
+pub(crate) fn chunk_error(
+    index: usize,
+    chunk: &MemoryChunk,
+    field: &str,
+    message: String,
+) -> crate::Error {
+    ErrorKind::Chunk {
+        location: ChunkLocation {
+            index,
+            id: Some(chunk.id.clone()),
+        },
+        field: field.to_owned(),
+        message,
+    }
+    .into()
+}
+
+pub(crate) type JsonObject = Map<String, Value>;

@@ -1,0 +1,107 @@
+//! [`LastBuild`]: a build as the next one reads it. One type serves both
+//! readers: a builder given its previous build, and a session, which also
+//! extends its last build when a turn only appends chunks (see
+//! `build::extend`).
+
+use rustc_hash::FxHashMap;
+
+use crate::budget::{Policy, PreviousCut, Timeline};
+use crate::model::rows::Rows;
+use crate::output::message::{ContextMessage, MessageFingerprint, content_hash};
+use crate::output::result::BuildResult;
+use crate::tokens::parts::SEPARATOR;
+
+/// The last build: the report, whose messages' fingerprints and summary
+/// the next build compares with and reuses, and its cut; for a session's,
+/// also what extends it.
+#[derive(Debug, Clone)]
+pub(crate) struct LastBuild {
+    /// The build, as returned.
+    pub(crate) result: BuildResult,
+    /// What it cut: by position for a session's (which keeps it in step
+    /// with its edits), by id for a builder's previous build.
+    pub(crate) cut: PreviousCut,
+    /// Whether a turn that only appended chunks may extend it: a
+    /// session's, until an edit. The fields below describe the session it
+    /// was built from; a builder's previous build leaves them empty.
+    pub(crate) extendable: bool,
+    /// How many chunks the session had then.
+    pub(crate) chunks: usize,
+    /// The steps, latest user message and newest tool use then.
+    pub(crate) timeline: Timeline,
+    /// The fingerprint of each call id among those chunks, with the first
+    /// chunk that has it (ids sharing a fingerprint share the entry, which
+    /// only ever sends a turn to the full pipeline).
+    pub(crate) calls: FxHashMap<u64, usize>,
+    /// The policy it was planned with.
+    pub(crate) policy: Policy,
+    /// The chunks the next plan starts from, ascending: those in the prompt
+    /// outside the system message, and the oldest dropped unit (it places
+    /// the marker); the pipeline plans no other dropped chunk again.
+    pub(crate) planned: Vec<usize>,
+    /// The chunks in the system message, in order.
+    pub(crate) system_chunks: Vec<usize>,
+    /// Whether the build cut a result of its newest tool use below its
+    /// cap to fit: the next build renders it under its cap again, so it
+    /// cannot extend this one.
+    pub(crate) squeezed: bool,
+}
+
+impl From<&BuildResult> for LastBuild {
+    /// The previous build as a builder takes it: its cut by id, not to be
+    /// extended.
+    fn from(result: &BuildResult) -> Self {
+        LastBuild {
+            result: result.clone(),
+            cut: PreviousCut::by_id(&result.decisions),
+            extendable: false,
+            chunks: 0,
+            timeline: Timeline::default(),
+            calls: FxHashMap::default(),
+            policy: Policy::default(),
+            planned: Vec::new(),
+            system_chunks: Vec::new(),
+            squeezed: false,
+        }
+    }
+}
+
+impl LastBuild {
+    /// Tokens at the start of `messages` (fingerprinted as `fingerprints`)
+    /// that are byte-identical to the previous build's, as far as a
+    /// provider's prefix cache can tell: every leading message that is
+    /// unchanged (framing included), then, when the next message only grew
+    /// (same role, its old content then a separator then more), the content
+    /// tokens of its old parts. A lower bound: the framing of a grown
+    /// message is not counted.
+    pub(crate) fn stable_prefix_tokens(
+        &self,
+        messages: &Rows<ContextMessage>,
+        fingerprints: &Rows<MessageFingerprint>,
+    ) -> usize {
+        let mut stable = 0;
+        let pairs = messages
+            .iter()
+            .zip(fingerprints)
+            .zip(&self.result.fingerprints);
+        for ((new, print), old) in pairs {
+            if print.role != old.role {
+                break;
+            }
+            if print.len == old.len && print.hash == old.hash {
+                stable += new.tokens;
+                continue;
+            }
+            let content = new.content.as_str();
+            let grew = content.len() > old.len
+                && content.is_char_boundary(old.len)
+                && content[old.len..].starts_with(SEPARATOR)
+                && content_hash(&content[..old.len]) == old.hash;
+            if grew {
+                stable += old.growable;
+            }
+            break;
+        }
+        stable
+    }
+}

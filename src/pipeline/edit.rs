@@ -1,0 +1,263 @@
+//! A build's `context_management` edits, applied to its rendered history
+//! before the plan (see [`ContextManagement`] for the semantics): cleared
+//! thinking leaves the history, cleared tool uses become the ladder's first
+//! steps (stubs every later step keeps), and each edit that cleared
+//! something is reported with the tokens it freed, measured exactly on the
+//! prompt before and after it.
+
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use smallvec::SmallVec;
+
+use super::history::{History, release};
+use super::{Build, Ladder};
+use crate::budget::{AppliedEdit, ContextManagement, Fate, Item, Planner, Step};
+use crate::budget::{Decision, DropReason, protects_itself};
+use crate::model::context_management::{ClearThinking, ClearToolUses, ContextEdit};
+use crate::model::memory::MemoryState;
+use crate::model::roles::ChunkKind;
+use crate::tokens::parts::CountedText;
+
+/// What a build's edits did.
+#[derive(Debug, Default)]
+pub(super) struct Edited {
+    /// The stubs of the cleared tool uses: the ladder's first steps.
+    pub(super) steps: Vec<Step>,
+    /// The items those steps stub (their decisions name the edit).
+    pub(super) cleared: FxHashSet<usize>,
+    /// The edits that cleared something, in the order applied.
+    pub(super) applied: Vec<AppliedEdit>,
+    /// Exact tokens of the prompt with the edits so far, every other item
+    /// kept: what the next edit measures what it frees against.
+    tokens: usize,
+}
+
+/// A tool call with its results, as items.
+struct ToolUse<'s> {
+    call: usize,
+    results: SmallVec<[usize; 2]>,
+    tool: Option<&'s str>,
+}
+
+impl Build<'_> {
+    /// Applies `management`'s edits to `history`: thinking first, then
+    /// tool uses, each edit of a type in its order.
+    pub(super) fn edit(
+        &mut self,
+        management: &ContextManagement,
+        history: &mut History<'_>,
+        system: &[Arc<CountedText>],
+    ) -> Edited {
+        let unedited = self.tokens(system, &history.items, &[]);
+        let mut edited = Edited {
+            tokens: unedited,
+            ..Edited::default()
+        };
+        for edit in &management.edits {
+            if let ContextEdit::ClearThinking(edit) = edit
+                && let Some(applied) = self.clear_thinking(edit, history, system, &mut edited)
+            {
+                edited.applied.push(applied);
+            }
+        }
+        for edit in &management.edits {
+            if let ContextEdit::ClearToolUses(edit) = edit
+                && let Some(applied) =
+                    self.clear_tool_uses(edit, history, (system, unedited), &mut edited)
+            {
+                edited.applied.push(applied);
+            }
+        }
+        edited
+    }
+
+    /// Exact tokens of the prompt of `items` with `steps` applied, every
+    /// other item kept.
+    fn tokens(&self, system: &[Arc<CountedText>], items: &[Item], steps: &[Step]) -> usize {
+        let ladder = Ladder {
+            units: Vec::new(),
+            steps: steps.to_vec(),
+            sticky: 0,
+        };
+        let planner = Planner {
+            items,
+            ..self.planner(system, &ladder, (0, 0))
+        };
+        planner.layout(steps.len(), true).total
+    }
+
+    /// Removes the thinking of all but the newest thinking turns the edit
+    /// keeps (protected thinking stays).
+    fn clear_thinking(
+        &mut self,
+        edit: &ClearThinking,
+        history: &mut History<'_>,
+        system: &[Arc<CountedText>],
+        edited: &mut Edited,
+    ) -> Option<AppliedEdit> {
+        let keep = edit.keeps()?;
+        let chunks = &self.state.chunks;
+        let age = |item: &Item| history.timeline.steps_after(item.chunk);
+        let is_thinking = |item: &Item| chunks[item.chunk].kind == ChunkKind::Thinking;
+        let mut turns: Vec<usize> = history
+            .items
+            .iter()
+            .filter(|i| is_thinking(i))
+            .map(age)
+            .collect();
+        turns.sort_unstable();
+        turns.dedup();
+        let kept = &turns[..keep.min(turns.len())];
+        let cleared: Vec<bool> = history
+            .items
+            .iter()
+            .map(|item| is_thinking(item) && !item.protected && !kept.contains(&age(item)))
+            .collect();
+        if !cleared.contains(&true) {
+            return None;
+        }
+        let before = edited.tokens;
+        let mut cleared_turns: Vec<usize> = Vec::new();
+        let mut flags = cleared.iter();
+        history.items.retain_mut(|item| {
+            if !flags.next().copied().unwrap_or(false) {
+                return true;
+            }
+            let decision = &mut history.decisions[item.chunk];
+            decision.tokens = item.part.alone();
+            decision.decision = Decision::Dropped {
+                reason: DropReason::ClearThinking,
+            };
+            let turn = history.timeline.steps_after(item.chunk);
+            if !cleared_turns.contains(&turn) {
+                cleared_turns.push(turn);
+            }
+            release(item, Some(Fate::Dropped), self.cache);
+            false
+        });
+        let after = self.tokens(system, &history.items, &[]);
+        edited.tokens = after;
+        Some(AppliedEdit::ClearThinking {
+            cleared_thinking_turns: cleared_turns.len(),
+            cleared_input_tokens: before as i64 - after as i64,
+        })
+    }
+
+    /// Stubs the results (and, as the edit says, the calls) of every tool
+    /// use older than the newest the edit keeps, when it fires and frees
+    /// enough; `unedited` is the prompt's tokens before any edit, with
+    /// `system` as its system message.
+    fn clear_tool_uses(
+        &self,
+        edit: &ClearToolUses,
+        history: &mut History<'_>,
+        (system, unedited): (&[Arc<CountedText>], usize),
+        edited: &mut Edited,
+    ) -> Option<AppliedEdit> {
+        let uses = tool_uses(&history.items, self.state);
+        if !edit.fires(unedited, uses.len()) {
+            return None;
+        }
+        let old = uses.len().saturating_sub(edit.keeps());
+        let (mut steps, mut forced, mut cleared) = (Vec::new(), Vec::new(), 0);
+        for tool_use in &uses[..old] {
+            let members = || std::iter::once(tool_use.call).chain(tool_use.results.iter().copied());
+            // The caller's `keep` decides, even inside the newest tool use
+            // (Anthropic counts its parallel calls one by one); only what
+            // protects itself stays.
+            let pinned = |i: usize| protects_itself(&self.state.chunks[history.items[i].chunk]);
+            if edit.excludes(tool_use.tool) || members().any(pinned) {
+                continue;
+            }
+            let mut stubs: SmallVec<[usize; 3]> = tool_use.results.iter().copied().collect();
+            if edit.clears_input(tool_use.tool) {
+                stubs.push(tool_use.call);
+            }
+            // What an earlier edit cleared is not this edit's to report.
+            stubs.retain(|i| !edited.cleared.contains(i));
+            let before = steps.len();
+            for i in stubs {
+                if self.ensure_stub(&mut history.items[i], i, &mut forced) {
+                    steps.push(Step::Stub(i));
+                }
+            }
+            cleared += usize::from(steps.len() > before);
+        }
+        let with: Vec<Step> = edited.steps.iter().chain(&steps).copied().collect();
+        let before = edited.tokens;
+        let after = self.tokens(system, &history.items, &with);
+        let freed = before as i64 - after as i64;
+        if cleared == 0 || freed < i64::try_from(edit.at_least()).unwrap_or(i64::MAX) {
+            for i in forced {
+                history.items[i].stub = None;
+            }
+            return None;
+        }
+        let newly: FxHashSet<usize> = steps
+            .iter()
+            .filter_map(|step| match step {
+                Step::Stub(i) => Some(*i),
+                Step::Drop(_) => None,
+            })
+            .collect();
+        // A cleared result of the newest tool use shows its stub: the
+        // budget has no body of it left to cut.
+        history
+            .newest_results
+            .retain(|chunk| !newly.iter().any(|&i| history.items[i].chunk == *chunk));
+        edited.cleared.extend(newly);
+        edited.steps = with;
+        edited.tokens = after;
+        Some(AppliedEdit::ClearToolUses {
+            cleared_tool_uses: cleared,
+            cleared_input_tokens: freed,
+        })
+    }
+
+    /// Gives `item`, the `i`-th, a stub if it has none (noting it in
+    /// `forced`, to take back if the edit does not apply); `false` when its
+    /// renderer has none.
+    fn ensure_stub(&self, item: &mut Item, i: usize, forced: &mut Vec<usize>) -> bool {
+        if item.stub.is_some() {
+            return true;
+        }
+        let chunk = &self.state.chunks[item.chunk];
+        let renderer = self.settings.renderers.renderer_for(chunk);
+        item.stub = self.preparer.stub_always(chunk, renderer, &item.part);
+        if item.stub.is_some() {
+            forced.push(i);
+        }
+        item.stub.is_some()
+    }
+}
+
+/// The tool uses among `items`, oldest first: each tool call with the
+/// results that share its call id.
+fn tool_uses<'s>(items: &[Item], state: &'s MemoryState) -> Vec<ToolUse<'s>> {
+    let mut uses: Vec<ToolUse<'s>> = Vec::new();
+    let mut by_call: FxHashMap<&'s str, usize> = FxHashMap::default();
+    for (i, item) in items.iter().enumerate() {
+        let chunk = &state.chunks[item.chunk];
+        let call_id = chunk.call_id.as_deref();
+        match chunk.kind {
+            ChunkKind::Workflow if call_id.is_none_or(|id| !by_call.contains_key(id)) => {
+                if let Some(id) = call_id {
+                    by_call.insert(id, uses.len());
+                }
+                uses.push(ToolUse {
+                    call: i,
+                    results: SmallVec::new(),
+                    tool: chunk.tool.as_deref(),
+                });
+            }
+            ChunkKind::Environment => {
+                if let Some(&u) = call_id.and_then(|id| by_call.get(id)) {
+                    uses[u].results.push(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    uses
+}
