@@ -66,41 +66,51 @@
 //! * [`ContextEngine`] over a [`store::Store`]: durable chats with branches
 //!   and checkpoints, saved atomically, built within the budget.
 //! * [`adapter`]: OpenAI, Anthropic and plain-text output.
-//! * [`Fragment`](fragment::Fragment) and [`format`](mod@format): structured system context (role, hints,
-//!   terms, guardrails, config) rendered as XML, Markdown, TOML or TOON.
+//! * [`Fragment`](fragment::Fragment) and [`format`](mod@format):
+//!   structured system context (role, hints, terms, guardrails, config)
+//!   rendered as XML, Markdown, TOML or TOON.
 //!
 //! # Layers
 //!
-//! Each module imports only from the layers below it; `tests/it/layers.rs`
-//! fails if any module reaches back up. Bottom up:
+//! One folder per layer (the root holds only `lib.rs` and `error.rs`). Each
+//! imports only from the layers before it; `tests/it/layers.rs` reads this
+//! list and fails on an arrow that points up. Bottom up:
 //!
-//! 1. leaves, importing nothing above them: ids (`chunk_id`), `roles`,
-//!    `error`, JSON input (`json_scan`, `json_input`, `json_number`,
-//!    `json_text`), the fragment tree (`fragment`), semantic [`content`]
-//!    and its renderers, the `context_management` request types,
-//!    the string impls ids and texts share (`str_like`), and the report's
-//!    shared lists and texts ([`Rows`], [`MessageText`]);
-//! 2. the model: `memory`, and `memory_schema`, which reads it from JSON;
-//!    and the [`store`] of durable chats, which keeps chunks as JSON;
-//! 3. [`tokens`], [`render`] (escaping included), [`format`](mod@format);
-//! 4. the plan: [`budget`] (policy, units, decisions);
-//! 5. what a build returns (`message`, `build_result`) and carries over to
-//!    the next (`last_build`); the settings, [`ContextBuilder`] (`builder`:
-//!    its fields and setters, and the few questions the pipeline asks of
-//!    them: which chunks it selects, which counter it counts with);
-//! 6. the pipeline, `build`: one build as a struct that holds what it
-//!    reads and the [`BuildCache`] it works in, with a method per stage
-//!    (prepare, plan, assemble, report), and a session's turn that only
-//!    appended chunks extended from its last build (`extend`, `replan`);
-//! 7. [`ContextConfig`] (`config`): the settings compiled, immutable and
-//!    shared, which makes each build; [`ContextSession`] (`session`: a
-//!    state, its cache and its last build over a shared configuration),
-//!    then [`ContextEngine`] (`engine`: a chat of a store, built through a
-//!    session);
-//! 8. [`adapter`] and `explain`, then `command`, the CLI's commands as
-//!    calls, which the CLI and the Python package share (behind the
-//!    `command` feature, not part of the API); the CLI (`src/bin`) sits on
-//!    top.
+//! 1. `error.rs`: [`Error`] and [`ErrorKind`], which every layer returns.
+//! 2. `syntax/`: JSON input by this crate's rules ([`parse_json`],
+//!    [`JsonText`]), numbers that keep their digits, XML's rules (names,
+//!    escaping), and the impls shared strings use.
+//! 3. `fragment/` and `content/`: the structured system context (a
+//!    [`Fragment`](fragment::Fragment) tree) and semantic content with its
+//!    Markdown and XML renderers.
+//! 4. `model/`: the input, [`MemoryState`] of [`MemoryChunk`]s, read from
+//!    JSON and checked; ids, kinds and roles; Anthropic's
+//!    `context_management` request; [`Rows`].
+//! 5. `store/` and `tokens/`: the durable chats (which keep chunks as JSON
+//!    beside their counts) and exact counting (the model table, estimates,
+//!    message framing).
+//! 6. `render/`: a chunk to tagged text (the default tag table, custom
+//!    renderers, escaping, the native protocol's records).
+//! 7. `format/` and `budget/`: fragments as XML, Markdown, TOML or TOON;
+//!    the plan (the policy and its rules: what is protected, what moves
+//!    together, in what order chunks are cut, the decisions).
+//! 8. `output/`: what a build returns ([`BuildResult`], [`ContextMessage`],
+//!    [`BuildStats`]) and what the next build reads of it.
+//! 9. `adapter/` and `settings/`: provider requests and text made from a
+//!    result (and the `--explain` breakdown); [`ContextBuilder`], the
+//!    settings, with the questions the pipeline asks of them.
+//! 10. `pipeline/`: one build as a value that holds what it reads and the
+//!     [`BuildCache`] it works in, a method per stage (prepare, plan,
+//!     assemble, report), and a session's turn that only appended chunks
+//!     extended from its last build.
+//! 11. `session/`: [`ContextConfig`], the settings compiled, which makes
+//!     each build, and [`ContextSession`], a state, its cache and its last
+//!     build over a shared configuration.
+//! 12. `engine/`: [`ContextEngine`], a chat of a store built through a
+//!     session.
+//! 13. `command/`: the CLI's commands as calls, which the CLI and the
+//!     Python package share (behind the `command` feature, not part of the
+//!     API). The CLI (`src/bin`) sits on top.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -1,7 +1,7 @@
 //! [`LastBuild`]: a build as the next one reads it. One type serves both
 //! readers: a builder given its previous build, and a session, which also
 //! extends its last build when a turn only appends chunks (see
-//! `build::extend`).
+//! `pipeline::extend`).
 
 use rustc_hash::FxHashMap;
 

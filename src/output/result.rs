@@ -58,7 +58,7 @@ pub struct BuildResult {
     /// `stable_prefix_tokens`).
     pub(crate) fingerprints: Rows<MessageFingerprint>,
     /// The counts of the last message's last part, for a session to
-    /// extend that message (see `build::extend`).
+    /// extend that message (see `pipeline::extend`).
     pub(crate) last_part: Option<CountedText>,
     /// How the history was rendered: only a [native](Protocol::Native)
     /// build can be read by the native adapters.

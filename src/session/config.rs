@@ -271,7 +271,7 @@ impl ContextConfig {
     }
 
     /// The turn of a session that only appended chunks, built from its
-    /// `last` build (see `build::extend`), with the pass's policy and
+    /// `last` build (see `pipeline::extend`), with the pass's policy and
     /// cache.
     pub(crate) fn extend(
         &self,
@@ -289,7 +289,7 @@ impl ContextConfig {
     }
 
     /// The counts a store keeps of the chunks of `state` at `indices`, from
-    /// `cache` or rendered and counted into it (see `build::stored`).
+    /// `cache` or rendered and counted into it (see `pipeline::stored`).
     ///
     /// # Errors
     ///

@@ -9,7 +9,7 @@
 //! only moves forward), `stable_prefix_tokens` is reported every turn, and
 //! a turn that only appended chunks extends that build, or plans again
 //! over its prompt when the cut must move, at a cost that does not grow
-//! with the session (see `build::extend`); other turns run the
+//! with the session (see `pipeline::extend`); other turns run the
 //! full pipeline, linear in the number of chunks. A build is
 //! byte-identical to a cold [`ContextBuilder::build`] of the same state
 //! given the same previous build.
@@ -233,7 +233,7 @@ impl ContextSession {
     }
 
     /// The key a store keeps this session's counts under, if they can be
-    /// kept (see `build::stored`).
+    /// kept (see `pipeline::stored`).
     pub(crate) fn count_key(&self) -> Option<String> {
         count_key(self.builder())
     }

@@ -62,7 +62,7 @@ pub(crate) use tally::{ChunkMeta, ClassTally, PathSummary, SIZES, TokenTally};
 #[cfg(feature = "bench")]
 #[doc(hidden)]
 pub mod raw {
-    pub use super::records::{NewChunk, Save};
+    pub use crate::store::records::{NewChunk, Save};
 }
 
 /// Whether `location` names a PostgreSQL server rather than a file:

@@ -1,6 +1,9 @@
-//! The library's modules form layers that only point down: no top-level
-//! module of `src/` reaches, through `crate::`/`super::` paths, a module that
-//! reaches back to it.
+//! The library's modules form layers that only point down: each top-level
+//! module of `src/` (a folder, or a file at the root) sits in one layer of
+//! [`LAYERS`], and reaches, through `crate::`/`super::` paths, only modules
+//! of the layers below it. `lib.rs`'s module map states the same layers,
+//! folder by folder; the root holds at most a few files, and no two files
+//! of `src/` share a name for different ideas.
 //!
 //! The test reads the sources rather than trusting a convention. Comments
 //! (doc links may point anywhere), string literals and `#[cfg(test)]` items
@@ -17,19 +20,180 @@ use std::path::{Path, PathBuf};
 /// Top-level module -> the top-level modules its code imports.
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
+/// The layers, bottom up: a module imports only from the layers before its
+/// own. Modules of one layer do not import each other.
+const LAYERS: &[&[&str]] = &[
+    &["error"],
+    &["syntax"],
+    &["fragment", "content"],
+    &["model"],
+    &["store", "tokens"],
+    &["render"],
+    &["format", "budget"],
+    &["output"],
+    &["adapter", "settings"],
+    &["pipeline"],
+    &["session"],
+    &["engine"],
+    &["command"],
+];
+
+/// The most files `src/` holds outside its folders (`lib.rs` included).
+const MAX_ROOT_FILES: usize = 8;
+
+/// File names two folders share for the same idea: each store backend's
+/// schema and statements.
+const SHARED_NAMES: &[&str] = &["mod.rs", "schema.rs", "statements.rs"];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|layer| layer.contains(&module))
+}
+
 #[test]
-fn top_level_modules_import_no_cycle() {
+fn imports_point_down_the_stated_layers() {
     let graph = import_graph();
     assert!(graph.len() > 10, "found too few modules: {graph:?}");
-    let cycles = cyclic_components(&graph);
+    let mut up = Vec::new();
+    for (module, imports) in &graph {
+        let Some(own) = layer_of(module) else {
+            up.push(format!("  {module} is in no layer of LAYERS"));
+            continue;
+        };
+        for import in imports {
+            match layer_of(import) {
+                Some(layer) if layer < own => {}
+                Some(layer) => up.push(format!(
+                    "  {module} (layer {}) imports {import} (layer {})",
+                    own + 1,
+                    layer + 1
+                )),
+                None => up.push(format!("  {module} imports {import}, which is in no layer")),
+            }
+        }
+    }
     assert!(
-        cycles.is_empty(),
-        "modules that import each other in a cycle:\n{}",
-        cycles
-            .iter()
-            .map(|component| format!("  {}", describe_cycle(&graph, component)))
-            .collect::<Vec<_>>()
-            .join("\n")
+        up.is_empty(),
+        "arrows that do not point down:\n{}",
+        up.join("\n")
+    );
+    let listed: BTreeSet<&str> = LAYERS
+        .iter()
+        .flat_map(|layer| layer.iter().copied())
+        .collect();
+    let found: BTreeSet<&str> = graph.keys().map(String::as_str).collect();
+    assert_eq!(listed, found, "LAYERS and the modules of src/ differ");
+}
+
+/// The order the checks above read: engines above stores, syntax below
+/// the model, format and budget side by side.
+#[test]
+fn the_layers_keep_their_order() {
+    assert!(layer_of("engine") > layer_of("store"));
+    assert!(layer_of("syntax") < layer_of("model"));
+    assert_eq!(layer_of("format"), layer_of("budget"));
+}
+
+#[test]
+fn lib_rs_states_the_layers_folder_by_folder() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib = fs::read_to_string(src.join("lib.rs")).expect("read src/lib.rs");
+    let stated = stated_layers(&lib);
+    let expected: Vec<Vec<String>> = LAYERS
+        .iter()
+        .map(|layer| layer.iter().map(|m| m.to_string()).collect())
+        .collect();
+    assert_eq!(stated, expected, "the layers of lib.rs's map");
+    for module in LAYERS.iter().flat_map(|layer| layer.iter()) {
+        let folder = src.join(module).join("mod.rs");
+        let file = src.join(format!("{module}.rs"));
+        assert!(
+            folder.exists() || file.exists(),
+            "{module} is no folder or file of src/"
+        );
+    }
+}
+
+/// The modules each numbered item of `lib.rs`'s `# Layers` section names,
+/// as `` `folder/` `` or `` `file.rs` ``, in order.
+fn stated_layers(lib: &str) -> Vec<Vec<String>> {
+    let docs: Vec<&str> = lib
+        .lines()
+        .filter_map(|line| line.strip_prefix("//!"))
+        .map(str::trim)
+        .collect();
+    let start = docs
+        .iter()
+        .position(|l| *l == "# Layers")
+        .expect("a # Layers section");
+    let mut layers: Vec<String> = Vec::new();
+    for line in &docs[start + 1..] {
+        if line.starts_with('#') {
+            break;
+        }
+        let numbered = line
+            .split_once(". ")
+            .is_some_and(|(n, _)| n.parse::<u32>().is_ok());
+        if numbered {
+            layers.push(String::new());
+        }
+        if let Some(layer) = layers.last_mut() {
+            layer.push(' ');
+            layer.push_str(line);
+        }
+    }
+    layers
+        .iter()
+        .map(|text| {
+            text.split('`')
+                .skip(1)
+                .step_by(2)
+                .filter_map(|name| name.strip_suffix('/').or(name.strip_suffix(".rs")))
+                .map(str::to_string)
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn the_root_holds_few_files_and_no_name_means_two_ideas() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let root: Vec<String> = fs::read_dir(&src)
+        .expect("read src/")
+        .map(|entry| entry.expect("a dir entry").path())
+        .filter(|path| path.is_file())
+        .map(|path| {
+            path.file_name()
+                .expect("a name")
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    assert!(
+        root.len() <= MAX_ROOT_FILES,
+        "files at the root of src/: {root:?}"
+    );
+    let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for file in rust_files(&src) {
+        let name = file
+            .file_name()
+            .expect("a name")
+            .to_string_lossy()
+            .into_owned();
+        let relative = file.strip_prefix(&src).expect("under src");
+        by_name
+            .entry(name)
+            .or_default()
+            .push(relative.display().to_string());
+    }
+    let repeated: Vec<String> = by_name
+        .iter()
+        .filter(|(name, files)| files.len() > 1 && !SHARED_NAMES.contains(&name.as_str()))
+        .map(|(name, files)| format!("  {name}: {files:?}"))
+        .collect();
+    assert!(
+        repeated.is_empty(),
+        "file names used twice:\n{}",
+        repeated.join("\n")
     );
 }
 
@@ -199,17 +363,21 @@ fn module_path(relative: &Path) -> Vec<String> {
     parts
 }
 
-/// Item name -> module, from `pub use module::{A, B};` lines in `lib.rs`.
+/// Item name -> module, from `pub use module::{A, B};` and `pub use
+/// module::inner::{A, B};` lines in `lib.rs`.
 fn reexports(lib: &str) -> BTreeMap<String, String> {
     let mut map = BTreeMap::new();
     for statement in lib.split(';') {
         let Some(rest) = statement.trim().strip_prefix("pub use ") else {
             continue;
         };
-        let Some((module, items)) = rest.split_once("::") else {
+        let Some((module, _)) = rest.split_once("::") else {
             continue;
         };
-        let items = items.trim().trim_start_matches('{').trim_end_matches('}');
+        let items = match rest.split_once('{') {
+            Some((_, group)) => group.trim_end_matches('}'),
+            None => rest.rsplit("::").next().unwrap_or(""),
+        };
         for item in items.split(',') {
             let name = item.split(" as ").last().unwrap_or("").trim();
             if !name.is_empty() {
@@ -430,107 +598,4 @@ fn drop_test_items(code: &str) -> String {
         out.replace_range(start..end, &blank);
     }
     out
-}
-
-/// The strongly connected components with more than one module (Tarjan).
-fn cyclic_components(graph: &Graph) -> Vec<Vec<String>> {
-    struct Tarjan<'a> {
-        graph: &'a Graph,
-        index: BTreeMap<&'a str, usize>,
-        low: BTreeMap<&'a str, usize>,
-        stack: Vec<&'a str>,
-        on_stack: BTreeSet<&'a str>,
-        components: Vec<Vec<String>>,
-    }
-    impl<'a> Tarjan<'a> {
-        fn visit(&mut self, node: &'a str) {
-            let n = self.index.len();
-            self.index.insert(node, n);
-            self.low.insert(node, n);
-            self.stack.push(node);
-            self.on_stack.insert(node);
-            for next in self.graph.get(node).into_iter().flatten() {
-                let next = next.as_str();
-                if !self.index.contains_key(next) {
-                    self.visit(next);
-                    let low = self.low[node].min(self.low[next]);
-                    self.low.insert(node, low);
-                } else if self.on_stack.contains(next) {
-                    let low = self.low[node].min(self.index[next]);
-                    self.low.insert(node, low);
-                }
-            }
-            if self.low[node] == self.index[node] {
-                let mut component = Vec::new();
-                while let Some(top) = self.stack.pop() {
-                    self.on_stack.remove(top);
-                    component.push(top.to_string());
-                    if top == node {
-                        break;
-                    }
-                }
-                if component.len() > 1 {
-                    component.sort();
-                    self.components.push(component);
-                }
-            }
-        }
-    }
-    let mut tarjan = Tarjan {
-        graph,
-        index: BTreeMap::new(),
-        low: BTreeMap::new(),
-        stack: Vec::new(),
-        on_stack: BTreeSet::new(),
-        components: Vec::new(),
-    };
-    for node in graph.keys() {
-        if !tarjan.index.contains_key(node.as_str()) {
-            tarjan.visit(node);
-        }
-    }
-    tarjan.components.sort();
-    tarjan.components
-}
-
-/// One concrete cycle through the component, e.g. `a -> b -> a`, and its
-/// members' edges inside it.
-fn describe_cycle(graph: &Graph, component: &[String]) -> String {
-    let inside: BTreeSet<&str> = component.iter().map(String::as_str).collect();
-    let start = component[0].as_str();
-    // Breadth-first from `start` back to `start`, inside the component.
-    let mut came_from: BTreeMap<&str, &str> = BTreeMap::new();
-    let mut queue = std::collections::VecDeque::from([start]);
-    let mut path = vec![start.to_string()];
-    'search: while let Some(node) = queue.pop_front() {
-        for next in &graph[node] {
-            let next = next.as_str();
-            if next == start {
-                let mut back = vec![node];
-                while let Some(&prev) = came_from.get(back[back.len() - 1]) {
-                    back.push(prev);
-                }
-                back.pop();
-                path.extend(back.iter().rev().map(|s| s.to_string()));
-                path.push(start.to_string());
-                break 'search;
-            }
-            if inside.contains(next) && next != start && !came_from.contains_key(next) {
-                came_from.insert(next, node);
-                queue.push_back(next);
-            }
-        }
-    }
-    let edges: Vec<String> = component
-        .iter()
-        .map(|member| {
-            let targets: Vec<&str> = graph[member]
-                .iter()
-                .map(String::as_str)
-                .filter(|t| inside.contains(t))
-                .collect();
-            format!("{member} -> {}", targets.join(", "))
-        })
-        .collect();
-    format!("{}   [{}]", path.join(" -> "), edges.join("; "))
 }
