@@ -9,12 +9,13 @@ use crate::{BuildResult, Result};
 use super::BuildOptions;
 use super::options::unused_factor_warning;
 
-/// The shape of a build's output (`--output`).
+/// The shape of a build's output (`--output`; the CLI's flag reads it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[non_exhaustive]
 pub enum Output {
-    /// The build's report: messages with their chunks and tokens, and
-    /// every decision.
+    /// The build's report as JSON: messages with their chunks and tokens,
+    /// and every decision.
     #[default]
     Report,
     /// OpenAI Chat Completions `{"messages": [...]}`, tool use as tagged text.

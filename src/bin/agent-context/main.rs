@@ -15,7 +15,7 @@ use agent_context::fragment::fragments_from_json;
 use agent_context::tokens::EstimateFactor;
 use agent_context::{BuildResult, ErrorKind, parse_json};
 use build_flags::BuildOptions;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use input::{Expected, InputLimit, JsonInput, read_input};
 
 /// The tokenizer tables are 200k small allocations made and freed at
@@ -127,40 +127,6 @@ struct ContentArgs {
     input: JsonInput,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum OutputArg {
-    /// The build's report as JSON: messages with their chunks and tokens,
-    /// and every decision.
-    Report,
-    /// OpenAI Chat Completions `{"messages": [...]}`, tool use as tagged text.
-    Openai,
-    /// Anthropic Messages `{"system", "messages"}`, roles alternating from
-    /// `user`, tool use as tagged text.
-    Anthropic,
-    /// The messages as plain text, each under a `### role` line.
-    Text,
-    /// OpenAI Chat Completions with native tool calls.
-    OpenaiNative,
-    /// OpenAI Responses with native function calls.
-    OpenaiResponses,
-    /// Anthropic Messages with native tool use.
-    AnthropicNative,
-}
-
-impl From<OutputArg> for Output {
-    fn from(output: OutputArg) -> Output {
-        match output {
-            OutputArg::Report => Output::Report,
-            OutputArg::Openai => Output::Openai,
-            OutputArg::Anthropic => Output::Anthropic,
-            OutputArg::Text => Output::Text,
-            OutputArg::OpenaiNative => Output::OpenaiNative,
-            OutputArg::OpenaiResponses => Output::OpenaiResponses,
-            OutputArg::AnthropicNative => Output::AnthropicNative,
-        }
-    }
-}
-
 fn parse_delimiter(name: &str) -> Result<Delimiter, String> {
     name.parse::<Delimiter>().map_err(|e| e.to_string())
 }
@@ -255,8 +221,8 @@ fn build(args: BuildArgs) -> agent_context::Result<String> {
 #[derive(clap::Args)]
 pub(crate) struct OutputArgs {
     /// What to print.
-    #[arg(long, value_enum, default_value_t = OutputArg::Report)]
-    output: OutputArg,
+    #[arg(long, value_enum, default_value_t = Output::Report)]
+    output: Output,
     /// Write a breakdown of every decision to standard error.
     #[arg(long)]
     explain: bool,
