@@ -244,7 +244,7 @@ impl ContextEngine {
             .enumerate()
             .filter_map(|(i, c)| Some((i, c?)))
             .collect();
-        seed_counts(config.settings(), seeds, &mut cache);
+        seed_counts(config.compiled(), seeds, &mut cache);
         let first_unread = (0..start)
             .find(|p| old.iter().all(|c| c.position != *p))
             .unwrap_or(start);

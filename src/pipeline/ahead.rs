@@ -18,7 +18,7 @@ use crate::error::Result;
 use crate::model::memory::{MemoryChunk, MemoryState};
 use crate::model::roles::{Retention, Role};
 use crate::pipeline::BuildCache;
-use crate::settings::builder::ContextBuilder;
+use crate::settings::Settings;
 use crate::tokens::parts::CountedText;
 
 /// Bytes of chunk bodies a batch renders: milliseconds of work, and little
@@ -70,7 +70,7 @@ impl Ahead {
 
 /// What a batch reads: the chunks and how the walk will treat them.
 pub(super) struct Jobs<'j> {
-    pub(super) settings: &'j ContextBuilder,
+    pub(super) settings: &'j Settings,
     pub(super) state: &'j MemoryState,
     pub(super) selected: &'j [bool],
     pub(super) timeline: &'j Timeline,

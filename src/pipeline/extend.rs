@@ -39,7 +39,7 @@ use crate::output::last_build::LastBuild;
 use crate::output::message::{ContextMessage, MessageFingerprint};
 use crate::output::message_text::MessageText;
 use crate::output::result::BuildResult;
-use crate::settings::builder::ContextBuilder;
+use crate::settings::Settings;
 use crate::tokens::parts::{CountedText, SEPARATOR};
 
 impl LastBuild {
@@ -49,7 +49,7 @@ impl LastBuild {
         result: BuildResult,
         state: &MemoryState,
         policy: &Policy,
-        settings: &ContextBuilder,
+        settings: &Settings,
     ) -> Self {
         let in_system: FxHashSet<&str> = result
             .system_message()

@@ -17,7 +17,7 @@ use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::model::memory::MemoryChunk;
 use crate::model::roles::{ChunkKind, Retention, Role};
 use crate::render::ChunkRenderer;
-use crate::settings::builder::ContextBuilder;
+use crate::settings::Settings;
 use crate::tokens::parts::CountedText;
 
 /// The chunks of a build after rendering, before planning.
@@ -423,7 +423,7 @@ impl<'a> Build<'a> {
 /// The renderer `settings` give `chunk`, and the cap it renders under with
 /// `preparer`'s policy.
 pub(super) fn renderer_and_cap<'a>(
-    settings: &'a ContextBuilder,
+    settings: &'a Settings,
     preparer: &Preparer<'_>,
     chunk: &MemoryChunk,
 ) -> (&'a dyn ChunkRenderer, Option<usize>) {

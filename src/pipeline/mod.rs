@@ -45,7 +45,7 @@ use crate::model::memory::MemoryState;
 use crate::output::last_build::LastBuild;
 use crate::output::message::Summary;
 use crate::render::RenderContext;
-use crate::settings::builder::ContextBuilder;
+use crate::settings::Settings;
 use crate::tokens::TokenCounter;
 use crate::tokens::parts::CountedText;
 use assemble::Assembly;
@@ -56,7 +56,7 @@ use ready::Preparer;
 /// One build: what it reads, and the cache it works in.
 pub(crate) struct Build<'a> {
     /// The compiled settings.
-    settings: &'a ContextBuilder,
+    settings: &'a Settings,
     state: &'a MemoryState,
     /// Renders and counts chunks with the build's counter and policy.
     preparer: Preparer<'a>,
@@ -149,7 +149,7 @@ impl<'a> Build<'a> {
     /// `counter` against `budget`, with a pass's policy, previous build
     /// and cache.
     pub(crate) fn new(
-        settings: &'a ContextBuilder,
+        settings: &'a Settings,
         state: &'a MemoryState,
         (counter, budget): (&'a dyn TokenCounter, Budget),
         pass: Pass<'a>,

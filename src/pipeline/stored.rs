@@ -15,7 +15,7 @@ use std::hash::{Hash, Hasher};
 use super::{Build, BuildCache};
 use crate::error::Result;
 use crate::model::roles::Role;
-use crate::settings::builder::ContextBuilder;
+use crate::settings::Settings;
 use crate::tokens::parts::CountedText;
 use crate::tokens::{Encoding, Route, route};
 
@@ -28,7 +28,7 @@ const COUNT_FORMAT: u32 = 2;
 /// The encoding kept counts are counted with, or `None` when the counts
 /// of builds with `settings` cannot be kept (see the module's docs). Known
 /// from the model's name: no tables are loaded.
-fn kept_encoding(settings: &ContextBuilder) -> Option<Encoding> {
+fn kept_encoding(settings: &Settings) -> Option<Encoding> {
     if settings.counter.is_some()
         || !settings.renderers.only_default()
         || settings.content.format().is_none()
@@ -43,7 +43,7 @@ fn kept_encoding(settings: &ContextBuilder) -> Option<Encoding> {
 
 /// The key the counts of builds with `settings` are kept under, or `None`
 /// when they cannot be kept (see the module's docs).
-pub(crate) fn count_key(settings: &ContextBuilder) -> Option<String> {
+pub(crate) fn count_key(settings: &Settings) -> Option<String> {
     let encoding = kept_encoding(settings)?;
     let mut hasher = rustc_hash::FxHasher::default();
     (
@@ -66,7 +66,7 @@ pub(crate) fn count_key(settings: &ContextBuilder) -> Option<String> {
 /// left out, and the chunk is counted when built. Builds with `settings`
 /// whose counts cannot be kept take none.
 pub(crate) fn seed_counts<'a>(
-    settings: &ContextBuilder,
+    settings: &Settings,
     kept: impl IntoIterator<Item = (usize, &'a str)>,
     cache: &mut BuildCache,
 ) {

@@ -12,8 +12,9 @@ use crate::model::memory::MemoryState;
 use crate::output::last_build::LastBuild;
 use crate::output::result::BuildResult;
 use crate::pipeline::{Budget, Build, BuildCache, Outside, Pass};
+use crate::settings::Settings;
 use crate::settings::builder::{ContextBuilder, DEFAULT_MODEL};
-use crate::tokens::{TokenCounter, estimate_warning, model_info};
+use crate::tokens::{TokenCounter, estimate_warning};
 
 /// A [`ContextBuilder`]'s settings, checked once and settled: the model
 /// named, the counter loaded, the budget worked out from the model's
@@ -42,7 +43,9 @@ use crate::tokens::{TokenCounter, estimate_warning, model_info};
 /// ```
 #[derive(Debug, Clone)]
 pub struct ContextConfig {
-    settings: Arc<ContextBuilder>,
+    /// The builder compiled: its settings, which builds read, and its
+    /// previous build, which a one-shot build extends.
+    builder: Arc<ContextBuilder>,
     /// Unique to this compilation: a [`BuildCache`] filled under other
     /// settings is cleared before it serves these.
     id: u64,
@@ -72,24 +75,25 @@ impl ContextBuilder {
     ///   no budget;
     /// * [`ErrorKind::Tokenizer`] if the tokenizer fails to load.
     pub fn compile(&self) -> Result<ContextConfig> {
-        if self.model.is_empty() {
+        let settings = &self.settings;
+        if settings.model.is_empty() {
             return Err(ErrorKind::Option {
                 option: "model".into(),
                 message: format!("the model name is empty; name one, e.g. {DEFAULT_MODEL:?}"),
             }
             .into());
         }
-        let counter = self.counter_in_use()?;
-        let counting = if self.counter.is_none() && !counter.is_exact() {
+        let counter = settings.counter_in_use()?;
+        let counting = if settings.counter.is_none() && !counter.is_exact() {
             Counting::Calibrated
         } else {
             Counting::Fixed(counter)
         };
         let mut warnings = Vec::new();
-        let (max_tokens, available) = self.budget(&mut warnings)?;
+        let (max_tokens, available) = settings.budget(&mut warnings)?;
         static COMPILED: AtomicU64 = AtomicU64::new(0);
         Ok(ContextConfig {
-            settings: Arc::new(self.clone()),
+            builder: Arc::new(self.clone()),
             id: COMPILED.fetch_add(1, Ordering::Relaxed),
             counting,
             max_tokens,
@@ -123,73 +127,17 @@ impl ContextBuilder {
         state.validate()?;
         self.compile()?.build_validated(state)
     }
-
-    /// `(max_tokens, available)` for this build.
-    fn budget(&self, warnings: &mut Vec<String>) -> Result<(usize, usize)> {
-        let window = model_info(&self.model).map(|m| m.context_window);
-        let max_tokens = match (self.max_tokens, window) {
-            (Some(max), Some(window)) if max > window => {
-                warnings.push(format!(
-                    "max_tokens {max} is above the {window}-token context window of {}",
-                    self.model
-                ));
-                max
-            }
-            (Some(max), _) => max,
-            (None, Some(window)) => window,
-            (None, None) => {
-                return Err(ErrorKind::Option {
-                    option: "max_tokens".into(),
-                    message: format!(
-                        "the context window of model {:?} is unknown; set max_tokens",
-                        self.model
-                    ),
-                }
-                .into());
-            }
-        };
-        if max_tokens == 0 {
-            return Err(ErrorKind::Option {
-                option: "max_tokens".into(),
-                message: "max_tokens must be at least 1".into(),
-            }
-            .into());
-        }
-        if self.reserve_output >= max_tokens {
-            return Err(ErrorKind::Option {
-                option: "reserve_output".into(),
-                message: format!(
-                    "reserve_output {} leaves no room in max_tokens {max_tokens}: lower \
-                     reserve_output or raise max_tokens",
-                    self.reserve_output
-                ),
-            }
-            .into());
-        }
-        Ok((max_tokens, max_tokens - self.reserve_output))
-    }
-
-    /// An error naming the first id of `include_ids` no chunk of `state` has.
-    fn check_included_ids(&self, state: &MemoryState) -> Result<()> {
-        let Some(ids) = &self.include_ids else {
-            return Ok(());
-        };
-        let known: FxHashSet<&str> = state.chunks.iter().map(|c| c.id.as_str()).collect();
-        match ids.iter().find(|id| !known.contains(id.as_str())) {
-            Some(missing) => Err(ErrorKind::Option {
-                option: "include_ids".into(),
-                message: format!("no chunk has id {missing:?}"),
-            }
-            .into()),
-            None => Ok(()),
-        }
-    }
 }
 
 impl ContextConfig {
     /// The settings this was compiled from.
     pub fn settings(&self) -> &ContextBuilder {
-        &self.settings
+        &self.builder
+    }
+
+    /// What builds read of the settings.
+    pub(crate) fn compiled(&self) -> &Settings {
+        &self.builder.settings
     }
 
     /// The prompt budget: `max_tokens - reserve_output`.
@@ -211,14 +159,14 @@ impl ContextConfig {
     pub fn counter(&self) -> Result<Arc<dyn TokenCounter>> {
         match &self.counting {
             Counting::Fixed(counter) => Ok(Arc::clone(counter)),
-            Counting::Calibrated => self.settings.counter_in_use(),
+            Counting::Calibrated => self.compiled().counter_in_use(),
         }
     }
 
     /// The policy of the settings: not compiled (builds check the policy
     /// they run with), so a session may change it in place.
     pub(crate) fn policy_mut(&mut self) -> &mut Policy {
-        Arc::make_mut(&mut self.settings).policy_mut()
+        Arc::make_mut(&mut self.builder).policy_mut()
     }
 
     /// Builds the prompt of `state` with the settings' policy and previous
@@ -249,10 +197,10 @@ impl ContextConfig {
     pub fn build_in(&self, state: &MemoryState, cache: &mut BuildCache) -> Result<BuildResult> {
         state.validate()?;
         cache.start_build(state.chunks.capacity());
-        cache.follow(state, (self.id, &self.settings.renderers));
+        cache.follow(state, (self.id, &self.compiled().renderers));
         let pass = Pass {
-            policy: &self.settings.policy,
-            previous: self.settings.previous.as_deref(),
+            policy: &self.compiled().policy,
+            previous: self.builder.previous.as_deref(),
             cache,
             outside: Outside::default(),
         };
@@ -262,8 +210,8 @@ impl ContextConfig {
     /// [`build`](ContextConfig::build) of a `state` already validated.
     pub(crate) fn build_validated(&self, state: &MemoryState) -> Result<BuildResult> {
         let pass = Pass {
-            policy: &self.settings.policy,
-            previous: self.settings.previous.as_deref(),
+            policy: &self.compiled().policy,
+            previous: self.builder.previous.as_deref(),
             cache: &mut BuildCache::new(),
             outside: Outside::default(),
         };
@@ -285,7 +233,7 @@ impl ContextConfig {
             available: last.result.budget,
             warnings: Vec::new(),
         };
-        Build::new(&self.settings, state, (counter.as_ref(), budget), pass).extend(last)
+        Build::new(self.compiled(), state, (counter.as_ref(), budget), pass).extend(last)
     }
 
     /// The counts a store keeps of the chunks of `state` at `indices`, from
@@ -302,13 +250,13 @@ impl ContextConfig {
     ) -> Result<Vec<Option<String>>> {
         let counter = self.counter()?;
         let pass = Pass {
-            policy: &self.settings.policy,
+            policy: &self.compiled().policy,
             previous: None,
             cache,
             outside: Outside::default(),
         };
         let counting = (counter.as_ref(), Budget::default());
-        Build::new(&self.settings, state, counting, pass).counts_to_keep(indices)
+        Build::new(self.compiled(), state, counting, pass).counts_to_keep(indices)
     }
 
     /// Builds a validated `state` with a pass's policy, previous build and
@@ -320,7 +268,7 @@ impl ContextConfig {
     ) -> Result<BuildResult> {
         let counter = self.counter()?;
         let budget = self.budget_for(state, &mut pass, counter.as_ref())?;
-        Build::new(&self.settings, state, (counter.as_ref(), budget), pass).run()
+        Build::new(self.compiled(), state, (counter.as_ref(), budget), pass).run()
     }
 
     /// Checks the pass's policy and the settings against `state`, and
@@ -332,7 +280,7 @@ impl ContextConfig {
         pass: &mut Pass<'_>,
         counter: &dyn TokenCounter,
     ) -> Result<Budget> {
-        let settings = &*self.settings;
+        let settings = self.compiled();
         pass.policy.validate()?;
         pass.cache.count_with(counter.encoding_name());
         let mut warnings = self.warnings.clone();
