@@ -13,7 +13,8 @@ use agent_context::budget::ContextManagement;
 use agent_context::fragment::{fragment, role};
 use agent_context::store::{self, SqliteStore, Store};
 use agent_context::{
-    ChunkKind, ContextBuilder, ContextEngine, ErrorKind, MemoryChunk, MemoryState, Role,
+    ChunkKind, ContextBuilder, ContextEngine, ContextSession, ErrorKind, MemoryChunk, MemoryState,
+    Role,
 };
 use proptest::prelude::*;
 use serde_json::json;
@@ -791,6 +792,50 @@ fn a_long_chat_is_built_from_its_newest_chunks_as_its_export() {
         // The report says so.
         let report = serde_json::to_value(&stored).unwrap();
         assert_eq!(report["unread_chunks"], stored.unread_chunks, "{name}");
+    }
+}
+
+/// The plan's rules live once, in the plan layer, and a chat built from
+/// its newest chunks asks them as a one-shot build and a session do: a rule
+/// a policy sets (here, the assistant's notes rank below tool calls and
+/// results instead of above them) moves all three alike.
+#[test]
+fn a_rule_flipped_in_the_policy_moves_builds_sessions_and_chat_builds_alike() {
+    let state = agent_loop(1_000);
+    for backend in backends() {
+        let mut engine = open(&backend.store, "chat");
+        engine.extend(state.chunks.iter().cloned()).unwrap();
+        engine.save().unwrap();
+        let mut prompts = Vec::new();
+        for flipped in [false, true] {
+            let mut settings = builder();
+            settings.max_tokens(4_000);
+            if flipped {
+                settings.policy_mut().set_priority(Role::Assistant, 5);
+            }
+            let cold = settings.build(&state).unwrap();
+            let session = ContextSession::new(settings.clone(), state.clone())
+                .unwrap()
+                .build()
+                .unwrap();
+            let mut fresh = ContextEngine::open(backend.reopen(), "chat", settings).unwrap();
+            let stored = fresh.build().unwrap();
+            let name = backend.name;
+            assert!(stored.unread_chunks > 0, "{name}: the chat was read whole");
+            assert_same_prompt(&session, &cold).unwrap();
+            assert_same_prompt(&stored, &cold).unwrap();
+            prompts.push(
+                cold.messages
+                    .iter()
+                    .map(|m| m.content.to_string())
+                    .collect::<Vec<_>>(),
+            );
+        }
+        assert_ne!(
+            prompts[0], prompts[1],
+            "{}: the flip changed nothing",
+            backend.name
+        );
     }
 }
 
