@@ -185,7 +185,7 @@ impl BuildOptions {
         options.estimate_factor = self.estimate_factor;
         options.threads = self.threads;
         if let Some(output) = output {
-            options.output = output.output.into();
+            options.output = output.output;
             options.cache_control = !output.no_cache_control;
         }
         Ok(options)
