@@ -17,6 +17,7 @@ mod errors;
 mod options;
 mod rows;
 mod session;
+mod struct_names;
 mod to_json;
 mod to_python;
 

@@ -19,10 +19,7 @@ use serde::Deserialize;
 use serde::ser::{self, Serialize};
 use serde_json::Value;
 
-/// The struct serde_json writes a number as, and its one field.
-const NUMBER_TOKEN: &str = "$serde_json::private::Number";
-/// The struct serde_json writes a raw JSON value as.
-const RAW_TOKEN: &str = "$serde_json::private::RawValue";
+use crate::struct_names::{number_struct, raw_value_struct};
 
 /// `value` as Python objects.
 pub fn to_python<'py>(py: Python<'py>, value: &impl Serialize) -> PyResult<Bound<'py, PyAny>> {
@@ -284,7 +281,7 @@ impl<'py> ser::Serializer for Writer<'py> {
             },
             skip: self.skip,
             dict: PyDict::new(self.py),
-            special: (name == NUMBER_TOKEN || name == RAW_TOKEN).then_some(name),
+            special: Special::of(name),
             value: None,
         })
     }
@@ -391,8 +388,30 @@ pub struct Struct<'py> {
     skip: &'static [&'static str],
     dict: Bound<'py, PyDict>,
     /// serde_json's number or raw value, whose one field is its text.
-    special: Option<&'static str>,
+    special: Option<Special>,
     value: Option<Bound<'py, PyAny>>,
+}
+
+/// The structs serde_json writes its own values as.
+#[derive(Clone, Copy)]
+enum Special {
+    /// An exact number: its one field holds the digits.
+    Number,
+    /// A raw JSON value: its one field holds the JSON text.
+    RawValue,
+}
+
+impl Special {
+    /// The special struct `name` is, if any.
+    fn of(name: &'static str) -> Option<Special> {
+        if Some(name) == number_struct() {
+            Some(Special::Number)
+        } else if Some(name) == raw_value_struct() {
+            Some(Special::RawValue)
+        } else {
+            None
+        }
+    }
 }
 
 impl<'py> ser::SerializeStruct for Struct<'py> {
@@ -409,11 +428,11 @@ impl<'py> ser::SerializeStruct for Struct<'py> {
         }
         let value = value.serialize(self.writer)?;
         match self.special {
-            Some(NUMBER_TOKEN) => {
+            Some(Special::Number) => {
                 let digits: String = value.extract()?;
                 self.value = Some(number(self.writer.py, &digits)?);
             }
-            Some(_) => {
+            Some(Special::RawValue) => {
                 let text: String = value.extract()?;
                 self.value = Some(json_to_python(self.writer.py, &text)?);
             }
