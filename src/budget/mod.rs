@@ -56,7 +56,10 @@ pub(crate) use fate::{Fate, fates_after};
 pub(crate) use planner::{Layout, Planner, Slot, all_start_clean, framing_table};
 pub use policy::{Policy, PriorityTarget, Summarizer};
 pub(crate) use previous_cut::PreviousCut;
-pub(crate) use rules::{class_of, never_dropped, protects_itself};
+pub(crate) use rules::{
+    answered_call, call_id_of, class_of, is_tool_result, is_tool_use, never_dropped,
+    protects_itself,
+};
 pub(crate) use timeline::{Timeline, is_read};
 pub(crate) use truncate::{MIN_BODY_CAP, MIN_CAP, cut_body, marker_only, truncate_to_cap};
 pub(crate) use units::{

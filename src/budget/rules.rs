@@ -37,3 +37,27 @@ pub(crate) fn class_of(chunk: &MemoryChunk) -> ChunkClass {
         role: chunk.role,
     }
 }
+
+/// Whether `chunk` is a tool use: the assistant's call of a tool, which
+/// ends the steps that came before it and heads a unit with the results
+/// that answer it.
+pub(crate) fn is_tool_use(chunk: &MemoryChunk) -> bool {
+    chunk.kind == ChunkKind::Workflow
+}
+
+/// The call id of a tool call, by which its results find it: a tool use
+/// that names one.
+pub(crate) fn call_id_of(chunk: &MemoryChunk) -> Option<&str> {
+    chunk.call_id.as_deref().filter(|_| is_tool_use(chunk))
+}
+
+/// Whether `chunk` is a tool result: what the environment answered.
+pub(crate) fn is_tool_result(chunk: &MemoryChunk) -> bool {
+    chunk.kind == ChunkKind::Environment
+}
+
+/// The call id a tool result answers, when it names one: it joins the
+/// call's unit, or is an orphan if no call on the branch has that id.
+pub(crate) fn answered_call(chunk: &MemoryChunk) -> Option<&str> {
+    chunk.call_id.as_deref().filter(|_| is_tool_result(chunk))
+}

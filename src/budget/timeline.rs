@@ -14,6 +14,7 @@
 //! history like any older history, so an agent that runs a thousand tool
 //! steps after one instruction never outgrows its window.
 
+use super::rules::is_tool_use;
 use smallvec::SmallVec;
 
 use crate::model::memory::MemoryChunk;
@@ -93,7 +94,7 @@ impl Timeline {
         if chunk.is_user_turn() {
             self.latest_user = Some(index);
         }
-        if chunk.kind == ChunkKind::Workflow {
+        if is_tool_use(chunk) {
             let step = self.step_starts.len() - 1;
             if self.newest_use.is_empty() || self.newest_use_step != step {
                 self.newest_use.clear();

@@ -1,5 +1,6 @@
 //! Protection, atomic units, and the order in which room is made.
 
+use super::rules::{answered_call, call_id_of};
 use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -8,7 +9,7 @@ use smallvec::SmallVec;
 use crate::budget::PreviousCut;
 use crate::model::chunk_id::ChunkId;
 use crate::model::memory::MemoryChunk;
-use crate::model::roles::{ChunkKind, Role};
+use crate::model::roles::Role;
 use crate::tokens::parts::CountedText;
 
 /// A rendered history chunk as the planner sees it.
@@ -169,17 +170,10 @@ pub(crate) type Calls<'s> = FxHashMap<&'s str, usize>;
 pub(crate) const NO_UNIT: usize = usize::MAX;
 
 pub(crate) fn is_orphan_result(chunk: &MemoryChunk, calls: &Calls<'_>) -> bool {
-    chunk.kind == ChunkKind::Environment
-        && chunk
-            .call_id
-            .as_deref()
-            .is_some_and(|id| !calls.contains_key(id))
+    answered_call(chunk).is_some_and(|id| !calls.contains_key(id))
 }
 
 /// The call id that groups a tool call or result into a unit.
 pub(crate) fn tool_call(chunk: &MemoryChunk) -> Option<&str> {
-    match chunk.kind {
-        ChunkKind::Workflow | ChunkKind::Environment => chunk.call_id.as_deref(),
-        _ => None,
-    }
+    call_id_of(chunk).or_else(|| answered_call(chunk))
 }

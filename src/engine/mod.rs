@@ -14,6 +14,7 @@ mod load;
 mod newest;
 mod tally_rules;
 
+use crate::budget::{answered_call, call_id_of};
 use std::sync::Arc;
 
 use crate::budget::Policy;
@@ -459,15 +460,11 @@ impl ContextEngine {
         let chunks = &self.held().chunks[from..];
         // The calls before `from` are on the path to the head: the store's
         // index finds them, so a save need not go over the chunks it keeps.
-        let calls: rustc_hash::FxHashSet<&str> = chunks
-            .iter()
-            .filter(|c| c.kind == ChunkKind::Workflow)
-            .filter_map(|c| c.call_id.as_deref())
-            .collect();
+        let calls: rustc_hash::FxHashSet<&str> = chunks.iter().filter_map(call_id_of).collect();
         let mut orphans = Vec::with_capacity(chunks.len());
         for chunk in chunks {
-            let orphan = match (chunk.kind, chunk.call_id.as_deref(), self.head) {
-                (ChunkKind::Environment, Some(call), head) if !calls.contains(call) => match head {
+            let orphan = match (answered_call(chunk), self.head) {
+                (Some(call), head) if !calls.contains(call) => match head {
                     Some(head) => self
                         .store
                         .find_call(&self.chat, head, call, usize::MAX >> 1)?

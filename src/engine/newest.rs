@@ -22,9 +22,9 @@ use super::ContextEngine;
 use super::load::{decode_chunk, lane_of};
 use super::tally_rules::{highest_priority, without};
 use crate::budget::{Decision, DropReason, Policy, is_read, never_dropped, tool_call};
+use crate::budget::{answered_call, call_id_of, is_tool_use};
 use crate::error::Result;
 use crate::model::memory::MemoryChunk;
-use crate::model::roles::ChunkKind;
 use crate::output::result::BuildResult;
 use crate::pipeline::BuildCache;
 use crate::pipeline::{Outside, Pass, kept_alone_tokens, seed_counts};
@@ -128,19 +128,11 @@ impl ContextEngine {
         let Some(before) = read.start().checked_sub(1) else {
             return Ok(None);
         };
-        let calls: rustc_hash::FxHashSet<&str> = read
-            .chunks
-            .iter()
-            .filter(|c| c.kind == ChunkKind::Workflow)
-            .filter_map(|c| c.call_id.as_deref())
-            .collect();
+        let calls: rustc_hash::FxHashSet<&str> =
+            read.chunks.iter().filter_map(call_id_of).collect();
         let mut oldest = None;
-        for chunk in read
-            .chunks
-            .iter()
-            .filter(|c| c.kind == ChunkKind::Environment)
-        {
-            let Some(call) = chunk.call_id.as_deref().filter(|c| !calls.contains(c)) else {
+        for chunk in &read.chunks {
+            let Some(call) = answered_call(chunk).filter(|c| !calls.contains(c)) else {
                 continue;
             };
             if let Some(position) = self.store.find_call(&self.chat, head, call, before)? {
@@ -411,7 +403,7 @@ impl Unread {
 /// step of their newest call starts after a chunk among them; with no call
 /// among them, whether the path has none.
 fn holds_newest_use(chunks: &[MemoryChunk], last_call: Option<NodeId>) -> bool {
-    match chunks.iter().position(|c| c.kind == ChunkKind::Workflow) {
+    match chunks.iter().position(is_tool_use) {
         Some(call) => chunks[call + 1..].iter().any(is_read),
         None => last_call.is_none(),
     }

@@ -3,9 +3,10 @@
 //! rules (`budget::rules`) asked of a chunk when it is saved, and of its
 //! class when it is not read.
 
+use crate::budget::is_tool_use;
 use crate::budget::{Policy, class_of, never_dropped, tool_call};
 use crate::model::memory::MemoryChunk;
-use crate::model::roles::{ChunkClass, ChunkKind};
+use crate::model::roles::ChunkClass;
 use crate::store::{ChunkMeta, ClassTally};
 
 /// What the store keeps of `chunk` for its path's tallies.
@@ -15,7 +16,7 @@ pub(super) fn meta_of(chunk: &MemoryChunk) -> ChunkMeta {
         protected: never_dropped(chunk),
         priority: chunk.priority,
         user_turn: chunk.is_user_turn(),
-        tool_call: chunk.kind == ChunkKind::Workflow,
+        tool_call: is_tool_use(chunk),
         call_id: tool_call(chunk).map(str::to_owned),
         orphan: false,
     }

@@ -26,6 +26,7 @@ use smallvec::SmallVec;
 
 use super::Build;
 use super::ready::cap_on;
+use crate::budget::is_tool_use;
 use crate::budget::planner::role_index;
 use crate::budget::{
     Calls, ChunkDecision, Decision, DropReason, MIN_CAP, NO_UNIT, Policy, PreviousCut, Timeline,
@@ -34,7 +35,7 @@ use crate::budget::{
 use crate::error::Result;
 use crate::model::chunk_id::{ChunkId, ChunkIds, fingerprint};
 use crate::model::memory::{MemoryChunk, MemoryState};
-use crate::model::roles::{ChunkKind, Role};
+use crate::model::roles::Role;
 use crate::output::last_build::LastBuild;
 use crate::output::message::{ContextMessage, MessageFingerprint};
 use crate::output::message_text::MessageText;
@@ -238,7 +239,7 @@ impl<'a> Build<'a> {
             if carry.calls.contains_key(&fingerprint(call)) {
                 return Ok(None);
             }
-            if chunk.kind == ChunkKind::Workflow && settings.selects(chunk, only_ids.as_ref()) {
+            if is_tool_use(chunk) && settings.selects(chunk, only_ids.as_ref()) {
                 calls.insert(call, NO_UNIT);
             }
         }

@@ -1,6 +1,7 @@
 //! The chunks of a session rendered and counted for the planner, through a
 //! build's cache.
 
+use crate::budget::{call_id_of, is_tool_result};
 use std::sync::Arc;
 
 use super::Build;
@@ -15,7 +16,7 @@ use crate::budget::{
 };
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::model::memory::MemoryChunk;
-use crate::model::roles::{ChunkKind, Retention, Role};
+use crate::model::roles::{Retention, Role};
 use crate::render::ChunkRenderer;
 use crate::settings::Settings;
 use crate::tokens::parts::CountedText;
@@ -158,8 +159,8 @@ impl<'a> Build<'a> {
                 .chunks
                 .iter()
                 .zip(&selected)
-                .filter(|(c, keep)| **keep && c.kind == ChunkKind::Workflow)
-                .filter_map(|(c, _)| Some((c.call_id.as_deref()?, NO_UNIT))),
+                .filter(|(_, keep)| **keep)
+                .filter_map(|(c, _)| Some((call_id_of(c)?, NO_UNIT))),
         );
         let timeline = Timeline::of(&state.chunks, |index| selected[index]);
         Selection {
@@ -287,7 +288,7 @@ impl<'a> Build<'a> {
             if cut {
                 release(&mut item, Some(Fate::Stubbed), self.cache);
             }
-            if chunk.kind == ChunkKind::Environment
+            if is_tool_result(chunk)
                 && !protects_itself(chunk)
                 && selection.timeline.anchors(index, chunk)
             {

@@ -13,6 +13,7 @@
 //! prompt's, not the session's. When the planner finds the protected
 //! content too large, the full pipeline runs and reports it.
 
+use crate::budget::call_id_of;
 use std::sync::Arc;
 
 use super::assemble::{Assembly, assemble, record_fate};
@@ -23,7 +24,7 @@ use crate::budget::{
     group_units, plan_steps, protects_itself,
 };
 use crate::error::Result;
-use crate::model::roles::{ChunkKind, Retention};
+use crate::model::roles::Retention;
 use crate::model::rows::Rows;
 use crate::output::last_build::LastBuild;
 use crate::output::message::fingerprints;
@@ -60,8 +61,7 @@ impl<'a> Build<'a> {
             .items
             .iter()
             .map(|item| &chunks[item.chunk])
-            .filter(|chunk| chunk.kind == ChunkKind::Workflow)
-            .filter_map(|chunk| Some((chunk.call_id.as_deref()?, NO_UNIT)))
+            .filter_map(|chunk| Some((call_id_of(chunk)?, NO_UNIT)))
             .collect();
         let units = group_units(&mut window.items, chunks, &mut calls);
         let id_of = |chunk: usize| carry.id_of(appended, chunk);
