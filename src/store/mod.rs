@@ -203,7 +203,10 @@ pub struct Usage {
 /// elsewhere could break silently (a save is atomic and refuses a stale
 /// head, tallies chain from parent to child, queries are scoped by chat),
 /// and they change whenever the engine needs one more; what is public are
-/// the chat-level verbs a runtime calls on a store directly.
+/// the chat-level verbs a runtime calls on a store directly. (Rust lets a
+/// `dyn Store` answer the sealed half's methods too; what they take and
+/// return cannot be named outside the crate, and they are no part of the
+/// API.)
 pub trait Store: Nodes + Send + Sync + std::fmt::Debug {
     /// Where the store is, for messages: a path, `:memory:`, a server.
     fn location(&self) -> String;
