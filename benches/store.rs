@@ -23,7 +23,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_context::store::raw::{NewChunk, Save};
+use agent_context::store::raw::{NewChunk, Save, nodes};
 use agent_context::store::{SqliteStore, Store};
 use agent_context::{ContextBuilder, ContextEngine, MemoryState};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
@@ -85,7 +85,9 @@ impl Fixture {
             serde_json::to_string(engine.state().unwrap()).expect("state serializes"),
         )
         .expect("the export is written");
-        let loaded = store.load(CHAT, "main", None).expect("the chat loads");
+        let loaded = nodes(&*store)
+            .load(CHAT, "main", None)
+            .expect("the chat loads");
         let chunk_bytes = loaded.chunks.iter().map(|c| c.json.len() as u64).sum();
         // The last connection's close moves the write-ahead log into the
         // file, which is then whole to copy.
@@ -203,7 +205,7 @@ impl<'a> Appender<'a> {
 /// An engine on a new branch `bench-{n}` at the fixture's head.
 fn branch_at_head(fixture: &Fixture, store: &Arc<dyn Store>, n: usize) -> ContextEngine {
     let name = format!("bench-{n}");
-    store
+    nodes(store.as_ref())
         .create_branch(CHAT, &name, Some(fixture.head), false)
         .expect("the branch is new");
     ContextEngine::open_branch(store.clone(), CHAT, &name, builder()).expect("the branch opens")
@@ -247,7 +249,7 @@ fn append(c: &mut Criterion, fixture: &Fixture) {
     // The store's part: the same turn as JSON, saved without counts (the
     // SQL and the sync to disk, no rendering or counting).
     let store = fixture.append_store();
-    store
+    nodes(&*store)
         .create_branch(CHAT, "bench-raw", Some(fixture.head), false)
         .expect("the branch is new");
     let mut head = Some(fixture.head);
@@ -267,7 +269,7 @@ fn append(c: &mut Criterion, fixture: &Fixture) {
                 raw_turns += 1;
                 let save = Save::append("bench-raw", head, chunks);
                 let start = Instant::now();
-                let saved = store.save(CHAT, &save).expect("the turn saves");
+                let saved = nodes(&*store).save(CHAT, &save).expect("the turn saves");
                 let time = start.elapsed();
                 head = saved.head;
                 raw_times.push(time);
@@ -494,7 +496,9 @@ fn load(c: &mut Criterion, fixture: &Fixture) {
             for _ in 0..iterations {
                 let store = fixture.store();
                 let start = Instant::now();
-                let loaded = store.load(CHAT, "main", None).expect("the chat loads");
+                let loaded = nodes(&*store)
+                    .load(CHAT, "main", None)
+                    .expect("the chat loads");
                 timed += start.elapsed();
                 drop(black_box(loaded));
             }

@@ -97,8 +97,7 @@ fn appends(c: &mut Criterion, backends: &[Backend]) {
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); backends.len()];
     for (backend, times) in backends.iter().zip(&mut times) {
         let branch = "bench-appends";
-        backend
-            .store
+        store::raw::nodes(&*backend.store)
             .create_branch(CHAT, branch, Some(backend.head), false)
             .expect("the branch is new");
         let mut engine = ContextEngine::open_branch(backend.store.clone(), CHAT, branch, builder())

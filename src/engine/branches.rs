@@ -18,7 +18,7 @@ impl ContextEngine {
     pub fn rewind(&mut self, chunk_id: &str, name: Option<&str>) -> Result<String> {
         self.require_saved("rewind")?;
         let found = match self.head {
-            Some(head) => self.store.find_chunk(&self.chat, head, chunk_id)?,
+            Some(head) => self.nodes().find_chunk(&self.chat, head, chunk_id)?,
             None => None,
         };
         let Some(found) = found else {
@@ -61,7 +61,8 @@ impl ContextEngine {
     ///
     /// [`ErrorKind::Chat`] if `name` is taken or empty.
     pub fn fork(&mut self, name: &str) -> Result<()> {
-        self.store.create_branch(&self.chat, name, self.head, false)
+        self.nodes()
+            .create_branch(&self.chat, name, self.head, false)
     }
 
     /// Switches to branch `name`, making it the chat's active branch, and
@@ -72,7 +73,7 @@ impl ContextEngine {
     /// [`ErrorKind::Chat`] if there are unsaved changes or no such branch.
     pub fn switch_branch(&mut self, name: &str) -> Result<()> {
         self.require_saved("switch branches")?;
-        self.store.switch_branch(&self.chat, name)?;
+        self.nodes().switch_branch(&self.chat, name)?;
         self.branch = name.to_owned();
         self.load()
     }
@@ -84,7 +85,7 @@ impl ContextEngine {
     ///
     /// [`ErrorKind::Chat`] if `name` is empty.
     pub fn checkpoint(&mut self, name: &str) -> Result<()> {
-        self.store.set_checkpoint(&self.chat, name, self.head)
+        self.nodes().set_checkpoint(&self.chat, name, self.head)
     }
 
     /// The chat's branches.
@@ -112,7 +113,7 @@ impl ContextEngine {
             Some(name) => name.to_owned(),
             None => self.next_version_name()?,
         };
-        self.store.create_branch(&self.chat, &name, head, true)?;
+        self.nodes().create_branch(&self.chat, &name, head, true)?;
         self.branch.clone_from(&name);
         self.load()?;
         Ok(name)

@@ -48,7 +48,7 @@ impl ContextEngine {
         };
         if self.nodes.is_none() {
             let location = self.store.location();
-            self.store
+            self.nodes()
                 .for_each_chunk(&self.chat, self.head, None, &mut |stored| {
                     write_chunk(&decode_chunk(stored.position, &stored, &location)?)
                 })?;

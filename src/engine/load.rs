@@ -13,7 +13,7 @@ impl ContextEngine {
     /// Drops pending changes and reads where the branch stands: its head,
     /// its length and the system lane, not its chunks.
     pub(super) fn load(&mut self) -> Result<()> {
-        let at = self.store.head(&self.chat, &self.branch)?;
+        let at = self.nodes().head(&self.chat, &self.branch)?;
         let location = self.store.location();
         let lane = match &at.system {
             Some(system) => system_lane(system, &location)?,
@@ -54,7 +54,7 @@ impl ContextEngine {
         let key = self.session.count_key();
         let location = self.store.location();
         let (mut chunks, mut nodes, mut counts) = (Vec::new(), Vec::new(), Vec::new());
-        self.store
+        self.nodes()
             .for_each_chunk(&self.chat, self.head, key.as_deref(), &mut |stored| {
                 chunks.push(decode_chunk(chunks.len(), &stored, &location)?);
                 nodes.push(stored.node);

@@ -27,7 +27,7 @@ use crate::output::result::{BuildResult, base_tokens};
 use crate::pipeline::kept_alone_tokens;
 use crate::session::ContextSession;
 use crate::settings::builder::ContextBuilder;
-use crate::store::{CountRecord, MAIN_BRANCH, NewChunk, NodeId, Save, Store, Usage};
+use crate::store::{CountRecord, MAIN_BRANCH, NewChunk, NodeId, Nodes, Save, Store, TOKEN, Usage};
 
 /// A durable chat, built turn after turn within the budget.
 ///
@@ -201,6 +201,11 @@ impl ContextEngine {
         self.stored
     }
 
+    /// The store's node-level operations.
+    pub(super) fn nodes(&self) -> &dyn Nodes {
+        self.store.nodes(TOKEN)
+    }
+
     /// The session the engine builds with: the system lane and pending
     /// changes, and the stored chunks once a build or
     /// [`state`](ContextEngine::state) has read them.
@@ -278,7 +283,7 @@ impl ContextEngine {
             return Ok(());
         };
         for (offset, chunk) in chunks.iter().enumerate() {
-            if let Some(stored) = self.store.find_chunk(&self.chat, head, &chunk.id)? {
+            if let Some(stored) = self.nodes().find_chunk(&self.chat, head, &chunk.id)? {
                 return Err(ErrorKind::Chunk {
                     location: crate::error::ChunkLocation {
                         index: self.held().chunks.len() + offset,
@@ -396,7 +401,7 @@ impl ContextEngine {
         if self.system_changed {
             save = save.with_system(load::system_lane_json(self.held()), self.system_version);
         }
-        let saved = self.store.save(&self.chat, &save)?;
+        let saved = self.nodes().save(&self.chat, &save)?;
         match &mut self.nodes {
             Some(nodes) => {
                 nodes.truncate(from);
@@ -466,7 +471,7 @@ impl ContextEngine {
             let orphan = match (answered_call(chunk), self.head) {
                 (Some(call), head) if !calls.contains(call) => match head {
                     Some(head) => self
-                        .store
+                        .nodes()
                         .find_call(&self.chat, head, call, usize::MAX >> 1)?
                         .is_none(),
                     None => true,
@@ -552,7 +557,7 @@ impl ContextEngine {
                 Some((*nodes.get(index)?, value, tokens))
             })
             .collect();
-        self.store.put_counts(&self.chat, &key, &kept)?;
+        self.nodes().put_counts(&self.chat, &key, &kept)?;
         Ok(kept.len())
     }
 

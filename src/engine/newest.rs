@@ -56,7 +56,7 @@ impl ContextEngine {
         {
             return Ok(None);
         }
-        let Some(newest) = self.store.path_summary(&self.chat, head, &key)? else {
+        let Some(newest) = self.nodes().path_summary(&self.chat, head, &key)? else {
             return Ok(None);
         };
         let target = self.session.config().budget() as f64 * policy.low_water;
@@ -108,7 +108,7 @@ impl ContextEngine {
             },
         };
         let limit = want.saturating_sub(read.stored.len()).max(1);
-        let more = self.store.read_back(&self.chat, from, limit, Some(key))?;
+        let more = self.nodes().read_back(&self.chat, from, limit, Some(key))?;
         if more.is_empty() || more.last().is_some_and(|c| c.parent.is_none()) {
             return Ok(false);
         }
@@ -135,7 +135,7 @@ impl ContextEngine {
             let Some(call) = answered_call(chunk).filter(|c| !calls.contains(c)) else {
                 continue;
             };
-            if let Some(position) = self.store.find_call(&self.chat, head, call, before)? {
+            if let Some(position) = self.nodes().find_call(&self.chat, head, call, before)? {
                 oldest = Some(oldest.map_or(position, |o: usize| o.min(position)));
             }
         }
@@ -155,7 +155,7 @@ impl ContextEngine {
         let Some(before) = read.stored.last().and_then(|c| c.parent) else {
             return Ok(None);
         };
-        let Some(below) = self.store.path_summary(&self.chat, before, key)? else {
+        let Some(below) = self.nodes().path_summary(&self.chat, before, key)? else {
             return Ok(None);
         };
         let latest_user = newest
@@ -175,13 +175,16 @@ impl ContextEngine {
             .collect();
         for call in units {
             for (node, position, _) in
-                self.store
+                self.nodes()
                     .unit_on_path(&self.chat, head, &call, below.position)?
             {
                 if old.iter().any(|c| c.node == node) {
                     continue;
                 }
-                let Some(member) = self.store.read_back(&self.chat, node, 1, Some(key))?.pop()
+                let Some(member) = self
+                    .nodes()
+                    .read_back(&self.chat, node, 1, Some(key))?
+                    .pop()
                 else {
                     return Ok(None);
                 };
@@ -273,11 +276,11 @@ impl ContextEngine {
     /// What `chunk` adds to its path's token tally (nothing for an orphan
     /// result), if the tallies are stored.
     fn own_tokens(&self, chunk: &StoredChunk, key: &str) -> Result<Option<TokenTally>> {
-        let Some(with) = self.store.path_summary(&self.chat, chunk.node, key)? else {
+        let Some(with) = self.nodes().path_summary(&self.chat, chunk.node, key)? else {
             return Ok(None);
         };
         let without = match chunk.parent {
-            Some(parent) => match self.store.path_summary(&self.chat, parent, key)? {
+            Some(parent) => match self.nodes().path_summary(&self.chat, parent, key)? {
                 Some(summary) => summary.tokens,
                 None => return Ok(None),
             },
@@ -302,12 +305,16 @@ impl ContextEngine {
             if old.len() >= MOST_OLD {
                 return Ok(None);
             }
-            let Some(chunk) = self.store.read_back(&self.chat, node, 1, Some(key))?.pop() else {
+            let Some(chunk) = self
+                .nodes()
+                .read_back(&self.chat, node, 1, Some(key))?
+                .pop()
+            else {
                 return Ok(None);
             };
             next = match chunk.parent {
                 Some(parent) => self
-                    .store
+                    .nodes()
                     .path_summary(&self.chat, parent, key)?
                     .and_then(|s| s.last_protected),
                 None => None,
@@ -315,7 +322,11 @@ impl ContextEngine {
             old.push(chunk);
         }
         if let Some(user) = latest_user.filter(|u| old.iter().all(|c| c.node != *u)) {
-            match self.store.read_back(&self.chat, user, 1, Some(key))?.pop() {
+            match self
+                .nodes()
+                .read_back(&self.chat, user, 1, Some(key))?
+                .pop()
+            {
                 Some(chunk) => old.push(chunk),
                 None => return Ok(None),
             }

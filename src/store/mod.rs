@@ -48,7 +48,7 @@ use serde_json::Value;
 use crate::error::{ErrorKind, Result};
 use backend::Backend;
 
-pub(crate) use nodes::Nodes;
+pub(crate) use nodes::{Nodes, TOKEN, Token};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub(crate) use records::{
@@ -62,7 +62,13 @@ pub(crate) use tally::{ChunkMeta, ClassTally, PathSummary, SIZES, TokenTally};
 #[cfg(feature = "bench")]
 #[doc(hidden)]
 pub mod raw {
+    pub use crate::store::nodes::Nodes;
     pub use crate::store::records::{NewChunk, Save};
+
+    /// The node-level operations of `store`.
+    pub fn nodes(store: &dyn super::Store) -> &dyn Nodes {
+        store.nodes(super::TOKEN)
+    }
 }
 
 /// Whether `location` names a PostgreSQL server rather than a file:
@@ -198,16 +204,14 @@ pub struct Usage {
 ///
 /// The trait is sealed: its node-level half (reading back from a node,
 /// saving, counts and the tallies that let a fresh process read only a
-/// build's window) is the crate's own, and only the crate's backends
-/// implement it. Those operations keep invariants a backend written
+/// build's window) is the crate's own, handed out only for a token no code
+/// outside the crate can make, and only the crate's backends implement
+/// it. Those operations keep invariants a backend written
 /// elsewhere could break silently (a save is atomic and refuses a stale
 /// head, tallies chain from parent to child, queries are scoped by chat),
 /// and they change whenever the engine needs one more; what is public are
-/// the chat-level verbs a runtime calls on a store directly. (Rust lets a
-/// `dyn Store` answer the sealed half's methods too; what they take and
-/// return cannot be named outside the crate, and they are no part of the
-/// API.)
-pub trait Store: Nodes + Send + Sync + std::fmt::Debug {
+/// the chat-level verbs a runtime calls on a store directly.
+pub trait Store: Send + Sync + std::fmt::Debug {
     /// Where the store is, for messages: a path, `:memory:`, a server.
     fn location(&self) -> String;
 
@@ -267,6 +271,10 @@ pub trait Store: Nodes + Send + Sync + std::fmt::Debug {
     ///
     /// [`ErrorKind::Chat`] if the chat does not exist.
     fn usage(&self, chat: &str) -> Result<Vec<Usage>>;
+
+    /// The node-level operations, for the crate's own code.
+    #[doc(hidden)]
+    fn nodes(&self, token: Token) -> &dyn Nodes;
 }
 
 impl<B: Backend> Store for B {
@@ -296,5 +304,8 @@ impl<B: Backend> Store for B {
     }
     fn usage(&self, chat: &str) -> Result<Vec<Usage>> {
         verbs::usage(self, chat)
+    }
+    fn nodes(&self, _: Token) -> &dyn Nodes {
+        self
     }
 }

@@ -2,9 +2,9 @@
 //! stands, reading back from a node, finding chunks and tool units by id
 //! through an index, saving, counts and tallies, branches and checkpoints.
 //!
-//! They are the [`Store`](super::Store) trait's sealed half: a supertrait
-//! no code outside this crate can name, so only the crate's own backends
-//! implement it and only the crate calls it. The rules they keep (conflicts,
+//! A [`Store`](super::Store) hands them out only for a [`Token`], which no
+//! code outside this crate can make: so only the crate calls them, and
+//! only the crate's own backends implement `Store`. The rules they keep (conflicts,
 //! pruning, tallies) are written once, in `verbs` and `save`, for every
 //! [`Backend`].
 
@@ -16,6 +16,14 @@ use super::{NodeId, verbs};
 #[cfg(doc)]
 use crate::error::ErrorKind;
 use crate::error::Result;
+
+/// What a store asks for its node-level operations: a value only this
+/// crate can make.
+#[derive(Debug, Clone, Copy)]
+pub struct Token(());
+
+/// The token the crate's own code shows.
+pub(crate) const TOKEN: Token = Token(());
 
 /// A store's node-level operations (see the module's docs).
 pub trait Nodes {
