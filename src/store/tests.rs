@@ -1,50 +1,136 @@
 //! The node-level rules no public verb reaches with bad input: a save or a
 //! branch naming what is not there, and pruning what a save replaced.
-//! They are written once (`verbs`, `save`) for every backend; the chat-level
-//! behaviour of both backends is tested through the engine in `tests/it`.
+//! They are written once (`verbs`, `save`) over each backend's statements,
+//! so each runs on SQLite and, with the `postgres` feature, on the server
+//! `AGENT_CONTEXT_TEST_POSTGRES` names (as `tests/it` does).
 
-use super::{MAIN_BRANCH, NewChunk, Nodes, Save, SqliteStore, Store};
+use super::{MAIN_BRANCH, NewChunk, Save, SqliteStore, Store};
 use crate::ErrorKind;
+
+/// A backend to test, with what to clean up after it.
+struct Backend {
+    name: &'static str,
+    store: Box<dyn Store>,
+    _schema: Option<Schema>,
+}
+
+/// SQLite in memory, and a PostgreSQL schema of its own with the feature.
+#[cfg_attr(not(feature = "postgres"), allow(unused_variables, unused_mut))]
+fn backends(tag: &str) -> Vec<Backend> {
+    let sqlite = Backend {
+        name: "sqlite",
+        store: Box::new(SqliteStore::in_memory().unwrap()),
+        _schema: None,
+    };
+    let mut backends = vec![sqlite];
+    #[cfg(feature = "postgres")]
+    {
+        let schema = Schema::new(tag);
+        let store = super::PostgresStore::open(&schema.url()).unwrap();
+        backends.push(Backend {
+            name: "postgres",
+            store: Box::new(store),
+            _schema: Some(schema),
+        });
+    }
+    backends
+}
+
+/// A schema of the test server's, dropped with what it holds.
+struct Schema {
+    #[cfg(feature = "postgres")]
+    name: String,
+}
+
+#[cfg(feature = "postgres")]
+impl Schema {
+    fn server() -> String {
+        std::env::var("AGENT_CONTEXT_TEST_POSTGRES").expect(
+            "AGENT_CONTEXT_TEST_POSTGRES is not set: run the tests through `.ci/with-postgres`",
+        )
+    }
+
+    fn new(tag: &str) -> Schema {
+        let schema = Schema {
+            name: format!("u_{tag}_{}", std::process::id()),
+        };
+        schema.drop_schema();
+        schema
+    }
+
+    fn url(&self) -> String {
+        format!("{}?schema={}", Schema::server(), self.name)
+    }
+
+    fn drop_schema(&self) {
+        if let Ok(mut client) = postgres::Client::connect(&Schema::server(), postgres::NoTls) {
+            let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name));
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl Drop for Schema {
+    fn drop(&mut self) {
+        self.drop_schema();
+    }
+}
 
 #[test]
 fn a_save_to_a_missing_branch_or_chat_is_refused() {
-    let store = SqliteStore::in_memory().unwrap();
+    for backend in backends("missing") {
+        refuses_what_is_not_there(backend.store.as_ref());
+    }
+}
+
+fn refuses_what_is_not_there(store: &dyn Store) {
+    let store_nodes = store.nodes(super::TOKEN);
     store.open_chat("chat").unwrap();
     let save = Save::append("nope", None, Vec::new());
     assert!(matches!(
-        store.save("chat", &save).unwrap_err().kind(),
+        store_nodes.save("chat", &save).unwrap_err().kind(),
         ErrorKind::Chat { .. }
     ));
     assert!(matches!(
-        store.save("other", &save).unwrap_err().kind(),
+        store_nodes.save("other", &save).unwrap_err().kind(),
         ErrorKind::Chat { .. }
     ));
     assert!(store.branches("other").is_err());
     assert!(
-        store
+        store_nodes
             .create_branch("chat", "b", Some(12_345), false)
             .is_err()
     );
-    assert!(store.set_checkpoint("chat", "c", Some(12_345)).is_err());
+    assert!(
+        store_nodes
+            .set_checkpoint("chat", "c", Some(12_345))
+            .is_err()
+    );
 }
 
 /// A save that replaces chunks prunes the nodes it replaced (no branch or
 /// checkpoint reaches them), and its new nodes take ids past every node's.
 #[test]
 fn a_replaced_chunk_is_pruned_and_new_nodes_take_new_ids() {
+    for backend in backends("pruned") {
+        prunes_and_takes_new_ids(backend.store.as_ref(), backend.name);
+    }
+}
+
+fn prunes_and_takes_new_ids(store: &dyn Store, name: &str) {
     let chunk = |id: &str| NewChunk::new(id.into(), format!("{{\"id\":\"{id}\"}}"), None);
-    let store = SqliteStore::in_memory().unwrap();
     store.open_chat("chat").unwrap();
+    let nodes = store.nodes(super::TOKEN);
     let first = Save::append(MAIN_BRANCH, None, vec![chunk("a"), chunk("b")]);
-    let first = store.save("chat", &first).unwrap().nodes;
+    let first = nodes.save("chat", &first).unwrap().nodes;
     let (a, mut newest) = (first[0], first[1]);
     for id in ["c", "d", "e"] {
         let save =
             Save::append(MAIN_BRANCH, Some(newest), vec![chunk(id)]).replacing(newest, Some(a));
-        let saved = store.save("chat", &save).unwrap();
-        assert!(saved.nodes[0] > newest, "{saved:?} after {newest}");
-        assert!(store.read_back("chat", newest, 1, None).unwrap().is_empty());
-        assert_eq!(store.head("chat", MAIN_BRANCH).unwrap().chunks, 2);
+        let saved = nodes.save("chat", &save).unwrap();
+        assert!(saved.nodes[0] > newest, "{name}: {saved:?} after {newest}");
+        assert!(nodes.read_back("chat", newest, 1, None).unwrap().is_empty());
+        assert_eq!(nodes.head("chat", MAIN_BRANCH).unwrap().chunks, 2);
         newest = saved.nodes[0];
     }
 }
