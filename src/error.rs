@@ -119,8 +119,7 @@ pub enum ErrorKind {
         message: String,
     },
     /// The input is JSON text that cannot be taken as given: a key twice in
-    /// one object, nesting past 256 levels, a
-    /// lone surrogate escape.
+    /// one object, nesting past 256 levels, a lone surrogate escape.
     #[error("invalid JSON at line {line}, column {column}, {place}: {problem}")]
     JsonRejected {
         /// 1-based line of the error.

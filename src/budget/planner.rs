@@ -80,12 +80,12 @@ pub(crate) struct Planner<'a> {
     pub(crate) available: usize,
     /// Trimming goes down to `available * low_water`.
     pub(crate) low_water: f64,
-    /// Chunks dropped outside the plan (see the builder's `frozen`), and
+    /// Chunks dropped outside the plan (see `pipeline::frozen`), and
     /// their tokens: they count in the marker.
     pub(crate) frozen: (usize, usize),
     /// The item the marker goes before at the latest, when chunks older
-    /// than some items were dropped outside the plan (see the builder's
-    /// `Outside`); `items.len()` puts it after them all.
+    /// than some items were dropped outside the plan (see
+    /// `pipeline::Outside`); `items.len()` puts it after them all.
     pub(crate) marker_at: Option<usize>,
     pub(crate) history_start: CountedText,
     /// How the marker is written into the history.

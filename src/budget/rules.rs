@@ -6,7 +6,7 @@
 //! The rules about a chunk's place (the latest user message, the newest
 //! tool use, ages) are the [`Timeline`](super::Timeline)'s; a chunk's
 //! priority is the [`Policy`](super::Policy)'s, by its
-//! [`ChunkClass`](crate::store::ChunkClass) when it sets none.
+//! [`ChunkClass`] when it sets none.
 
 use crate::model::memory::MemoryChunk;
 use crate::model::roles::{ChunkClass, ChunkKind, Retention, Role};

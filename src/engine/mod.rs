@@ -495,7 +495,12 @@ impl ContextEngine {
     /// As [`ContextSession::build`].
     pub fn build(&mut self) -> Result<BuildResult> {
         self.load_tables_while_reading();
-        let policy = self.session.config().compiled().current_policy().clone();
+        let policy = self
+            .session
+            .config()
+            .build_settings()
+            .current_policy()
+            .clone();
         if let Some(result) = self.build_from_newest(&policy)? {
             self.last_build = Some(result.clone());
             return Ok(result);
@@ -571,14 +576,19 @@ impl ContextEngine {
     /// [`ErrorKind::Option`] if the input figure cannot be for the last
     /// prompt (nothing is recorded); [`ErrorKind::Store`] if the store fails.
     pub fn track_usage(&mut self, input_tokens: u64, output_tokens: u64) -> Result<()> {
-        let model = self.session.config().compiled().model_name().to_owned();
+        let model = self
+            .session
+            .config()
+            .build_settings()
+            .model_name()
+            .to_owned();
         let mut base = None;
         if let Some(result) = self.last_build.as_ref().filter(|r| !r.token_count_exact) {
             let tokens = base_tokens(result)?;
             let billed = usize::try_from(input_tokens).unwrap_or(usize::MAX);
             self.session
                 .config()
-                .compiled()
+                .build_settings()
                 .calibration_handle()
                 .observe_counts(&result.model, tokens, billed)?;
             base = Some(tokens as u64);

@@ -239,7 +239,7 @@ impl ContextEngine {
             .enumerate()
             .filter_map(|(i, c)| Some((i, c?)))
             .collect();
-        seed_counts(config.compiled(), seeds, &mut cache);
+        seed_counts(config.build_settings(), seeds, &mut cache);
         let first_unread = (0..start)
             .find(|p| old.iter().all(|c| c.position != *p))
             .unwrap_or(start);

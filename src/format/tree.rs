@@ -180,8 +180,8 @@ impl Tree {
     }
 
     /// The tree as JSON, `null` when empty. JSON cannot repeat a key, so
-    /// repeated fragment names are gathered as a grouped walk
-    /// gathers them: one list under the plural. This is what TOML and TOON
+    /// repeated fragment names are gathered, as grouped XML and Markdown
+    /// gather them: one list under the plural. This is what TOML and TOON
     /// encode.
     pub fn to_value(&self) -> Value {
         self.root.as_ref().map_or(Value::Null, Node::to_value)

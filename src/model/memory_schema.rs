@@ -66,8 +66,8 @@ impl MemoryState {
     ///
     /// A leading byte-order mark is skipped; a key given twice in one object
     /// is an error (not the last value winning); arrays and objects may nest
-    /// 256 levels deep. A lone UTF-16
-    /// surrogate escape is an error unless `options` asks for lossy Unicode:
+    /// 256 levels deep. A lone UTF-16 surrogate escape is an error unless
+    /// `options` asks for lossy Unicode:
     ///
     /// ```
     /// use agent_context::{MemoryState, ParseOptions};

@@ -135,12 +135,12 @@ impl<T: Clone> From<Vec<T>> for Rows<T> {
 mod iter {
     use std::fmt;
 
-    /// The rows of a [`Rows`], by reference, in order.
+    /// The rows of a [`Rows`](super::Rows), by reference, in order.
     pub struct RowsIter<'a, T: Clone>(
         pub(super) imbl::vector::Iter<'a, T, imbl::shared_ptr::DefaultSharedPtr>,
     );
 
-    /// The rows of a [`Rows`], by value, in order.
+    /// The rows of a [`Rows`](super::Rows), by value, in order.
     pub struct RowsIntoIter<T: Clone>(
         pub(super) imbl::vector::ConsumingIter<T, imbl::shared_ptr::DefaultSharedPtr>,
     );

@@ -119,7 +119,7 @@ fn encode(role: Role, part: &CountedText) -> String {
 
 /// The tokens alone of a chunk whose counts [`counts_to_keep`] wrote.
 ///
-/// [`counts_to_keep`]: ContextBuilder::counts_to_keep
+/// [`counts_to_keep`]: crate::ContextConfig::counts_to_keep
 pub(crate) fn kept_alone_tokens(text: &str) -> Option<u64> {
     decode(text).map(|(_, part)| part.alone() as u64)
 }

@@ -136,7 +136,7 @@ impl ContextConfig {
     }
 
     /// What builds read of the settings.
-    pub(crate) fn compiled(&self) -> &Settings {
+    pub(crate) fn build_settings(&self) -> &Settings {
         &self.builder.settings
     }
 
@@ -159,7 +159,7 @@ impl ContextConfig {
     pub fn counter(&self) -> Result<Arc<dyn TokenCounter>> {
         match &self.counting {
             Counting::Fixed(counter) => Ok(Arc::clone(counter)),
-            Counting::Calibrated => self.compiled().counter_in_use(),
+            Counting::Calibrated => self.build_settings().counter_in_use(),
         }
     }
 
@@ -197,9 +197,9 @@ impl ContextConfig {
     pub fn build_in(&self, state: &MemoryState, cache: &mut BuildCache) -> Result<BuildResult> {
         state.validate()?;
         cache.start_build(state.chunks.capacity());
-        cache.follow(state, (self.id, &self.compiled().renderers));
+        cache.follow(state, (self.id, &self.build_settings().renderers));
         let pass = Pass {
-            policy: &self.compiled().policy,
+            policy: &self.build_settings().policy,
             previous: self.builder.previous.as_deref(),
             cache,
             outside: Outside::default(),
@@ -210,7 +210,7 @@ impl ContextConfig {
     /// [`build`](ContextConfig::build) of a `state` already validated.
     pub(crate) fn build_validated(&self, state: &MemoryState) -> Result<BuildResult> {
         let pass = Pass {
-            policy: &self.compiled().policy,
+            policy: &self.build_settings().policy,
             previous: self.builder.previous.as_deref(),
             cache: &mut BuildCache::new(),
             outside: Outside::default(),
@@ -233,7 +233,13 @@ impl ContextConfig {
             available: last.result.budget,
             warnings: Vec::new(),
         };
-        Build::new(self.compiled(), state, (counter.as_ref(), budget), pass).extend(last)
+        Build::new(
+            self.build_settings(),
+            state,
+            (counter.as_ref(), budget),
+            pass,
+        )
+        .extend(last)
     }
 
     /// The counts a store keeps of the chunks of `state` at `indices`, from
@@ -250,13 +256,13 @@ impl ContextConfig {
     ) -> Result<Vec<Option<String>>> {
         let counter = self.counter()?;
         let pass = Pass {
-            policy: &self.compiled().policy,
+            policy: &self.build_settings().policy,
             previous: None,
             cache,
             outside: Outside::default(),
         };
         let counting = (counter.as_ref(), Budget::default());
-        Build::new(self.compiled(), state, counting, pass).counts_to_keep(indices)
+        Build::new(self.build_settings(), state, counting, pass).counts_to_keep(indices)
     }
 
     /// Builds a validated `state` with a pass's policy, previous build and
@@ -268,7 +274,13 @@ impl ContextConfig {
     ) -> Result<BuildResult> {
         let counter = self.counter()?;
         let budget = self.budget_for(state, &mut pass, counter.as_ref())?;
-        Build::new(self.compiled(), state, (counter.as_ref(), budget), pass).run()
+        Build::new(
+            self.build_settings(),
+            state,
+            (counter.as_ref(), budget),
+            pass,
+        )
+        .run()
     }
 
     /// Checks the pass's policy and the settings against `state`, and
@@ -280,7 +292,7 @@ impl ContextConfig {
         pass: &mut Pass<'_>,
         counter: &dyn TokenCounter,
     ) -> Result<Budget> {
-        let settings = self.compiled();
+        let settings = self.build_settings();
         pass.policy.validate()?;
         pass.cache.count_with(counter.encoding_name());
         let mut warnings = self.warnings.clone();

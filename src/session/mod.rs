@@ -235,7 +235,7 @@ impl ContextSession {
     /// The key a store keeps this session's counts under, if they can be
     /// kept (see `pipeline::stored`).
     pub(crate) fn count_key(&self) -> Option<String> {
-        count_key(self.config.compiled())
+        count_key(self.config.build_settings())
     }
 
     /// The counts a store keeps of the chunks at `indices`, rendering and
@@ -250,7 +250,7 @@ impl ContextSession {
     /// Takes in counts a store kept, `(chunk index, counts)`, for chunks
     /// not rendered yet.
     pub(crate) fn seed_counts<'a>(&mut self, kept: impl IntoIterator<Item = (usize, &'a str)>) {
-        seed_counts(self.config.compiled(), kept, &mut self.cache);
+        seed_counts(self.config.build_settings(), kept, &mut self.cache);
     }
 
     /// Removes the chunk with `id` and returns it.
@@ -288,7 +288,7 @@ impl ContextSession {
         // A handle on the settings (an `Arc`), so the policy can be lent
         // while the session changes.
         let config = self.config.clone();
-        self.run(&config.compiled().policy)
+        self.run(&config.build_settings().policy)
     }
 
     /// Builds this turn's prompt with `policy` instead of the builder's
@@ -306,7 +306,7 @@ impl ContextSession {
     /// pipeline.
     fn run(&mut self, policy: &Policy) -> Result<BuildResult> {
         self.cache.start_build(self.state.chunks.capacity());
-        let settings = self.config.compiled();
+        let settings = self.config.build_settings();
         (self.cache).forget_unstable(&settings.renderers, &self.state);
         if let Some(last) = self.last.as_mut().filter(|last| last.extendable) {
             let pass = Pass {

@@ -1,5 +1,5 @@
 //! [`ContextBuilder`]: the settings' setters, and the previous build a one-shot
-//! build extends; builds read the [`Settings`](super::Settings) it holds.
+//! build extends; builds read the [`Settings`] it holds.
 
 use std::sync::Arc;
 

@@ -101,7 +101,7 @@ pub(crate) trait Tx {
     fn position_of(&mut self, chat: &str, node: NodeId) -> Result<Option<i64>>;
 
     /// The chunks of `walk`, newest first (see
-    /// [`Store::read_back`](super::Store::read_back)).
+    /// [`Nodes::read_back`](super::Nodes::read_back)).
     fn read_back(&mut self, chat: &str, walk: ReadBack<'_>) -> Result<Vec<StoredChunk>>;
 
     /// The ancestor of `node` at `position`, climbing by jumps.

@@ -18,10 +18,10 @@
 //! Every operation names its chat, and every query a backend runs is scoped
 //! by it and takes all values as parameters: ids of any content are data.
 //!
-//! [`Store`] is sealed (its docs say why). The verbs are written once, over
-//! a crate-private trait of transactions and statements (`backend`): `verbs` (chats, branches, checkpoints,
-//! reads), `save` (conflicts, new nodes' links and tallies, pruning,
-//! counts) and `migrate` (the order of migrations, jumps for old stores).
+//! [`Store`] is sealed (its docs say why). The verbs are written once,
+//! over a crate-private trait of transactions and statements (`backend`):
+//! `verbs` (chats, branches, checkpoints, reads), `save` (conflicts, new
+//! nodes' links and tallies, pruning, counts) and `migrate` (the order of migrations, jumps for old stores).
 //! Each backend (`sqlite`, `postgres`) keeps its connection, its schema
 //! and one statement per primitive.
 
@@ -66,8 +66,8 @@ pub mod raw {
     pub use crate::store::records::{NewChunk, Save};
 
     /// The node-level operations of `store`.
-    pub fn nodes(store: &dyn super::Store) -> &dyn Nodes {
-        store.nodes(super::TOKEN)
+    pub fn nodes(store: &dyn crate::store::Store) -> &dyn Nodes {
+        store.nodes(crate::store::TOKEN)
     }
 }
 

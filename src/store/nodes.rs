@@ -227,7 +227,7 @@ pub trait Nodes {
     ///
     /// # Errors
     ///
-    /// As [`open_chat`](Nodes::open_chat).
+    /// As [`open_chat`](super::Store::open_chat).
     fn put_counts(&self, chat: &str, key: &str, counts: &[(NodeId, String, u64)]) -> Result<()>;
 
     /// What the store knows of the path to `node` (see [`PathSummary`]),

@@ -12,7 +12,7 @@ use super::verbs::lock_chat;
 use super::{NodeId, Save, Saved, now_ms};
 use crate::error::Result;
 
-/// Writes `save` in one transaction (see [`Store::save`](super::Store::save)).
+/// Writes `save` in one transaction (see [`Nodes::save`](super::Nodes::save)).
 pub(crate) fn save<B: Backend>(store: &B, chat: &str, save: &Save) -> Result<Saved> {
     store.write(|tx| {
         let mut system_version = lock_chat(tx, chat)?;
@@ -119,7 +119,7 @@ fn prune(tx: &mut impl Tx, chat: &str, node: NodeId) -> Result<()> {
 }
 
 /// Stores counts of stored nodes under `key` (see
-/// [`Store::put_counts`](super::Store::put_counts)): each node's token
+/// [`Nodes::put_counts`](super::Nodes::put_counts)): each node's token
 /// tally is its parent's plus its own tokens, the parent's taken from this
 /// batch when it is in it (parents come before children), and a node's
 /// counts already stored are kept.

@@ -5,8 +5,8 @@
 //! refuses a byte-order mark, and loses a whole document to one lone
 //! surrogate escape. This reader builds the same [`Value`] in the same single
 //! pass (it is `Value`'s own visitor plus a depth and a duplicate check), but
-//! refuses a key given twice in one object, reads nesting up to
-//! 256 levels (`MAX_JSON_DEPTH`), skips a leading byte-order mark, and names the
+//! refuses a key given twice in one object, reads nesting up to 256 levels
+//! ([`MAX_JSON_DEPTH`]), skips a leading byte-order mark, and names the
 //! place of each of these errors (`chunks[3].text`). With
 //! [`ParseOptions::lossy_unicode`] a lone surrogate reads as U+FFFD.
 //!
@@ -27,10 +27,10 @@ use crate::syntax::json_scan::{
 
 /// The deepest nesting of arrays and objects a JSON document may have.
 ///
-/// Generous enough for any fragment tree the 64 levels of a fragment
-/// allow (a fragment level costs at most three JSON levels), so that limit, not this one, names the
-/// fragment that goes too deep; small enough that reading never nears the
-/// stack's end.
+/// Generous enough for any fragment tree within its own limit of 64
+/// levels (a fragment level costs at most three JSON levels), so that
+/// limit, not this one, names the fragment that goes too deep; small
+/// enough that reading never nears the stack's end.
 pub const MAX_JSON_DEPTH: usize = 256;
 
 /// How JSON text is read; see [`MemoryState::from_json_str_with`](crate::MemoryState::from_json_str_with)
@@ -58,7 +58,7 @@ impl ParseOptions {
 
 /// Parses any JSON value by this crate's rules: a leading byte-order mark is
 /// skipped, a key given twice in one object is an error, nesting may reach
-/// 256 levels (`MAX_JSON_DEPTH`).
+/// 256 levels.
 ///
 /// ```
 /// use agent_context::{ErrorKind, JsonProblem, ParseOptions, parse_json};
@@ -77,7 +77,7 @@ impl ParseOptions {
 ///
 /// [`ErrorKind::Json`] with line and column for a syntax error;
 /// [`ErrorKind::JsonRejected`] with line, column and path for a duplicate
-/// key, nesting past [`MAX_JSON_DEPTH`], or a lone surrogate escape (unless
+/// key, nesting past 256 levels, or a lone surrogate escape (unless
 /// [`ParseOptions::lossy_unicode`] is set).
 pub fn parse_json(text: &str, options: ParseOptions) -> Result<Value> {
     read(text, options, Document::Any)

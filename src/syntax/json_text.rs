@@ -59,9 +59,8 @@ impl JsonText {
     ///
     /// # Errors
     ///
-    /// Only for a value nested deeper than
-    /// 256 levels, which a `Value` built in
-    /// Rust may be but no parsed input is.
+    /// Only for a value nested deeper than 256 levels, which a `Value`
+    /// built in Rust may be but no parsed input is.
     pub fn to_value(&self) -> serde_json::Result<Value> {
         value_from_str(self.as_str())
     }

@@ -77,8 +77,8 @@ impl Calibration {
 
     /// Learns that a prompt of `base_tokens` (its `o200k_base` count) was
     /// billed `billed_tokens` by `model`: the factor for `model` becomes at
-    /// least the ratio plus 10 percent (at most
-    /// [`EstimateFactor::MAX`]), and never drops. Returns the factor now in force for `model`.
+    /// least the ratio plus 10 percent (at most [`EstimateFactor::MAX`]),
+    /// and never drops. Returns the factor now in force for `model`.
     ///
     /// # Errors
     ///
