@@ -14,8 +14,9 @@
 //! history like any older history, so an agent that runs a thousand tool
 //! steps after one instruction never outgrows its window.
 
-use super::rules::is_tool_use;
 use smallvec::SmallVec;
+
+use super::rules::{answered_call, call_id_of, is_tool_use};
 
 use crate::model::memory::MemoryChunk;
 use crate::model::roles::{ChunkKind, Role};
@@ -100,7 +101,7 @@ impl Timeline {
                 self.newest_use.clear();
                 self.newest_use_step = step;
             }
-            let call = chunk.call_id.as_deref().map(Box::from);
+            let call = call_id_of(chunk).map(Box::from);
             self.newest_use.push((index, call));
         }
     }
@@ -121,15 +122,14 @@ impl Timeline {
         if self.latest_user == Some(index) {
             return true;
         }
-        match chunk.kind {
-            ChunkKind::Workflow => self.newest_use.iter().any(|(call, _)| *call == index),
-            ChunkKind::Environment => chunk.call_id.as_deref().is_some_and(|id| {
-                self.newest_use
-                    .iter()
-                    .any(|(call, call_id)| *call < index && call_id.as_deref() == Some(id))
-            }),
-            _ => false,
+        if is_tool_use(chunk) {
+            return self.newest_use.iter().any(|(call, _)| *call == index);
         }
+        answered_call(chunk).is_some_and(|id| {
+            self.newest_use
+                .iter()
+                .any(|(call, call_id)| *call < index && call_id.as_deref() == Some(id))
+        })
     }
 
     /// The calls of the newest tool use: their indexes and call ids.

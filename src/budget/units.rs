@@ -1,11 +1,11 @@
 //! Protection, atomic units, and the order in which room is made.
 
-use super::rules::{answered_call, call_id_of};
 use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
+use super::rules::{answered_call, call_id_of};
 use crate::budget::PreviousCut;
 use crate::model::chunk_id::ChunkId;
 use crate::model::memory::MemoryChunk;

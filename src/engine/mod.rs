@@ -14,10 +14,9 @@ mod load;
 mod newest;
 mod tally_rules;
 
-use crate::budget::{answered_call, call_id_of};
 use std::sync::Arc;
 
-use crate::budget::Policy;
+use crate::budget::{Policy, answered_call, call_id_of};
 use crate::error::{ErrorKind, Result};
 use crate::fragment::Fragment;
 use crate::model::context_management::ContextManagement;

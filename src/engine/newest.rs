@@ -21,8 +21,10 @@
 use super::ContextEngine;
 use super::load::{decode_chunk, lane_of};
 use super::tally_rules::{highest_priority, without};
-use crate::budget::{Decision, DropReason, Policy, is_read, never_dropped, tool_call};
-use crate::budget::{answered_call, call_id_of, is_tool_use};
+use crate::budget::{
+    Decision, DropReason, Policy, answered_call, call_id_of, is_read, is_tool_use, never_dropped,
+    tool_call,
+};
 use crate::error::Result;
 use crate::model::memory::MemoryChunk;
 use crate::output::result::BuildResult;

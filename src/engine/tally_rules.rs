@@ -3,8 +3,7 @@
 //! rules (`budget::rules`) asked of a chunk when it is saved, and of its
 //! class when it is not read.
 
-use crate::budget::is_tool_use;
-use crate::budget::{Policy, class_of, never_dropped, tool_call};
+use crate::budget::{Policy, class_of, is_tool_use, never_dropped, tool_call};
 use crate::model::memory::MemoryChunk;
 use crate::model::roles::ChunkClass;
 use crate::store::{ChunkMeta, ClassTally};

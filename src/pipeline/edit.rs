@@ -12,8 +12,10 @@ use smallvec::SmallVec;
 
 use super::history::{History, release};
 use super::{Build, Ladder};
-use crate::budget::{AppliedEdit, ContextManagement, Fate, Item, Planner, Step};
-use crate::budget::{Decision, DropReason, protects_itself};
+use crate::budget::{
+    AppliedEdit, ContextManagement, Decision, DropReason, Fate, Item, Planner, Step, answered_call,
+    call_id_of, is_tool_use, protects_itself,
+};
 use crate::model::context_management::{ClearThinking, ClearToolUses, ContextEdit};
 use crate::model::memory::MemoryState;
 use crate::model::roles::ChunkKind;
@@ -239,24 +241,21 @@ fn tool_uses<'s>(items: &[Item], state: &'s MemoryState) -> Vec<ToolUse<'s>> {
     let mut by_call: FxHashMap<&'s str, usize> = FxHashMap::default();
     for (i, item) in items.iter().enumerate() {
         let chunk = &state.chunks[item.chunk];
-        let call_id = chunk.call_id.as_deref();
-        match chunk.kind {
-            ChunkKind::Workflow if call_id.is_none_or(|id| !by_call.contains_key(id)) => {
-                if let Some(id) = call_id {
-                    by_call.insert(id, uses.len());
-                }
-                uses.push(ToolUse {
-                    call: i,
-                    results: SmallVec::new(),
-                    tool: chunk.tool.as_deref(),
-                });
+        if is_tool_use(chunk) {
+            let call_id = call_id_of(chunk);
+            if call_id.is_some_and(|id| by_call.contains_key(id)) {
+                continue;
             }
-            ChunkKind::Environment => {
-                if let Some(&u) = call_id.and_then(|id| by_call.get(id)) {
-                    uses[u].results.push(i);
-                }
+            if let Some(id) = call_id {
+                by_call.insert(id, uses.len());
             }
-            _ => {}
+            uses.push(ToolUse {
+                call: i,
+                results: SmallVec::new(),
+                tool: chunk.tool.as_deref(),
+            });
+        } else if let Some(&u) = answered_call(chunk).and_then(|id| by_call.get(id)) {
+            uses[u].results.push(i);
         }
     }
     uses

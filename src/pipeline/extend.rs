@@ -26,11 +26,10 @@ use smallvec::SmallVec;
 
 use super::Build;
 use super::ready::cap_on;
-use crate::budget::is_tool_use;
 use crate::budget::planner::role_index;
 use crate::budget::{
     Calls, ChunkDecision, Decision, DropReason, MIN_CAP, NO_UNIT, Policy, PreviousCut, Timeline,
-    framing_table, is_orphan_result, protects_itself, tool_call,
+    framing_table, is_orphan_result, is_tool_use, protects_itself, tool_call,
 };
 use crate::error::Result;
 use crate::model::chunk_id::{ChunkId, ChunkIds, fingerprint};

@@ -1,7 +1,6 @@
 //! The chunks of a session rendered and counted for the planner, through a
 //! build's cache.
 
-use crate::budget::{call_id_of, is_tool_result};
 use std::sync::Arc;
 
 use super::Build;
@@ -12,7 +11,7 @@ use super::frozen::Frozen;
 use super::ready::{PreparedChunk, Preparer};
 use crate::budget::{
     Calls, ChunkDecision, Decision, DropReason, Fate, Item, NO_UNIT, PreviousCut, Timeline,
-    is_orphan_result, protects_itself, tool_call,
+    call_id_of, is_orphan_result, is_tool_result, protects_itself, tool_call,
 };
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::model::memory::MemoryChunk;

@@ -13,7 +13,6 @@
 //! prompt's, not the session's. When the planner finds the protected
 //! content too large, the full pipeline runs and reports it.
 
-use crate::budget::call_id_of;
 use std::sync::Arc;
 
 use super::assemble::{Assembly, assemble, record_fate};
@@ -21,7 +20,7 @@ use super::extend::Appended;
 use super::{Build, Ladder};
 use crate::budget::{
     Calls, ChunkDecision, Fate, Item, Layout, NO_UNIT, Planner, Timeline, all_start_clean,
-    group_units, plan_steps, protects_itself,
+    call_id_of, group_units, plan_steps, protects_itself,
 };
 use crate::error::Result;
 use crate::model::roles::Retention;

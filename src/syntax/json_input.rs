@@ -343,8 +343,34 @@ impl<'de> DeserializeSeed<'de> for Node<'_> {
 
 /// The key under which serde_json (built with `arbitrary_precision`, which
 /// keeps a number's digits) hands a visitor a number that no `u64` or `i64`
-/// holds: a map of one entry, the number's text.
-const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+/// holds: a map of one entry, the number's text. Private to serde_json, so
+/// asked of it once (a number past `u64` read by a visitor that notes the
+/// key) rather than spelled out here.
+fn number_key() -> &'static str {
+    static KEY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        let mut reader = serde_json::Deserializer::from_str("1e400");
+        reader.deserialize_any(FirstKey).unwrap_or_default()
+    })
+}
+
+/// A visitor that notes the first key of the map it is handed.
+struct FirstKey;
+
+impl<'de> Visitor<'de> for FirstKey {
+    type Value = String;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a map")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<String, A::Error> {
+        let key = access.next_key::<String>()?.unwrap_or_default();
+        // The number's text, read so the map is whole.
+        let _: Option<serde::de::IgnoredAny> = access.next_value().ok();
+        Ok(key)
+    }
+}
 
 fn object_id(map: &Map<String, Value>) -> Option<String> {
     map.get("id").and_then(Value::as_str).map(str::to_owned)
@@ -412,7 +438,7 @@ impl<'de> Visitor<'de> for Node<'_> {
         let mut map = Map::new();
         let mut key = match self.key(&mut access, &map)? {
             // A number is a leaf, however it is handed over: no depth check.
-            Some(key) if key == NUMBER_TOKEN => match self.number(&mut access, &key)? {
+            Some(key) if key == number_key() => match self.number(&mut access, &key)? {
                 Ok(number) => return Ok(Value::Number(number)),
                 Err(value) => {
                     self.check_depth()?;
@@ -462,7 +488,7 @@ impl Node<'_> {
         })
     }
 
-    /// The value under [`NUMBER_TOKEN`]: the number whose text it is, as
+    /// The value under [`number_key`]: the number whose text it is, as
     /// serde_json's own `Value` reads it, or (for an object that only uses
     /// the key) the value itself.
     fn number<'de, A: MapAccess<'de>>(
