@@ -184,3 +184,22 @@ pub fn print(result: &BuildResult, options: &BuildOptions) -> Result<Printed> {
         result: Some(result.clone()),
     })
 }
+
+#[cfg(all(test, feature = "cli"))]
+mod tests {
+    use clap::ValueEnum;
+
+    use super::Output;
+
+    /// The flag's values (derived from the variants) are the names the
+    /// JSON and `from_name` use, for every output.
+    #[test]
+    fn the_flag_spells_each_output_as_its_name() {
+        let flag: Vec<String> = Output::value_variants()
+            .iter()
+            .filter_map(|output| Some(output.to_possible_value()?.get_name().to_owned()))
+            .collect();
+        let names: Vec<&str> = Output::ALL.iter().map(|output| output.as_str()).collect();
+        assert_eq!(flag, names);
+    }
+}
