@@ -230,7 +230,7 @@ pub trait Nodes {
     /// As [`open_chat`](super::Store::open_chat).
     fn put_counts(&self, chat: &str, key: &str, counts: &[(NodeId, String, u64)]) -> Result<()>;
 
-    /// What the store knows of the path to `node` (see [`PathSummary`]),
+    /// What the store knows of the path to `node` (see `PathSummary`),
     /// its tokens under `count_key`; `None` if `node` is not a node of the
     /// chat.
     ///

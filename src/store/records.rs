@@ -100,7 +100,7 @@ pub struct CountRecord {
 pub struct NewChunk {
     /// The chunk's id (kept beside the JSON to look chunks up).
     pub chunk_id: String,
-    /// The JSON, written with [`CHUNK_CODEC`].
+    /// The JSON, written with the codec `CHUNK_CODEC` names.
     pub json: String,
     /// Its counts, if known.
     pub counts: Option<CountRecord>,
