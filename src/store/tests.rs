@@ -7,11 +7,25 @@
 use super::{MAIN_BRANCH, NewChunk, Save, SqliteStore, Store};
 use crate::ErrorKind;
 
+/// The test server's schemas, as the integration tests make them (its
+/// `client` is theirs alone).
+#[cfg(feature = "postgres")]
+#[allow(dead_code)]
+#[path = "../../tests/it/common/postgres.rs"]
+mod test_server;
+
+/// What a backend's store leaves behind to clean up: a schema of its own
+/// on the test server.
+#[cfg(feature = "postgres")]
+type Scratch = test_server::Schema;
+#[cfg(not(feature = "postgres"))]
+type Scratch = ();
+
 /// A backend to test, with what to clean up after it.
 struct Backend {
     name: &'static str,
     store: Box<dyn Store>,
-    _schema: Option<Schema>,
+    _scratch: Option<Scratch>,
 }
 
 /// SQLite in memory, and a PostgreSQL schema of its own with the feature.
@@ -20,60 +34,20 @@ fn backends(tag: &str) -> Vec<Backend> {
     let sqlite = Backend {
         name: "sqlite",
         store: Box::new(SqliteStore::in_memory().unwrap()),
-        _schema: None,
+        _scratch: None,
     };
     let mut backends = vec![sqlite];
     #[cfg(feature = "postgres")]
     {
-        let schema = Schema::new(tag);
-        let store = super::PostgresStore::open(&schema.url()).unwrap();
+        let schema = test_server::Schema::new(tag);
+        let store = super::PostgresStore::open(schema.url()).unwrap();
         backends.push(Backend {
             name: "postgres",
             store: Box::new(store),
-            _schema: Some(schema),
+            _scratch: Some(schema),
         });
     }
     backends
-}
-
-/// A schema of the test server's, dropped with what it holds.
-struct Schema {
-    #[cfg(feature = "postgres")]
-    name: String,
-}
-
-#[cfg(feature = "postgres")]
-impl Schema {
-    fn server() -> String {
-        std::env::var("AGENT_CONTEXT_TEST_POSTGRES").expect(
-            "AGENT_CONTEXT_TEST_POSTGRES is not set: run the tests through `.ci/with-postgres`",
-        )
-    }
-
-    fn new(tag: &str) -> Schema {
-        let schema = Schema {
-            name: format!("u_{tag}_{}", std::process::id()),
-        };
-        schema.drop_schema();
-        schema
-    }
-
-    fn url(&self) -> String {
-        format!("{}?schema={}", Schema::server(), self.name)
-    }
-
-    fn drop_schema(&self) {
-        if let Ok(mut client) = postgres::Client::connect(&Schema::server(), postgres::NoTls) {
-            let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name));
-        }
-    }
-}
-
-#[cfg(feature = "postgres")]
-impl Drop for Schema {
-    fn drop(&mut self) {
-        self.drop_schema();
-    }
 }
 
 #[test]
