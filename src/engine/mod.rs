@@ -139,7 +139,7 @@ impl ContextEngine {
             if let Some(base) = usage.base_tokens {
                 let as_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
                 // Recorded only after it calibrated once: it does again.
-                let _ = builder.settings.calibration_handle().observe_counts(
+                let _ = builder.settings.calibration.observe_counts(
                     &usage.model,
                     as_usize(base),
                     as_usize(usage.input_tokens),
@@ -494,12 +494,7 @@ impl ContextEngine {
     /// As [`ContextSession::build`].
     pub fn build(&mut self) -> Result<BuildResult> {
         self.load_tables_while_reading();
-        let policy = self
-            .session
-            .config()
-            .build_settings()
-            .current_policy()
-            .clone();
+        let policy = self.session.config().build_settings().policy.clone();
         if let Some(result) = self.build_from_newest(&policy)? {
             self.last_build = Some(result.clone());
             return Ok(result);
@@ -575,12 +570,7 @@ impl ContextEngine {
     /// [`ErrorKind::Option`] if the input figure cannot be for the last
     /// prompt (nothing is recorded); [`ErrorKind::Store`] if the store fails.
     pub fn track_usage(&mut self, input_tokens: u64, output_tokens: u64) -> Result<()> {
-        let model = self
-            .session
-            .config()
-            .build_settings()
-            .model_name()
-            .to_owned();
+        let model = self.session.config().build_settings().model.clone();
         let mut base = None;
         if let Some(result) = self.last_build.as_ref().filter(|r| !r.token_count_exact) {
             let tokens = base_tokens(result)?;
@@ -588,7 +578,7 @@ impl ContextEngine {
             self.session
                 .config()
                 .build_settings()
-                .calibration_handle()
+                .calibration
                 .observe_counts(&result.model, tokens, billed)?;
             base = Some(tokens as u64);
         }

@@ -105,21 +105,6 @@ impl Settings {
         }
     }
 
-    /// The model builds count for.
-    pub(crate) fn model_name(&self) -> &str {
-        &self.model
-    }
-
-    /// The calibration the builder's estimates use (a shared handle).
-    pub(crate) fn calibration_handle(&self) -> &Calibration {
-        &self.calibration
-    }
-
-    /// The policy builds run with.
-    pub(crate) fn current_policy(&self) -> &Policy {
-        &self.policy
-    }
-
     /// The tags a cap may name: those the default table gives chunks (not
     /// the builder's own markers) and those custom renderers declare.
     pub(crate) fn cap_tags(&self) -> Vec<String> {
