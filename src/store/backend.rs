@@ -91,6 +91,12 @@ pub(crate) trait Tx {
     /// The chat's checkpoints, by name.
     fn checkpoints(&mut self, chat: &str) -> Result<Vec<CheckpointSummary>>;
 
+    /// The record of the last build of `branch` (see `engine::record`).
+    fn last_build(&mut self, chat: &str, branch: &str) -> Result<Option<String>>;
+
+    /// Replaces the record of the last build of `branch`.
+    fn put_last_build(&mut self, chat: &str, branch: &str, record: &str) -> Result<()>;
+
     /// Records `usage` of the chat at `now`.
     fn insert_usage(&mut self, chat: &str, usage: &Usage, now: i64) -> Result<()>;
 

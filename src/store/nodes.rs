@@ -8,7 +8,7 @@
 //! pruning, tallies) are written once, in `verbs` and `save`, for every
 //! [`Backend`].
 
-use super::backend::Backend;
+use super::backend::{Backend, Tx};
 use super::errors;
 use super::records::{BranchHead, LoadedBranch, NodeKey, Save, Saved, StoredChunk};
 use super::tally::PathSummary;
@@ -274,6 +274,22 @@ pub trait Nodes {
     /// [`ErrorKind::Chat`] if the name is empty or
     /// `node` is not a node of the chat.
     fn set_checkpoint(&self, chat: &str, name: &str, node: Option<NodeId>) -> Result<()>;
+
+    /// The record of the last build of `branch`, as the engine wrote it
+    /// (see `engine::record`), if there is one.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Store`] if the database fails.
+    fn last_build(&self, chat: &str, branch: &str) -> Result<Option<String>>;
+
+    /// Replaces the record of the last build of `branch`: one small write,
+    /// in a transaction of its own (the last writer's record stands).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Store`] if the database fails or is read-only.
+    fn keep_last_build(&self, chat: &str, branch: &str, record: &str) -> Result<()>;
 }
 
 impl<B: Backend> Nodes for B {
@@ -328,5 +344,11 @@ impl<B: Backend> Nodes for B {
     }
     fn set_checkpoint(&self, chat: &str, name: &str, node: Option<NodeId>) -> Result<()> {
         verbs::set_checkpoint(self, chat, name, node)
+    }
+    fn last_build(&self, chat: &str, branch: &str) -> Result<Option<String>> {
+        self.read(|tx| tx.last_build(chat, branch))
+    }
+    fn keep_last_build(&self, chat: &str, branch: &str, record: &str) -> Result<()> {
+        self.write(|tx| tx.put_last_build(chat, branch, record))
     }
 }

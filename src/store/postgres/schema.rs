@@ -9,7 +9,7 @@
 //! the order SQLite lists them in.
 
 /// The schema version this crate writes.
-pub(super) const CURRENT_VERSION: u32 = 3;
+pub(super) const CURRENT_VERSION: u32 = 4;
 
 pub(super) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
     // 1: chats with their system lane, chunks as nodes of a graph,
@@ -85,6 +85,16 @@ pub(super) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
      CREATE INDEX nodes_by_call_id ON nodes (chat, call_id) WHERE call_id IS NOT NULL;
      ALTER TABLE counts ADD COLUMN tally TEXT;
      UPDATE schema_version SET version = 3;",
+    // 4: each branch's last build, as the next build extends it (see
+    // `engine::record`). No key on the head: a pruned head leaves a record
+    // the next build finds stale.
+    "CREATE TABLE builds (
+         chat BYTEA NOT NULL REFERENCES chats (id),
+         branch BYTEA NOT NULL,
+         record TEXT NOT NULL,
+         PRIMARY KEY (chat, branch)
+     );
+     UPDATE schema_version SET version = 4;",
 ];
 
 /// The first version whose nodes have jumps.

@@ -262,6 +262,30 @@ impl Tx for PgTx<'_> {
             .collect()
     }
 
+    fn last_build(&mut self, chat: &str, branch: &str) -> Result<Option<String>> {
+        let row = self.one(
+            "SELECT record FROM builds WHERE chat = $1 AND branch = $2",
+            &[
+                (&chat.as_bytes(), Type::BYTEA),
+                (&branch.as_bytes(), Type::BYTEA),
+            ],
+        )?;
+        row.map(|row| self.column(&row, 0)).transpose()
+    }
+
+    fn put_last_build(&mut self, chat: &str, branch: &str, record: &str) -> Result<()> {
+        self.run(
+            "INSERT INTO builds (chat, branch, record) VALUES ($1, $2, $3) \
+             ON CONFLICT (chat, branch) DO UPDATE SET record = excluded.record",
+            &[
+                (&chat.as_bytes(), Type::BYTEA),
+                (&branch.as_bytes(), Type::BYTEA),
+                (&record, Type::TEXT),
+            ],
+        )?;
+        Ok(())
+    }
+
     fn insert_usage(&mut self, chat: &str, usage: &Usage, now: i64) -> Result<()> {
         let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         self.run(

@@ -13,7 +13,7 @@ use crate::store::errors::{check_schema_version, not_a_store};
 use crate::store::migrate::{Migrations, SchemaTx};
 
 /// The schema version this crate writes.
-const CURRENT_VERSION: u32 = 5;
+const CURRENT_VERSION: u32 = 6;
 
 const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
     // 1: chats, chunks as nodes of a graph, branches and checkpoints.
@@ -90,6 +90,16 @@ const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
      CREATE INDEX nodes_by_call_id ON nodes (chat, call_id) WHERE call_id IS NOT NULL;
      ALTER TABLE counts ADD COLUMN tally TEXT;
      UPDATE schema_version SET version = 5;",
+    // 6: each branch's last build, as the next build extends it (see
+    // `engine::record`). No key on the head: a pruned head leaves a record
+    // the next build finds stale.
+    "CREATE TABLE builds (
+         chat TEXT NOT NULL REFERENCES chats (id),
+         branch TEXT NOT NULL,
+         record TEXT NOT NULL,
+         PRIMARY KEY (chat, branch)
+     ) WITHOUT ROWID;
+     UPDATE schema_version SET version = 6;",
 ];
 
 /// The first version whose nodes have jumps.

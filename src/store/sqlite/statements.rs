@@ -219,6 +219,23 @@ impl Tx for SqliteTx<'_> {
         )
     }
 
+    fn last_build(&mut self, chat: &str, branch: &str) -> Result<Option<String>> {
+        self.one(
+            "SELECT record FROM builds WHERE chat = ?1 AND branch = ?2",
+            [chat, branch],
+            |row| row.get(0),
+        )
+    }
+
+    fn put_last_build(&mut self, chat: &str, branch: &str, record: &str) -> Result<()> {
+        self.run(
+            "INSERT INTO builds (chat, branch, record) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (chat, branch) DO UPDATE SET record = excluded.record",
+            [chat, branch, record],
+        )?;
+        Ok(())
+    }
+
     fn insert_usage(&mut self, chat: &str, usage: &Usage, now: i64) -> Result<()> {
         let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         self.run(
