@@ -137,6 +137,23 @@ impl Default for Caps {
 }
 
 impl Caps {
+    /// Every cap, written out in one order whatever order they were set
+    /// in (see [`Policy::key_text`](super::Policy::key_text)).
+    pub(crate) fn key_text(&self) -> String {
+        fn sorted<K: std::fmt::Debug>(map: &FxHashMap<K, Option<usize>>) -> Vec<String> {
+            let mut entries: Vec<String> = map.iter().map(|(k, v)| format!("{k:?}={v:?}")).collect();
+            entries.sort();
+            entries
+        }
+        let maps = [
+            sorted(&self.by_kind),
+            sorted(&self.by_tag),
+            sorted(&self.by_tool),
+            sorted(&self.by_chunk),
+        ];
+        format!("{maps:?}")
+    }
+
     /// The smallest cap set, if any is.
     pub(crate) fn smallest(&self) -> Option<usize> {
         (self.by_kind.values())

@@ -109,6 +109,25 @@ impl fmt::Debug for Policy {
 }
 
 impl Policy {
+    /// Everything of the policy that shapes a plan, written out in one
+    /// order whatever order it was set in: part of the key a stored chat's
+    /// last build is kept under (see `Settings::plan_key`).
+    pub(crate) fn key_text(&self) -> String {
+        let mut priorities: Vec<String> = (self.priorities.iter())
+            .map(|(target, priority)| format!("{target:?}={priority}"))
+            .collect();
+        priorities.sort();
+        format!(
+            "{} {} {} {} {:?} {priorities:?} {}",
+            self.caps.key_text(),
+            self.low_water,
+            self.recent_turns,
+            self.summary_input_tokens,
+            self.context_management,
+            self.summarizer.is_some()
+        )
+    }
+
     /// Overrides the default priority of a kind, or of the `agent` chunks
     /// of one role: `set_priority(ChunkKind::Agent, 50)` sets both roles,
     /// `set_priority(Role::User, 95)` only the user's. A chunk's own

@@ -48,6 +48,15 @@ impl PreviousCut {
         }
     }
 
+    /// The fate of each chunk by position, for a cut kept by position
+    /// with no chunk removed since.
+    pub(crate) fn marks(&self) -> Option<&[Fate]> {
+        match self {
+            PreviousCut::ByPosition { marks, removed } if removed.is_empty() => Some(marks),
+            _ => None,
+        }
+    }
+
     /// Records what a build decided for the chunk at `index` (by position).
     pub(crate) fn record(&mut self, index: usize, decision: &ChunkDecision) {
         if let PreviousCut::ByPosition { marks, .. } = self {
@@ -131,7 +140,7 @@ impl PreviousCut {
 /// What a build made of a chunk, as the next one repeats it: only cuts
 /// made for the budget repeat (a filtered or orphaned chunk, or one an
 /// edit cleared, is judged afresh).
-fn fate_of(decision: &ChunkDecision) -> Fate {
+pub(crate) fn fate_of(decision: &ChunkDecision) -> Fate {
     match decision.decision {
         Decision::Stubbed {
             reason: StubReason::Budget,

@@ -12,6 +12,8 @@ mod branches;
 mod export;
 mod load;
 mod newest;
+mod record;
+mod resume;
 mod tally_rules;
 
 use std::sync::Arc;
@@ -27,6 +29,7 @@ use crate::pipeline::kept_alone_tokens;
 use crate::session::ContextSession;
 use crate::settings::builder::ContextBuilder;
 use crate::store::{CountRecord, MAIN_BRANCH, NewChunk, NodeId, Nodes, Save, Store, TOKEN, Usage};
+use resume::Start;
 
 /// A durable chat, built turn after turn within the budget.
 ///
@@ -482,27 +485,24 @@ impl ContextEngine {
         Ok(orphans)
     }
 
-    /// Builds this turn's prompt with the builder's policy. Before the
-    /// stored chunks are read, it reads only the newest ones (and the
-    /// protected ones) when that makes the prompt a build of the whole
-    /// branch makes, and says in [`BuildResult::unread_chunks`] how many it
-    /// left; otherwise it reads them all and builds as the session does,
-    /// incrementally from then on.
+    /// Builds this turn's prompt with the builder's policy. It extends the
+    /// branch's last build, as a [`ContextSession`] extends its own: the
+    /// engine's, or the one the store keeps from a build in any process,
+    /// when it was made under the same settings at a head this one
+    /// descends from (see [`BuildResult::previous_build`]); it keeps this
+    /// one for the next build. Before the stored chunks are read, it reads
+    /// only the window and what came after it (and the protected chunks)
+    /// when that makes the prompt a build of the whole branch makes, and
+    /// says in [`BuildResult::unread_chunks`] how many it left; otherwise
+    /// it reads them all and builds as the session does, incrementally
+    /// from then on.
     ///
     /// # Errors
     ///
     /// As [`ContextSession::build`].
     pub fn build(&mut self) -> Result<BuildResult> {
-        self.load_tables_while_reading();
         let policy = self.session.config().build_settings().policy.clone();
-        if let Some(result) = self.build_from_newest(&policy)? {
-            self.last_build = Some(result.clone());
-            return Ok(result);
-        }
-        self.load_chunks()?;
-        let result = self.session.build()?;
-        self.last_build = Some(result.clone());
-        Ok(result)
+        self.build_with(&policy)
     }
 
     /// Builds this turn's prompt with `policy` instead of the builder's
@@ -513,12 +513,30 @@ impl ContextEngine {
     /// As [`ContextSession::build_with`].
     pub fn build_with(&mut self, policy: &Policy) -> Result<BuildResult> {
         self.load_tables_while_reading();
-        if let Some(result) = self.build_from_newest(policy)? {
-            self.last_build = Some(result.clone());
-            return Ok(result);
+        let key = self.session.config().build_settings().plan_key(policy);
+        let start = self.start(key.as_deref())?;
+        let (mut result, record) = match self.build_from_newest(policy, start.record())? {
+            Some(built) => {
+                let planned = (&built.positions[..], &built.chunks[..]);
+                let record = key.and_then(|key| {
+                    self.record_of_newest(key, start.record(), planned, &built.result)
+                });
+                (built.result, record)
+            }
+            None => {
+                self.load_chunks()?;
+                if let Start::Kept(record) = &start {
+                    self.session.resume(record.resumed());
+                }
+                let result = self.session.build_with(policy)?;
+                let record = key.and_then(|key| self.record_of_session(key, &result));
+                (result, record)
+            }
+        };
+        result.previous_build = Some(start.outcome());
+        if let Some(record) = record {
+            self.keep_record(&record, &mut result.warnings);
         }
-        self.load_chunks()?;
-        let result = self.session.build_with(policy)?;
         self.last_build = Some(result.clone());
         Ok(result)
     }

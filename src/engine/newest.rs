@@ -20,13 +20,15 @@
 
 use super::ContextEngine;
 use super::load::{decode_chunk, lane_of};
+use super::record::BuildRecord;
 use super::tally_rules::{highest_priority, without};
 use crate::budget::{
-    Decision, DropReason, Policy, answered_call, call_id_of, is_read, is_tool_use, never_dropped,
-    tool_call,
+    Decision, DropReason, Fate, Policy, Timeline, answered_call, call_id_of, is_read, is_tool_use,
+    never_dropped, tool_call,
 };
 use crate::error::Result;
 use crate::model::memory::MemoryChunk;
+use crate::output::last_build::LastBuild;
 use crate::output::result::BuildResult;
 use crate::pipeline::BuildCache;
 use crate::pipeline::{Outside, Pass, kept_alone_tokens, seed_counts};
@@ -46,8 +48,14 @@ const MOST_OLD: usize = 1_024;
 
 impl ContextEngine {
     /// The build of the branch from its newest chunks, when one is exact;
-    /// `None` when it must read every chunk.
-    pub(super) fn build_from_newest(&mut self, policy: &Policy) -> Result<Option<BuildResult>> {
+    /// `None` when it must read every chunk. Given the branch's last build
+    /// (`extending`), it reads back to that build's frontier and repeats
+    /// its cut (see `engine::record`).
+    pub(super) fn build_from_newest(
+        &mut self,
+        policy: &Policy,
+        extending: Option<&BuildRecord>,
+    ) -> Result<Option<NewestBuild>> {
         let (Some(head), Some(key)) = (self.head, self.session.count_key()) else {
             return Ok(None);
         };
@@ -63,7 +71,10 @@ impl ContextEngine {
         };
         let target = self.session.config().budget() as f64 * policy.low_water;
         let mut read = Newest::default();
-        let mut want = self.first_read;
+        let mut want = match extending {
+            Some(record) => (newest.position + 1).saturating_sub(record.frontier),
+            None => self.first_read,
+        };
         loop {
             if !self.read_more(&mut read, head, want, &key)? {
                 // Every chunk is read: the whole build costs no more.
@@ -78,22 +89,36 @@ impl ContextEngine {
                 want = read.chunks.len() + STEP_BACK;
                 continue;
             }
-            let Some(plan) = self.plan_newest(&read, (head, &newest), &key, policy)? else {
+            if let Some(record) = extending {
+                if !read.ages_settled(record, policy) {
+                    want = read.chunks.len() + STEP_BACK;
+                    continue;
+                }
+                let islands = &record.islands;
+                let Some(plan) = self.plan_newest(&read, (head, &newest), (&key, islands), policy)?
+                else {
+                    return Ok(None);
+                };
+                return self.build_newest(&read, plan, policy, Some(record));
+            }
+            let plan = self.plan_newest(&read, (head, &newest), (&key, &[]), policy)?;
+            let Some((priority, plan)) = plan.and_then(|p| Some((p.unread.priority?, p)))
+            else {
                 want = want.saturating_mul(2);
                 continue;
             };
             // The chunks read must hold more than the prompt takes at or
             // above the unread chunks' priority: until they do, read as
             // many more as their rate says, a quarter over.
-            let above = read.tokens_at_or_above(plan.unread.priority, policy);
+            let above = read.tokens_at_or_above(priority, policy);
             if (above as f64) < target {
                 let per_chunk = above.max(1) as f64 / read.chunks.len() as f64;
                 let needed = (target / per_chunk * 1.25) as usize;
                 want = needed.clamp(want.saturating_mul(2), want.saturating_mul(16));
                 continue;
             }
-            if let Some(result) = self.build_newest(&read, plan, policy)? {
-                return Ok(Some(result));
+            if let Some(built) = self.build_newest(&read, plan, policy, None)? {
+                return Ok(Some(built));
             }
             want = want.saturating_mul(2);
         }
@@ -150,7 +175,7 @@ impl ContextEngine {
         &self,
         read: &Newest,
         (head, newest): (NodeId, &PathSummary),
-        key: &str,
+        (key, islands): (&str, &[usize]),
         policy: &Policy,
     ) -> Result<Option<NewestPlan>> {
         let location = self.store.location();
@@ -166,6 +191,18 @@ impl ContextEngine {
         let Some(mut old) = self.protected_before(&below, latest_user, key)? else {
             return Ok(None);
         };
+        for &position in islands.iter().filter(|&&p| p < read.start()) {
+            if old.iter().any(|c| c.position == position) {
+                continue;
+            }
+            let Some(node) = self.nodes().ancestor(&self.chat, head, position)? else {
+                return Ok(None);
+            };
+            match self.nodes().read_back(&self.chat, node, 1, Some(key))?.pop() {
+                Some(island) => old.push(island),
+                None => return Ok(None),
+            }
+        }
         let mut old_chunks: Vec<MemoryChunk> = old
             .iter()
             .map(|c| decode_chunk(c.position, c, &location))
@@ -216,13 +253,16 @@ impl ContextEngine {
     }
 
     /// The build of the old chunks `plan` keeps and the chunks `read`, with
-    /// the unread ones in the marker, if it is exact.
+    /// the unread ones in the marker, if it is exact: extending the last
+    /// build, because its cut drops every unread chunk again; else if the
+    /// budget dropped a unit that comes after every unread one.
     fn build_newest(
         &self,
         read: &Newest,
         plan: NewestPlan,
         policy: &Policy,
-    ) -> Result<Option<BuildResult>> {
+        extending: Option<&BuildRecord>,
+    ) -> Result<Option<NewestBuild>> {
         let NewestPlan {
             old,
             old_chunks,
@@ -235,14 +275,17 @@ impl ContextEngine {
         state.validate()?;
         let config = self.session.config();
         let mut cache = BuildCache::default();
-        let seeds = old.iter().chain(read.stored.iter().rev());
-        let seeds: Vec<(usize, &str)> = seeds
+        let planned = || old.iter().chain(read.stored.iter().rev());
+        let seeds: Vec<(usize, &str)> = planned()
             .map(|c| c.counts.as_deref())
             .enumerate()
             .filter_map(|(i, c)| Some((i, c?)))
             .collect();
         seed_counts(config.build_settings(), seeds, &mut cache);
+        let positions: Vec<usize> = planned().map(|c| c.position).collect();
+        // The marker goes where the oldest dropped chunk was.
         let first_unread = (0..start)
+            .filter(|p| extending.is_none_or(|r| r.mark(*p) == Fate::Dropped))
             .find(|p| old.iter().all(|c| c.position != *p))
             .unwrap_or(start);
         let outside = Outside {
@@ -250,29 +293,26 @@ impl ContextEngine {
             tokens: usize::try_from(unread.tokens).unwrap_or(usize::MAX),
             marker_before: old.iter().filter(|c| c.position < first_unread).count(),
         };
+        let previous = extending.map(|record| {
+            let marks = positions.iter().map(|&p| record.mark(p)).collect();
+            LastBuild::resumed(marks, record.fingerprints.clone(), record.summary.clone())
+        });
         let pass = Pass {
             policy,
-            previous: None,
+            previous: previous.as_ref(),
             cache: &mut cache,
             outside,
         };
         let mut result = config.build_with(&state, pass)?;
-        // Exact only if the budget dropped a unit that comes after every
-        // unread one in the order units are dropped.
-        let past_unread = result.decisions.iter().any(|d| {
-            d.priority >= unread.priority
-                && matches!(
-                    d.decision,
-                    Decision::Dropped {
-                        reason: DropReason::Budget
-                    }
-                )
-        });
-        if !past_unread {
+        if extending.is_none() && !dropped_past(&result, unread.priority) {
             return Ok(None);
         }
         result.unread_chunks = unread.unread;
-        Ok(Some(result))
+        Ok(Some(NewestBuild {
+            result,
+            positions,
+            chunks: state.chunks,
+        }))
     }
 
     /// What `chunk` adds to its path's token tally (nothing for an orphan
@@ -338,6 +378,32 @@ impl ContextEngine {
     }
 }
 
+/// Whether the budget dropped a unit that comes after every unread chunk
+/// (of at most `priority`) in the order units are dropped: then it dropped
+/// every unread one too.
+fn dropped_past(result: &BuildResult, priority: Option<i64>) -> bool {
+    let Some(priority) = priority else {
+        return false;
+    };
+    result.decisions.iter().any(|d| {
+        d.priority >= priority
+            && matches!(
+                d.decision,
+                Decision::Dropped {
+                    reason: DropReason::Budget
+                }
+            )
+    })
+}
+
+/// A build from the newest chunks: the result, and the stored position and
+/// the chunk of each decision.
+pub(super) struct NewestBuild {
+    pub(super) result: BuildResult,
+    pub(super) positions: Vec<usize>,
+    pub(super) chunks: Vec<MemoryChunk>,
+}
+
 /// The newest chunks read so far, newest first, as stored and as read.
 #[derive(Default)]
 struct Newest {
@@ -349,6 +415,21 @@ impl Newest {
     /// The position of the oldest chunk read.
     fn start(&self) -> usize {
         self.stored.last().map_or(0, |c| c.position)
+    }
+
+    /// Whether the chunks read hold enough model calls that every older
+    /// island the `record` names is as old as the branch says: tool results
+    /// older than the last `recent_turns` steps may be stubbed, and the
+    /// steps among the unread chunks are not counted.
+    fn ages_settled(&self, record: &BuildRecord, policy: &Policy) -> bool {
+        if record.islands.is_empty() {
+            return true;
+        }
+        let mut timeline = Timeline::default();
+        for (index, chunk) in self.chunks.iter().rev().enumerate() {
+            timeline.push(index, chunk);
+        }
+        timeline.steps_after(0) >= policy.recent_turns
     }
 
     /// Tokens of the unprotected chunks read whose priority is `priority`
@@ -376,7 +457,8 @@ struct Unread {
     unread: usize,
     chunks: usize,
     tokens: u64,
-    priority: i64,
+    /// `None` when none is dropped.
+    priority: Option<i64>,
 }
 
 impl Unread {
@@ -407,7 +489,7 @@ impl Unread {
             unread,
             chunks,
             tokens: tokens.total,
-            priority: highest_priority(&classes, policy)?,
+            priority: highest_priority(&classes, policy),
         })
     }
 }

@@ -5,9 +5,9 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::budget::{Policy, PreviousCut, Timeline};
+use crate::budget::{Fate, Policy, PreviousCut, Timeline};
 use crate::model::rows::Rows;
-use crate::output::message::{ContextMessage, MessageFingerprint, content_hash};
+use crate::output::message::{ContextMessage, MessageFingerprint, Summary, content_hash};
 use crate::output::result::BuildResult;
 use crate::tokens::parts::SEPARATOR;
 
@@ -67,6 +67,22 @@ impl From<&BuildResult> for LastBuild {
 }
 
 impl LastBuild {
+    /// A build a store kept (see `engine::record`): its cut by position,
+    /// and its messages' fingerprints and summary; not to be extended.
+    pub(crate) fn resumed(
+        marks: Vec<Fate>,
+        fingerprints: Rows<MessageFingerprint>,
+        summary: Option<Summary>,
+    ) -> Self {
+        LastBuild {
+            cut: PreviousCut::ByPosition {
+                marks,
+                removed: FxHashMap::default(),
+            },
+            ..LastBuild::from(&BuildResult::carrying(fingerprints, summary))
+        }
+    }
+
     /// Tokens at the start of `messages` (fingerprinted as `fingerprints`)
     /// that are byte-identical to the previous build's, as far as a
     /// provider's prefix cache can tell: every leading message that is

@@ -75,9 +75,67 @@ pub struct BuildResult {
     pub applied_edits: Vec<AppliedEdit>,
     /// Things the caller should know (e.g. a budget above the model's window).
     pub warnings: Vec<String>,
+    /// For a stored chat's build: whether it extended the branch's last
+    /// build, as a session extends its own, or started cold, and why.
+    /// `None` for every other build.
+    pub previous_build: Option<PreviousBuild>,
+}
+
+/// What a stored chat's build started from (see `docs/stores.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PreviousBuild {
+    /// It extended the branch's last build (kept in the store, or by this
+    /// engine): the prompt is the one a session that made every earlier
+    /// build would return.
+    Extended,
+    /// Cold: no build of the branch is kept.
+    NoneKept,
+    /// Cold: the last build was made under other settings or policy.
+    OtherSettings,
+    /// Cold: the branch's head does not descend from the last build's (a
+    /// rewind, a restore, a switch, or a replaced message).
+    HeadMoved,
+    /// Cold: the kept record could not be read (written by another
+    /// version, or damaged).
+    Unreadable,
+    /// Cold, and nothing is kept: the build counts with a caller's counter,
+    /// which the record cannot name, or includes unsaved chunks.
+    NotKept,
 }
 
 impl BuildResult {
+    /// A build of which only what the next build reads of it is known: its
+    /// messages' fingerprints and its summary, as a store kept them.
+    pub(crate) fn carrying(
+        fingerprints: Rows<MessageFingerprint>,
+        summary: Option<Summary>,
+    ) -> Self {
+        BuildResult {
+            model: String::new(),
+            encoding: String::new(),
+            budget: 0,
+            max_tokens: 0,
+            reserve_output: 0,
+            token_count: 0,
+            token_count_exact: false,
+            messages: Rows::new(),
+            elided: None,
+            trim_target: None,
+            stable_prefix_tokens: None,
+            summary,
+            fingerprints,
+            last_part: None,
+            protocol: Protocol::default(),
+            decisions: Rows::new(),
+            unread_chunks: 0,
+            applied_edits: Vec::new(),
+            warnings: Vec::new(),
+            previous_build: None,
+        }
+    }
+
     /// Ids of the chunks in the prompt, in order: a view of the messages'
     /// [`chunk_ids`](ContextMessage::chunk_ids).
     pub fn included(&self) -> impl DoubleEndedIterator<Item = &ChunkId> + '_ {
@@ -120,7 +178,7 @@ impl BuildResult {
 /// fields a build hands the next one left out.
 impl Serialize for BuildResult {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        let mut report = serializer.serialize_struct("BuildResult", 18)?;
+        let mut report = serializer.serialize_struct("BuildResult", 19)?;
         report.serialize_field("model", &self.model)?;
         report.serialize_field("encoding", &self.encoding)?;
         report.serialize_field("budget", &self.budget)?;
@@ -145,6 +203,7 @@ impl Serialize for BuildResult {
         let edits = Some(&self.applied_edits).filter(|edits| !edits.is_empty());
         optional_field(&mut report, "applied_edits", edits)?;
         report.serialize_field("warnings", &self.warnings)?;
+        optional_field(&mut report, "previous_build", self.previous_build.as_ref())?;
         report.end()
     }
 }

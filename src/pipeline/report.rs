@@ -54,6 +54,7 @@ impl Build<'_> {
             unread_chunks: 0,
             applied_edits,
             warnings: budget.warnings,
+            previous_build: None,
         }
     }
 }

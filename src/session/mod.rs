@@ -356,6 +356,19 @@ impl ContextSession {
         self.stop_extending();
     }
 
+    /// The last build, if the session has made one.
+    pub(crate) fn last_build(&self) -> Option<&LastBuild> {
+        self.last.as_ref()
+    }
+
+    /// Takes `last` as the last build, when the session has made none: the
+    /// next build repeats its cut, as a builder given a previous build does.
+    pub(crate) fn resume(&mut self, last: LastBuild) {
+        if self.last.is_none() {
+            self.last = Some(last);
+        }
+    }
+
     /// Forgets the previous build: the next build plans from scratch.
     pub fn forget_previous(&mut self) {
         self.last = None;

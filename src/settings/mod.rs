@@ -138,6 +138,36 @@ impl Settings {
             && !policy.caps.names_tools_or_chunks()
     }
 
+    /// The key under which a stored chat keeps the record of a build made
+    /// with these settings and `policy`, which the next build extends only
+    /// under the same key (see `engine::record`): this crate's version and
+    /// every setting that shapes a plan, hashed. `None` with a caller's
+    /// counter, code the key cannot name. A caller's renderers are named by
+    /// their tags only: a build with other renderer code under the same
+    /// tags extends the record, and still fits its budget.
+    pub(crate) fn plan_key(&self, policy: &Policy) -> Option<String> {
+        if self.counter.is_some() {
+            return None;
+        }
+        let text = format!(
+            "{:?}",
+            (
+                (&self.model, self.max_tokens, self.reserve_output),
+                (&self.system_prompt, self.escape, &self.framing),
+                (&self.include_kinds, &self.exclude_kinds, &self.include_ids),
+                (self.renderers.protocol(), self.renderers.tag_set().names()),
+                (self.renderers.only_default(), &self.renderers.custom_tags()),
+                (&self.content, self.user_first),
+                (&self.fragments_format, &self.fragment_options),
+                policy.key_text(),
+            )
+        );
+        let mut hasher = rustc_hash::FxHasher::default();
+        std::hash::Hasher::write(&mut hasher, text.as_bytes());
+        let hash = std::hash::Hasher::finish(&hasher);
+        Some(format!("{} {hash:016x}", env!("CARGO_PKG_VERSION")))
+    }
+
     /// The ids `include_ids` keeps, when set.
     pub(crate) fn only_ids(&self) -> Option<FxHashSet<&str>> {
         self.include_ids

@@ -47,6 +47,7 @@ mod replay;
 mod routing;
 mod session;
 mod store;
+mod stored_cache;
 #[cfg(unix)]
 mod store_processes;
 mod toon_spec;

@@ -1,0 +1,276 @@
+//! The record of a branch's last build, kept in the store so that the next
+//! build, in any process, extends it as a session extends its own: the
+//! same cut, repeated while it fits, and the same prompt, byte for byte.
+//!
+//! It holds what a session's last build hands the next one: each chunk's
+//! fate by position (kept, stubbed or dropped for the budget), its
+//! messages' fingerprints (for `stable_prefix_tokens`) and its summary,
+//! with the head and the settings it was made under. It also says where
+//! the next build reads back to (the *frontier*: every chunk older than it
+//! is out of the prompt but for the *islands*, fetched one by one, and the
+//! chunks no budget drops, found through the path tallies), so a build
+//! reads the window and what was added since, not the whole branch.
+//!
+//! The record is advisory: the next build extends it only under the same
+//! [`plan key`](crate::settings::Settings::plan_key), on a head that
+//! descends from its head; a record that does not read is ignored. A wrong
+//! record can only make another prompt, never one over budget, without a
+//! protected chunk, or with a call apart from its results: those rules are
+//! the build's, whatever it starts from.
+
+use serde::{Deserialize, Serialize};
+
+use crate::budget::{ChunkDecision, Fate, fate_of, never_dropped};
+use crate::model::memory::MemoryChunk;
+use crate::model::roles::Role;
+use crate::model::rows::Rows;
+use crate::output::message::{MessageFingerprint, Summary};
+use crate::output::result::BuildResult;
+use crate::store::NodeId;
+
+/// The version of the record's layout: a record of another version is
+/// read as no record.
+const FORMAT: u32 = 1;
+
+/// What fetching one island costs, in chunks read back: its node is found
+/// by a climb, then read, and its tool unit looked up.
+const ISLAND_COST: usize = 6;
+
+/// The most islands a record names: older chunks in the prompt are read
+/// with the window instead.
+const MOST_ISLANDS: usize = 256;
+
+/// A branch's last build, as the next build extends it.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct BuildRecord {
+    /// The head it was built at.
+    pub(super) head: NodeId,
+    /// How many chunks the branch held at `head`.
+    pub(super) chunks: usize,
+    /// The plan key of its settings and policy.
+    pub(super) key: String,
+    /// Each chunk's fate, by position: `chunks` of them.
+    pub(super) marks: Vec<Fate>,
+    /// Where the next build reads back to (see the module's docs).
+    pub(super) frontier: usize,
+    /// The positions of the chunks older than `frontier` in the prompt,
+    /// but those no budget drops, ascending.
+    pub(super) islands: Vec<usize>,
+    /// Its messages' fingerprints and its summary.
+    pub(super) fingerprints: Rows<MessageFingerprint>,
+    pub(super) summary: Option<Summary>,
+}
+
+impl BuildRecord {
+    /// The record of `result`, built at `head` (of `chunks` chunks) under
+    /// `key`. `marks` are every chunk's fates before this build (what it
+    /// did not plan keeps its mark); `planned` are the chunks it planned,
+    /// `(position, chunk)`, one per decision, ascending.
+    pub(super) fn of_build<'a>(
+        (head, chunks, key): (NodeId, usize, String),
+        mut marks: Vec<Fate>,
+        planned: impl Iterator<Item = (usize, &'a MemoryChunk)>,
+        result: &BuildResult,
+    ) -> Self {
+        marks.resize(chunks, Fate::Kept);
+        let mut in_prompt = Vec::new();
+        for ((position, chunk), decision) in planned.zip(&result.decisions) {
+            if let Some(mark) = marks.get_mut(position) {
+                *mark = fate_of(decision);
+            }
+            if in_the_prompt(decision) && !never_dropped(chunk) {
+                in_prompt.push(position);
+            }
+        }
+        let split = cheapest_split(&in_prompt, chunks);
+        BuildRecord {
+            head,
+            chunks,
+            key,
+            marks,
+            frontier: in_prompt.get(split).copied().unwrap_or(chunks),
+            islands: in_prompt[..split].to_vec(),
+            fingerprints: result.fingerprints.clone(),
+            summary: result.summary.clone(),
+        }
+    }
+
+    /// The fate the record gives the chunk at `position` (kept past its end).
+    pub(super) fn mark(&self, position: usize) -> Fate {
+        self.marks.get(position).copied().unwrap_or_default()
+    }
+
+    /// The record as the store keeps it.
+    pub(super) fn encode(&self) -> String {
+        let wire = Wire {
+            format: FORMAT,
+            head: self.head,
+            chunks: self.chunks,
+            key: self.key.clone(),
+            marks: encode_marks(&self.marks),
+            frontier: self.frontier,
+            islands: self.islands.clone(),
+            messages: (self.fingerprints.iter())
+                .map(|f| (f.role.as_str().to_owned(), f.len, f.hash, f.growable))
+                .collect(),
+            summary: (self.summary.as_ref()).map(|s| (s.chunks, s.tokens, s.body.clone())),
+        };
+        serde_json::to_string(&wire).unwrap_or_default()
+    }
+
+    /// The record `text` holds, if it reads as one of this format whose
+    /// parts agree.
+    pub(super) fn decode(text: &str) -> Option<Self> {
+        let wire: Wire = serde_json::from_str(text).ok()?;
+        let marks = decode_marks(&wire.marks)?;
+        let islands_ascend = wire.islands.windows(2).all(|w| w[0] < w[1]);
+        let agree = wire.format == FORMAT
+            && marks.len() == wire.chunks
+            && wire.frontier <= wire.chunks
+            && islands_ascend
+            && wire.islands.last().is_none_or(|&i| i < wire.frontier);
+        if !agree {
+            return None;
+        }
+        let fingerprints = (wire.messages.into_iter())
+            .map(|(role, len, hash, growable)| {
+                Some(MessageFingerprint {
+                    role: role_named(&role)?,
+                    len,
+                    hash,
+                    growable,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(BuildRecord {
+            head: wire.head,
+            chunks: wire.chunks,
+            key: wire.key,
+            marks,
+            frontier: wire.frontier,
+            islands: wire.islands,
+            fingerprints: fingerprints.into(),
+            summary: (wire.summary).map(|(chunks, tokens, body)| Summary {
+                chunks,
+                tokens,
+                body,
+            }),
+        })
+    }
+}
+
+/// Whether a decision puts its chunk in the prompt.
+fn in_the_prompt(decision: &ChunkDecision) -> bool {
+    decision.is_included()
+}
+
+/// How many of the chunks in the prompt (`in_prompt`, ascending
+/// positions, of `chunks`) the next build fetches one by one rather than
+/// with the window it reads back: the split that reads the fewest chunks,
+/// counting [`ISLAND_COST`] per island.
+fn cheapest_split(in_prompt: &[usize], chunks: usize) -> usize {
+    let cost = |split: usize| {
+        let read = chunks - in_prompt.get(split).copied().unwrap_or(chunks);
+        split * ISLAND_COST + read
+    };
+    (0..=in_prompt.len().min(MOST_ISLANDS))
+        .min_by_key(|&split| (cost(split), split))
+        .unwrap_or(0)
+}
+
+/// The record's layout in the store.
+#[derive(Serialize, Deserialize)]
+struct Wire {
+    format: u32,
+    head: NodeId,
+    chunks: usize,
+    key: String,
+    marks: String,
+    frontier: usize,
+    islands: Vec<usize>,
+    /// `(role, length, hash, growable tokens)` per message.
+    messages: Vec<(String, usize, u64, usize)>,
+    /// `(chunks, tokens, text)`.
+    summary: Option<(usize, usize, String)>,
+}
+
+/// Fates as runs: `k` kept, `s` stubbed, `d` dropped, each followed by how
+/// many, e.g. `d812k40s1k3`.
+fn encode_marks(marks: &[Fate]) -> String {
+    let mut text = String::new();
+    let mut runs = marks.chunk_by(|a, b| a == b).peekable();
+    while let Some(run) = runs.next() {
+        let letter = match run[0] {
+            Fate::Kept => 'k',
+            Fate::Stubbed => 's',
+            Fate::Dropped => 'd',
+        };
+        text.push(letter);
+        text.push_str(&run.len().to_string());
+    }
+    text
+}
+
+fn decode_marks(text: &str) -> Option<Vec<Fate>> {
+    let mut marks = Vec::new();
+    let mut rest = text;
+    while let Some(letter) = rest.chars().next() {
+        let fate = match letter {
+            'k' => Fate::Kept,
+            's' => Fate::Stubbed,
+            'd' => Fate::Dropped,
+            _ => return None,
+        };
+        rest = &rest[1..];
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let count: usize = rest[..digits].parse().ok()?;
+        // A record names at most as many chunks as a store can hold.
+        if count == 0 || marks.len().checked_add(count)? > u32::MAX as usize {
+            return None;
+        }
+        marks.resize(marks.len() + count, fate);
+        rest = &rest[digits..];
+    }
+    Some(marks)
+}
+
+fn role_named(name: &str) -> Option<Role> {
+    [Role::System, Role::User, Role::Assistant]
+        .into_iter()
+        .find(|role| role.as_str() == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_read_back_as_written_and_nothing_else_reads() {
+        let marks = [
+            vec![Fate::Dropped; 812],
+            vec![Fate::Kept; 40],
+            vec![Fate::Stubbed],
+            vec![Fate::Kept; 3],
+        ]
+        .concat();
+        let text = encode_marks(&marks);
+        assert_eq!(text, "d812k40s1k3");
+        assert_eq!(decode_marks(&text), Some(marks));
+        assert_eq!(decode_marks(""), Some(Vec::new()));
+        for bad in ["k", "k0", "x3", "k-1", "k3d", "k99999999999999999999", "3k"] {
+            assert_eq!(decode_marks(bad), None, "{bad:?} read");
+        }
+    }
+
+    #[test]
+    fn the_split_fetches_old_stragglers_and_reads_the_dense_window() {
+        // Old user messages kept among dropped bulk, then a dense window.
+        let mut in_prompt: Vec<usize> = (0..10).map(|i| i * 50).collect();
+        in_prompt.extend(900..1000);
+        assert_eq!(cheapest_split(&in_prompt, 1000), 10);
+        // Everything in the prompt: read it all.
+        let all: Vec<usize> = (0..100).collect();
+        assert_eq!(cheapest_split(&all, 100), 0);
+        assert_eq!(cheapest_split(&[], 100), 0);
+    }
+}
