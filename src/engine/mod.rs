@@ -517,10 +517,8 @@ impl ContextEngine {
         let start = self.start(key.as_deref())?;
         let (mut result, record) = match self.build_from_newest(policy, start.record())? {
             Some(built) => {
-                let planned = (&built.positions[..], &built.chunks[..]);
-                let record = key.and_then(|key| {
-                    self.record_of_newest(key, start.record(), planned, &built.result)
-                });
+                let record =
+                    key.and_then(|key| self.record_of_newest(key, start.record(), &built));
                 (built.result, record)
             }
             None => {

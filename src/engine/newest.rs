@@ -94,14 +94,13 @@ impl ContextEngine {
                     want = read.chunks.len() + STEP_BACK;
                     continue;
                 }
-                let islands = &record.islands;
-                let Some(plan) = self.plan_newest(&read, (head, &newest), (&key, islands), policy)?
-                else {
+                let at = (head, &newest);
+                let Some(plan) = self.plan_newest(&read, at, (&key, Some(record)), policy)? else {
                     return Ok(None);
                 };
                 return self.build_newest(&read, plan, policy, Some(record));
             }
-            let plan = self.plan_newest(&read, (head, &newest), (&key, &[]), policy)?;
+            let plan = self.plan_newest(&read, (head, &newest), (&key, None), policy)?;
             let Some((priority, plan)) = plan.and_then(|p| Some((p.unread.priority?, p)))
             else {
                 want = want.saturating_mul(2);
@@ -175,7 +174,7 @@ impl ContextEngine {
         &self,
         read: &Newest,
         (head, newest): (NodeId, &PathSummary),
-        (key, islands): (&str, &[usize]),
+        (key, extending): (&str, Option<&BuildRecord>),
         policy: &Policy,
     ) -> Result<Option<NewestPlan>> {
         let location = self.store.location();
@@ -191,6 +190,7 @@ impl ContextEngine {
         let Some(mut old) = self.protected_before(&below, latest_user, key)? else {
             return Ok(None);
         };
+        let islands = extending.map_or(&[][..], |record| &record.islands);
         for &position in islands.iter().filter(|&&p| p < read.start()) {
             if old.iter().any(|c| c.position == position) {
                 continue;
@@ -235,14 +235,11 @@ impl ContextEngine {
         order.sort_by_key(|&i| old[i].position);
         let old: Vec<StoredChunk> = order.iter().map(|&i| old[i].clone()).collect();
         let old_chunks: Vec<MemoryChunk> = order.iter().map(|&i| old_chunks[i].clone()).collect();
-        let mut old_tokens = TokenTally::default();
-        for chunk in &old {
-            match self.own_tokens(chunk, key)? {
-                Some(own) => old_tokens = old_tokens.plus(&own),
-                None => return Ok(None),
-            }
-        }
-        let Some(unread) = Unread::of(&below, (&old_chunks, old_tokens), policy) else {
+        let unread = match extending {
+            Some(record) => Unread::kept(record, read, below.position + 1 - old.len(), policy),
+            None => self.unread_of(&below, (&old, &old_chunks), key, policy)?,
+        };
+        let Some(unread) = unread else {
             return Ok(None);
         };
         Ok(Some(NewestPlan {
@@ -250,6 +247,25 @@ impl ContextEngine {
             old_chunks,
             unread,
         }))
+    }
+
+    /// The chunks on the path to `below` but those in `old`, counted from
+    /// the path's tallies; `None` when they are missing.
+    fn unread_of(
+        &self,
+        below: &PathSummary,
+        (old, old_chunks): (&[StoredChunk], &[MemoryChunk]),
+        key: &str,
+        policy: &Policy,
+    ) -> Result<Option<Unread>> {
+        let mut old_tokens = TokenTally::default();
+        for chunk in old {
+            match self.own_tokens(chunk, key)? {
+                Some(own) => old_tokens = old_tokens.plus(&own),
+                None => return Ok(None),
+            }
+        }
+        Ok(Unread::of(below, (old_chunks, old_tokens), policy))
     }
 
     /// The build of the old chunks `plan` keeps and the chunks `read`, with
@@ -312,6 +328,7 @@ impl ContextEngine {
             result,
             positions,
             chunks: state.chunks,
+            unread: (start, (outside.chunks, outside.tokens)),
         }))
     }
 
@@ -396,12 +413,14 @@ fn dropped_past(result: &BuildResult, priority: Option<i64>) -> bool {
     })
 }
 
-/// A build from the newest chunks: the result, and the stored position and
-/// the chunk of each decision.
+/// A build from the newest chunks: the result, the stored position and
+/// the chunk of each decision, and the position of the oldest chunk read
+/// with how many older ones it counted as dropped, and their tokens.
 pub(super) struct NewestBuild {
     pub(super) result: BuildResult,
     pub(super) positions: Vec<usize>,
     pub(super) chunks: Vec<MemoryChunk>,
+    pub(super) unread: (usize, (usize, usize)),
 }
 
 /// The newest chunks read so far, newest first, as stored and as read.
@@ -462,6 +481,31 @@ struct Unread {
 }
 
 impl Unread {
+    /// The chunks older than those `read` but the `unread` ones fetched,
+    /// as the kept `record` counted them: every one older than its
+    /// frontier it dropped, but those read since. `None` when one of those
+    /// may be cut by a cap, or their counts are missing.
+    fn kept(record: &BuildRecord, read: &Newest, unread: usize, policy: &Policy) -> Option<Self> {
+        let (mut chunks, mut tokens) = record.dropped;
+        let cap = policy.caps.smallest();
+        let read_since = (read.stored.iter())
+            .filter(|c| c.position < record.frontier && record.mark(c.position) == Fate::Dropped);
+        for stored in read_since {
+            let whole = usize::try_from(kept_alone_tokens(stored.counts.as_deref()?)?).ok()?;
+            if cap.is_some_and(|cap| whole > cap) {
+                return None;
+            }
+            chunks = chunks.checked_sub(1)?;
+            tokens = tokens.checked_sub(whole)?;
+        }
+        Some(Unread {
+            unread,
+            chunks,
+            tokens: tokens as u64,
+            priority: None,
+        })
+    }
+
     /// The chunks on the path to `below` but those in `old`; `None` when
     /// the tallies are missing or one of them may be cut by a cap.
     fn of(

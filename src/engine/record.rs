@@ -20,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::budget::{ChunkDecision, Fate, fate_of, never_dropped};
+use crate::budget::{Fate, fate_of, never_dropped};
 use crate::model::memory::MemoryChunk;
 use crate::model::roles::Role;
 use crate::model::rows::Rows;
@@ -56,6 +56,10 @@ pub(super) struct BuildRecord {
     /// The positions of the chunks older than `frontier` in the prompt,
     /// but those no budget drops, ascending.
     pub(super) islands: Vec<usize>,
+    /// How many of the chunks older than `frontier` it dropped for the
+    /// budget, and their tokens, as its elided-history marker counted
+    /// them: the next build counts them so without reading them.
+    pub(super) dropped: (usize, usize),
     /// Its messages' fingerprints and its summary.
     pub(super) fingerprints: Rows<MessageFingerprint>,
     pub(super) summary: Option<Summary>,
@@ -65,31 +69,45 @@ impl BuildRecord {
     /// The record of `result`, built at `head` (of `chunks` chunks) under
     /// `key`. `marks` are every chunk's fates before this build (what it
     /// did not plan keeps its mark); `planned` are the chunks it planned,
-    /// `(position, chunk)`, one per decision, ascending.
+    /// `(position, chunk)`, one per decision, ascending. The chunks before
+    /// `unread.0` it did not read, dropped, `unread.1` of them with their
+    /// tokens.
     pub(super) fn of_build<'a>(
         (head, chunks, key): (NodeId, usize, String),
         mut marks: Vec<Fate>,
+        unread: (usize, (usize, usize)),
         planned: impl Iterator<Item = (usize, &'a MemoryChunk)>,
         result: &BuildResult,
     ) -> Self {
         marks.resize(chunks, Fate::Kept);
-        let mut in_prompt = Vec::new();
+        let (mut in_prompt, mut dropped_at) = (Vec::new(), Vec::new());
         for ((position, chunk), decision) in planned.zip(&result.decisions) {
             if let Some(mark) = marks.get_mut(position) {
                 *mark = fate_of(decision);
             }
-            if in_the_prompt(decision) && !never_dropped(chunk) {
+            if decision.is_included() && !never_dropped(chunk) {
                 in_prompt.push(position);
+            } else if fate_of(decision) == Fate::Dropped {
+                dropped_at.push((position, decision.tokens));
             }
         }
-        let split = cheapest_split(&in_prompt, chunks);
+        // What was not read stays unread: the frontier is no older.
+        let (floor, (mut count, mut tokens)) = unread;
+        let forced = in_prompt.partition_point(|&p| p < floor);
+        let split = forced + cheapest_split(&in_prompt[forced..], chunks, forced);
+        let frontier = in_prompt.get(split).copied().unwrap_or(chunks);
+        for &(_, dropped) in dropped_at.iter().filter(|(p, _)| *p < frontier) {
+            count += 1;
+            tokens += dropped;
+        }
         BuildRecord {
             head,
             chunks,
             key,
             marks,
-            frontier: in_prompt.get(split).copied().unwrap_or(chunks),
+            frontier,
             islands: in_prompt[..split].to_vec(),
+            dropped: (count, tokens),
             fingerprints: result.fingerprints.clone(),
             summary: result.summary.clone(),
         }
@@ -110,6 +128,7 @@ impl BuildRecord {
             marks: encode_marks(&self.marks),
             frontier: self.frontier,
             islands: self.islands.clone(),
+            dropped: self.dropped,
             messages: (self.fingerprints.iter())
                 .map(|f| (f.role.as_str().to_owned(), f.len, f.hash, f.growable))
                 .collect(),
@@ -149,6 +168,7 @@ impl BuildRecord {
             marks,
             frontier: wire.frontier,
             islands: wire.islands,
+            dropped: wire.dropped,
             fingerprints: fingerprints.into(),
             summary: (wire.summary).map(|(chunks, tokens, body)| Summary {
                 chunks,
@@ -159,21 +179,17 @@ impl BuildRecord {
     }
 }
 
-/// Whether a decision puts its chunk in the prompt.
-fn in_the_prompt(decision: &ChunkDecision) -> bool {
-    decision.is_included()
-}
-
 /// How many of the chunks in the prompt (`in_prompt`, ascending
-/// positions, of `chunks`) the next build fetches one by one rather than
-/// with the window it reads back: the split that reads the fewest chunks,
-/// counting [`ISLAND_COST`] per island.
-fn cheapest_split(in_prompt: &[usize], chunks: usize) -> usize {
+/// positions, of `chunks`, after `islands` older ones) the next build
+/// fetches one by one rather than with the window it reads back: the split
+/// that reads the fewest chunks, counting [`ISLAND_COST`] per island.
+fn cheapest_split(in_prompt: &[usize], chunks: usize, islands: usize) -> usize {
     let cost = |split: usize| {
         let read = chunks - in_prompt.get(split).copied().unwrap_or(chunks);
         split * ISLAND_COST + read
     };
-    (0..=in_prompt.len().min(MOST_ISLANDS))
+    let most = in_prompt.len().min(MOST_ISLANDS.saturating_sub(islands));
+    (0..=most)
         .min_by_key(|&split| (cost(split), split))
         .unwrap_or(0)
 }
@@ -188,6 +204,7 @@ struct Wire {
     marks: String,
     frontier: usize,
     islands: Vec<usize>,
+    dropped: (usize, usize),
     /// `(role, length, hash, growable tokens)` per message.
     messages: Vec<(String, usize, u64, usize)>,
     /// `(chunks, tokens, text)`.
@@ -267,10 +284,12 @@ mod tests {
         // Old user messages kept among dropped bulk, then a dense window.
         let mut in_prompt: Vec<usize> = (0..10).map(|i| i * 50).collect();
         in_prompt.extend(900..1000);
-        assert_eq!(cheapest_split(&in_prompt, 1000), 10);
+        assert_eq!(cheapest_split(&in_prompt, 1000, 0), 10);
         // Everything in the prompt: read it all.
         let all: Vec<usize> = (0..100).collect();
-        assert_eq!(cheapest_split(&all, 100), 0);
-        assert_eq!(cheapest_split(&[], 100), 0);
+        assert_eq!(cheapest_split(&all, 100, 0), 0);
+        assert_eq!(cheapest_split(&[], 100, 0), 0);
+        // No more islands than a record names.
+        assert_eq!(cheapest_split(&in_prompt, 1000, MOST_ISLANDS), 0);
     }
 }

@@ -3,10 +3,10 @@
 //! for the next build (see `record`).
 
 use super::ContextEngine;
+use super::newest::NewestBuild;
 use super::record::BuildRecord;
 use crate::budget::Fate;
 use crate::error::Result;
-use crate::model::memory::MemoryChunk;
 use crate::output::last_build::LastBuild;
 use crate::output::result::{BuildResult, PreviousBuild};
 
@@ -86,24 +86,23 @@ impl ContextEngine {
         Ok(Start::Kept(record))
     }
 
-    /// The record of a build from the newest chunks, which planned the
-    /// `chunks` at `positions`: the chunks it did not read keep the marks
-    /// of the build it extends (`extended`), or were dropped.
+    /// The record of `built`, a build from the newest chunks: the chunks
+    /// it did not read keep the marks of the build it extends
+    /// (`extended`), or were dropped.
     pub(super) fn record_of_newest(
         &self,
         key: String,
         extended: Option<&BuildRecord>,
-        (positions, chunks): (&[usize], &[MemoryChunk]),
-        result: &BuildResult,
+        built: &NewestBuild,
     ) -> Option<BuildRecord> {
         let head = self.head?;
         let marks = match extended {
             Some(record) => record.marks.clone(),
             None => vec![Fate::Dropped; self.stored],
         };
-        let planned = positions.iter().copied().zip(chunks);
+        let planned = built.positions.iter().copied().zip(&built.chunks);
         let at = (head, self.stored, key);
-        Some(BuildRecord::of_build(at, marks, planned, result))
+        Some(BuildRecord::of_build(at, marks, built.unread, planned, &built.result))
     }
 
     /// The record of the session's last build, `result`, over every chunk:
@@ -112,7 +111,8 @@ impl ContextEngine {
         let head = self.head.filter(|_| !self.has_pending())?;
         let marks = self.session.last_build()?.cut.marks()?.to_vec();
         let planned = self.held().chunks.iter().enumerate();
-        Some(BuildRecord::of_build((head, self.stored, key), marks, planned, result))
+        let at = (head, self.stored, key);
+        Some(BuildRecord::of_build(at, marks, (0, (0, 0)), planned, result))
     }
 
     /// Keeps `record` for the next build; a warning in `warnings` when the

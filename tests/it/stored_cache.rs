@@ -114,6 +114,9 @@ fn run(
         stable[0] += expected.stable_prefix_tokens.unwrap_or(0);
         stable[1] += built.stable_prefix_tokens.unwrap_or(0);
         total += built.token_count;
+        if std::env::var_os("SHOW_UNREAD").is_some() {
+            eprintln!("{at}: unread {} of {} decisions {}", built.unread_chunks, built.unread_chunks + built.decisions.len(), built.decisions.len());
+        }
     }
     let share = |stable: usize| stable as f64 / total.max(1) as f64;
     Ok(Reuse {
