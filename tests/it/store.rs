@@ -14,7 +14,7 @@ use agent_context::fragment::{fragment, role};
 use agent_context::store::{self, SqliteStore, Store};
 use agent_context::{
     ChunkKind, ContextBuilder, ContextEngine, ContextSession, ErrorKind, MemoryChunk, MemoryState,
-    Role,
+    PreviousBuild, Role,
 };
 use proptest::prelude::*;
 use serde_json::json;
@@ -413,7 +413,9 @@ fn a_fresh_process_builds_a_stored_chat_without_counting_it_again() {
         engine.extend(state.chunks.iter().cloned()).unwrap();
         engine.save().unwrap();
         let mut fresh = open(&backend.reopen(), "chat");
-        let result = fresh.build().unwrap();
+        let mut result = fresh.build().unwrap();
+        assert_eq!(result.previous_build, Some(PreviousBuild::NoneKept));
+        result.previous_build = None;
         let stats = fresh.session().stats();
         assert_eq!(stats.tokens_counted, 0, "{}: {stats:?}", backend.name);
         assert!(
@@ -625,7 +627,9 @@ proptest! {
         let exported = MemoryState::from_json_str(&export).unwrap();
         prop_assert_eq!(&exported, &state);
         match (fresh.build(), settings.build(&exported)) {
-            (Ok(stored), Ok(cold)) => {
+            (Ok(mut stored), Ok(cold)) => {
+                prop_assert_eq!(stored.previous_build, Some(PreviousBuild::NoneKept));
+                stored.previous_build = None;
                 prop_assert_eq!(serde_json::to_string(&stored).unwrap(), serde_json::to_string(&cold).unwrap());
                 if stored.truncated().next().is_none() {
                     prop_assert_eq!(fresh.session().stats().tokens_counted, 0);
@@ -865,6 +869,9 @@ fn counts_kept_by_a_whole_build_let_the_next_read_only_the_newest_chunks() {
             "{}",
             backend.name
         );
+        assert_same_prompt(&whole, &cold).unwrap();
+        // The second build extends the first, kept in the store, as a
+        // builder given the first as its previous build does.
         let mut second = ContextEngine::open(backend.reopen(), "chat", other.clone()).unwrap();
         let newest = second.build().unwrap();
         assert!(
@@ -872,7 +879,9 @@ fn counts_kept_by_a_whole_build_let_the_next_read_only_the_newest_chunks() {
             "{}",
             backend.name
         );
-        assert_same_prompt(&newest, &cold).unwrap();
+        assert_eq!(newest.previous_build, Some(PreviousBuild::Extended));
+        let extended = other.clone().previous(&whole).build(&state).unwrap();
+        assert_same_prompt(&newest, &extended).unwrap();
     }
 }
 
@@ -883,7 +892,11 @@ fn assert_same_prompt(
     cold: &agent_context::BuildResult,
 ) -> Result<(), TestCaseError> {
     let json = |r: &agent_context::BuildResult| serde_json::to_value(r).unwrap();
-    let (stored_json, cold_json) = (json(stored), json(cold));
+    let (mut stored_json, cold_json) = (json(stored), json(cold));
+    // Only a stored chat's build says what it started from.
+    if let Some(report) = stored_json.as_object_mut() {
+        report.remove("previous_build");
+    }
     for field in [
         "messages",
         "token_count",
@@ -922,7 +935,7 @@ fn a_store_of_the_previous_schema_version_is_migrated() {
         .unwrap()
         .query_row("SELECT version FROM schema_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     let mut engine = open(&store, "fixture");
     assert_eq!(ids(&mut engine), ["u1", "a1", "u2", "a2"]);
     assert_eq!(
@@ -936,7 +949,10 @@ fn a_store_of_the_previous_schema_version_is_migrated() {
     );
     assert_eq!(engine.checkpoints().unwrap().len(), 1);
     let cold = builder().build(engine.state().unwrap()).unwrap();
-    assert_eq!(engine.build().unwrap(), cold);
+    let mut built = engine.build().unwrap();
+    assert_eq!(built.previous_build, Some(PreviousBuild::NoneKept));
+    built.previous_build = None;
+    assert_eq!(built, cold);
     assert_eq!(
         engine.keep_counts().unwrap(),
         4,
@@ -1142,8 +1158,10 @@ fn review_regressions() {
         engine.keep_counts().unwrap();
         engine.reload().unwrap();
         let mut fresh = ContextEngine::open(backend.reopen(), "chat", other.clone()).unwrap();
+        let mut built = fresh.build().unwrap();
+        built.previous_build = None;
         assert_eq!(
-            fresh.build().unwrap(),
+            built,
             other.build(fresh.state().unwrap()).unwrap(),
             "{}",
             backend.name
