@@ -480,3 +480,78 @@ fn a_store_and_its_log_are_private() {
     let mode = std::fs::metadata(&plain).unwrap().permissions().mode() & 0o777;
     assert_ne!(mode, 0o600, "umask 0 gives a plain file wider access");
 }
+
+/// `chat build --db DB --chat c --max-tokens 12000`: its only write, once
+/// the counts are stored, is the record of its build.
+fn build_command(db: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agent-context"));
+    command
+        .args(["chat", "build", "--chat", CHAT, "--max-tokens", "12000", "--db"])
+        .arg(db)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
+}
+
+/// Appends `chunks` to the chat with `chat append`, as a session file.
+fn append_chunks(db: &Path, dir: &TempDir, chunks: &[agent_context::MemoryChunk]) {
+    let input = dir.join("append.json");
+    let mut state = agent_context::MemoryState::new();
+    state.chunks = chunks.to_vec();
+    std::fs::write(&input, serde_json::to_string(&state).unwrap()).unwrap();
+    assert_success(&append_command(db, &input).output().unwrap(), "append");
+}
+
+/// Kills `chat build` with SIGKILL, half the time as soon as it begins
+/// writing the record of its build (its log grows), half after a random
+/// delay; after each kill, the next build (in this process) opens the
+/// store, fits its budget, keeps the protected chunks and every call with
+/// its results, and finds the record whole: the last one written, or none.
+#[test]
+fn a_build_killed_while_it_keeps_its_record_leaves_the_next_build_valid() {
+    use crate::common::{assert_protected_present, assert_units_whole, assert_within_budget};
+    use crate::session_gen::{LoopShape, agent_loop};
+    let dir = TempDir::new("build-kill");
+    let db = dir.join("chats.db");
+    let agent_loop = agent_loop(7, &LoopShape::new(160));
+    let opening: Vec<_> = agent_loop.opening.chunks.clone();
+    let first: Vec<_> = agent_loop.steps[..100].iter().flatten().cloned().collect();
+    append_chunks(&db, &dir, &[opening, first].concat());
+    assert_success(&build_command(&db).output().unwrap(), "the first build");
+    let wal = sidecar(&db, "-wal");
+    let mut rng = Rng(crash_seed());
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(12_000);
+    let (mut mid_write, mut kills) = (0, 0);
+    for (round, step) in agent_loop.steps[100..].iter().enumerate() {
+        append_chunks(&db, &dir, step);
+        let from = std::fs::metadata(&wal).map_or(0, |m| m.len());
+        let mut child = build_command(&db).spawn().unwrap();
+        if round % 2 == 0 {
+            wait_for_wal(&mut child, &wal, from, Duration::from_secs(10));
+        } else {
+            wait_up_to(&mut child, rng.duration(Duration::from_millis(60)));
+        }
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        if status.signal() == Some(SIGKILL) {
+            kills += 1;
+            mid_write += usize::from(wal_tail(&wal) == WalTail::Uncommitted);
+        }
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db).unwrap());
+        let mut engine = ContextEngine::open(store, CHAT, builder.clone()).unwrap();
+        let result = engine.build().unwrap();
+        assert_ne!(
+            result.previous_build,
+            Some(agent_context::PreviousBuild::Unreadable),
+            "round {round}"
+        );
+        let state = engine.state().unwrap().clone();
+        assert_within_budget(&result);
+        assert_units_whole(&state, &result);
+        assert_protected_present(&state, &result);
+    }
+    assert!(kills > 0, "no build was killed");
+    eprintln!("{kills} builds killed, {mid_write} in the middle of a write");
+}
