@@ -141,7 +141,8 @@ impl Caps {
     /// in (see [`Policy::key_text`](super::Policy::key_text)).
     pub(crate) fn key_text(&self) -> String {
         fn sorted<K: std::fmt::Debug>(map: &FxHashMap<K, Option<usize>>) -> Vec<String> {
-            let mut entries: Vec<String> = map.iter().map(|(k, v)| format!("{k:?}={v:?}")).collect();
+            let mut entries: Vec<String> =
+                map.iter().map(|(k, v)| format!("{k:?}={v:?}")).collect();
             entries.sort();
             entries
         }

@@ -517,8 +517,7 @@ impl ContextEngine {
         let start = self.start(key.as_deref())?;
         let (mut result, record) = match self.build_from_newest(policy, start.record())? {
             Some(built) => {
-                let record =
-                    key.and_then(|key| self.record_of_newest(key, start.record(), &built));
+                let record = key.and_then(|key| self.record_of_newest(key, start.record(), &built));
                 (built.result, record)
             }
             None => {

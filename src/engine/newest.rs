@@ -101,8 +101,7 @@ impl ContextEngine {
                 return self.build_newest(&read, plan, policy, Some(record));
             }
             let plan = self.plan_newest(&read, (head, &newest), (&key, None), policy)?;
-            let Some((priority, plan)) = plan.and_then(|p| Some((p.unread.priority?, p)))
-            else {
+            let Some((priority, plan)) = plan.and_then(|p| Some((p.unread.priority?, p))) else {
                 want = want.saturating_mul(2);
                 continue;
             };
@@ -198,7 +197,11 @@ impl ContextEngine {
             let Some(node) = self.nodes().ancestor(&self.chat, head, position)? else {
                 return Ok(None);
             };
-            match self.nodes().read_back(&self.chat, node, 1, Some(key))?.pop() {
+            match self
+                .nodes()
+                .read_back(&self.chat, node, 1, Some(key))?
+                .pop()
+            {
                 Some(island) => old.push(island),
                 None => return Ok(None),
             }

@@ -239,7 +239,9 @@ fn decode_marks(text: &str) -> Option<Vec<Fate>> {
             _ => return None,
         };
         rest = &rest[1..];
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let count: usize = rest[..digits].parse().ok()?;
         // A record names at most as many chunks as a store can hold.
         if count == 0 || marks.len().checked_add(count)? > u32::MAX as usize {

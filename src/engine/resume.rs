@@ -102,17 +102,33 @@ impl ContextEngine {
         };
         let planned = built.positions.iter().copied().zip(&built.chunks);
         let at = (head, self.stored, key);
-        Some(BuildRecord::of_build(at, marks, built.unread, planned, &built.result))
+        Some(BuildRecord::of_build(
+            at,
+            marks,
+            built.unread,
+            planned,
+            &built.result,
+        ))
     }
 
     /// The record of the session's last build, `result`, over every chunk:
     /// none while chunks are pending (the build is not of the stored head).
-    pub(super) fn record_of_session(&self, key: String, result: &BuildResult) -> Option<BuildRecord> {
+    pub(super) fn record_of_session(
+        &self,
+        key: String,
+        result: &BuildResult,
+    ) -> Option<BuildRecord> {
         let head = self.head.filter(|_| !self.has_pending())?;
         let marks = self.session.last_build()?.cut.marks()?.to_vec();
         let planned = self.held().chunks.iter().enumerate();
         let at = (head, self.stored, key);
-        Some(BuildRecord::of_build(at, marks, (0, (0, 0)), planned, result))
+        Some(BuildRecord::of_build(
+            at,
+            marks,
+            (0, (0, 0)),
+            planned,
+            result,
+        ))
     }
 
     /// Keeps `record` for the next build; a warning in `warnings` when the

@@ -863,7 +863,10 @@ fn without_previous_build(stdout: &str, output: &str) -> String {
     }
     let mut report: Value = serde_json::from_str(stdout).unwrap();
     let previous = report.as_object_mut().unwrap().remove("previous_build");
-    assert!(previous.is_some(), "a chat build's report says what it started from");
+    assert!(
+        previous.is_some(),
+        "a chat build's report says what it started from"
+    );
     let mut text = serde_json::to_string_pretty(&report).unwrap();
     if stdout.ends_with('\n') {
         text.push('\n');

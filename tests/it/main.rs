@@ -47,7 +47,7 @@ mod replay;
 mod routing;
 mod session;
 mod store;
-mod stored_cache;
 #[cfg(unix)]
 mod store_processes;
+mod stored_cache;
 mod toon_spec;

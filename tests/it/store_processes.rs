@@ -486,7 +486,15 @@ fn a_store_and_its_log_are_private() {
 fn build_command(db: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agent-context"));
     command
-        .args(["chat", "build", "--chat", CHAT, "--max-tokens", "12000", "--db"])
+        .args([
+            "chat",
+            "build",
+            "--chat",
+            CHAT,
+            "--max-tokens",
+            "12000",
+            "--db",
+        ])
         .arg(db)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
