@@ -29,6 +29,10 @@ def test_build_equals_chat_build(cli, store, output):
     done = cli.run("chat", "build", "--db", db, "--chat", "run-42", *flags, "--output", output)
     expected = done.stdout if output == "text" else json.loads(done.stdout)
     got = engine.build(max_tokens=4000, reserve=500, caps={"tool_result": 800}, output=output)
+    if output == "report":
+        # The CLI's build kept its record; this one extends it, same head.
+        assert expected.pop("previous_build") == "none_kept"
+        assert got.pop("previous_build") == "extended"
     assert got == expected
 
 
@@ -36,7 +40,28 @@ def test_export_equals_chat_export_and_build(cli, store, sessions):
     db, engine = store
     exported = engine.export()
     assert exported == cli.json("chat", "export", "--db", db, "--chat", "run-42")
-    assert engine.build(max_tokens=5000) == ac.build(exported, max_tokens=5000)
+    built = engine.build(max_tokens=5000)
+    assert built.pop("previous_build") == "none_kept"
+    assert built == ac.build(exported, max_tokens=5000)
+
+
+def test_engine_builds_return_the_sessions_prompts(tmp_path):
+    """Each `Engine.build` opens the store afresh, as `chat build` does, and
+    extends the branch's last build: the prompts a Session returns."""
+    from test_session import turn
+
+    engine = ac.Engine(str(tmp_path / "loop.db"), chat="loop")
+    session = ac.Session(ac.ContextBuilder(max_tokens=12_000, reserve=1000))
+    stable = {"engine": 0, "session": 0}
+    for i in range(40):
+        engine.append(turn(i))
+        session.extend(turn(i))
+        got = engine.build(max_tokens=12_000, reserve=1000)
+        expected = session.build()
+        assert got["messages"] == expected["messages"], i
+        assert got.get("stable_prefix_tokens") == expected.get("stable_prefix_tokens"), i
+        assert got["previous_build"] == ("none_kept" if i == 0 else "extended")
+    assert any(d["decision"] == "dropped" for d in got["decisions"]), "40 turns must trim"
 
 
 def test_checkpoint_restore_fork_rewind_switch(cli, store):

@@ -5,10 +5,28 @@ use std::fmt::Write;
 
 use crate::budget::{ChunkDecision, Decision, DropReason, StubReason};
 use crate::model::roles::ChunkKind;
-use crate::output::result::BuildResult;
+use crate::output::result::{BuildResult, PreviousBuild};
 use crate::render::Protocol;
 
 const BAR_WIDTH: usize = 60;
+
+/// What a stored chat's build started from, as a line.
+fn started_from(previous: PreviousBuild) -> &'static str {
+    match previous {
+        PreviousBuild::Extended => "extended the branch's last build",
+        PreviousBuild::NoneKept => "started cold: no build of the branch is kept",
+        PreviousBuild::OtherSettings => {
+            "started cold: the branch's last build was made under other settings"
+        }
+        PreviousBuild::HeadMoved => {
+            "started cold: the branch's head does not descend from its last build's"
+        }
+        PreviousBuild::Unreadable => {
+            "started cold: the kept record of the last build does not read"
+        }
+        PreviousBuild::NotKept => "started cold: builds with a caller's counter are not kept",
+    }
+}
 
 impl BuildResult {
     /// Each chunk's kind, tokens, priority and decision, what set the cut,
@@ -51,6 +69,9 @@ impl BuildResult {
                 out,
                 "  stable prefix: {stable} tokens identical to the previous build"
             );
+        }
+        if let Some(previous) = self.previous_build {
+            let _ = writeln!(out, "  {}", started_from(previous));
         }
         for warning in &self.warnings {
             let _ = writeln!(out, "  warning: {warning}");
