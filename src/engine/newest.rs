@@ -33,6 +33,7 @@ use crate::output::result::BuildResult;
 use crate::pipeline::BuildCache;
 use crate::pipeline::{Outside, Pass, kept_alone_tokens, seed_counts};
 use crate::store::{NodeId, PathSummary, SIZES, StoredChunk, TokenTally};
+use rustc_hash::FxHashSet;
 
 /// How many chunks the first read takes; each next read takes at least
 /// twice as many.
@@ -189,23 +190,6 @@ impl ContextEngine {
         let Some(mut old) = self.protected_before(&below, latest_user, key)? else {
             return Ok(None);
         };
-        let islands = extending.map_or(&[][..], |record| &record.islands);
-        for &position in islands.iter().filter(|&&p| p < read.start()) {
-            if old.iter().any(|c| c.position == position) {
-                continue;
-            }
-            let Some(node) = self.nodes().ancestor(&self.chat, head, position)? else {
-                return Ok(None);
-            };
-            match self
-                .nodes()
-                .read_back(&self.chat, node, 1, Some(key))?
-                .pop()
-            {
-                Some(island) => old.push(island),
-                None => return Ok(None),
-            }
-        }
         let mut old_chunks: Vec<MemoryChunk> = old
             .iter()
             .map(|c| decode_chunk(c.position, c, &location))
@@ -234,6 +218,11 @@ impl ContextEngine {
                 old.push(member);
             }
         }
+        if let Some(record) = extending
+            && !self.read_islands(record, read.start(), key, (&mut old, &mut old_chunks))?
+        {
+            return Ok(None);
+        }
         let mut order: Vec<usize> = (0..old.len()).collect();
         order.sort_by_key(|&i| old[i].position);
         let old: Vec<StoredChunk> = order.iter().map(|&i| old[i].clone()).collect();
@@ -250,6 +239,37 @@ impl ContextEngine {
             old_chunks,
             unread,
         }))
+    }
+
+    /// Adds to `old` the islands of the build `record` extends older than
+    /// `start` (see `engine::record`), all read in one go: in its prompt,
+    /// so are their units. `false` when one of them is missing.
+    fn read_islands(
+        &self,
+        record: &BuildRecord,
+        start: usize,
+        key: &str,
+        (old, old_chunks): (&mut Vec<StoredChunk>, &mut Vec<MemoryChunk>),
+    ) -> Result<bool> {
+        let held: FxHashSet<NodeId> = old.iter().map(|c| c.node).collect();
+        let wanted: Vec<NodeId> = (record.islands.iter())
+            .filter(|node| !held.contains(node))
+            .copied()
+            .collect();
+        // Ancestors of the record's head, which the branch's head descends
+        // from: on its path, at distinct positions older than the frontier.
+        let islands = self.nodes().read_nodes(&self.chat, &wanted, Some(key))?;
+        let distinct = islands.windows(2).all(|w| w[0].position < w[1].position);
+        let older = islands.iter().all(|c| c.position < record.frontier);
+        if islands.len() != wanted.len() || !distinct || !older {
+            return Ok(false);
+        }
+        let location = self.store.location();
+        for island in islands.into_iter().filter(|c| c.position < start) {
+            old_chunks.push(decode_chunk(island.position, &island, &location)?);
+            old.push(island);
+        }
+        Ok(true)
     }
 
     /// The chunks on the path to `below` but those in `old`, counted from
@@ -301,7 +321,7 @@ impl ContextEngine {
             .filter_map(|(i, c)| Some((i, c?)))
             .collect();
         seed_counts(config.build_settings(), seeds, &mut cache);
-        let positions: Vec<usize> = planned().map(|c| c.position).collect();
+        let positions: Vec<(usize, NodeId)> = planned().map(|c| (c.position, c.node)).collect();
         // The marker goes where the oldest dropped chunk was.
         let first_unread = (0..start)
             .filter(|p| extending.is_none_or(|r| r.mark(*p) == Fate::Dropped))
@@ -313,7 +333,7 @@ impl ContextEngine {
             marker_before: old.iter().filter(|c| c.position < first_unread).count(),
         };
         let previous = extending.map(|record| {
-            let marks = positions.iter().map(|&p| record.mark(p)).collect();
+            let marks = positions.iter().map(|&(p, _)| record.mark(p)).collect();
             LastBuild::resumed(marks, record.fingerprints.clone(), record.summary.clone())
         });
         let pass = Pass {
@@ -421,7 +441,7 @@ fn dropped_past(result: &BuildResult, priority: Option<i64>) -> bool {
 /// with how many older ones it counted as dropped, and their tokens.
 pub(super) struct NewestBuild {
     pub(super) result: BuildResult,
-    pub(super) positions: Vec<usize>,
+    pub(super) positions: Vec<(usize, NodeId)>,
     pub(super) chunks: Vec<MemoryChunk>,
     pub(super) unread: (usize, (usize, usize)),
 }

@@ -30,15 +30,15 @@ use crate::store::NodeId;
 
 /// The version of the record's layout: a record of another version is
 /// read as no record.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
-/// What fetching one island costs, in chunks read back: its node is found
-/// by a climb, then read, and its tool unit looked up.
-const ISLAND_COST: usize = 6;
+/// What reading one island costs, in chunks read back: they are read in
+/// one go, by node, and their ids make the record longer.
+const ISLAND_COST: usize = 2;
 
 /// The most islands a record names: older chunks in the prompt are read
 /// with the window instead.
-const MOST_ISLANDS: usize = 256;
+const MOST_ISLANDS: usize = 4_096;
 
 /// A branch's last build, as the next build extends it.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,9 +53,9 @@ pub(super) struct BuildRecord {
     pub(super) marks: Vec<Fate>,
     /// Where the next build reads back to (see the module's docs).
     pub(super) frontier: usize,
-    /// The positions of the chunks older than `frontier` in the prompt,
-    /// but those no budget drops, ascending.
-    pub(super) islands: Vec<usize>,
+    /// The nodes of the chunks older than `frontier` in the prompt, but
+    /// those no budget drops, by position.
+    pub(super) islands: Vec<NodeId>,
     /// How many of the chunks older than `frontier` it dropped for the
     /// budget, and their tokens, as its elided-history marker counted
     /// them: the next build counts them so without reading them.
@@ -69,33 +69,34 @@ impl BuildRecord {
     /// The record of `result`, built at `head` (of `chunks` chunks) under
     /// `key`. `marks` are every chunk's fates before this build (what it
     /// did not plan keeps its mark); `planned` are the chunks it planned,
-    /// `(position, chunk)`, one per decision, ascending. The chunks before
-    /// `unread.0` it did not read, dropped, `unread.1` of them with their
-    /// tokens.
+    /// `((position, node), chunk)`, one per decision, ascending. The chunks
+    /// before `unread.0` it did not read, dropped, `unread.1` of them with
+    /// their tokens.
     pub(super) fn of_build<'a>(
         (head, chunks, key): (NodeId, usize, String),
         mut marks: Vec<Fate>,
         unread: (usize, (usize, usize)),
-        planned: impl Iterator<Item = (usize, &'a MemoryChunk)>,
+        planned: impl Iterator<Item = ((usize, NodeId), &'a MemoryChunk)>,
         result: &BuildResult,
     ) -> Self {
         marks.resize(chunks, Fate::Kept);
         let (mut in_prompt, mut dropped_at) = (Vec::new(), Vec::new());
-        for ((position, chunk), decision) in planned.zip(&result.decisions) {
+        for (((position, node), chunk), decision) in planned.zip(&result.decisions) {
             if let Some(mark) = marks.get_mut(position) {
                 *mark = fate_of(decision);
             }
             if decision.is_included() && !never_dropped(chunk) {
-                in_prompt.push(position);
+                in_prompt.push((position, node));
             } else if fate_of(decision) == Fate::Dropped {
                 dropped_at.push((position, decision.tokens));
             }
         }
         // What was not read stays unread: the frontier is no older.
         let (floor, (mut count, mut tokens)) = unread;
-        let forced = in_prompt.partition_point(|&p| p < floor);
-        let split = forced + cheapest_split(&in_prompt[forced..], chunks, forced);
-        let frontier = in_prompt.get(split).copied().unwrap_or(chunks);
+        let positions: Vec<usize> = in_prompt.iter().map(|&(p, _)| p).collect();
+        let forced = positions.partition_point(|&p| p < floor);
+        let split = forced + cheapest_split(&positions[forced..], chunks, forced);
+        let frontier = positions.get(split).copied().unwrap_or(chunks);
         for &(_, dropped) in dropped_at.iter().filter(|(p, _)| *p < frontier) {
             count += 1;
             tokens += dropped;
@@ -106,7 +107,7 @@ impl BuildRecord {
             key,
             marks,
             frontier,
-            islands: in_prompt[..split].to_vec(),
+            islands: in_prompt[..split].iter().map(|&(_, node)| node).collect(),
             dropped: (count, tokens),
             fingerprints: result.fingerprints.clone(),
             summary: result.summary.clone(),
@@ -142,12 +143,10 @@ impl BuildRecord {
     pub(super) fn decode(text: &str) -> Option<Self> {
         let wire: Wire = serde_json::from_str(text).ok()?;
         let marks = decode_marks(&wire.marks)?;
-        let islands_ascend = wire.islands.windows(2).all(|w| w[0] < w[1]);
         let agree = wire.format == FORMAT
             && marks.len() == wire.chunks
             && wire.frontier <= wire.chunks
-            && islands_ascend
-            && wire.islands.last().is_none_or(|&i| i < wire.frontier);
+            && wire.islands.len() <= wire.frontier;
         if !agree {
             return None;
         }
@@ -203,7 +202,7 @@ struct Wire {
     key: String,
     marks: String,
     frontier: usize,
-    islands: Vec<usize>,
+    islands: Vec<NodeId>,
     dropped: (usize, usize),
     /// `(role, length, hash, growable tokens)` per message.
     messages: Vec<(String, usize, u64, usize)>,

@@ -100,7 +100,7 @@ impl ContextEngine {
             Some(record) => record.marks.clone(),
             None => vec![Fate::Dropped; self.stored],
         };
-        let planned = built.positions.iter().copied().zip(&built.chunks);
+        let planned = (built.positions.iter().copied()).zip(&built.chunks);
         let at = (head, self.stored, key);
         Some(BuildRecord::of_build(
             at,
@@ -120,7 +120,8 @@ impl ContextEngine {
     ) -> Option<BuildRecord> {
         let head = self.head.filter(|_| !self.has_pending())?;
         let marks = self.session.last_build()?.cut.marks()?.to_vec();
-        let planned = self.held().chunks.iter().enumerate();
+        let nodes = self.nodes.as_ref()?;
+        let planned = (nodes.iter().copied().enumerate()).zip(&self.held().chunks);
         let at = (head, self.stored, key);
         Some(BuildRecord::of_build(
             at,

@@ -110,6 +110,15 @@ pub(crate) trait Tx {
     /// [`Nodes::read_back`](super::Nodes::read_back)).
     fn read_back(&mut self, chat: &str, walk: ReadBack<'_>) -> Result<Vec<StoredChunk>>;
 
+    /// The chunks of `nodes` that are nodes of the chat, in any order,
+    /// each with its counts under `count_key` when given.
+    fn read_nodes(
+        &mut self,
+        chat: &str,
+        nodes: &[NodeId],
+        count_key: Option<&str>,
+    ) -> Result<Vec<StoredChunk>>;
+
     /// The ancestor of `node` at `position`, climbing by jumps.
     fn ancestor(&mut self, chat: &str, node: NodeId, position: i64) -> Result<Option<NodeId>>;
 

@@ -51,6 +51,20 @@ pub trait Nodes {
         count_key: Option<&str>,
     ) -> Result<Vec<StoredChunk>>;
 
+    /// The chunks of `nodes`, by position, each with its counts under
+    /// `count_key` when given and stored: one read whatever their number.
+    /// Ids that are no nodes of the chat are left out.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Store`] if the database fails.
+    fn read_nodes(
+        &self,
+        chat: &str,
+        nodes: &[NodeId],
+        count_key: Option<&str>,
+    ) -> Result<Vec<StoredChunk>>;
+
     /// The ancestor of `node` (or `node` itself) at `position`, found in
     /// O(log n) steps; `None` if `position` is past `node` or `node` is not
     /// a node of the chat.
@@ -304,6 +318,16 @@ impl<B: Backend> Nodes for B {
         count_key: Option<&str>,
     ) -> Result<Vec<StoredChunk>> {
         verbs::read_back(self, chat, from, limit, count_key)
+    }
+    fn read_nodes(
+        &self,
+        chat: &str,
+        nodes: &[NodeId],
+        count_key: Option<&str>,
+    ) -> Result<Vec<StoredChunk>> {
+        let mut chunks = self.read(|tx| tx.read_nodes(chat, nodes, count_key))?;
+        chunks.sort_by_key(|c| c.position);
+        Ok(chunks)
     }
     fn ancestor(&self, chat: &str, node: NodeId, position: usize) -> Result<Option<NodeId>> {
         verbs::ancestor(self, chat, node, position)

@@ -55,6 +55,20 @@ impl PgTx<'_> {
         row.try_get(index).map_err(self.fail())
     }
 
+    /// A chunk as `SELECT n.id, n.parent, n.position, n.codec, n.body,
+    /// c.value` reads it.
+    fn stored_chunk(&self, row: &Row) -> Result<StoredChunk> {
+        let codec = self.column::<i32>(row, 3)?;
+        Ok(StoredChunk {
+            node: self.column(row, 0)?,
+            parent: self.column(row, 1)?,
+            position: self.position(row, 2)?,
+            codec: u32::try_from(codec).unwrap_or(u32::MAX),
+            json: self.column(row, 4)?,
+            counts: self.column(row, 5)?,
+        })
+    }
+
     /// A name or id column (`BYTEA`), which this store only writes as UTF-8.
     fn text(&self, row: &Row, index: usize) -> Result<String> {
         String::from_utf8(self.column::<Vec<u8>>(row, index)?).map_err(|_| {
@@ -349,19 +363,26 @@ impl Tx for PgTx<'_> {
                 (&walk.count_key, Type::TEXT),
             ],
         )?;
-        rows.iter()
-            .map(|row| {
-                let codec = self.column::<i32>(row, 3)?;
-                Ok(StoredChunk {
-                    node: self.column(row, 0)?,
-                    parent: self.column(row, 1)?,
-                    position: self.position(row, 2)?,
-                    codec: u32::try_from(codec).unwrap_or(u32::MAX),
-                    json: self.column(row, 4)?,
-                    counts: self.column(row, 5)?,
-                })
-            })
-            .collect()
+        rows.iter().map(|row| self.stored_chunk(row)).collect()
+    }
+
+    fn read_nodes(
+        &mut self,
+        chat: &str,
+        nodes: &[NodeId],
+        count_key: Option<&str>,
+    ) -> Result<Vec<StoredChunk>> {
+        let rows = self.all(
+            "SELECT n.id, n.parent, n.position, n.codec, n.body, c.value FROM nodes n \
+             LEFT JOIN counts c ON c.node = n.id AND c.key = $3 \
+             WHERE n.chat = $1 AND n.id = ANY($2)",
+            &[
+                (&chat.as_bytes(), Type::BYTEA),
+                (&nodes, Type::INT8_ARRAY),
+                (&count_key, Type::TEXT),
+            ],
+        )?;
+        rows.iter().map(|row| self.stored_chunk(row)).collect()
     }
 
     fn ancestor(&mut self, chat: &str, node: NodeId, position: i64) -> Result<Option<NodeId>> {

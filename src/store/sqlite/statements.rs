@@ -290,16 +290,23 @@ impl Tx for SqliteTx<'_> {
              LEFT JOIN counts c ON c.node = n.id AND c.key = ?4 \
              ORDER BY back.n",
             params![chat, walk.from, walk.limit, walk.count_key],
-            |row| {
-                Ok(StoredChunk {
-                    node: row.get(0)?,
-                    parent: row.get(1)?,
-                    position: as_usize(row.get(2)?),
-                    codec: row.get(3)?,
-                    json: row.get(4)?,
-                    counts: row.get(5)?,
-                })
-            },
+            stored_chunk,
+        )
+    }
+
+    fn read_nodes(
+        &mut self,
+        chat: &str,
+        nodes: &[NodeId],
+        count_key: Option<&str>,
+    ) -> Result<Vec<StoredChunk>> {
+        let ids = serde_json::to_string(nodes).unwrap_or_default();
+        self.all(
+            "SELECT n.id, n.parent, n.position, n.codec, n.body, c.value FROM nodes n \
+             LEFT JOIN counts c ON c.node = n.id AND c.key = ?3 \
+             WHERE n.id IN (SELECT value FROM json_each(?2)) AND n.chat = ?1",
+            params![chat, ids, count_key],
+            stored_chunk,
         )
     }
 
@@ -506,3 +513,16 @@ const BELOW: &str = "WITH RECURSIVE below (id) AS ( \
        SELECT ?2 \
        UNION ALL \
        SELECT n.id FROM nodes n JOIN below b ON n.parent = b.id WHERE n.chat = ?1)";
+
+/// A chunk as `SELECT n.id, n.parent, n.position, n.codec, n.body, c.value`
+/// reads it.
+fn stored_chunk(row: &Row<'_>) -> rusqlite::Result<StoredChunk> {
+    Ok(StoredChunk {
+        node: row.get(0)?,
+        parent: row.get(1)?,
+        position: as_usize(row.get(2)?),
+        codec: row.get(3)?,
+        json: row.get(4)?,
+        counts: row.get(5)?,
+    })
+}
