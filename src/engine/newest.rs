@@ -11,6 +11,11 @@
 //! branch makes; the report's `decisions` and `excluded` list the chunks
 //! read, and `unread_chunks` says how many were not.
 //!
+//! Extending the branch's last build (see `engine::record`), it reads back
+//! to that build's frontier instead, fetches its islands by node, and
+//! counts the older chunks it dropped in the marker from the record: the
+//! repeated cut drops them again, whatever they hold.
+//!
 //! It reads the whole branch instead when the settings make a chunk's fate
 //! depend on more than itself (see `ContextBuilder::plans_chunks_alone`),
 //! when stored counts or tallies are missing (chunks stored by an earlier
