@@ -214,8 +214,7 @@ struct Wire {
 /// many, e.g. `d812k40s1k3`.
 fn encode_marks(marks: &[Fate]) -> String {
     let mut text = String::new();
-    let mut runs = marks.chunk_by(|a, b| a == b).peekable();
-    while let Some(run) = runs.next() {
+    for run in marks.chunk_by(|a, b| a == b) {
         let letter = match run[0] {
             Fate::Kept => 'k',
             Fate::Stubbed => 's',

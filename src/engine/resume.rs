@@ -15,7 +15,7 @@ pub(super) enum Start {
     /// The last build of the engine's session, which holds every chunk.
     Own,
     /// The branch's last build, as the store keeps it.
-    Kept(BuildRecord),
+    Kept(Box<BuildRecord>),
     /// Nothing, for this reason.
     Cold(PreviousBuild),
 }
@@ -83,7 +83,7 @@ impl ContextEngine {
         if !descends {
             return Ok(Start::Cold(PreviousBuild::HeadMoved));
         }
-        Ok(Start::Kept(record))
+        Ok(Start::Kept(Box::new(record)))
     }
 
     /// The record of `built`, a build from the newest chunks: the chunks
