@@ -14,10 +14,10 @@ use proptest::prelude::*;
 
 /// The budgets every loop is built at (`max_tokens`), each with [`RESERVE`]
 /// held back for the reply.
-const BUDGETS: [usize; 3] = [12_000, 32_000, 128_000];
-const RESERVE: usize = 1_000;
+pub(crate) const BUDGETS: [usize; 3] = [12_000, 32_000, 128_000];
+pub(crate) const RESERVE: usize = 1_000;
 
-fn builder(max_tokens: usize) -> ContextBuilder {
+pub(crate) fn builder(max_tokens: usize) -> ContextBuilder {
     let mut builder = ContextBuilder::new();
     builder
         .model("gpt-4o")

@@ -16,22 +16,12 @@ use agent_context::{
 };
 use proptest::prelude::*;
 
-const BUDGETS: [usize; 3] = [12_000, 32_000, 128_000];
-const RESERVE: usize = 1_000;
-
-fn builder(max_tokens: usize) -> ContextBuilder {
-    let mut builder = ContextBuilder::new();
-    builder
-        .model("gpt-4o")
-        .max_tokens(max_tokens)
-        .reserve_output(RESERVE);
-    builder
-}
+use crate::loops::{BUDGETS, builder};
 
 /// A store that fresh engines open again by its location.
 struct Stored {
     location: String,
-    _scratch: Box<dyn std::any::Any>,
+    _scratch: Box<dyn std::any::Any + Send + Sync>,
 }
 
 impl Stored {
@@ -420,4 +410,84 @@ fn a_loop_stored_on_postgres_returns_the_sessions_prompts() {
         let reuse = run(&Stored::postgres(), &opening, &batches, max_tokens).unwrap();
         assert!(reuse.windowed > 0, "{reuse:?}");
     }
+}
+
+/// Two runtimes building one branch at once while a third appends to it:
+/// every build is valid, whichever record it extends or replaces, and the
+/// branch's next build still extends the last one kept.
+#[test]
+fn runtimes_building_one_branch_at_once_all_get_valid_prompts() {
+    let stored = Stored::sqlite();
+    let batches = stored_loop(&stored, 120);
+    let twelve = builder(12_000);
+    let (early, late) = batches.split_at(batches.len() / 3);
+    early.iter().for_each(|batch| append(&stored, batch));
+    std::thread::scope(|scope| {
+        scope.spawn(|| late.iter().for_each(|batch| append(&stored, batch)));
+        for _ in 0..2 {
+            scope.spawn(|| {
+                for _ in 0..20 {
+                    let mut engine = stored.engine(&twelve);
+                    let built = engine.build().unwrap();
+                    let state = engine.state().unwrap().clone();
+                    assert_within_budget(&built);
+                    assert_units_whole(&state, &built);
+                    assert_protected_present(&state, &built);
+                }
+            });
+        }
+    });
+    stored.engine(&twelve).build().unwrap();
+    let built = stored.engine(&twelve).build().unwrap();
+    assert_eq!(built.previous_build, Some(PreviousBuild::Extended));
+}
+
+/// A PostgreSQL role that may only read the store still builds: nothing is
+/// kept, and each build warns and starts cold.
+#[cfg(feature = "postgres")]
+#[test]
+fn a_read_only_postgres_role_still_builds_and_warns() {
+    let schema = crate::common::postgres::Schema::new("read_only");
+    let writer = Stored {
+        location: schema.url().to_owned(),
+        _scratch: Box::new(()),
+    };
+    store::open(&writer.location, true).unwrap();
+    let batches = stored_loop(&writer, 40);
+    batches.iter().for_each(|batch| append(&writer, batch));
+    let role = format!("ro_{}", std::process::id());
+    let schema_name = schema.url().rsplit("schema=").next().unwrap().to_owned();
+    let mut admin = schema.client();
+    admin
+        .batch_execute(&format!(
+            "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN; \
+             GRANT USAGE ON SCHEMA {schema_name} TO {role}; \
+             GRANT SELECT ON ALL TABLES IN SCHEMA {schema_name} TO {role};"
+        ))
+        .unwrap();
+    let url = schema
+        .url()
+        .replacen("://agent_context@", &format!("://{role}@"), 1);
+    assert_ne!(url, schema.url(), "the test server's user is agent_context");
+    let reader = Stored {
+        location: url,
+        _scratch: Box::new(()),
+    };
+    let twelve = builder(12_000);
+    for _ in 0..2 {
+        let mut engine = reader.engine(&twelve);
+        let built = engine.build().unwrap();
+        assert_eq!(built.previous_build, Some(PreviousBuild::NoneKept));
+        assert_cold(&mut engine, &built, &twelve);
+        let warned = built
+            .warnings
+            .iter()
+            .any(|w| w.contains("could not be kept"));
+        assert!(warned, "{:?}", built.warnings);
+    }
+    drop(reader);
+    drop(schema);
+    admin
+        .batch_execute(&format!("DROP OWNED BY {role}; DROP ROLE {role};"))
+        .unwrap();
 }
