@@ -8,8 +8,9 @@
 //! into each store, so its counts are stored as a runtime's would be. The
 //! appends go to a branch at the 1M-token head, as `benches/store.rs`
 //! does, one engine kept open between them; the fresh processes build the
-//! chat's `main`, as saved. Besides criterion's estimates it prints the
-//! medians of both backends and their ratio.
+//! chat's `main`, as saved, beside a cold `build` of its export. Besides
+//! criterion's estimates it prints the medians of both backends, their
+//! ratio, and each one's ratio to the cold build.
 
 #[path = "../examples/support/session_gen.rs"]
 mod session_gen;
@@ -127,8 +128,9 @@ fn appends(c: &mut Criterion, backends: &[Backend]) {
     print_pair("append one turn", &mut sqlite[0], &mut postgres[0]);
 }
 
-/// A fresh process building the chat's `main` at 128k.
-fn fresh_builds(c: &mut Criterion, backends: &[Backend]) {
+/// A fresh process building the chat's `main` at 128k, on each backend
+/// and cold from the chat's export (`build` of the JSON), side by side.
+fn fresh_builds(c: &mut Criterion, backends: &[Backend], export: &str) {
     let mut group = c.benchmark_group("fresh-process-chat-build-128k");
     group.sampling_mode(SamplingMode::Flat).sample_size(10);
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); backends.len()];
@@ -160,11 +162,34 @@ fn fresh_builds(c: &mut Criterion, backends: &[Backend]) {
             })
         });
     }
+    let args = ["build", export, "--max-tokens", &budget];
+    reports.push(run_cli(&args).1);
+    let mut cold = Vec::new();
+    group.bench_function("cold-build-of-the-export", |b| {
+        b.iter_custom(|iterations| {
+            let mut timed = Duration::ZERO;
+            for _ in 0..iterations {
+                let time = run_cli(&args).0;
+                cold.push(time);
+                timed += time;
+            }
+            timed
+        })
+    });
     group.finish();
     assert!(
         reports.windows(2).all(|pair| pair[0] == pair[1]),
-        "both backends build the same prompt"
+        "both backends build the prompt the export builds"
     );
+    let cold = median(&mut cold);
+    for (backend, times) in backends.iter().zip(&mut times) {
+        let stored = median(times);
+        println!(
+            "fresh chat build on {}: median {stored:?}, cold build of the export {cold:?}: {:.3}x",
+            backend.name,
+            stored.as_secs_f64() / cold.as_secs_f64()
+        );
+    }
     let (sqlite, postgres) = times.split_at_mut(1);
     print_pair("fresh chat build", &mut sqlite[0], &mut postgres[0]);
 }
@@ -208,12 +233,20 @@ fn backend_benches(c: &mut Criterion) {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("the target directory is writable");
     let sqlite = dir.join("chats.db").display().to_string();
+    let export = dir.join("exported.json");
+    let state = session_gen::session(1, TURNS_PER_MILLION, 1);
+    std::fs::write(
+        &export,
+        serde_json::to_string(&state).expect("state serializes"),
+    )
+    .expect("the export is written");
+    let export = export.display().to_string();
     let backends = [
         Backend::new("sqlite", sqlite),
         Backend::new("postgres", format!("{server}?schema={SCHEMA}")),
     ];
     appends(c, &backends);
-    fresh_builds(c, &backends);
+    fresh_builds(c, &backends, &export);
     drop(backends);
     drop_schema(&server);
     let _ = std::fs::remove_dir_all(&dir);
