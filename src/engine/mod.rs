@@ -514,7 +514,8 @@ impl ContextEngine {
     pub fn build_with(&mut self, policy: &Policy) -> Result<BuildResult> {
         self.load_tables_while_reading();
         let key = self.session.config().build_settings().plan_key(policy);
-        let start = self.start(key.as_deref())?;
+        let mut warnings = Vec::new();
+        let start = self.start(key.as_deref(), &mut warnings)?;
         let (mut result, record) = match self.build_from_newest(policy, start.record())? {
             Some(built) => {
                 let record = key.and_then(|key| self.record_of_newest(key, start.record(), &built));
@@ -531,6 +532,7 @@ impl ContextEngine {
             }
         };
         result.previous_build = Some(start.outcome());
+        result.warnings.append(&mut warnings);
         if let Some(record) = record {
             self.keep_record(&record, &mut result.warnings);
         }

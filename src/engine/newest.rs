@@ -233,7 +233,12 @@ impl ContextEngine {
         let old: Vec<StoredChunk> = order.iter().map(|&i| old[i].clone()).collect();
         let old_chunks: Vec<MemoryChunk> = order.iter().map(|&i| old_chunks[i].clone()).collect();
         let unread = match extending {
-            Some(record) => Unread::kept(record, read, below.position + 1 - old.len(), policy),
+            Some(record) => Unread::kept(
+                record,
+                read,
+                (below.position + 1).saturating_sub(old.len()),
+                policy,
+            ),
             None => self.unread_of(&below, (&old, &old_chunks), key, policy)?,
         };
         let Some(unread) = unread else {
@@ -262,11 +267,17 @@ impl ContextEngine {
             .copied()
             .collect();
         // Ancestors of the record's head, which the branch's head descends
-        // from: on its path, at distinct positions older than the frontier.
+        // from: on its path, at positions older than the frontier that its
+        // build kept and no other chunk read holds.
         let islands = self.nodes().read_nodes(&self.chat, &wanted, Some(key))?;
+        let taken: FxHashSet<usize> = old.iter().map(|c| c.position).collect();
         let distinct = islands.windows(2).all(|w| w[0].position < w[1].position);
-        let older = islands.iter().all(|c| c.position < record.frontier);
-        if islands.len() != wanted.len() || !distinct || !older {
+        let fit = islands.iter().all(|c| {
+            c.position < record.frontier
+                && record.mark(c.position) != Fate::Dropped
+                && !taken.contains(&c.position)
+        });
+        if islands.len() != wanted.len() || !distinct || !fit {
             return Ok(false);
         }
         let location = self.store.location();
@@ -476,7 +487,9 @@ impl Newest {
         for (index, chunk) in self.chunks.iter().rev().enumerate() {
             timeline.push(index, chunk);
         }
-        timeline.steps_after(0) >= policy.recent_turns
+        // One step of slack: the window's first step may start at its
+        // first chunk only because the chunk before it is unread.
+        timeline.steps_after(0) > policy.recent_turns
     }
 
     /// Tokens of the unprotected chunks read whose priority is `priority`

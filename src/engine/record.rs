@@ -25,7 +25,7 @@ use crate::model::memory::MemoryChunk;
 use crate::model::roles::Role;
 use crate::model::rows::Rows;
 use crate::output::message::{MessageFingerprint, Summary};
-use crate::output::result::BuildResult;
+use crate::output::result::{BuildResult, PreviousBuild};
 use crate::store::NodeId;
 
 /// The version of the record's layout: a record of another version is
@@ -98,8 +98,8 @@ impl BuildRecord {
         let split = forced + cheapest_split(&positions[forced..], chunks, forced);
         let frontier = positions.get(split).copied().unwrap_or(chunks);
         for &(_, dropped) in dropped_at.iter().filter(|(p, _)| *p < frontier) {
-            count += 1;
-            tokens += dropped;
+            count = count.saturating_add(1);
+            tokens = tokens.saturating_add(dropped);
         }
         BuildRecord {
             head,
@@ -139,14 +139,28 @@ impl BuildRecord {
     }
 
     /// The record `text` holds, if it reads as one of this format whose
-    /// parts agree.
-    pub(super) fn decode(text: &str) -> Option<Self> {
-        let wire: Wire = serde_json::from_str(text).ok()?;
-        let marks = decode_marks(&wire.marks)?;
-        let agree = wire.format == FORMAT
-            && marks.len() == wire.chunks
-            && wire.frontier <= wire.chunks
-            && wire.islands.len() <= wire.frontier;
+    /// parts agree and was made at a head of at most `most_chunks` chunks:
+    /// else [`HeadMoved`](PreviousBuild::HeadMoved) for a longer head,
+    /// [`Unreadable`](PreviousBuild::Unreadable) for the rest.
+    pub(super) fn decode(text: &str, most_chunks: usize) -> Result<Self, PreviousBuild> {
+        let wire: Wire = serde_json::from_str(text).map_err(|_| PreviousBuild::Unreadable)?;
+        if wire.format == FORMAT && wire.chunks > most_chunks {
+            return Err(PreviousBuild::HeadMoved);
+        }
+        Self::of_wire(wire).ok_or(PreviousBuild::Unreadable)
+    }
+
+    fn of_wire(wire: Wire) -> Option<Self> {
+        if wire.format != FORMAT {
+            return None;
+        }
+        let marks = decode_marks(&wire.marks, wire.chunks)?;
+        // The dropped chunks are older than the frontier, and none costs
+        // more than a count can say.
+        let (dropped, tokens) = wire.dropped;
+        let agree = wire.frontier <= wire.chunks
+            && (wire.islands.len().checked_add(dropped)).is_some_and(|n| n <= wire.frontier)
+            && tokens <= dropped.saturating_mul(u32::MAX as usize);
         if !agree {
             return None;
         }
@@ -226,8 +240,10 @@ fn encode_marks(marks: &[Fate]) -> String {
     text
 }
 
-fn decode_marks(text: &str) -> Option<Vec<Fate>> {
-    let mut marks = Vec::new();
+/// The fates `text` writes, if they are exactly `chunks` of them.
+fn decode_marks(text: &str, chunks: usize) -> Option<Vec<Fate>> {
+    let mut runs = Vec::new();
+    let mut total = 0usize;
     let mut rest = text;
     while let Some(letter) = rest.chars().next() {
         let fate = match letter {
@@ -241,14 +257,17 @@ fn decode_marks(text: &str) -> Option<Vec<Fate>> {
             .find(|c: char| !c.is_ascii_digit())
             .unwrap_or(rest.len());
         let count: usize = rest[..digits].parse().ok()?;
-        // A record names at most as many chunks as a store can hold.
-        if count == 0 || marks.len().checked_add(count)? > u32::MAX as usize {
-            return None;
-        }
-        marks.resize(marks.len() + count, fate);
+        total = total
+            .checked_add(count)
+            .filter(|&t| count > 0 && t <= chunks)?;
+        runs.push((fate, count));
         rest = &rest[digits..];
     }
-    Some(marks)
+    (total == chunks).then(|| {
+        (runs.into_iter())
+            .flat_map(|(fate, count)| std::iter::repeat_n(fate, count))
+            .collect()
+    })
 }
 
 fn role_named(name: &str) -> Option<Role> {
@@ -272,10 +291,54 @@ mod tests {
         .concat();
         let text = encode_marks(&marks);
         assert_eq!(text, "d812k40s1k3");
-        assert_eq!(decode_marks(&text), Some(marks));
-        assert_eq!(decode_marks(""), Some(Vec::new()));
-        for bad in ["k", "k0", "x3", "k-1", "k3d", "k99999999999999999999", "3k"] {
-            assert_eq!(decode_marks(bad), None, "{bad:?} read");
+        assert_eq!(decode_marks(&text, marks.len()), Some(marks));
+        assert_eq!(decode_marks("", 0), Some(Vec::new()));
+        for bad in [
+            "k",
+            "k0",
+            "x3",
+            "k-1",
+            "k3d",
+            "k99999999999999999999",
+            "3k",
+            "k4294967295",
+        ] {
+            assert_eq!(decode_marks(bad, 3), None, "{bad:?} read");
+        }
+        assert_eq!(decode_marks("k2", 3), None, "too few");
+        assert_eq!(decode_marks("k2d2", 3), None, "too many");
+    }
+
+    fn record(chunks: usize, frontier: usize, dropped: (usize, usize)) -> BuildRecord {
+        BuildRecord {
+            head: 7,
+            chunks,
+            key: "key".into(),
+            marks: vec![Fate::Dropped; chunks],
+            frontier,
+            islands: Vec::new(),
+            dropped,
+            fingerprints: Rows::new(),
+            summary: None,
+        }
+    }
+
+    #[test]
+    fn a_record_reads_back_only_when_its_parts_agree() {
+        let good = record(10, 8, (8, 800));
+        assert_eq!(BuildRecord::decode(&good.encode(), 10), Ok(good.clone()));
+        let past = BuildRecord::decode(&good.encode(), 9);
+        assert_eq!(past, Err(PreviousBuild::HeadMoved), "a longer head");
+        let torn = BuildRecord::decode("{", 10);
+        assert_eq!(torn, Err(PreviousBuild::Unreadable));
+        for bad in [
+            record(10, 11, (0, 0)),
+            record(10, 8, (9, 0)),
+            record(10, 8, (usize::MAX, 0)),
+            record(10, 8, (1, usize::MAX)),
+        ] {
+            let read = BuildRecord::decode(&bad.encode(), 10);
+            assert_eq!(read, Err(PreviousBuild::Unreadable), "{bad:?}");
         }
     }
 

@@ -50,12 +50,10 @@ impl BuildRecord {
 }
 
 impl ContextEngine {
-    /// Where a build under plan key `key` starts (see [`Start`]).
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::Store`](crate::ErrorKind::Store) if the store fails.
-    pub(super) fn start(&self, key: Option<&str>) -> Result<Start> {
+    /// Where a build under plan key `key` starts (see [`Start`]); a
+    /// record the store fails to read is no record, with a warning in
+    /// `warnings`.
+    pub(super) fn start(&self, key: Option<&str>, warnings: &mut Vec<String>) -> Result<Start> {
         if self.nodes.is_some() && self.session.last_build().is_some() {
             return Ok(Start::Own);
         }
@@ -65,20 +63,31 @@ impl ContextEngine {
         let Some(head) = self.head else {
             return Ok(Start::Cold(PreviousBuild::NoneKept));
         };
-        let Some(text) = self.nodes().last_build(&self.chat, &self.branch)? else {
-            return Ok(Start::Cold(PreviousBuild::NoneKept));
+        if self.replaced_from.is_some() {
+            // A replaced chunk rewrites the branch from there: its mark is
+            // not the new chunk's.
+            return Ok(Start::Cold(PreviousBuild::HeadMoved));
+        }
+        let text = match self.nodes().last_build(&self.chat, &self.branch) {
+            Ok(Some(text)) => text,
+            Ok(None) => return Ok(Start::Cold(PreviousBuild::NoneKept)),
+            Err(error) => {
+                warnings.push(format!(
+                    "the branch's last build could not be read, so this one starts cold: {error}"
+                ));
+                return Ok(Start::Cold(PreviousBuild::Unreadable));
+            }
         };
-        let Some(record) = BuildRecord::decode(&text) else {
-            return Ok(Start::Cold(PreviousBuild::Unreadable));
+        let record = match BuildRecord::decode(&text, self.stored) {
+            Ok(record) => record,
+            Err(cause) => return Ok(Start::Cold(cause)),
         };
         if record.key != key {
             return Ok(Start::Cold(PreviousBuild::OtherSettings));
         }
         let descends = match record.chunks.checked_sub(1) {
-            Some(last) if record.chunks <= self.stored => {
-                self.nodes().ancestor(&self.chat, head, last)? == Some(record.head)
-            }
-            _ => false,
+            Some(last) => self.nodes().ancestor(&self.chat, head, last)? == Some(record.head),
+            None => false,
         };
         if !descends {
             return Ok(Start::Cold(PreviousBuild::HeadMoved));
@@ -135,7 +144,8 @@ impl ContextEngine {
     /// Keeps `record` for the next build; a warning in `warnings` when the
     /// store refuses it (a read-only store still builds).
     pub(super) fn keep_record(&self, record: &BuildRecord, warnings: &mut Vec<String>) {
-        let kept = (self.nodes()).keep_last_build(&self.chat, &self.branch, &record.encode());
+        let text = record.encode();
+        let kept = (self.nodes()).keep_last_build(&self.chat, &self.branch, record.chunks, &text);
         if let Err(error) = kept {
             warnings.push(format!(
                 "this build could not be kept for the next one to extend, so a build in \

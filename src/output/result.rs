@@ -94,11 +94,12 @@ pub enum PreviousBuild {
     NoneKept,
     /// Cold: the last build was made under other settings or policy.
     OtherSettings,
-    /// Cold: the branch's head does not descend from the last build's (a
-    /// rewind, a restore, a switch, or a replaced message).
+    /// Cold: the branch's head, as this engine opened it, does not descend
+    /// from the last build's (a replaced message, saved or not, or another
+    /// runtime built a longer head since).
     HeadMoved,
     /// Cold: the kept record could not be read (written by another
-    /// version, or damaged).
+    /// version, damaged, or the store refused the read: the build warns).
     Unreadable,
     /// Cold, and nothing is kept: the build counts with a caller's counter,
     /// which the record cannot name, or includes unsaved chunks.

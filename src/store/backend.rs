@@ -94,8 +94,10 @@ pub(crate) trait Tx {
     /// The record of the last build of `branch` (see `engine::record`).
     fn last_build(&mut self, chat: &str, branch: &str) -> Result<Option<String>>;
 
-    /// Replaces the record of the last build of `branch`.
-    fn put_last_build(&mut self, chat: &str, branch: &str, record: &str) -> Result<()>;
+    /// Replaces the record of the last build of `branch`, made at a head of
+    /// `chunks` chunks, unless the record there was made at a longer one.
+    fn put_last_build(&mut self, chat: &str, branch: &str, chunks: i64, record: &str)
+    -> Result<()>;
 
     /// Records `usage` of the chat at `now`.
     fn insert_usage(&mut self, chat: &str, usage: &Usage, now: i64) -> Result<()>;

@@ -297,13 +297,15 @@ pub trait Nodes {
     /// [`ErrorKind::Store`] if the database fails.
     fn last_build(&self, chat: &str, branch: &str) -> Result<Option<String>>;
 
-    /// Replaces the record of the last build of `branch`: one small write,
-    /// in a transaction of its own (the last writer's record stands).
+    /// Replaces the record of the last build of `branch`, made at a head of
+    /// `chunks` chunks: one small write, in a transaction of its own. The
+    /// last writer's record stands, unless the one there was made at a
+    /// longer head (by a runtime that saw chunks this one has not).
     ///
     /// # Errors
     ///
     /// [`ErrorKind::Store`] if the database fails or is read-only.
-    fn keep_last_build(&self, chat: &str, branch: &str, record: &str) -> Result<()>;
+    fn keep_last_build(&self, chat: &str, branch: &str, chunks: usize, record: &str) -> Result<()>;
 }
 
 impl<B: Backend> Nodes for B {
@@ -325,6 +327,9 @@ impl<B: Backend> Nodes for B {
         nodes: &[NodeId],
         count_key: Option<&str>,
     ) -> Result<Vec<StoredChunk>> {
+        if nodes.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut chunks = self.read(|tx| tx.read_nodes(chat, nodes, count_key))?;
         chunks.sort_by_key(|c| c.position);
         Ok(chunks)
@@ -372,7 +377,8 @@ impl<B: Backend> Nodes for B {
     fn last_build(&self, chat: &str, branch: &str) -> Result<Option<String>> {
         self.read(|tx| tx.last_build(chat, branch))
     }
-    fn keep_last_build(&self, chat: &str, branch: &str, record: &str) -> Result<()> {
-        self.write(|tx| tx.put_last_build(chat, branch, record))
+    fn keep_last_build(&self, chat: &str, branch: &str, chunks: usize, record: &str) -> Result<()> {
+        let chunks = i64::try_from(chunks).unwrap_or(i64::MAX);
+        self.write(|tx| tx.put_last_build(chat, branch, chunks, record))
     }
 }

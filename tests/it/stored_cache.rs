@@ -473,7 +473,23 @@ fn a_read_only_postgres_role_still_builds_and_warns() {
         location: url,
         _scratch: Box::new(()),
     };
+    // A role that may not even read the record builds cold, and says so.
+    admin
+        .batch_execute(&format!(
+            "REVOKE SELECT ON {schema_name}.builds FROM {role}"
+        ))
+        .unwrap();
     let twelve = builder(12_000);
+    let built = reader.engine(&twelve).build().unwrap();
+    assert_eq!(built.previous_build, Some(PreviousBuild::Unreadable));
+    let warned = built
+        .warnings
+        .iter()
+        .any(|w| w.contains("could not be read"));
+    assert!(warned, "{:?}", built.warnings);
+    admin
+        .batch_execute(&format!("GRANT SELECT ON {schema_name}.builds TO {role}"))
+        .unwrap();
     for _ in 0..2 {
         let mut engine = reader.engine(&twelve);
         let built = engine.build().unwrap();
@@ -490,4 +506,37 @@ fn a_read_only_postgres_role_still_builds_and_warns() {
     admin
         .batch_execute(&format!("DROP OWNED BY {role}; DROP ROLE {role};"))
         .unwrap();
+}
+
+/// An engine opened before another runtime appended and built starts
+/// cold at its own head and leaves the newer record in place; a replaced
+/// message not yet saved starts cold too, as the save rewrites the branch.
+#[test]
+fn a_stale_engine_or_a_pending_replacement_starts_cold_and_keeps_the_newer_record() {
+    let stored = Stored::sqlite();
+    let batches = stored_loop(&stored, 80);
+    let twelve = builder(12_000);
+    let (early, late) = batches.split_at(batches.len() - 3);
+    early.iter().for_each(|batch| append(&stored, batch));
+    stored.engine(&twelve).build().unwrap();
+    let mut stale = stored.engine(&twelve);
+    late.iter().for_each(|batch| append(&stored, batch));
+    assert_eq!(
+        stored.engine(&twelve).build().unwrap().previous_build,
+        Some(PreviousBuild::Extended)
+    );
+    let built = stale.build().unwrap();
+    assert_eq!(built.previous_build, Some(PreviousBuild::HeadMoved));
+    assert_cold(&mut stale, &built, &twelve);
+    assert_eq!(
+        stored.engine(&twelve).build().unwrap().previous_build,
+        Some(PreviousBuild::Extended)
+    );
+
+    let mut engine = stored.engine(&twelve);
+    let answer = MemoryChunk::agent("answer", agent_context::Role::Assistant, "Done.");
+    engine.replace_last_assistant(answer).unwrap();
+    let built = engine.build().unwrap();
+    assert_eq!(built.previous_build, Some(PreviousBuild::HeadMoved));
+    assert_cold(&mut engine, &built, &twelve);
 }

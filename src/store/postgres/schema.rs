@@ -91,6 +91,7 @@ pub(super) const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
     "CREATE TABLE builds (
          chat BYTEA NOT NULL REFERENCES chats (id),
          branch BYTEA NOT NULL,
+         chunks BIGINT NOT NULL,
          record TEXT NOT NULL,
          PRIMARY KEY (chat, branch)
      );

@@ -287,13 +287,22 @@ impl Tx for PgTx<'_> {
         row.map(|row| self.column(&row, 0)).transpose()
     }
 
-    fn put_last_build(&mut self, chat: &str, branch: &str, record: &str) -> Result<()> {
+    fn put_last_build(
+        &mut self,
+        chat: &str,
+        branch: &str,
+        chunks: i64,
+        record: &str,
+    ) -> Result<()> {
         self.run(
-            "INSERT INTO builds (chat, branch, record) VALUES ($1, $2, $3) \
-             ON CONFLICT (chat, branch) DO UPDATE SET record = excluded.record",
+            "INSERT INTO builds (chat, branch, chunks, record) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (chat, branch) DO UPDATE \
+             SET chunks = excluded.chunks, record = excluded.record \
+             WHERE builds.chunks <= excluded.chunks",
             &[
                 (&chat.as_bytes(), Type::BYTEA),
                 (&branch.as_bytes(), Type::BYTEA),
+                (&chunks, Type::INT8),
                 (&record, Type::TEXT),
             ],
         )?;

@@ -96,6 +96,7 @@ const MIGRATIONS: [&str; CURRENT_VERSION as usize] = [
     "CREATE TABLE builds (
          chat TEXT NOT NULL REFERENCES chats (id),
          branch TEXT NOT NULL,
+         chunks INTEGER NOT NULL,
          record TEXT NOT NULL,
          PRIMARY KEY (chat, branch)
      ) WITHOUT ROWID;

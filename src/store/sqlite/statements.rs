@@ -227,11 +227,19 @@ impl Tx for SqliteTx<'_> {
         )
     }
 
-    fn put_last_build(&mut self, chat: &str, branch: &str, record: &str) -> Result<()> {
+    fn put_last_build(
+        &mut self,
+        chat: &str,
+        branch: &str,
+        chunks: i64,
+        record: &str,
+    ) -> Result<()> {
         self.run(
-            "INSERT INTO builds (chat, branch, record) VALUES (?1, ?2, ?3) \
-             ON CONFLICT (chat, branch) DO UPDATE SET record = excluded.record",
-            [chat, branch, record],
+            "INSERT INTO builds (chat, branch, chunks, record) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (chat, branch) DO UPDATE \
+             SET chunks = excluded.chunks, record = excluded.record \
+             WHERE builds.chunks <= excluded.chunks",
+            params![chat, branch, chunks, record],
         )?;
         Ok(())
     }
@@ -301,10 +309,13 @@ impl Tx for SqliteTx<'_> {
         count_key: Option<&str>,
     ) -> Result<Vec<StoredChunk>> {
         let ids = serde_json::to_string(nodes).unwrap_or_default();
+        // CROSS JOIN keeps the ids the outer loop: each is one lookup by
+        // key, whatever the planner would guess of the chat's index.
         self.all(
-            "SELECT n.id, n.parent, n.position, n.codec, n.body, c.value FROM nodes n \
+            "SELECT n.id, n.parent, n.position, n.codec, n.body, c.value FROM json_each(?2) j \
+             CROSS JOIN nodes n ON n.id = j.value \
              LEFT JOIN counts c ON c.node = n.id AND c.key = ?3 \
-             WHERE n.id IN (SELECT value FROM json_each(?2)) AND n.chat = ?1",
+             WHERE n.chat = ?1",
             params![chat, ids, count_key],
             stored_chunk,
         )
