@@ -7,16 +7,19 @@
 //! messages' fingerprints (for `stable_prefix_tokens`) and its summary,
 //! with the head and the settings it was made under. It also says where
 //! the next build reads back to (the *frontier*: every chunk older than it
-//! is out of the prompt but for the *islands*, fetched one by one, and the
-//! chunks no budget drops, found through the path tallies), so a build
-//! reads the window and what was added since, not the whole branch.
+//! is out of the prompt but for the *islands*, read by node in one query,
+//! and the chunks no budget drops, found through the path tallies), so a
+//! build reads the window and what was added since, not the whole branch.
 //!
 //! The record is advisory: the next build extends it only under the same
 //! [`plan key`](crate::settings::Settings::plan_key), on a head that
-//! descends from its head; a record that does not read is ignored. A wrong
-//! record can only make another prompt, never one over budget, without a
-//! protected chunk, or with a call apart from its results: those rules are
-//! the build's, whatever it starts from.
+//! descends from its head; a record that does not read is ignored. A stale
+//! or damaged record can only make another prompt, never one over budget,
+//! without a protected chunk, or with a call apart from its results: those
+//! rules are the build's, whatever it starts from. Its islands are trusted
+//! as this crate wrote them, ancestors of its head (checked only to sit at
+//! distinct kept positions older than the frontier), as the store's chunks
+//! are trusted.
 
 use serde::{Deserialize, Serialize};
 
