@@ -151,30 +151,14 @@ fn fresh_builds(c: &mut Criterion, backends: &[Backend], export: &str) {
         ];
         reports.push(run_cli(&args).1);
         group.bench_function(backend.name, |b| {
-            b.iter_custom(|iterations| {
-                let mut timed = Duration::ZERO;
-                for _ in 0..iterations {
-                    let time = run_cli(&args).0;
-                    times.push(time);
-                    timed += time;
-                }
-                timed
-            })
+            b.iter_custom(|n| timed_runs(&args, n, times))
         });
     }
     let args = ["build", export, "--max-tokens", &budget];
     reports.push(run_cli(&args).1);
     let mut cold = Vec::new();
     group.bench_function("cold-build-of-the-export", |b| {
-        b.iter_custom(|iterations| {
-            let mut timed = Duration::ZERO;
-            for _ in 0..iterations {
-                let time = run_cli(&args).0;
-                cold.push(time);
-                timed += time;
-            }
-            timed
-        })
+        b.iter_custom(|n| timed_runs(&args, n, &mut cold))
     });
     group.finish();
     assert!(
@@ -192,6 +176,18 @@ fn fresh_builds(c: &mut Criterion, backends: &[Backend], export: &str) {
     }
     let (sqlite, postgres) = times.split_at_mut(1);
     print_pair("fresh chat build", &mut sqlite[0], &mut postgres[0]);
+}
+
+/// Runs the CLI with `args` `iterations` times, keeping each run's wall
+/// time in `times`: their sum.
+fn timed_runs(args: &[&str], iterations: u64, times: &mut Vec<Duration>) -> Duration {
+    (0..iterations)
+        .map(|_| {
+            let time = run_cli(args).0;
+            times.push(time);
+            time
+        })
+        .sum()
 }
 
 /// Runs the CLI with `args`: its wall time and its report's prompt.
