@@ -66,6 +66,8 @@ struct Reuse {
     builds: usize,
     /// Builds that read only the window and what came after it.
     windowed: usize,
+    /// Builds that a `context_management` edit cleared something in.
+    edited: usize,
     session: f64,
     stored: f64,
 }
@@ -80,21 +82,34 @@ fn run(
     batches: &[Vec<MemoryChunk>],
     max_tokens: usize,
 ) -> Result<Reuse, TestCaseError> {
-    let builder = builder(max_tokens);
+    run_with(stored, opening, batches, &builder(max_tokens))
+}
+
+/// [`run`] with `builder`'s settings.
+fn run_with(
+    stored: &Stored,
+    opening: &MemoryState,
+    batches: &[Vec<MemoryChunk>],
+    builder: &ContextBuilder,
+) -> Result<Reuse, TestCaseError> {
     let mut session = ContextSession::new(builder.clone(), opening.clone()).unwrap();
-    let mut writer = stored.engine(&builder);
+    let mut writer = stored.engine(builder);
     writer.set_system_prompt(opening.system_prompt.clone());
     writer.extend(opening.chunks.iter().cloned()).unwrap();
     writer.save().unwrap();
-    let (mut stable, mut total, mut windowed) = ([0usize; 2], 0usize, 0);
+    let (mut stable, mut total, mut windowed, mut edited) = ([0usize; 2], 0usize, 0, 0);
     for (index, batch) in batches.iter().enumerate() {
-        let mut writer = stored.engine(&builder);
+        let mut writer = stored.engine(builder);
         writer.extend(batch.iter().cloned()).unwrap();
         writer.save().unwrap();
         session.extend(batch.iter().cloned()).unwrap();
         let expected = session.build().unwrap();
-        let built = stored.engine(&builder).build().unwrap();
-        let at = format!("batch {index} of {} at {max_tokens}", batches.len());
+        let built = stored.engine(builder).build().unwrap();
+        let at = format!(
+            "batch {index} of {} at {}",
+            batches.len(),
+            expected.max_tokens
+        );
         assert_same_messages(&built, &expected, &at)?;
         prop_assert_eq!(
             built.stable_prefix_tokens,
@@ -113,11 +128,13 @@ fn run(
         stable[1] += built.stable_prefix_tokens.unwrap_or(0);
         total += built.token_count;
         windowed += usize::from(built.unread_chunks > 0);
+        edited += usize::from(!built.applied_edits.is_empty());
     }
     let share = |stable: usize| stable as f64 / total.max(1) as f64;
     Ok(Reuse {
         builds: batches.len(),
         windowed,
+        edited,
         session: share(stable[0]),
         stored: share(stable[1]),
     })
@@ -539,4 +556,23 @@ fn a_stale_engine_or_a_pending_replacement_starts_cold_and_keeps_the_newer_recor
     let built = engine.build().unwrap();
     assert_eq!(built.previous_build, Some(PreviousBuild::HeadMoved));
     assert_cold(&mut engine, &built, &twelve);
+}
+
+/// A loop under Anthropic's context editing, which a build cannot plan
+/// from the newest chunks alone: the engine reads the whole branch and
+/// repeats the record's cut, and still returns the session's prompts.
+#[test]
+fn a_stored_loop_under_context_editing_returns_the_sessions_prompts() {
+    let (opening, batches) = loop_batches(17, &LoopShape::new(120));
+    let management: agent_context::budget::ContextManagement = serde_json::from_value(
+        serde_json::json!({"edits": [{"type": "clear_tool_uses_20250919",
+            "trigger": {"type": "input_tokens", "value": 9000},
+            "keep": {"type": "tool_uses", "value": 3}}]}),
+    )
+    .unwrap();
+    let mut managed = builder(32_000);
+    managed.policy_mut().context_management = Some(management);
+    let reuse = run_with(&Stored::sqlite(), &opening, &batches, &managed).unwrap();
+    assert_eq!(reuse.windowed, 0, "{reuse:?}");
+    assert!(reuse.edited > 0, "the edits cleared nothing: {reuse:?}");
 }
