@@ -82,17 +82,19 @@ fn run(
     batches: &[Vec<MemoryChunk>],
     max_tokens: usize,
 ) -> Result<Reuse, TestCaseError> {
-    run_with(stored, opening, batches, &builder(max_tokens))
+    let builder = builder(max_tokens);
+    run_with(stored, opening, batches, (&builder, &builder))
 }
 
-/// [`run`] with `builder`'s settings.
+/// [`run`] with the session's settings and the stored chat's engines'
+/// (the same, but for the state a caller's hook keeps).
 fn run_with(
     stored: &Stored,
     opening: &MemoryState,
     batches: &[Vec<MemoryChunk>],
-    builder: &ContextBuilder,
+    (session_builder, builder): (&ContextBuilder, &ContextBuilder),
 ) -> Result<Reuse, TestCaseError> {
-    let mut session = ContextSession::new(builder.clone(), opening.clone()).unwrap();
+    let mut session = ContextSession::new(session_builder.clone(), opening.clone()).unwrap();
     let mut writer = stored.engine(builder);
     writer.set_system_prompt(opening.system_prompt.clone());
     writer.extend(opening.chunks.iter().cloned()).unwrap();
@@ -572,7 +574,48 @@ fn a_stored_loop_under_context_editing_returns_the_sessions_prompts() {
     .unwrap();
     let mut managed = builder(32_000);
     managed.policy_mut().context_management = Some(management);
-    let reuse = run_with(&Stored::sqlite(), &opening, &batches, &managed).unwrap();
+    let reuse = run_with(&Stored::sqlite(), &opening, &batches, (&managed, &managed)).unwrap();
     assert_eq!(reuse.windowed, 0, "{reuse:?}");
     assert!(reuse.edited > 0, "the edits cleared nothing: {reuse:?}");
+}
+
+/// Summaries numbered in the order they were asked for: a build that asks
+/// again where the session reused its summary shows another number.
+struct Numbered(std::sync::atomic::AtomicUsize);
+
+impl agent_context::budget::Summarizer for Numbered {
+    fn summarize(&self, dropped: &[&MemoryChunk], _max_tokens: usize) -> Option<String> {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(format!("Summary {n} of {} chunks.", dropped.len()))
+    }
+}
+
+/// A loop with a summarizer: the stored chat reuses the summary its record
+/// keeps while the cut holds, as the session does, and asks for a new one
+/// exactly when the session does (each side has its own summarizer).
+#[test]
+fn a_stored_loop_with_a_summarizer_reuses_its_summary_as_the_session_does() {
+    let (opening, batches) = loop_batches(23, &LoopShape::new(120));
+    let numbered = |max_tokens| {
+        let mut builder = builder(max_tokens);
+        let summarizer = Numbered(std::sync::atomic::AtomicUsize::new(0));
+        builder.policy_mut().set_summarizer(Arc::new(summarizer));
+        builder
+    };
+    let (session_builder, engine_builder) = (numbered(12_000), numbered(12_000));
+    let stored = Stored::sqlite();
+    let reuse = run_with(
+        &stored,
+        &opening,
+        &batches,
+        (&session_builder, &engine_builder),
+    )
+    .unwrap();
+    assert_eq!(reuse.windowed, 0, "{reuse:?}");
+    let last = stored.engine(&engine_builder).build().unwrap();
+    let summarized = last
+        .messages
+        .iter()
+        .any(|m| m.content.as_str().contains("Summary "));
+    assert!(summarized, "no summary in the prompt");
 }
