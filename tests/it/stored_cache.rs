@@ -619,3 +619,15 @@ fn a_stored_loop_with_a_summarizer_reuses_its_summary_as_the_session_does() {
         .any(|m| m.content.as_str().contains("Summary "));
     assert!(summarized, "no summary in the prompt");
 }
+
+/// A model counted by estimate keeps no counts in the store, so every
+/// build reads the whole branch: it still repeats the record's cut and
+/// returns the session's prompts.
+#[test]
+fn a_stored_loop_counted_by_estimate_returns_the_sessions_prompts() {
+    let (opening, batches) = loop_batches(29, &LoopShape::new(100));
+    let mut claude = builder(32_000);
+    claude.model("claude-sonnet-4");
+    let reuse = run_with(&Stored::sqlite(), &opening, &batches, (&claude, &claude)).unwrap();
+    assert_eq!(reuse.windowed, 0, "{reuse:?}");
+}
