@@ -107,7 +107,8 @@
 //!     each build, and [`ContextSession`], a state, its cache and its last
 //!     build over a shared configuration.
 //! 12. `engine/`: [`ContextEngine`], a chat of a store built through a
-//!     session.
+//!     session, each build extending the branch's last one as the store
+//!     keeps it.
 //! 13. `command/`: the CLI's commands as calls, which the CLI and the
 //!     Python package share (behind the `command` feature, not part of the
 //!     API). The CLI (`src/bin`) sits on top.
