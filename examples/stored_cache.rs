@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_context::store::{SqliteStore, Store};
-use agent_context::{BuildResult, ContextBuilder, ContextEngine, ContextSession, MemoryChunk};
+use agent_context::{BuildResult, ContextBuilder, ContextEngine, ContextSession};
 use session_gen::{LoopShape, Rng, agent_loop};
 
 const STEPS: usize = 300;
@@ -73,21 +73,7 @@ fn stable_tokens(before: &BuildResult, now: &BuildResult) -> usize {
 
 fn main() -> agent_context::Result<()> {
     let agent_loop = agent_loop(2026, &LoopShape::new(STEPS));
-    let mut rng = Rng::new(2026);
-    let mut batches: Vec<Vec<MemoryChunk>> = Vec::new();
-    let mut steps = agent_loop.steps.iter();
-    loop {
-        let batch: Vec<MemoryChunk> = steps
-            .by_ref()
-            .take(rng.range(1, 5))
-            .flatten()
-            .cloned()
-            .collect();
-        if batch.is_empty() {
-            break;
-        }
-        batches.push(batch);
-    }
+    let batches = agent_loop.batches(&mut Rng::new(2026));
     let mut builder = ContextBuilder::new();
     builder
         .model("gpt-4o")

@@ -284,6 +284,21 @@ impl AgentLoop {
     pub fn chunks(&self) -> impl Iterator<Item = &MemoryChunk> {
         self.steps.iter().flatten()
     }
+
+    /// The steps' chunks in batches of one to four steps (drawn from
+    /// `rng`), as an agent saves them.
+    pub fn batches(&self, rng: &mut Rng) -> Vec<Vec<MemoryChunk>> {
+        let mut batches = Vec::new();
+        let mut steps = self.steps.iter();
+        loop {
+            let take = rng.range(1, 5);
+            let batch: Vec<MemoryChunk> = steps.by_ref().take(take).flatten().cloned().collect();
+            if batch.is_empty() {
+                return batches;
+            }
+            batches.push(batch);
+        }
+    }
 }
 
 /// A generated agent loop of `shape`.

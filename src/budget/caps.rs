@@ -140,17 +140,11 @@ impl Caps {
     /// Every cap, written out in one order whatever order they were set
     /// in (see [`Policy::key_text`](super::Policy::key_text)).
     pub(crate) fn key_text(&self) -> String {
-        fn sorted<K: std::fmt::Debug>(map: &FxHashMap<K, Option<usize>>) -> Vec<String> {
-            let mut entries: Vec<String> =
-                map.iter().map(|(k, v)| format!("{k:?}={v:?}")).collect();
-            entries.sort();
-            entries
-        }
         let maps = [
-            sorted(&self.by_kind),
-            sorted(&self.by_tag),
-            sorted(&self.by_tool),
-            sorted(&self.by_chunk),
+            sorted_entries(&self.by_kind),
+            sorted_entries(&self.by_tag),
+            sorted_entries(&self.by_tool),
+            sorted_entries(&self.by_chunk),
         ];
         format!("{maps:?}")
     }
@@ -340,6 +334,14 @@ impl Caps {
             .map(|(k, t)| (CapTarget::Chunk(k.clone()), *t));
         kinds.chain(tags).chain(tools).chain(chunks)
     }
+}
+
+/// A map's entries as `key=value` text, sorted: the same whatever order
+/// they were set in (see [`Policy::key_text`](super::Policy::key_text)).
+pub(super) fn sorted_entries<K: fmt::Debug, V: fmt::Debug>(map: &FxHashMap<K, V>) -> Vec<String> {
+    let mut entries: Vec<String> = map.iter().map(|(k, v)| format!("{k:?}={v:?}")).collect();
+    entries.sort();
+    entries
 }
 
 #[cfg(test)]

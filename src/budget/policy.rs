@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::caps::Caps;
+use super::caps::{Caps, sorted_entries};
 use crate::error::{ErrorKind, Result};
 use crate::model::context_management::ContextManagement;
 use crate::model::memory::MemoryChunk;
@@ -113,10 +113,7 @@ impl Policy {
     /// order whatever order it was set in: part of the key a stored chat's
     /// last build is kept under (see `Settings::plan_key`).
     pub(crate) fn key_text(&self) -> String {
-        let mut priorities: Vec<String> = (self.priorities.iter())
-            .map(|(target, priority)| format!("{target:?}={priority}"))
-            .collect();
-        priorities.sort();
+        let priorities = sorted_entries(&self.priorities);
         format!(
             "{} {} {} {} {:?} {priorities:?} {}",
             self.caps.key_text(),

@@ -33,7 +33,6 @@ use crate::budget::{
 };
 use crate::error::Result;
 use crate::model::memory::MemoryChunk;
-use crate::output::last_build::LastBuild;
 use crate::output::result::BuildResult;
 use crate::pipeline::BuildCache;
 use crate::pipeline::{Outside, Pass, kept_alone_tokens, seed_counts};
@@ -349,8 +348,7 @@ impl ContextEngine {
             marker_before: old.iter().filter(|c| c.position < first_unread).count(),
         };
         let previous = extending.map(|record| {
-            let marks = positions.iter().map(|&(p, _)| record.mark(p)).collect();
-            LastBuild::resumed(marks, record.fingerprints.clone(), record.summary.clone())
+            record.resumed_with(positions.iter().map(|&(p, _)| record.mark(p)).collect())
         });
         let pass = Pass {
             policy,

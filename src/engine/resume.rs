@@ -39,13 +39,16 @@ impl Start {
 }
 
 impl BuildRecord {
-    /// The last build as a session takes it, to repeat its cut.
+    /// The last build as a session of every chunk takes it, to repeat its
+    /// cut.
     pub(super) fn resumed(&self) -> LastBuild {
-        LastBuild::resumed(
-            self.marks.clone(),
-            self.fingerprints.clone(),
-            self.summary.clone(),
-        )
+        self.resumed_with(self.marks.clone())
+    }
+
+    /// The last build as a build of some chunks takes it: `marks` are the
+    /// record's fates of those chunks, in order.
+    pub(super) fn resumed_with(&self, marks: Vec<Fate>) -> LastBuild {
+        LastBuild::resumed(marks, self.fingerprints.clone(), self.summary.clone())
     }
 }
 

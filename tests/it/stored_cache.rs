@@ -172,17 +172,7 @@ fn assert_same_messages(
 /// The steps of a loop in batches of one to four steps, as agents save them.
 fn loop_batches(seed: u64, shape: &LoopShape) -> (MemoryState, Vec<Vec<MemoryChunk>>) {
     let agent_loop = agent_loop(seed, shape);
-    let mut rng = Rng::new(seed ^ 0x5EED);
-    let mut batches = Vec::new();
-    let mut steps = agent_loop.steps.iter();
-    loop {
-        let take = rng.range(1, 5);
-        let batch: Vec<MemoryChunk> = steps.by_ref().take(take).flatten().cloned().collect();
-        if batch.is_empty() {
-            break;
-        }
-        batches.push(batch);
-    }
+    let batches = agent_loop.batches(&mut Rng::new(seed ^ 0x5EED));
     (agent_loop.opening, batches)
 }
 
