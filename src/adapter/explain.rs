@@ -238,6 +238,7 @@ fn kind_letter(kind: ChunkKind) -> char {
         ChunkKind::Environment => 'E',
         ChunkKind::Thinking => 'T',
         ChunkKind::Output => 'O',
+        ChunkKind::Compaction => 'C',
     }
 }
 
@@ -245,6 +246,7 @@ fn reason_name(reason: DropReason) -> &'static str {
     match reason {
         DropReason::Filtered => "filtered",
         DropReason::Orphan => "orphan",
+        DropReason::Compacted => "compacted",
         DropReason::Budget => "budget",
         DropReason::ClearThinking => "clear_thinking_20251015",
     }

@@ -21,6 +21,8 @@ pub enum DropReason {
     Orphan,
     /// Unprotected history, dropped to fit the budget (lowest priority, then oldest).
     Budget,
+    /// Folded by the compaction in effect: its summary stands for it.
+    Compacted,
     /// Thinking removed by a `clear_thinking_20251015` edit.
     #[serde(rename = "clear_thinking_20251015")]
     ClearThinking,

@@ -189,6 +189,7 @@ impl Policy {
             })
             .flatten()
             .unwrap_or(match class.kind {
+                ChunkKind::Compaction => 100,
                 ChunkKind::Agent if class.role == Some(Role::User) => 90,
                 ChunkKind::Output => 80,
                 ChunkKind::Agent => 70,

@@ -12,10 +12,13 @@ use crate::model::memory::MemoryChunk;
 use crate::model::roles::{ChunkClass, ChunkKind, Retention, Role};
 
 /// Whether `chunk` protects itself (and its unit) wherever it sits:
-/// pinned, or `critical`. Only an explicit retention is critical, so
-/// neither the policy nor the chunk's age matters.
+/// pinned, `critical`, or a compaction's summary (which only a newer
+/// compaction folds: see [`super::Fold`]). Only an explicit retention is
+/// critical, so neither the policy nor the chunk's age matters.
 pub(crate) fn protects_itself(chunk: &MemoryChunk) -> bool {
-    chunk.pinned || chunk.retention == Some(Retention::Critical)
+    chunk.pinned
+        || chunk.retention == Some(Retention::Critical)
+        || chunk.kind == ChunkKind::Compaction
 }
 
 /// Whether `chunk` joins the system message under the default renderers

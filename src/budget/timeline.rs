@@ -34,7 +34,7 @@ enum Side {
 
 fn side(chunk: &MemoryChunk) -> Side {
     match chunk.kind {
-        ChunkKind::System => Side::Neutral,
+        ChunkKind::System | ChunkKind::Compaction => Side::Neutral,
         ChunkKind::Agent if chunk.role == Some(Role::User) => Side::User,
         ChunkKind::Environment => Side::User,
         ChunkKind::Delegation => match chunk.action.as_deref() {

@@ -5,7 +5,7 @@
 //! names the chunk and the field, because a typo such as `"pined": true` would
 //! otherwise silently drop a guarantee the caller asked for.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use crate::content::Block;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
+use crate::model::compaction::{Folded, NativeCompaction, check_covers};
 use crate::model::context_management::ContextManagement;
 use crate::model::roles::{ChunkKind, Retention, Role};
 use crate::syntax::json_text::JsonText;
@@ -73,6 +74,15 @@ pub struct MemoryChunk {
     /// thinking), sent back with it in native requests; text mode leaves it out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signature: Option<Box<str>>,
+    /// The last chunk a `compaction` chunk stands for (its id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub covers: Option<Box<str>>,
+    /// A `compaction` chunk's own provider items, kept verbatim.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub native: Option<Box<NativeCompaction>>,
+    /// What a `compaction` chunk folds, as its plan counted it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folded: Option<Folded>,
     /// Higher keeps longer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,
@@ -113,6 +123,9 @@ impl MemoryChunk {
             reason,
             error,
             signature: _,
+            covers,
+            native,
+            folded,
             priority,
             pinned,
             retention,
@@ -137,6 +150,9 @@ impl MemoryChunk {
             reason: reason.clone(),
             error: error.clone(),
             signature: None,
+            covers: covers.clone(),
+            native: native.clone(),
+            folded: *folded,
             priority: *priority,
             pinned: *pinned,
             retention: *retention,
@@ -165,6 +181,9 @@ impl MemoryChunk {
             reason: None,
             error: None,
             signature: None,
+            covers: None,
+            native: None,
+            folded: None,
             priority: None,
             pinned: false,
             retention: None,
@@ -286,8 +305,54 @@ impl MemoryChunk {
                     kind.as_str()
                 ),
             ),
-            _ => Ok(()),
+            (ChunkKind::Compaction, _) => self.validate_compaction(index),
+            (kind, _) => match self.compaction_field() {
+                Some(field) => fail(
+                    field,
+                    format!(
+                        "only compaction chunks take \"{field}\", not a {} chunk",
+                        kind.as_str()
+                    ),
+                ),
+                None => Ok(()),
+            },
         }
+    }
+
+    /// The first field only a compaction chunk may set, if this sets one.
+    fn compaction_field(&self) -> Option<&'static str> {
+        [
+            ("covers", self.covers.is_some()),
+            ("native", self.native.is_some()),
+            ("folded", self.folded.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(field, set)| set.then_some(field))
+    }
+
+    /// A compaction chunk on its own: it names what it covers and holds a
+    /// summary someone can read (its `text`, or Anthropic's `content`).
+    fn validate_compaction(&self, index: usize) -> Result<()> {
+        let fail = |field: &str, message: &str| Err(chunk_error(index, self, field, message.into()));
+        if self.covers.as_deref().is_none_or(str::is_empty) {
+            return fail(
+                "covers",
+                "a compaction chunk names the last chunk it stands for: \"covers\": ID",
+            );
+        }
+        if self.data.is_some() || self.content.is_some() {
+            let field = if self.data.is_some() { "data" } else { "content" };
+            return fail(field, "a compaction's summary is its \"text\"");
+        }
+        let readable = self.text.as_deref().is_some_and(|t| !t.is_empty())
+            || self.native.as_ref().and_then(|n| n.readable_text()).is_some();
+        if !readable {
+            return fail(
+                "text",
+                "a compaction chunk needs a summary: a non-empty \"text\", or a                  native.anthropic block with readable \"content\"",
+            );
+        }
+        Ok(())
     }
 
     /// Whether this is the user speaking (an `agent` chunk with role `user`).
@@ -350,10 +415,18 @@ impl MemoryState {
     ///
     /// [`ErrorKind::Chunk`] naming the first offending chunk and field.
     pub fn validate(&self) -> Result<()> {
-        let mut seen = HashSet::with_capacity(self.chunks.len());
+        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(self.chunks.len());
+        // The newest compaction so far, with the index of what it covers.
+        let mut previous: Option<(&MemoryChunk, usize)> = None;
         for (index, chunk) in self.chunks.iter().enumerate() {
             chunk.validate_at(index)?;
-            if !seen.insert(chunk.id.as_str()) {
+            if let Some(covers) = chunk.covers.as_deref() {
+                let covered = seen.get(covers).map(|&i| (i, &self.chunks[i]));
+                let at = check_covers(covers, covered, previous)
+                    .map_err(|message| chunk_error(index, chunk, "covers", message))?;
+                previous = Some((chunk, at));
+            }
+            if seen.insert(chunk.id.as_str(), index).is_some() {
                 return Err(chunk_error(index, chunk, "id", DUPLICATE_ID.into()));
             }
         }

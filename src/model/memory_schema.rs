@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::content::{Block, blocks_from_value};
 use crate::error::{ChunkLocation, ErrorKind, Result, json_type_name};
+use crate::model::compaction::{folded_from_value, native_from_value};
 use crate::model::context_management::ContextManagement;
 use crate::model::memory::{JsonObject, MemoryChunk, MemoryState};
 use crate::model::roles::{ChunkKind, Retention, Role};
@@ -43,6 +44,9 @@ const CHUNK_FIELDS: &[&str] = &[
     "reason",
     "error",
     "signature",
+    "covers",
+    "native",
+    "folded",
     "priority",
     "pinned",
     "retention",
@@ -413,6 +417,18 @@ impl ChunkFields<'_> {
         chunk.reason = self.optional_str("reason")?;
         chunk.error = self.optional_str("error")?;
         chunk.signature = self.optional_str("signature")?;
+        chunk.covers = self.optional_str("covers")?;
+        chunk.native = match self.take("native") {
+            None | Some(Value::Null) => None,
+            Some(value) => match native_from_value(value) {
+                Ok(native) => Some(Box::new(native)),
+                Err((field, message)) => return Err(self.error(&field, message)),
+            },
+        };
+        chunk.folded = match self.take("folded") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(folded_from_value(&value).map_err(|m| self.error("folded", m))?),
+        };
         Ok(())
     }
 

@@ -4,6 +4,7 @@
 //! builds share) and Anthropic's `context_management` request.
 
 pub(crate) mod chunk_id;
+pub(crate) mod compaction;
 pub(crate) mod context_management;
 pub(crate) mod memory;
 pub(crate) mod memory_schema;

@@ -25,11 +25,14 @@ pub enum ChunkKind {
     Thinking,
     /// The outcome of the task.
     Output,
+    /// A summary standing for the history it folds (`covers` and all
+    /// unprotected chunks before it; see `docs/compaction.md`).
+    Compaction,
 }
 
 impl ChunkKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ChunkKind; 7] = [
+    pub const ALL: [ChunkKind; 8] = [
         ChunkKind::System,
         ChunkKind::Agent,
         ChunkKind::Workflow,
@@ -37,6 +40,7 @@ impl ChunkKind {
         ChunkKind::Environment,
         ChunkKind::Thinking,
         ChunkKind::Output,
+        ChunkKind::Compaction,
     ];
 
     /// The kind's name as written in JSON.
@@ -49,6 +53,7 @@ impl ChunkKind {
             ChunkKind::Environment => "environment",
             ChunkKind::Thinking => "thinking",
             ChunkKind::Output => "output",
+            ChunkKind::Compaction => "compaction",
         }
     }
 
@@ -166,7 +171,8 @@ mod tests {
         assert_eq!(class(ChunkKind::Agent, Some(Role::User)), 6);
         assert_eq!(class(ChunkKind::Agent, Some(Role::Assistant)), 7);
         assert_eq!(class(ChunkKind::Output, None), 24);
-        assert_eq!(ChunkClass::COUNT, 28);
+        assert_eq!(ChunkClass::COUNT, 32);
+        
         for (index, class) in ChunkClass::all().enumerate() {
             assert_eq!(class.index(), index);
         }

@@ -79,6 +79,24 @@ pub struct BuildResult {
     /// build, as a session extends its own, or started cold, and why.
     /// `None` for every other build.
     pub previous_build: Option<PreviousBuild>,
+    /// The compaction in effect: the newest `compaction` chunk, and what
+    /// it folds (see `docs/compaction.md`). `None` without one.
+    pub compaction: Option<CompactionInEffect>,
+}
+
+/// The compaction a build shows, and what it stands for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct CompactionInEffect {
+    /// The compaction chunk's id.
+    pub id: String,
+    /// The last chunk it stands for.
+    pub covers: String,
+    /// How many chunks it folds (earlier compactions included).
+    pub chunks: u64,
+    /// What they cost: as its plan counted them when the chunk says
+    /// (`folded`), else as this build counts them, each alone.
+    pub tokens: u64,
 }
 
 /// What a stored chat's build started from (see `docs/stores.md`).
@@ -134,6 +152,7 @@ impl BuildResult {
             applied_edits: Vec::new(),
             warnings: Vec::new(),
             previous_build: None,
+            compaction: None,
         }
     }
 
@@ -179,7 +198,7 @@ impl BuildResult {
 /// fields a build hands the next one left out.
 impl Serialize for BuildResult {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        let mut report = serializer.serialize_struct("BuildResult", 19)?;
+        let mut report = serializer.serialize_struct("BuildResult", 20)?;
         report.serialize_field("model", &self.model)?;
         report.serialize_field("encoding", &self.encoding)?;
         report.serialize_field("budget", &self.budget)?;
@@ -205,6 +224,7 @@ impl Serialize for BuildResult {
         optional_field(&mut report, "applied_edits", edits)?;
         report.serialize_field("warnings", &self.warnings)?;
         optional_field(&mut report, "previous_build", self.previous_build.as_ref())?;
+        optional_field(&mut report, "compaction", self.compaction.as_ref())?;
         report.end()
     }
 }

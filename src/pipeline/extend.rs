@@ -29,7 +29,7 @@ use super::ready::cap_on;
 use crate::budget::planner::role_index;
 use crate::budget::{
     Calls, ChunkDecision, Decision, DropReason, MIN_CAP, NO_UNIT, Policy, PreviousCut, Timeline,
-    framing_table, is_orphan_result, is_tool_use, protects_itself, tool_call,
+    framing_table, is_compaction, is_orphan_result, is_tool_use, protects_itself, tool_call,
 };
 use crate::error::Result;
 use crate::model::chunk_id::{ChunkId, ChunkIds, fingerprint};
@@ -230,6 +230,10 @@ impl<'a> Build<'a> {
         let new = &state.chunks[carry.chunks..];
         let only_ids = settings.only_ids();
         let mut calls = Calls::default();
+        // A compaction folds old chunks and moves its summary back.
+        if new.iter().any(is_compaction) {
+            return Ok(None);
+        }
         for chunk in new {
             let Some(call) = tool_call(chunk) else {
                 continue;

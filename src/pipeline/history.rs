@@ -10,12 +10,13 @@ use super::forecast::CutForecast;
 use super::frozen::Frozen;
 use super::ready::{PreparedChunk, Preparer};
 use crate::budget::{
-    Calls, ChunkDecision, Decision, DropReason, Fate, Item, NO_UNIT, PreviousCut, Timeline,
+    Calls, ChunkDecision, Decision, DropReason, Fate, Fold, Item, NO_UNIT, PreviousCut, Timeline,
     call_id_of, is_orphan_result, is_tool_result, protects_itself, tool_call,
 };
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::model::memory::MemoryChunk;
 use crate::model::roles::{Retention, Role};
+use crate::output::result::CompactionInEffect;
 use crate::render::ChunkRenderer;
 use crate::settings::Settings;
 use crate::tokens::parts::CountedText;
@@ -38,11 +39,16 @@ pub(super) struct History<'s> {
     pub(super) newest_results: Vec<usize>,
     /// The steps, latest user message and newest tool use.
     pub(super) timeline: Timeline,
+    /// The chunks the compaction in effect folds, and (when the chunk
+    /// does not say) their tokens.
+    folded: (u64, u64),
 }
 
 /// Which chunks a build selects, with their tool calls and steps.
 struct Selection<'s> {
     selected: Vec<bool>,
+    /// The compaction in effect, which unselects what it folds.
+    fold: Option<Fold>,
     /// The call ids of the selected tool calls.
     calls: Calls<'s>,
     /// The selected chunks' steps, latest user message and newest tool use.
@@ -113,6 +119,10 @@ impl<'a> Build<'a> {
         history.decisions.reverse();
         history.system_parts.reverse();
         history.system_chunks.reverse();
+        if let Some(fold) = selection.fold {
+            self.compaction = Some(in_effect(&state.chunks, fold, history.folded));
+            place_summary(&mut history.items, fold);
+        }
         Ok(history)
     }
 
@@ -147,10 +157,10 @@ impl<'a> Build<'a> {
     fn select(&self) -> Selection<'a> {
         let (settings, state) = (self.settings, self.state);
         let only_ids = settings.only_ids();
-        let selected: Vec<bool> = state
-            .chunks
-            .iter()
-            .map(|c| settings.selects(c, only_ids.as_ref()))
+        let fold = Fold::of(&state.chunks);
+        let folded = |i: usize, c: &MemoryChunk| fold.is_some_and(|f| f.folds(i, c));
+        let selected: Vec<bool> = (state.chunks.iter().enumerate())
+            .map(|(i, c)| settings.selects(c, only_ids.as_ref()) && !folded(i, c))
             .collect();
         let mut calls = Calls::with_capacity_and_hasher(state.chunks.len() / 2, Default::default());
         calls.extend(
@@ -164,6 +174,7 @@ impl<'a> Build<'a> {
         let timeline = Timeline::of(&state.chunks, |index| selected[index]);
         Selection {
             selected,
+            fold,
             calls,
             timeline,
         }
@@ -221,6 +232,15 @@ impl<'a> Build<'a> {
             walk.history.frozen.1 += tokens;
         } else if walk.selection.selected[index] {
             self.admit(index, chunk, &mut decision, walk)?;
+        } else if let Some(fold) = walk.selection.fold.filter(|f| f.folds(index, chunk)) {
+            decision.decision = Decision::Dropped {
+                reason: DropReason::Compacted,
+            };
+            let figures = &mut walk.history.folded;
+            figures.0 += 1;
+            if self.state.chunks[fold.compaction].folded.is_none() {
+                figures.1 += self.prepared(index, chunk)?.part.alone() as u64;
+            }
         }
         walk.history.decisions.push(decision);
         Ok(())
@@ -422,6 +442,31 @@ impl<'a> Build<'a> {
 
 /// The renderer `settings` give `chunk`, and the cap it renders under with
 /// `preparer`'s policy.
+/// The compaction `fold` puts in effect, with what it folds: the chunk's
+/// own figures when its plan counted them, else `counted`.
+fn in_effect(chunks: &[MemoryChunk], fold: Fold, counted: (u64, u64)) -> CompactionInEffect {
+    let chunk = &chunks[fold.compaction];
+    let (chunks, tokens) = chunk.folded.map_or(counted, |f| (f.chunks, f.tokens));
+    CompactionInEffect {
+        id: chunk.id.clone(),
+        covers: chunk.covers.as_deref().unwrap_or_default().to_owned(),
+        chunks,
+        tokens,
+    }
+}
+
+/// Moves the compaction's summary (if selected) to where its span was:
+/// after the items the span keeps, before the first one after it.
+fn place_summary(items: &mut [Item], fold: Fold) {
+    let Some(from) = items.iter().position(|i| i.chunk == fold.compaction) else {
+        return;
+    };
+    let to = items.iter().position(|i| i.chunk > fold.covers).unwrap_or(from);
+    if to < from {
+        items[to..=from].rotate_right(1);
+    }
+}
+
 pub(super) fn renderer_and_cap<'a>(
     settings: &'a Settings,
     preparer: &Preparer<'_>,

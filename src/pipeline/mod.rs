@@ -43,6 +43,7 @@ pub(crate) use stored::{count_key, kept_alone_tokens, seed_counts};
 use crate::budget::{AppliedEdit, ChunkDecision, Elision, Item, Planner, Policy, Step, Unit};
 use crate::model::memory::MemoryState;
 use crate::output::last_build::LastBuild;
+use crate::output::result::CompactionInEffect;
 use crate::output::message::Summary;
 use crate::render::RenderContext;
 use crate::settings::Settings;
@@ -65,6 +66,8 @@ pub(crate) struct Build<'a> {
     /// Chunks older than the state's that the budget drops unread.
     outside: Outside,
     budget: Budget,
+    /// The compaction in effect, once the history is prepared.
+    compaction: Option<CompactionInEffect>,
 }
 
 /// What one build runs with besides the compiled settings: a policy, the
@@ -168,6 +171,7 @@ impl<'a> Build<'a> {
             cache: pass.cache,
             outside: pass.outside,
             budget,
+            compaction: None,
         }
     }
 

@@ -55,6 +55,7 @@ impl Build<'_> {
             applied_edits,
             warnings: budget.warnings,
             previous_build: None,
+            compaction: self.compaction,
         }
     }
 }

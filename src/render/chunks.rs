@@ -17,6 +17,7 @@ const SUBAGENT_RESULT: &[&str] = &["id", "subagent_id", "success"];
 const SUBAGENT_ERROR: &[&str] = &["id", "subagent_id", "error"];
 const TOOL_RESULT: &[&str] = &["id", "tool", "call_id", "success", "error"];
 const REASON: &[&str] = &["id", "reason"];
+const COMPACTION: &[&str] = &["id", "covers", "chunks", "tokens"];
 
 /// The tag, attribute names (in order) and role of a chunk under the default table.
 fn table_row(chunk: &MemoryChunk) -> (&'static str, &'static [&'static str], Role) {
@@ -44,6 +45,7 @@ fn table_row(chunk: &MemoryChunk) -> (&'static str, &'static [&'static str], Rol
             Some("task_terminated") => ("task_terminated", REASON, Role::Assistant),
             _ => ("task_completed", ID, Role::Assistant),
         },
+        ChunkKind::Compaction => (COMPACTION_TAG, COMPACTION, Role::User),
     }
 }
 
@@ -59,6 +61,7 @@ fn attribute_value<'c>(chunk: &'c MemoryChunk, name: &str) -> Option<&'c str> {
         "success" => chunk.success.map(|s| if s { "true" } else { "false" }),
         "error" => chunk.error.as_deref(),
         "reason" => chunk.reason.as_deref(),
+        "covers" => chunk.covers.as_deref(),
         _ => None,
     }
 }
@@ -79,6 +82,8 @@ pub fn default_tag(chunk: &MemoryChunk) -> &'static str {
     table_row(chunk).0
 }
 
+/// Tag of a compaction's summary, where the history it folds was.
+pub(crate) const COMPACTION_TAG: &str = "compaction_summary";
 /// Tag of the marker that stands for dropped history.
 pub(crate) const ELIDED_TAG: &str = "elided_history";
 /// Tag of the user message put first when history would start with the assistant.
@@ -102,6 +107,7 @@ const DEFAULT_TAGS: &[&str] = &[
     "task_completed",
     "task_abandoned",
     "task_terminated",
+    COMPACTION_TAG,
     ELIDED_TAG,
     HISTORY_START_TAG,
     SUMMARY_TAG,
@@ -112,8 +118,24 @@ pub(crate) fn body_text(chunk: &MemoryChunk) -> Option<Cow<'_, str>> {
     match (&chunk.text, &chunk.data) {
         (Some(text), _) => Some(Cow::Borrowed(text)),
         (None, Some(data)) => Some(Cow::Owned(data.to_pretty())),
-        (None, None) => None,
+        (None, None) => chunk
+            .native
+            .as_ref()
+            .and_then(|native| native.readable_text())
+            .map(Cow::Owned),
     }
+}
+
+/// The attributes of a compaction's summary: what it covers and, when
+/// its plan counted them, how many chunks and tokens it folds.
+fn compaction_attributes(chunk: &MemoryChunk) -> [(&'static str, Option<String>); 4] {
+    let folded = chunk.folded;
+    [
+        ("id", Some(chunk.id.clone())),
+        ("covers", chunk.covers.as_deref().map(str::to_owned)),
+        ("chunks", folded.map(|f| f.chunks.to_string())),
+        ("tokens", folded.map(|f| f.tokens.to_string())),
+    ]
 }
 
 /// Renders every chunk by the default table. Unknown actions fall back to the
@@ -133,8 +155,15 @@ impl ChunkRenderer for DefaultRenderer {
 
     fn render(&self, chunk: &MemoryChunk, ctx: &RenderContext<'_>, out: &mut String) {
         let tag = default_tag(chunk);
-        let attributes = default_attributes(chunk);
         let body = body_text(chunk);
+        if chunk.kind == ChunkKind::Compaction {
+            let owned = compaction_attributes(chunk);
+            let attributes: SmallVec<[(&str, Option<&str>); 4]> =
+                owned.iter().map(|(n, v)| (*n, v.as_deref())).collect();
+            ctx.write_element(out, tag, &attributes, body.as_deref());
+            return;
+        }
+        let attributes = default_attributes(chunk);
         ctx.write_element(out, tag, &attributes, body.as_deref());
     }
 

@@ -25,7 +25,9 @@ use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
 use crate::model::chunk_id::fingerprint;
 use crate::model::context_management::ContextManagement;
+use crate::model::compaction::check_covers;
 use crate::model::memory::{DUPLICATE_ID, MemoryChunk, MemoryState, chunk_error};
+use crate::model::roles::ChunkKind;
 use crate::output::last_build::LastBuild;
 use crate::output::result::BuildResult;
 use crate::output::stats::BuildStats;
@@ -129,6 +131,7 @@ impl ContextSession {
     /// session is unchanged.
     pub fn push(&mut self, chunk: MemoryChunk) -> Result<()> {
         self.check_new(&chunk, self.state.chunks.len())?;
+        self.check_compaction(&chunk, &[])?;
         self.ids.insert(&chunk.id);
         self.make_room(1);
         self.state.chunks.push(chunk);
@@ -147,6 +150,7 @@ impl ContextSession {
         for (offset, chunk) in chunks.iter().enumerate() {
             let index = self.state.chunks.len() + offset;
             self.check_new(chunk, index)?;
+            self.check_compaction(chunk, &chunks[..offset])?;
             if !ids.insert(&chunk.id) {
                 return Err(chunk_error(index, chunk, "id", DUPLICATE_ID.into()));
             }
@@ -391,6 +395,26 @@ impl ContextSession {
             return Err(chunk_error(index, chunk, "id", DUPLICATE_ID.into()));
         }
         Ok(())
+    }
+
+    /// Checks a compaction appended after the session's chunks and
+    /// `batch` (those appended with it, before it) against them: see
+    /// [`check_covers`]. Any other chunk passes.
+    fn check_compaction(&self, chunk: &MemoryChunk, batch: &[MemoryChunk]) -> Result<()> {
+        let Some(covers) = chunk.covers.as_deref() else {
+            return Ok(());
+        };
+        let before: Vec<&MemoryChunk> = self.state.chunks.iter().chain(batch).collect();
+        let find = |id: &str| before.iter().rposition(|c| c.id == id);
+        let covered = find(covers).map(|i| (i, before[i]));
+        let previous = before
+            .iter()
+            .rev()
+            .find(|c| c.kind == ChunkKind::Compaction)
+            .and_then(|c| Some((*c, find(c.covers.as_deref()?)?)));
+        check_covers(covers, covered, previous)
+            .map(|_| ())
+            .map_err(|message| chunk_error(before.len(), chunk, "covers", message))
     }
 
     fn index_of(&self, id: &str) -> Result<usize> {
