@@ -366,7 +366,7 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "unknown cap target \"tool_results\": expected a kind (system, agent, workflow, \
-             delegation, environment, thinking, output) or a tag (tool_result, thinking), or \
+             delegation, environment, thinking, output, compaction) or a tag (tool_result, thinking), or \
              tool:NAME for the chunks of a tool, id:CHUNK for one chunk"
         );
     }

@@ -3,12 +3,17 @@
 //! that makes the next compaction.
 //!
 //! The newest `compaction` chunk stands for every chunk up to and
-//! including the one it `covers`, except those no budget drops (system
-//! chunks, pinned and `critical` ones: see [`never_dropped`]), and for
-//! every compaction before it (spans nest: see `model::compaction`). Its
-//! summary takes the place of the span, right after the chunks the span
-//! keeps, so the prompt reads: system, protected chunks, the summary,
-//! then the history after `covers`.
+//! including the one it `covers`, and for every compaction before it
+//! (spans nest: see `model::compaction`), except what the span protects:
+//! the chunks no budget drops (system chunks, pinned and `critical` ones:
+//! see [`never_dropped`]) and the span's *task*, its newest user message.
+//! The task is fixed by the span alone, so what a compaction folds never
+//! changes as the chat grows: an autonomous run of a thousand steps after
+//! one instruction compacts its steps and keeps the instruction.
+//!
+//! The summary takes the place of the span, right after the chunks the
+//! span keeps, so the prompt reads: system, protected chunks and the task,
+//! the summary, then the history after `covers`.
 
 use super::rules::never_dropped;
 use crate::model::memory::MemoryChunk;
@@ -21,6 +26,8 @@ pub(crate) struct Fold {
     pub(crate) compaction: usize,
     /// The index of the chunk it covers, the last of its span.
     pub(crate) covers: usize,
+    /// The index of the span's task, its newest user message, if any.
+    pub(crate) task: Option<usize>,
 }
 
 impl Fold {
@@ -35,6 +42,7 @@ impl Fold {
         Some(Fold {
             compaction,
             covers: covered,
+            task: task_of(&chunks[..=covered]),
         })
     }
 
@@ -44,8 +52,14 @@ impl Fold {
         if is_compaction(chunk) {
             return index != self.compaction;
         }
-        index <= self.covers && !never_dropped(chunk)
+        index <= self.covers && !never_dropped(chunk) && Some(index) != self.task
     }
+}
+
+/// The task of a span (`chunks` up to the one covered): its newest user
+/// message, which the compaction keeps.
+pub(crate) fn task_of(chunks: &[MemoryChunk]) -> Option<usize> {
+    chunks.iter().rposition(MemoryChunk::is_user_turn)
 }
 
 /// Whether `chunk` is a compaction's summary.
