@@ -281,6 +281,14 @@ pub enum ErrorKind {
         /// The version the store holds.
         actual: u64,
     },
+    /// A compaction that cannot be planned or applied as asked: a stale or
+    /// forged plan, a summary that is empty or no smaller than what it
+    /// folds, options that contradict each other. Nothing was written.
+    #[error("compaction refused: {message}")]
+    Compaction {
+        /// Why, and how to fix it.
+        message: String,
+    },
     /// A chat, branch, checkpoint or chunk that a store operation names does
     /// not exist, or a name to create is taken or invalid.
     #[error("chat {chat:?}: {message}")]

@@ -120,6 +120,7 @@ pub mod budget;
 #[cfg(feature = "command")]
 #[doc(hidden)]
 pub mod command;
+pub mod compaction;
 pub mod content;
 mod engine;
 mod error;

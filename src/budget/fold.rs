@@ -15,7 +15,8 @@
 //! span keeps, so the prompt reads: system, protected chunks and the task,
 //! the summary, then the history after `covers`.
 
-use super::rules::never_dropped;
+use super::Timeline;
+use super::rules::{answered_call, call_id_of, never_dropped};
 use crate::model::memory::MemoryChunk;
 use crate::model::roles::ChunkKind;
 
@@ -65,4 +66,102 @@ pub(crate) fn task_of(chunks: &[MemoryChunk]) -> Option<usize> {
 /// Whether `chunk` is a compaction's summary.
 pub(crate) fn is_compaction(chunk: &MemoryChunk) -> bool {
     chunk.kind == ChunkKind::Compaction
+}
+
+impl Fold {
+    /// The fold of a compaction appended after `chunks` that covers the
+    /// chunk at `covers`, after `previous` (the compaction in effect):
+    /// only the chunks after `previous`'s span are searched for the task.
+    pub(crate) fn covering(chunks: &[MemoryChunk], covers: usize, previous: Option<Fold>) -> Fold {
+        let start = previous.map_or(0, |f| f.covers + 1);
+        let task = match task_of(&chunks[start..=covers]) {
+            Some(offset) => Some(start + offset),
+            None => previous.and_then(|f| f.task),
+        };
+        Fold {
+            compaction: chunks.len(),
+            covers,
+            task,
+        }
+    }
+
+    /// What this fold folds that `previous` (the compaction in effect
+    /// before it) did not, in the order the prompt showed them: the task
+    /// `previous` kept if this one folds it, `previous` itself, then the
+    /// chunks after its span. Every chunk at or before `end` is read.
+    pub(crate) fn newly_folded(&self, chunks: &[MemoryChunk], previous: Option<Fold>) -> Vec<usize> {
+        let mut folded = Vec::new();
+        let start = match previous {
+            Some(previous) => {
+                let task = previous.task.filter(|&t| self.folds(t, &chunks[t]));
+                folded.extend(task);
+                folded.push(previous.compaction);
+                previous.covers + 1
+            }
+            None => 0,
+        };
+        let after = (start..=self.covers).filter(|&i| !is_compaction(&chunks[i]));
+        folded.extend(after.filter(|&i| self.folds(i, &chunks[i])));
+        folded
+    }
+}
+
+/// Where a new compaction's span may end in `chunks`, oldest first: the
+/// last chunk of each whole step after the span of `previous` (the
+/// compaction in effect) and before `limit`, so no tool use is parted
+/// from its results. The step of the newest tool use always stays.
+pub(crate) fn span_ends(
+    chunks: &[MemoryChunk],
+    timeline: &Timeline,
+    previous: Option<Fold>,
+    limit: usize,
+) -> Vec<usize> {
+    let first = previous.map_or(0, |f| f.covers + 1);
+    let limit = timeline.newest_use_start().map_or(limit, |s| s.min(limit));
+    // The last result of each call: a span ending between them would
+    // part them.
+    let mut reach = rustc_hash::FxHashMap::default();
+    for (index, chunk) in chunks.iter().enumerate().take(limit) {
+        if let Some(call) = answered_call(chunk) {
+            reach.insert(call, index);
+        }
+    }
+    let mut furthest = 0;
+    let mut ends = Vec::new();
+    let mut starts = timeline.step_starts().iter().copied().peekable();
+    for (index, chunk) in chunks.iter().enumerate().take(limit) {
+        if let Some(call) = call_id_of(chunk) {
+            furthest = furthest.max(reach.get(call).copied().unwrap_or(index));
+        }
+        while starts.next_if(|&s| s <= index).is_some() {}
+        let next_starts_a_step = starts.peek() == Some(&(index + 1));
+        if index >= first && next_starts_a_step && furthest <= index {
+            ends.push(index);
+        }
+    }
+    ends
+}
+
+/// Where the newest `keep_tokens` of the history `fold` leaves start:
+/// the smallest suffix of unprotected, unfolded chunks that holds at
+/// least that many tokens (`tokens_of` each, alone) starts there; the
+/// start of the history when it all holds less.
+pub(crate) fn kept_from(
+    chunks: &[MemoryChunk],
+    fold: Option<Fold>,
+    keep_tokens: usize,
+    mut tokens_of: impl FnMut(usize) -> crate::error::Result<usize>,
+) -> crate::error::Result<usize> {
+    let mut kept = 0;
+    for index in (0..chunks.len()).rev() {
+        if kept >= keep_tokens {
+            return Ok(index + 1);
+        }
+        let chunk = &chunks[index];
+        let shown = !never_dropped(chunk) && !fold.is_some_and(|f| f.folds(index, chunk));
+        if shown && !is_compaction(chunk) {
+            kept += tokens_of(index)?;
+        }
+    }
+    Ok(0)
 }

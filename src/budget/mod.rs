@@ -54,7 +54,7 @@ pub use caps::{CapTarget, Caps};
 pub use decision::{ChunkDecision, Decision, DropReason, StubReason};
 pub(crate) use elision::Elision;
 pub(crate) use fate::{Fate, fates_after};
-pub(crate) use fold::{Fold, is_compaction};
+pub(crate) use fold::{Fold, is_compaction, kept_from, span_ends};
 pub(crate) use planner::{Layout, Planner, Slot, all_start_clean, framing_table};
 pub use policy::{Policy, PriorityTarget, Summarizer};
 pub(crate) use previous_cut::{PreviousCut, fate_of};

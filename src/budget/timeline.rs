@@ -139,6 +139,16 @@ impl Timeline {
             .map(|(call, id)| (*call, id.as_deref()))
     }
 
+    /// The index of each step's first chunk, ascending.
+    pub(crate) fn step_starts(&self) -> &[usize] {
+        &self.step_starts
+    }
+
+    /// Where the step of the newest tool use starts, if there is one.
+    pub(crate) fn newest_use_start(&self) -> Option<usize> {
+        (!self.newest_use.is_empty()).then(|| self.step_starts[self.newest_use_step])
+    }
+
     /// Whether `other`'s newest tool use is this one's.
     pub(crate) fn same_newest_use(&self, other: &Timeline) -> bool {
         self.newest_use == other.newest_use

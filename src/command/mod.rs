@@ -93,6 +93,7 @@ pub fn exit_code(kind: &ErrorKind) -> u8 {
         | ErrorKind::Fragment { .. }
         | ErrorKind::Content { .. }
         | ErrorKind::Chat { .. }
+        | ErrorKind::Compaction { .. }
         | ErrorKind::NotAStore { .. }
         | ErrorKind::Io { .. } => 2,
         _ => 1,

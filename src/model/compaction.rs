@@ -44,11 +44,11 @@ impl NativeCompaction {
     }
 }
 
-/// What a compaction folds, as the plan that made it counted: how many
-/// chunks, and what they cost rendered alone under the chat's settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Folded {
-    /// Chunks the compaction stands for.
+/// A number of chunks and what they cost, each rendered alone under the
+/// chat's settings: what a compaction folds, or what is left to fold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SpanSize {
+    /// How many chunks.
     pub chunks: u64,
     /// Their tokens.
     pub tokens: u64,
@@ -114,7 +114,7 @@ fn check_item(provider: &str, item: &Value) -> Result<(), (String, String)> {
 }
 
 /// A chunk's `folded` object read from JSON: two counts.
-pub(crate) fn folded_from_value(value: &Value) -> Result<Folded, String> {
+pub(crate) fn folded_from_value(value: &Value) -> Result<SpanSize, String> {
     let count = |name: &str| match value.get(name) {
         Some(Value::Number(n)) => n.as_u64(),
         _ => None,
@@ -123,7 +123,7 @@ pub(crate) fn folded_from_value(value: &Value) -> Result<Folded, String> {
         .as_object()
         .is_some_and(|o| o.keys().all(|k| k == "chunks" || k == "tokens"));
     match (count("chunks"), count("tokens")) {
-        (Some(chunks), Some(tokens)) if fields_known => Ok(Folded { chunks, tokens }),
+        (Some(chunks), Some(tokens)) if fields_known => Ok(SpanSize { chunks, tokens }),
         _ => Err(format!(
             "expected {{\"chunks\": N, \"tokens\": T}} with two non-negative integers, found {value}"
         )),

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::content::Block;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
-use crate::model::compaction::{Folded, NativeCompaction, check_covers};
+use crate::model::compaction::{SpanSize, NativeCompaction, check_covers};
 use crate::model::context_management::ContextManagement;
 use crate::model::roles::{ChunkKind, Retention, Role};
 use crate::syntax::json_text::JsonText;
@@ -82,7 +82,7 @@ pub struct MemoryChunk {
     pub native: Option<Box<NativeCompaction>>,
     /// What a `compaction` chunk folds, as its plan counted it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub folded: Option<Folded>,
+    pub folded: Option<SpanSize>,
     /// Higher keeps longer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,

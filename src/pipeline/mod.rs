@@ -20,6 +20,7 @@
 //! [`ContextConfig`](crate::ContextConfig), which makes a `Build`.
 
 mod ahead;
+mod alone;
 mod assemble;
 mod build_cache;
 mod edit;

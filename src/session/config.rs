@@ -14,6 +14,7 @@ use crate::output::result::BuildResult;
 use crate::pipeline::{Budget, Build, BuildCache, Outside, Pass};
 use crate::settings::Settings;
 use crate::settings::builder::{ContextBuilder, DEFAULT_MODEL};
+use crate::tokens::parts::CountedText;
 use crate::tokens::{TokenCounter, estimate_warning};
 
 /// A [`ContextBuilder`]'s settings, checked once and settled: the model
@@ -242,6 +243,57 @@ impl ContextConfig {
         .extend(last)
     }
 
+    /// A build of `state` that only renders and counts chunks, through
+    /// `cache`, with the settings' policy and counter.
+    fn renderer<'c>(
+        &'c self,
+        state: &'c MemoryState,
+        counter: &'c dyn TokenCounter,
+        cache: &'c mut BuildCache,
+    ) -> Build<'c> {
+        let pass = Pass {
+            policy: &self.build_settings().policy,
+            previous: None,
+            cache,
+            outside: Outside::default(),
+        };
+        Build::new(self.build_settings(), state, (counter, Budget::default()), pass)
+    }
+
+    /// The chunks of `state` at `indices` as the prompt shows them, each
+    /// rendered alone under its cap (see `pipeline::alone`).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Tokenizer`] if the tokenizer fails to load.
+    pub(crate) fn rendered_alone(
+        &self,
+        state: &MemoryState,
+        indices: &[usize],
+        cache: &mut BuildCache,
+    ) -> Result<Vec<Arc<CountedText>>> {
+        let counter = self.counter()?;
+        cache.count_with(counter.encoding_name());
+        self.renderer(state, counter.as_ref(), cache).rendered_alone(indices)
+    }
+
+    /// The tokens of the chunks of `state` at `indices`, each alone under
+    /// its cap.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Tokenizer`] if the tokenizer fails to load.
+    pub(crate) fn tokens_alone(
+        &self,
+        state: &MemoryState,
+        indices: &[usize],
+        cache: &mut BuildCache,
+    ) -> Result<Vec<usize>> {
+        let counter = self.counter()?;
+        cache.count_with(counter.encoding_name());
+        self.renderer(state, counter.as_ref(), cache).tokens_alone(indices)
+    }
+
     /// The counts a store keeps of the chunks of `state` at `indices`, from
     /// `cache` or rendered and counted into it (see `pipeline::stored`).
     ///
@@ -255,14 +307,8 @@ impl ContextConfig {
         cache: &mut BuildCache,
     ) -> Result<Vec<Option<String>>> {
         let counter = self.counter()?;
-        let pass = Pass {
-            policy: &self.build_settings().policy,
-            previous: None,
-            cache,
-            outside: Outside::default(),
-        };
-        let counting = (counter.as_ref(), Budget::default());
-        Build::new(self.build_settings(), state, counting, pass).counts_to_keep(indices)
+        self.renderer(state, counter.as_ref(), cache)
+            .counts_to_keep(indices)
     }
 
     /// Builds a validated `state` with a pass's policy, previous build and

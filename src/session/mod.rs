@@ -21,6 +21,9 @@ use std::collections::HashSet;
 use rustc_hash::FxHashMap;
 
 use crate::budget::Policy;
+use crate::compaction::{
+    self, AppliedCompaction, CompactionOptions, CompactionPlan, CompactionSummary,
+};
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
 use crate::model::chunk_id::fingerprint;
@@ -348,6 +351,53 @@ impl ContextSession {
         }
     }
 
+    /// Plans a compaction of this session's history (see
+    /// [`crate::compaction`]): the span to fold and the request that
+    /// summarizes it, or why there is nothing to fold. The session is
+    /// unchanged; hand the plan and the summary to
+    /// [`apply_compaction`](ContextSession::apply_compaction).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Option`] for options that contradict each other or the
+    /// budget; [`ErrorKind::Tokenizer`] if a tokenizer fails.
+    pub fn plan_compaction(&mut self, options: &CompactionOptions) -> Result<CompactionPlan> {
+        let config = self.config.clone();
+        let scope = session_scope(&|index| index as u64);
+        compaction::plan(&config, (&self.state, &mut self.cache), options, &scope)
+    }
+
+    /// Appends the compaction `plan` describes, with `summary`: a
+    /// `compaction` chunk whose summary takes the place of the span in
+    /// every later build. Chunks pushed after the plan stay after the span.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Compaction`] for a plan that no longer holds or a
+    /// summary that is empty or no smaller than what it folds (the session
+    /// is unchanged); [`ErrorKind::Tokenizer`] if a tokenizer fails.
+    pub fn apply_compaction(
+        &mut self,
+        plan: &str,
+        summary: impl Into<CompactionSummary>,
+    ) -> Result<AppliedCompaction> {
+        let config = self.config.clone();
+        let scope = session_scope(&|index| index as u64);
+        let state = (&self.state, &mut self.cache);
+        let made = compaction::apply(&config, state, (plan, summary.into()), &scope)?;
+        let (id, covers) = (made.chunk.id.clone(), made.chunk.covers.clone());
+        self.push(made.chunk)?;
+        Ok(AppliedCompaction {
+            chat: None,
+            branch: None,
+            head: None,
+            compaction: id,
+            covers: covers.map(String::from).unwrap_or_default(),
+            tokens_before: made.tokens_before,
+            tokens_after: made.tokens_after,
+        })
+    }
+
     /// What the last build had to render and count.
     pub fn stats(&self) -> BuildStats {
         self.cache.stats
@@ -433,6 +483,15 @@ impl ContextSession {
                 }
                 .into()
             })
+    }
+}
+
+/// The scope of a session's plans, whose chunks are told apart by
+/// `place` (their index).
+fn session_scope<'a>(place: &'a dyn Fn(usize) -> u64) -> compaction::Scope<'a> {
+    compaction::Scope {
+        name: "session".into(),
+        place,
     }
 }
 

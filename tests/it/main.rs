@@ -9,6 +9,7 @@
 #![recursion_limit = "1024"]
 
 mod common;
+mod compaction;
 #[path = "../../examples/support/session_gen.rs"]
 mod session_gen;
 

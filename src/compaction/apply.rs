@@ -1,0 +1,185 @@
+//! Applying a plan: checked against the history as it stands now, then
+//! made into the `compaction` chunk the caller appends.
+
+use super::CompactionSummary;
+use super::plan::{Scope, plan_key};
+use super::token::PlanToken;
+use crate::budget::Fold;
+use crate::error::{ErrorKind, Result};
+use crate::model::compaction::SpanSize;
+use crate::model::memory::{MemoryChunk, MemoryState};
+use crate::model::roles::ChunkKind;
+use crate::pipeline::BuildCache;
+use crate::session::config::ContextConfig;
+
+/// A compaction chunk made from a plan, with what its span showed and
+/// what the summary costs instead.
+pub(crate) struct Compaction {
+    pub(crate) chunk: MemoryChunk,
+    pub(crate) tokens_before: u64,
+    pub(crate) tokens_after: u64,
+}
+
+/// The compaction chunk that applies `plan` with `summary` to `state`.
+///
+/// # Errors
+///
+/// [`ErrorKind::Compaction`] for a plan that no longer holds (made for
+/// another chat or settings, its covered chunk rewound away, another
+/// compaction applied since, the span changed) and for a summary that is
+/// empty or no smaller than what it folds; [`ErrorKind::Tokenizer`] if a
+/// tokenizer fails.
+pub(crate) fn apply(
+    config: &ContextConfig,
+    (state, cache): (&MemoryState, &mut BuildCache),
+    (plan, summary): (&str, CompactionSummary),
+    scope: &Scope<'_>,
+) -> Result<Compaction> {
+    let token = PlanToken::decode(plan).map_err(refused)?;
+    let chunks = &state.chunks;
+    let previous = Fold::of(chunks);
+    let covers = check_plan(&token, state, previous, scope, config)?;
+    let fold = Fold::covering(chunks, covers, previous);
+    let folded = fold.newly_folded(chunks, previous);
+    let tokens = config.tokens_alone(state, &folded, cache)?;
+    let span = SpanSize {
+        chunks: folded.len() as u64,
+        tokens: tokens.iter().sum::<usize>() as u64,
+    };
+    if span != token.folded {
+        return Err(refused(format!(
+            "the chunks the plan folds changed since it was made ({} chunks of {} tokens then, \
+             {} of {} now): plan again",
+            token.folded.chunks, token.folded.tokens, span.chunks, span.tokens
+        )));
+    }
+    let before = match previous {
+        Some(previous) => folded_before(config, (state, cache), previous)?,
+        None => SpanSize::default(),
+    };
+    let mut chunk = MemoryChunk::new(free_id(state, &token.covers), ChunkKind::Compaction);
+    chunk.covers = Some(token.covers.clone().into_boxed_str());
+    let text = summary.text.trim();
+    chunk.text = (!text.is_empty()).then(|| summary.text.clone());
+    chunk.native = summary.native.map(Box::new);
+    chunk.folded = Some(SpanSize {
+        chunks: before.chunks + span.chunks,
+        tokens: before.tokens + span.tokens,
+    });
+    if chunk.validate_at(chunks.len()).is_err() {
+        return Err(refused(
+            "the summary is empty: give its text (or an Anthropic compaction block with \
+             readable content)"
+                .into(),
+        ));
+    }
+    let alone = MemoryState::new().with_chunk(chunk.clone());
+    let after = config.tokens_alone(&alone, &[0], &mut BuildCache::new())?[0] as u64;
+    if after >= span.tokens {
+        return Err(refused(format!(
+            "the summary ({after} tokens as the prompt shows it) is not smaller than what it \
+             folds ({} tokens): shorten it",
+            span.tokens
+        )));
+    }
+    Ok(Compaction {
+        chunk,
+        tokens_before: span.tokens,
+        tokens_after: after,
+    })
+}
+
+/// The index of the chunk `token` covers, once the plan is found to hold
+/// for `state`, whose compaction in effect is `previous`.
+fn check_plan(
+    token: &PlanToken,
+    state: &MemoryState,
+    previous: Option<Fold>,
+    scope: &Scope<'_>,
+    config: &ContextConfig,
+) -> Result<usize> {
+    if token.scope != scope.name {
+        return Err(refused(format!(
+            "the plan was made for {}, not {}: plan again here",
+            describe(&token.scope),
+            describe(&scope.name)
+        )));
+    }
+    if token.key != plan_key(config) {
+        return Err(refused(
+            "the plan was made under other settings (model, budget, caps or policy): plan \
+             again with these"
+                .into(),
+        ));
+    }
+    let chunks = &state.chunks;
+    let in_effect = previous.map_or("", |f| chunks[f.compaction].id.as_str());
+    if in_effect != token.previous {
+        return Err(refused(match token.previous.as_str() {
+            "" => format!(
+                "another compaction ({in_effect}) has covered the history since the plan: plan \
+                 again"
+            ),
+            planned => format!(
+                "the compaction in effect is {in_effect:?}, not {planned:?} as when planned (a \
+                 compaction applied, or the branch rewound, since): plan again"
+            ),
+        }));
+    }
+    let first = previous.map_or(0, |f| f.covers + 1);
+    let covers = chunks.iter().rposition(|c| c.id == token.covers);
+    match covers {
+        Some(index) if index >= first && (scope.place)(index) == token.covers_at => Ok(index),
+        _ => Err(refused(format!(
+            "chunk {:?}, which the plan covers, is no longer on this branch where the plan saw \
+             it (rewound, or restored elsewhere): plan again",
+            token.covers
+        ))),
+    }
+}
+
+/// What the compaction in effect folds, from its own figures, else
+/// counted.
+fn folded_before(
+    config: &ContextConfig,
+    (state, cache): (&MemoryState, &mut BuildCache),
+    previous: Fold,
+) -> Result<SpanSize> {
+    let chunks = &state.chunks;
+    if let Some(stated) = chunks[previous.compaction].folded {
+        return Ok(stated);
+    }
+    let folded: Vec<usize> = (0..chunks.len())
+        .filter(|&i| previous.folds(i, &chunks[i]))
+        .collect();
+    let tokens = config.tokens_alone(state, &folded, cache)?;
+    Ok(SpanSize {
+        chunks: folded.len() as u64,
+        tokens: tokens.iter().sum::<usize>() as u64,
+    })
+}
+
+/// An id for the compaction of `covers` that no chunk of `state` has.
+fn free_id(state: &MemoryState, covers: &str) -> String {
+    let taken = |id: &str| state.chunks.iter().any(|c| c.id == id);
+    let base = format!("compaction-{covers}");
+    (1..)
+        .map(|n| match n {
+            1 => base.clone(),
+            n => format!("{base}-{n}"),
+        })
+        .find(|id| !taken(id))
+        .unwrap_or(base)
+}
+
+/// A scope as a message names it.
+fn describe(scope: &str) -> String {
+    match scope.split_once('\u{1e}') {
+        Some((chat, branch)) => format!("chat {chat:?}, branch {branch:?}"),
+        None => format!("a {scope}"),
+    }
+}
+
+fn refused(message: String) -> crate::Error {
+    ErrorKind::Compaction { message }.into()
+}
