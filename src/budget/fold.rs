@@ -89,7 +89,11 @@ impl Fold {
     /// before it) did not, in the order the prompt showed them: the task
     /// `previous` kept if this one folds it, `previous` itself, then the
     /// chunks after its span. Every chunk at or before `end` is read.
-    pub(crate) fn newly_folded(&self, chunks: &[MemoryChunk], previous: Option<Fold>) -> Vec<usize> {
+    pub(crate) fn newly_folded(
+        &self,
+        chunks: &[MemoryChunk],
+        previous: Option<Fold>,
+    ) -> Vec<usize> {
         let mut folded = Vec::new();
         let start = match previous {
             Some(previous) => {

@@ -72,7 +72,7 @@ impl ChatTarget {
     }
 
     /// The engine on this target of an existing store and chat.
-    fn open_existing(&self, builder: ContextBuilder) -> Result<ContextEngine> {
+    pub(super) fn open_existing(&self, builder: ContextBuilder) -> Result<ContextEngine> {
         check_chat_id(&self.chat)?;
         let store = store::open(&self.db, false)?;
         require_chat(&store, &self.chat)?;

@@ -28,6 +28,7 @@
 //! ```
 
 pub mod chat;
+pub mod compact;
 mod count;
 mod management_option;
 mod options;

@@ -1,9 +1,9 @@
 //! Applying a plan: checked against the history as it stands now, then
 //! made into the `compaction` chunk the caller appends.
 
-use super::CompactionSummary;
 use super::plan::{Scope, plan_key};
 use super::token::PlanToken;
+use super::{AppliedCompaction, CompactionSummary};
 use crate::budget::Fold;
 use crate::error::{ErrorKind, Result};
 use crate::model::compaction::SpanSize;
@@ -18,6 +18,21 @@ pub(crate) struct Compaction {
     pub(crate) chunk: MemoryChunk,
     pub(crate) tokens_before: u64,
     pub(crate) tokens_after: u64,
+}
+
+impl Compaction {
+    /// What applying it did, before the caller says where it was saved.
+    pub(crate) fn applied(&self) -> AppliedCompaction {
+        AppliedCompaction {
+            chat: None,
+            branch: None,
+            head: None,
+            compaction: self.chunk.id.clone(),
+            covers: self.chunk.covers.as_deref().unwrap_or_default().to_owned(),
+            tokens_before: self.tokens_before,
+            tokens_after: self.tokens_after,
+        }
+    }
 }
 
 /// The compaction chunk that applies `plan` with `summary` to `state`.

@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde::ser::{SerializeStruct, Serializer};
 
 pub use crate::model::compaction::{NativeCompaction, SpanSize};
-pub(crate) use apply::apply;
+pub(crate) use apply::{Compaction, apply};
 pub(crate) use plan::{Scope, plan};
 
 /// How a compaction is planned. `Default` gives the documented defaults.

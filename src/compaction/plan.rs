@@ -53,8 +53,8 @@ pub(super) fn settle(config: &ContextConfig, options: &CompactionOptions) -> Res
             format!("{keep_tokens} is over the budget ({budget} tokens); keep at most the budget"),
         ));
     }
-    let model = (options.summarizer_model.clone())
-        .unwrap_or_else(|| config.build_settings().model.clone());
+    let model =
+        (options.summarizer_model.clone()).unwrap_or_else(|| config.build_settings().model.clone());
     let window = options.summarizer_max_tokens.unwrap_or_else(|| {
         model_info(&model)
             .map(|info| info.context_window)
@@ -153,7 +153,11 @@ pub(crate) fn plan(
             chunks: all.chunks - folded.chunks,
             tokens: all.tokens.saturating_sub(folded.tokens),
         },
-        request: request.to_json(options.request_format, &settled.model, settled.summary_tokens),
+        request: request.to_json(
+            options.request_format,
+            &settled.model,
+            settled.summary_tokens,
+        ),
         request_tokens,
         request_tokens_exact: counter.is_exact(),
         summary_tokens: settled.summary_tokens,
@@ -223,9 +227,8 @@ impl Fitter<'_> {
         let fits = |end: usize| {
             // The chunks of `all` that a span to `end` takes: the leading
             // ones (the previous task and summary), then those up to `end`.
-            let from_previous = |i: usize| {
-                (self.previous).is_some_and(|p| i <= p.covers || i == p.compaction)
-            };
+            let from_previous =
+                |i: usize| (self.previous).is_some_and(|p| i <= p.covers || i == p.compaction);
             let front = all.iter().take_while(|&&i| from_previous(i)).count();
             let taken = front + all[front..].partition_point(|&i| i <= end);
             taken > 0 && counted.get(taken - 1).is_some_and(|&t| t <= room)
@@ -249,7 +252,11 @@ impl Fitter<'_> {
         let folded = Fold::covering(chunks, end, self.previous).newly_folded(chunks, self.previous);
         let parts = self.config.rendered_alone(self.state, &folded, cache)?;
         let texts: Vec<&str> = parts.iter().map(|p| p.text.as_str()).collect();
-        Ok(Request::new(self.instructions, self.settled.summary_tokens, &texts))
+        Ok(Request::new(
+            self.instructions,
+            self.settled.summary_tokens,
+            &texts,
+        ))
     }
 }
 

@@ -57,7 +57,12 @@ impl Request {
 
     /// The request in `format`, for `model`, asking for at most
     /// `summary_tokens`.
-    pub(super) fn to_json(&self, format: RequestFormat, model: &str, summary_tokens: usize) -> Value {
+    pub(super) fn to_json(
+        &self,
+        format: RequestFormat,
+        model: &str,
+        summary_tokens: usize,
+    ) -> Value {
         let messages = json!([
             {"role": "system", "content": self.system},
             {"role": "user", "content": self.user},

@@ -139,7 +139,13 @@ mod tests {
         let sealed = token().encode();
         let edited = sealed.replacen("acp1.63", "acp1.64", 1);
         assert_ne!(edited, sealed);
-        for bad in [&sealed[..sealed.len() - 1], &edited, "acp1", "", "acp1.zz.00"] {
+        for bad in [
+            &sealed[..sealed.len() - 1],
+            &edited,
+            "acp1",
+            "",
+            "acp1.zz.00",
+        ] {
             let error = PlanToken::decode(bad).unwrap_err();
             assert!(error.contains("plan again"), "{error}");
         }

@@ -9,6 +9,7 @@
 //! nothing it stored.
 
 mod branches;
+mod compact;
 mod export;
 mod load;
 mod newest;

@@ -28,8 +28,8 @@ use super::load::{decode_chunk, lane_of};
 use super::record::BuildRecord;
 use super::tally_rules::{highest_priority, without};
 use crate::budget::{
-    Decision, DropReason, Fate, Policy, Timeline, answered_call, call_id_of, is_read, is_tool_use,
-    never_dropped, tool_call,
+    Decision, DropReason, Fate, Policy, Timeline, answered_call, call_id_of, is_compaction,
+    is_read, is_tool_use, never_dropped, tool_call,
 };
 use crate::error::Result;
 use crate::model::memory::MemoryChunk;
@@ -81,8 +81,9 @@ impl ContextEngine {
             None => self.first_read,
         };
         loop {
-            if !self.read_more(&mut read, head, want, &key)? {
-                // Every chunk is read: the whole build costs no more.
+            if read.compacted.get() || !self.read_more(&mut read, head, want, &key)? {
+                // Every chunk is read (the whole build costs no more), or
+                // a compaction folds by position.
                 return Ok(None);
             }
             if let Some(call) = self.cut_unit(&read, head)? {
@@ -198,6 +199,10 @@ impl ContextEngine {
             .iter()
             .map(|c| decode_chunk(c.position, c, &location))
             .collect::<Result<_>>()?;
+        if read.chunks.iter().chain(&old_chunks).any(is_compaction) {
+            read.compacted.set(true);
+            return Ok(None);
+        }
         // A protected tool call or result keeps its whole unit.
         let units: Vec<String> = old_chunks
             .iter()
@@ -465,6 +470,10 @@ pub(super) struct NewestBuild {
 struct Newest {
     stored: Vec<StoredChunk>,
     chunks: Vec<MemoryChunk>,
+    /// Whether a compaction was found among the chunks read or the
+    /// protected ones older than them: what it folds is found by
+    /// position, from the whole branch (see `budget::fold`).
+    compacted: std::cell::Cell<bool>,
 }
 
 impl Newest {

@@ -33,6 +33,13 @@ pub struct NativeCompaction {
 }
 
 impl NativeCompaction {
+    /// The items a chunk's `native` object holds, checked as a session's
+    /// chunk is; an error names the field (`native.anthropic.type`) and
+    /// says what is wrong.
+    pub fn from_value(value: Value) -> Result<NativeCompaction, (String, String)> {
+        native_from_value(value)
+    }
+
     /// The readable summary inside the Anthropic block: its `content`,
     /// when that is a non-empty string. An encrypted block has none.
     pub fn readable_text(&self) -> Option<String> {
@@ -78,7 +85,10 @@ pub(crate) fn native_from_value(value: Value) -> Result<NativeCompaction, (Strin
             _ => {
                 return Err((
                     format!("native.{provider}"),
-                    format!("unknown provider; expected one of: {}", PROVIDERS.join(", ")),
+                    format!(
+                        "unknown provider; expected one of: {}",
+                        PROVIDERS.join(", ")
+                    ),
                 ));
             }
         };

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::content::Block;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
-use crate::model::compaction::{SpanSize, NativeCompaction, check_covers};
+use crate::model::compaction::{NativeCompaction, SpanSize, check_covers};
 use crate::model::context_management::ContextManagement;
 use crate::model::roles::{ChunkKind, Retention, Role};
 use crate::syntax::json_text::JsonText;
@@ -333,7 +333,8 @@ impl MemoryChunk {
     /// A compaction chunk on its own: it names what it covers and holds a
     /// summary someone can read (its `text`, or Anthropic's `content`).
     fn validate_compaction(&self, index: usize) -> Result<()> {
-        let fail = |field: &str, message: &str| Err(chunk_error(index, self, field, message.into()));
+        let fail =
+            |field: &str, message: &str| Err(chunk_error(index, self, field, message.into()));
         if self.covers.as_deref().is_none_or(str::is_empty) {
             return fail(
                 "covers",
@@ -341,11 +342,19 @@ impl MemoryChunk {
             );
         }
         if self.data.is_some() || self.content.is_some() {
-            let field = if self.data.is_some() { "data" } else { "content" };
+            let field = if self.data.is_some() {
+                "data"
+            } else {
+                "content"
+            };
             return fail(field, "a compaction's summary is its \"text\"");
         }
         let readable = self.text.as_deref().is_some_and(|t| !t.is_empty())
-            || self.native.as_ref().and_then(|n| n.readable_text()).is_some();
+            || self
+                .native
+                .as_ref()
+                .and_then(|n| n.readable_text())
+                .is_some();
         if !readable {
             return fail(
                 "text",

@@ -172,7 +172,7 @@ mod tests {
         assert_eq!(class(ChunkKind::Agent, Some(Role::Assistant)), 7);
         assert_eq!(class(ChunkKind::Output, None), 24);
         assert_eq!(ChunkClass::COUNT, 32);
-        
+
         for (index, class) in ChunkClass::all().enumerate() {
             assert_eq!(class.index(), index);
         }

@@ -461,7 +461,10 @@ fn place_summary(items: &mut [Item], fold: Fold) {
     let Some(from) = items.iter().position(|i| i.chunk == fold.compaction) else {
         return;
     };
-    let to = items.iter().position(|i| i.chunk > fold.covers).unwrap_or(from);
+    let to = items
+        .iter()
+        .position(|i| i.chunk > fold.covers)
+        .unwrap_or(from);
     if to < from {
         items[to..=from].rotate_right(1);
     }

@@ -257,7 +257,12 @@ impl ContextConfig {
             cache,
             outside: Outside::default(),
         };
-        Build::new(self.build_settings(), state, (counter, Budget::default()), pass)
+        Build::new(
+            self.build_settings(),
+            state,
+            (counter, Budget::default()),
+            pass,
+        )
     }
 
     /// The chunks of `state` at `indices` as the prompt shows them, each
@@ -274,7 +279,8 @@ impl ContextConfig {
     ) -> Result<Vec<Arc<CountedText>>> {
         let counter = self.counter()?;
         cache.count_with(counter.encoding_name());
-        self.renderer(state, counter.as_ref(), cache).rendered_alone(indices)
+        self.renderer(state, counter.as_ref(), cache)
+            .rendered_alone(indices)
     }
 
     /// The tokens of the chunks of `state` at `indices`, each alone under
@@ -291,7 +297,8 @@ impl ContextConfig {
     ) -> Result<Vec<usize>> {
         let counter = self.counter()?;
         cache.count_with(counter.encoding_name());
-        self.renderer(state, counter.as_ref(), cache).tokens_alone(indices)
+        self.renderer(state, counter.as_ref(), cache)
+            .tokens_alone(indices)
     }
 
     /// The counts a store keeps of the chunks of `state` at `indices`, from

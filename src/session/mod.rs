@@ -27,8 +27,8 @@ use crate::compaction::{
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
 use crate::model::chunk_id::fingerprint;
-use crate::model::context_management::ContextManagement;
 use crate::model::compaction::check_covers;
+use crate::model::context_management::ContextManagement;
 use crate::model::memory::{DUPLICATE_ID, MemoryChunk, MemoryState, chunk_error};
 use crate::model::roles::ChunkKind;
 use crate::output::last_build::LastBuild;
@@ -362,9 +362,17 @@ impl ContextSession {
     /// [`ErrorKind::Option`] for options that contradict each other or the
     /// budget; [`ErrorKind::Tokenizer`] if a tokenizer fails.
     pub fn plan_compaction(&mut self, options: &CompactionOptions) -> Result<CompactionPlan> {
+        self.plan_compaction_in(options, &session_scope(&|index| index as u64))
+    }
+
+    /// [`plan_compaction`](ContextSession::plan_compaction) for `scope`.
+    pub(crate) fn plan_compaction_in(
+        &mut self,
+        options: &CompactionOptions,
+        scope: &compaction::Scope<'_>,
+    ) -> Result<CompactionPlan> {
         let config = self.config.clone();
-        let scope = session_scope(&|index| index as u64);
-        compaction::plan(&config, (&self.state, &mut self.cache), options, &scope)
+        compaction::plan(&config, (&self.state, &mut self.cache), options, scope)
     }
 
     /// Appends the compaction `plan` describes, with `summary`: a
@@ -381,21 +389,28 @@ impl ContextSession {
         plan: &str,
         summary: impl Into<CompactionSummary>,
     ) -> Result<AppliedCompaction> {
-        let config = self.config.clone();
         let scope = session_scope(&|index| index as u64);
-        let state = (&self.state, &mut self.cache);
-        let made = compaction::apply(&config, state, (plan, summary.into()), &scope)?;
-        let (id, covers) = (made.chunk.id.clone(), made.chunk.covers.clone());
+        let made = self.compaction_of(plan, summary.into(), &scope)?;
+        let applied = made.applied();
         self.push(made.chunk)?;
-        Ok(AppliedCompaction {
-            chat: None,
-            branch: None,
-            head: None,
-            compaction: id,
-            covers: covers.map(String::from).unwrap_or_default(),
-            tokens_before: made.tokens_before,
-            tokens_after: made.tokens_after,
-        })
+        Ok(applied)
+    }
+
+    /// The compaction chunk that applies `plan` with `summary` to this
+    /// session in `scope`, not appended yet.
+    pub(crate) fn compaction_of(
+        &mut self,
+        plan: &str,
+        summary: CompactionSummary,
+        scope: &compaction::Scope<'_>,
+    ) -> Result<compaction::Compaction> {
+        let config = self.config.clone();
+        compaction::apply(
+            &config,
+            (&self.state, &mut self.cache),
+            (plan, summary),
+            scope,
+        )
     }
 
     /// What the last build had to render and count.
@@ -488,7 +503,7 @@ impl ContextSession {
 
 /// The scope of a session's plans, whose chunks are told apart by
 /// `place` (their index).
-fn session_scope<'a>(place: &'a dyn Fn(usize) -> u64) -> compaction::Scope<'a> {
+fn session_scope(place: &dyn Fn(usize) -> u64) -> compaction::Scope<'_> {
     compaction::Scope {
         name: "session".into(),
         place,

@@ -6,10 +6,12 @@
 use agent_context::Result;
 use agent_context::command::DEFAULT_MODEL;
 use agent_context::command::chat::{self, AppendOptions, ChatTarget};
+use agent_context::command::compact;
+use agent_context::compaction::{CompactionOptions, CompactionSummary, RequestFormat};
 use clap::Subcommand;
 
 use crate::build_flags::BuildOptions;
-use crate::input::{Expected, JsonInput, read_input};
+use crate::input::{Expected, InputLimit, JsonInput, read_input};
 use crate::{OutputArgs, pretty};
 
 #[derive(Subcommand)]
@@ -19,6 +21,9 @@ pub(crate) enum ChatCommand {
     Append(AppendArgs),
     /// Build a branch's prompt, as `build` does on its export.
     Build(ChatBuildArgs),
+    /// Plan a compaction (--plan: the span to fold and the request that
+    /// summarizes it), or apply a plan with its summary (--apply).
+    Compact(CompactArgs),
     /// Print a branch as session JSON.
     Export(Target),
     /// Start a new branch before a chunk, and switch to it.
@@ -108,6 +113,54 @@ pub(crate) struct ChatBuildArgs {
 }
 
 #[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("step").required(true).args(["plan", "apply"])))]
+pub(crate) struct CompactArgs {
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    options: BuildOptions,
+    /// Plan: print the span to fold and the summarization request, or
+    /// `{"plan": null, "reason": …}` when there is nothing to fold.
+    #[arg(long)]
+    plan: bool,
+    /// Apply the plan this token seals, with --summary.
+    #[arg(long, value_name = "TOKEN", requires = "summary")]
+    apply: Option<String>,
+    /// The summary's text: a file, or `-` for standard input.
+    #[arg(long, value_name = "FILE|-", requires = "apply")]
+    summary: Option<String>,
+    /// The providers' own compaction items to keep with the summary: a JSON
+    /// file holding `{"anthropic": BLOCK, "openai": ITEM}` (either key).
+    #[arg(long, value_name = "FILE", requires = "apply")]
+    native: Option<String>,
+    /// Tokens of the newest history kept verbatim (default: a quarter of
+    /// the budget).
+    #[arg(long, value_name = "N", conflicts_with = "apply")]
+    keep_tokens: Option<usize>,
+    /// The model that writes the summary, which counts the request
+    /// (default: --model).
+    #[arg(long, value_name = "MODEL", conflicts_with = "apply")]
+    summarizer_model: Option<String>,
+    /// The summarizer's window: request and summary fit in it (default:
+    /// the summarizer model's window).
+    #[arg(long, value_name = "N", conflicts_with = "apply")]
+    summarizer_max_tokens: Option<usize>,
+    /// The most tokens the summary may take (default 2048).
+    #[arg(long, value_name = "N", conflicts_with = "apply")]
+    summary_tokens: Option<usize>,
+    /// Instructions for the summarizer instead of the default template:
+    /// text, or the path of a file holding it.
+    #[arg(long, value_name = "TEXT|FILE", conflicts_with = "apply")]
+    instructions: Option<String>,
+    /// The request's shape: plain messages, an OpenAI Chat Completions
+    /// body, or an Anthropic Messages body.
+    #[arg(long, value_name = "FORMAT", default_value = "messages", value_parser = ["messages", "openai", "anthropic"], conflicts_with = "apply")]
+    output: String,
+    #[command(flatten)]
+    input: InputLimit,
+}
+
+#[derive(clap::Args)]
 pub(crate) struct RewindArgs {
     #[command(flatten)]
     target: Target,
@@ -176,6 +229,7 @@ pub(crate) fn run(command: ChatCommand) -> Result<String> {
             let printed = chat::build(&args.target.into(), &options)?;
             return Ok(args.output.emit(&printed));
         }
+        ChatCommand::Compact(args) => compact(args)?,
         ChatCommand::Export(target) => {
             chat::export(&target.into(), &mut std::io::stdout().lock())?;
             return Ok(String::new());
@@ -195,6 +249,34 @@ pub(crate) fn run(command: ChatCommand) -> Result<String> {
         ChatCommand::List(args) => chat::list(&args.db)?,
     };
     Ok(pretty(&value))
+}
+
+/// `chat compact`: a plan, or a plan applied.
+fn compact(args: CompactArgs) -> Result<serde_json::Value> {
+    let options = args.options.to_options(None)?;
+    let target = args.target.into();
+    if let (Some(plan), Some(file)) = (&args.apply, &args.summary) {
+        let text = read_input(file, &args.input, Expected::Text)?;
+        let mut summary = CompactionSummary::from(text);
+        if let Some(file) = &args.native {
+            let json = read_input(file, &args.input, Expected::JsonValue)?;
+            summary = summary.with_native(compact::read_native(&json)?);
+        }
+        return compact::apply(&target, &options, plan, summary);
+    }
+    let mut compaction = CompactionOptions::default();
+    compaction.keep_tokens = args.keep_tokens;
+    compaction.summarizer_model = args.summarizer_model;
+    compaction.summarizer_max_tokens = args.summarizer_max_tokens;
+    compaction.summary_tokens = args.summary_tokens;
+    compaction.instructions = match &args.instructions {
+        Some(value) if std::path::Path::new(value).is_file() => {
+            Some(read_input(value, &args.input, Expected::Text)?)
+        }
+        other => other.clone(),
+    };
+    compaction.request_format = RequestFormat::from_name(&args.output).unwrap_or_default();
+    compact::plan(&target, &options, &compaction)
 }
 
 impl From<Target> for ChatTarget {
