@@ -65,6 +65,8 @@
 //! * [`ContextSession`]: the same, turn after turn, at the cost of what is new.
 //! * [`ContextEngine`] over a [`store::Store`]: durable chats with branches
 //!   and checkpoints, saved atomically, built within the budget.
+//! * [`compaction`]: a durable summary of what a long run drops, planned
+//!   and applied in two steps, so the runtime calls its own model between.
 //! * [`adapter`]: OpenAI, Anthropic and plain-text output.
 //! * [`Fragment`](fragment::Fragment) and [`format`](mod@format):
 //!   structured system context (role, hints, terms, guardrails, config)
@@ -103,13 +105,16 @@
 //!     [`BuildCache`] it works in, a method per stage (prepare, plan,
 //!     assemble, report), and a session's turn that only appended chunks
 //!     extended from its last build.
-//! 11. `session/`: [`ContextConfig`], the settings compiled, which makes
+//! 11. `compaction/`: a compaction planned (the span of whole steps that
+//!     fits the summarizer's window, and the request that summarizes it)
+//!     and applied (the plan checked against the history, the chunk made).
+//! 12. `session/`: [`ContextConfig`], the settings compiled, which makes
 //!     each build, and [`ContextSession`], a state, its cache and its last
 //!     build over a shared configuration.
-//! 12. `engine/`: [`ContextEngine`], a chat of a store built through a
+//! 13. `engine/`: [`ContextEngine`], a chat of a store built through a
 //!     session, each build extending the branch's last one as the store
 //!     keeps it.
-//! 13. `command/`: the CLI's commands as calls, which the CLI and the
+//! 14. `command/`: the CLI's commands as calls, which the CLI and the
 //!     Python package share (behind the `command` feature, not part of the
 //!     API). The CLI (`src/bin`) sits on top.
 #![forbid(unsafe_code)]

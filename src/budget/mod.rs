@@ -56,7 +56,7 @@ pub(crate) use elision::Elision;
 pub(crate) use fate::{Fate, fates_after};
 pub(crate) use fold::{Fold, is_compaction, kept_from, span_ends};
 pub(crate) use planner::{Layout, Planner, Slot, all_start_clean, framing_table};
-pub use policy::{Policy, PriorityTarget, Summarizer};
+pub use policy::{CompactAt, Policy, PriorityTarget, Summarizer};
 pub(crate) use previous_cut::{PreviousCut, fate_of};
 pub(crate) use rules::{
     answered_call, call_id_of, class_of, is_tool_result, is_tool_use, never_dropped,

@@ -35,7 +35,7 @@ use rustc_hash::FxHashMap;
 use super::caps::{Caps, sorted_entries};
 use crate::error::{ErrorKind, Result};
 use crate::model::context_management::ContextManagement;
-use crate::model::memory::MemoryChunk;
+use crate::model::memory::{MemoryChunk, MemoryState};
 use crate::model::roles::{ChunkClass, ChunkKind, Retention, Role};
 
 /// Replaces dropped history with a summary the runtime writes.
@@ -52,6 +52,17 @@ use crate::model::roles::{ChunkClass, ChunkKind, Retention, Role};
 pub trait Summarizer: Send + Sync {
     /// A summary of `dropped` (oldest first) in at most `max_tokens` tokens.
     fn summarize(&self, dropped: &[&MemoryChunk], max_tokens: usize) -> Option<String>;
+}
+
+/// When compaction is due: at a number of tokens, or a fraction of the
+/// budget.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CompactAt {
+    /// Tokens.
+    Tokens(usize),
+    /// A fraction of the budget (positive; above 1 once the history before
+    /// trimming outgrows the budget).
+    Fraction(f64),
 }
 
 /// How the planner makes room. `Default` gives the documented defaults.
@@ -76,6 +87,12 @@ pub struct Policy {
     /// (see [`ContextManagement`]). Default none: nothing is cleared while
     /// the prompt fits.
     pub context_management: Option<ContextManagement>,
+    /// When a build reports that compaction is due
+    /// ([`BuildResult::compaction_due`](crate::BuildResult::compaction_due)):
+    /// when the history before trimming costs more. Default none (a
+    /// `compact_20260112` edit's trigger, if the `context_management` in
+    /// effect has one).
+    pub compact_at: Option<CompactAt>,
     priorities: FxHashMap<PriorityTarget, i64>,
     summarizer: Option<Arc<dyn Summarizer>>,
 }
@@ -88,6 +105,7 @@ impl Default for Policy {
             recent_turns: 3,
             summary_input_tokens: 8_192,
             context_management: None,
+            compact_at: None,
             priorities: FxHashMap::default(),
             summarizer: None,
         }
@@ -102,6 +120,7 @@ impl fmt::Debug for Policy {
             .field("recent_turns", &self.recent_turns)
             .field("summary_input_tokens", &self.summary_input_tokens)
             .field("context_management", &self.context_management)
+            .field("compact_at", &self.compact_at)
             .field("priorities", &self.priorities)
             .field("summarizer", &self.summarizer.is_some())
             .finish()
@@ -121,8 +140,31 @@ impl Policy {
             self.recent_turns,
             self.summary_input_tokens,
             self.context_management,
-            self.summarizer.is_some()
+            self.summarizer.is_some(),
         )
+    }
+
+    /// The tokens above which compaction is due for a build of `state`
+    /// under a budget of `budget` tokens: [`compact_at`](Policy::compact_at),
+    /// else the trigger of the `compact_20260112` edit in effect.
+    pub(crate) fn compaction_trigger(&self, state: &MemoryState, budget: usize) -> Option<u64> {
+        match self.compact_at {
+            Some(CompactAt::Tokens(tokens)) => Some(tokens as u64),
+            Some(CompactAt::Fraction(fraction)) => Some((budget as f64 * fraction) as u64),
+            None => Some(self.management_of(state)?.compaction()?.trigger_tokens()),
+        }
+    }
+
+    /// The `context_management` a build of `state` under this policy
+    /// follows: the policy's, which replaces the session's, else the
+    /// session's.
+    pub(crate) fn management_of<'s>(
+        &'s self,
+        state: &'s MemoryState,
+    ) -> Option<&'s ContextManagement> {
+        self.context_management
+            .as_ref()
+            .or(state.context_management.as_ref())
     }
 
     /// Overrides the default priority of a kind, or of the `agent` chunks
@@ -163,6 +205,15 @@ impl Policy {
             return Err(ErrorKind::Option {
                 option: "low_water".into(),
                 message: format!("{} is not a fraction in (0, 1]", self.low_water),
+            }
+            .into());
+        }
+        if let Some(CompactAt::Fraction(f)) = self.compact_at
+            && !(f.is_finite() && f > 0.0)
+        {
+            return Err(ErrorKind::Option {
+                option: "compact_at".into(),
+                message: format!("{f} is not a positive fraction of the budget"),
             }
             .into());
         }

@@ -28,7 +28,7 @@
 //! ```
 
 pub mod chat;
-pub mod compact;
+pub mod chat_compact;
 mod count;
 mod management_option;
 mod options;
@@ -42,9 +42,9 @@ pub use crate::syntax::json_number::same_value;
 pub use count::{CountOptions, count};
 pub use management_option::read_context_management;
 pub use options::{
-    ANTHROPIC_DEFAULT_RESERVE, BuildOptions, DEFAULT_LOW_WATER, parse_cap, parse_content_format,
-    parse_escape, parse_estimate_factor, parse_fragment_format, parse_framing, parse_kind,
-    parse_threads, unused_factor_warning,
+    ANTHROPIC_DEFAULT_RESERVE, BuildOptions, DEFAULT_LOW_WATER, parse_cap, parse_compact_at,
+    parse_content_format, parse_escape, parse_estimate_factor, parse_fragment_format,
+    parse_framing, parse_kind, parse_threads, unused_factor_warning,
 };
 pub use output::{Body, Output, Printed, print};
 

@@ -1,7 +1,7 @@
 //! The options of `build`, `replay` and `chat build`, as plain values, and
 //! the builder they describe.
 
-use crate::budget::ContextManagement;
+use crate::budget::{CompactAt, ContextManagement};
 use crate::content::ContentFormat;
 use crate::format::{FormatOptions, FragmentFormat};
 use crate::render::EscapeMode;
@@ -54,6 +54,9 @@ pub struct BuildOptions {
     /// `--context-management`: Anthropic's object (read from its text with
     /// [`read_context_management`](super::read_context_management)).
     pub context_management: Option<ContextManagement>,
+    /// `--compact-at`: when the report says compaction is due (read with
+    /// [`parse_compact_at`]).
+    pub compact_at: Option<CompactAt>,
     /// `--exclude-kind`: kinds left out.
     pub exclude_kinds: Vec<ChunkKind>,
     /// `--estimate-factor`: the factor of estimates.
@@ -81,6 +84,7 @@ impl Default for BuildOptions {
             caps: Vec::new(),
             low_water: DEFAULT_LOW_WATER,
             context_management: None,
+            compact_at: None,
             exclude_kinds: Vec::new(),
             estimate_factor: None,
             threads: None,
@@ -159,6 +163,7 @@ impl BuildOptions {
         if let Some(management) = &self.context_management {
             builder.policy_mut().context_management = Some(management.clone());
         }
+        builder.policy_mut().compact_at = self.compact_at;
         builder.threads(self.threads.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map_or(1, |n| n.get())
@@ -225,6 +230,28 @@ pub fn parse_threads(text: &str) -> std::result::Result<usize, String> {
         _ => Err(format!(
             "{text:?} is not a number of threads; give 1 to {most}"
         )),
+    }
+}
+
+/// A compaction trigger from its text (`--compact-at`): a whole number of
+/// tokens (`100000`), or a fraction of the budget (`0.75`, `1.5`).
+///
+/// # Errors
+///
+/// The message says what is accepted.
+pub fn parse_compact_at(text: &str) -> std::result::Result<CompactAt, String> {
+    let wrong = || {
+        format!(
+            "{text:?} is neither a number of tokens (100000) nor a positive fraction of the \
+             budget (0.75)"
+        )
+    };
+    if let Ok(tokens) = text.parse::<usize>() {
+        return Ok(CompactAt::Tokens(tokens));
+    }
+    match text.parse::<f64>() {
+        Ok(fraction) if fraction.is_finite() && fraction > 0.0 => Ok(CompactAt::Fraction(fraction)),
+        _ => Err(wrong()),
     }
 }
 

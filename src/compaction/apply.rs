@@ -1,16 +1,15 @@
 //! Applying a plan: checked against the history as it stands now, then
 //! made into the `compaction` chunk the caller appends.
 
-use super::plan::{Scope, plan_key};
+use super::span::Scope;
 use super::token::PlanToken;
-use super::{AppliedCompaction, CompactionSummary};
+use super::{AppliedCompaction, Chat, CompactionSummary};
 use crate::budget::Fold;
 use crate::error::{ErrorKind, Result};
 use crate::model::compaction::SpanSize;
 use crate::model::memory::{MemoryChunk, MemoryState};
 use crate::model::roles::ChunkKind;
 use crate::pipeline::BuildCache;
-use crate::session::config::ContextConfig;
 
 /// A compaction chunk made from a plan, with what its span showed and
 /// what the summary costs instead.
@@ -45,7 +44,7 @@ impl Compaction {
 /// empty or no smaller than what it folds; [`ErrorKind::Tokenizer`] if a
 /// tokenizer fails.
 pub(crate) fn apply(
-    config: &ContextConfig,
+    chat: &Chat<'_>,
     (state, cache): (&MemoryState, &mut BuildCache),
     (plan, summary): (&str, CompactionSummary),
     scope: &Scope<'_>,
@@ -53,10 +52,10 @@ pub(crate) fn apply(
     let token = PlanToken::decode(plan).map_err(refused)?;
     let chunks = &state.chunks;
     let previous = Fold::of(chunks);
-    let covers = check_plan(&token, state, previous, scope, config)?;
+    let covers = check_plan(&token, state, previous, scope, chat)?;
     let fold = Fold::covering(chunks, covers, previous);
     let folded = fold.newly_folded(chunks, previous);
-    let tokens = config.tokens_alone(state, &folded, cache)?;
+    let tokens = chat.tokens_alone(state, &folded, cache)?;
     let span = SpanSize {
         chunks: folded.len() as u64,
         tokens: tokens.iter().sum::<usize>() as u64,
@@ -69,7 +68,7 @@ pub(crate) fn apply(
         )));
     }
     let before = match previous {
-        Some(previous) => folded_before(config, (state, cache), previous)?,
+        Some(previous) => folded_before(chat, (state, cache), previous)?,
         None => SpanSize::default(),
     };
     let mut chunk = MemoryChunk::new(free_id(state, &token.covers), ChunkKind::Compaction);
@@ -89,7 +88,7 @@ pub(crate) fn apply(
         ));
     }
     let alone = MemoryState::new().with_chunk(chunk.clone());
-    let after = config.tokens_alone(&alone, &[0], &mut BuildCache::new())?[0] as u64;
+    let after = chat.tokens_alone(&alone, &[0], &mut BuildCache::new())?[0] as u64;
     if after >= span.tokens {
         return Err(refused(format!(
             "the summary ({after} tokens as the prompt shows it) is not smaller than what it \
@@ -111,7 +110,7 @@ fn check_plan(
     state: &MemoryState,
     previous: Option<Fold>,
     scope: &Scope<'_>,
-    config: &ContextConfig,
+    chat: &Chat<'_>,
 ) -> Result<usize> {
     if token.scope != scope.name {
         return Err(refused(format!(
@@ -120,7 +119,7 @@ fn check_plan(
             describe(&scope.name)
         )));
     }
-    if token.key != plan_key(config) {
+    if token.key != chat.plan_key() {
         return Err(refused(
             "the plan was made under other settings (model, budget, caps or policy): plan \
              again with these"
@@ -156,7 +155,7 @@ fn check_plan(
 /// What the compaction in effect folds, from its own figures, else
 /// counted.
 fn folded_before(
-    config: &ContextConfig,
+    chat: &Chat<'_>,
     (state, cache): (&MemoryState, &mut BuildCache),
     previous: Fold,
 ) -> Result<SpanSize> {
@@ -167,7 +166,7 @@ fn folded_before(
     let folded: Vec<usize> = (0..chunks.len())
         .filter(|&i| previous.folds(i, &chunks[i]))
         .collect();
-    let tokens = config.tokens_alone(state, &folded, cache)?;
+    let tokens = chat.tokens_alone(state, &folded, cache)?;
     Ok(SpanSize {
         chunks: folded.len() as u64,
         tokens: tokens.iter().sum::<usize>() as u64,

@@ -12,16 +12,65 @@
 //! apply checks (`token`). See `docs/compaction.md`.
 
 mod apply;
-mod plan;
 mod request;
+mod span;
 mod token;
 
 use serde::Serialize;
 use serde::ser::{SerializeStruct, Serializer};
 
+use crate::error::Result;
+use crate::model::memory::MemoryState;
+use crate::pipeline::{BuildCache, only_renders};
+use crate::settings::Settings;
+use crate::tokens::TokenCounter;
+use crate::tokens::parts::CountedText;
+use std::sync::Arc;
+
 pub use crate::model::compaction::{NativeCompaction, SpanSize};
 pub(crate) use apply::{Compaction, apply};
-pub(crate) use plan::{Scope, plan};
+pub(crate) use span::{Scope, plan};
+
+/// What compaction reads of a chat's compiled settings.
+pub(crate) struct Chat<'a> {
+    pub(crate) settings: &'a Settings,
+    pub(crate) counter: &'a dyn TokenCounter,
+    /// Tokens available to the prompt.
+    pub(crate) budget: usize,
+    /// The prompt budget before the reserve.
+    pub(crate) max_tokens: usize,
+}
+
+impl Chat<'_> {
+    /// The chunks of `state` at `indices` as the prompt shows them, each
+    /// rendered alone under its cap.
+    fn rendered_alone(
+        &self,
+        state: &MemoryState,
+        indices: &[usize],
+        cache: &mut BuildCache,
+    ) -> Result<Vec<Arc<CountedText>>> {
+        only_renders(self.settings, state, self.counter, cache).rendered_alone(indices)
+    }
+
+    /// The tokens of the chunks of `state` at `indices`, each alone under
+    /// its cap.
+    fn tokens_alone(
+        &self,
+        state: &MemoryState,
+        indices: &[usize],
+        cache: &mut BuildCache,
+    ) -> Result<Vec<usize>> {
+        only_renders(self.settings, state, self.counter, cache).tokens_alone(indices)
+    }
+
+    /// The key of the settings a plan counts under.
+    fn plan_key(&self) -> String {
+        (self.settings)
+            .plan_key(&self.settings.policy)
+            .unwrap_or_default()
+    }
+}
 
 /// How a compaction is planned. `Default` gives the documented defaults.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

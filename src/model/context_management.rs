@@ -82,6 +82,42 @@ pub enum ContextEdit {
     /// `clear_thinking_20251015`.
     #[serde(rename = "clear_thinking_20251015")]
     ClearThinking(ClearThinking),
+    /// `compact_20260112`: a build only says when compaction is due (see
+    /// `docs/compaction.md`); it clears nothing.
+    #[serde(rename = "compact_20260112")]
+    Compact(Compact),
+}
+
+/// `compact_20260112`, as Anthropic's API takes it. A build never calls a
+/// model: its `trigger` sets when a build reports `compaction_due`, and its
+/// `instructions` are the default instructions of a compaction's plan.
+/// `pause_after_compaction` is kept and has no effect here.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Compact {
+    /// When compaction is due (default: more than 150,000 input tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<InputTokens>,
+    /// Instructions for the summarizer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Whether Anthropic's API pauses after compacting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_after_compaction: Option<bool>,
+}
+
+/// The default trigger of `compact_20260112`, in input tokens.
+pub(crate) const DEFAULT_COMPACT_TOKENS: u64 = 150_000;
+
+impl Compact {
+    /// The input tokens above which compaction is due.
+    pub(crate) fn trigger_tokens(&self) -> u64 {
+        self.trigger.map_or(
+            DEFAULT_COMPACT_TOKENS,
+            |InputTokens::InputTokens { value }| value,
+        )
+    }
 }
 
 /// `clear_tool_uses_20250919`: clears old tool uses once the prompt is large.
@@ -275,6 +311,25 @@ impl ClearToolUses {
 }
 
 impl ContextManagement {
+    /// Whether a build applies these edits to the history: any edit but
+    /// `compact_20260112`, or none at all (`{"edits": []}` asks for Anthropic's
+    /// rules and clears nothing).
+    pub(crate) fn edits_history(&self) -> bool {
+        self.edits.is_empty()
+            || self
+                .edits
+                .iter()
+                .any(|e| !matches!(e, ContextEdit::Compact(_)))
+    }
+
+    /// The `compact_20260112` edit, if one is given (the first).
+    pub(crate) fn compaction(&self) -> Option<&Compact> {
+        self.edits.iter().find_map(|e| match e {
+            ContextEdit::Compact(compact) => Some(compact),
+            _ => None,
+        })
+    }
+
     /// A warning for each tool that an edit's `exclude_tools` or
     /// `clear_tool_inputs` names and `has_tool` does not know: a misspelt
     /// tool would otherwise exclude or clear nothing, silently. Each tool

@@ -358,7 +358,8 @@ impl MemoryChunk {
         if !readable {
             return fail(
                 "text",
-                "a compaction chunk needs a summary: a non-empty \"text\", or a                  native.anthropic block with readable \"content\"",
+                "a compaction chunk needs a summary: a non-empty \"text\", or a \
+                 native.anthropic block with readable \"content\"",
             );
         }
         Ok(())

@@ -82,6 +82,12 @@ pub struct BuildResult {
     /// The compaction in effect: the newest `compaction` chunk, and what
     /// it folds (see `docs/compaction.md`). `None` without one.
     pub compaction: Option<CompactionInEffect>,
+    /// Whether the history before trimming (the prompt plus what the
+    /// budget and context editing took out of it) costs more than the
+    /// compaction trigger ([`Policy::compact_at`](crate::budget::Policy::compact_at),
+    /// or a `compact_20260112` edit's): a loop plans a compaction when it
+    /// is `true`. `None` without a trigger.
+    pub compaction_due: Option<bool>,
 }
 
 /// The compaction a build shows, and what it stands for.
@@ -153,7 +159,24 @@ impl BuildResult {
             warnings: Vec::new(),
             previous_build: None,
             compaction: None,
+            compaction_due: None,
         }
+    }
+
+    /// What the prompt would cost before trimming: its tokens, plus the
+    /// elided history's and what stubs saved (by the budget or by context
+    /// editing).
+    pub(crate) fn untrimmed_tokens(&self) -> u64 {
+        let stubbed = self.decisions.iter().map(|d| match d.decision {
+            Decision::Stubbed {
+                tokens_before,
+                tokens_after,
+                ..
+            } => tokens_before.saturating_sub(tokens_after) as u64,
+            _ => 0,
+        });
+        let elided = self.elided.map_or(0, |e| e.tokens as u64);
+        self.token_count as u64 + elided + stubbed.sum::<u64>()
     }
 
     /// Ids of the chunks in the prompt, in order: a view of the messages'
@@ -198,7 +221,7 @@ impl BuildResult {
 /// fields a build hands the next one left out.
 impl Serialize for BuildResult {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        let mut report = serializer.serialize_struct("BuildResult", 20)?;
+        let mut report = serializer.serialize_struct("BuildResult", 21)?;
         report.serialize_field("model", &self.model)?;
         report.serialize_field("encoding", &self.encoding)?;
         report.serialize_field("budget", &self.budget)?;
@@ -225,6 +248,7 @@ impl Serialize for BuildResult {
         report.serialize_field("warnings", &self.warnings)?;
         optional_field(&mut report, "previous_build", self.previous_build.as_ref())?;
         optional_field(&mut report, "compaction", self.compaction.as_ref())?;
+        optional_field(&mut report, "compaction_due", self.compaction_due.as_ref())?;
         report.end()
     }
 }

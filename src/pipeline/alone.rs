@@ -1,10 +1,32 @@
 //! Chunks rendered alone, as the prompt shows them (capped, with text):
 //! what a compaction's plan hands the summarizer and counts as folded.
 
-use super::Build;
-use crate::error::Result;
-use crate::tokens::parts::CountedText;
 use std::sync::Arc;
+
+use super::{Budget, Build, BuildCache, Outside, Pass};
+use crate::error::Result;
+use crate::model::memory::MemoryState;
+use crate::settings::Settings;
+use crate::tokens::TokenCounter;
+use crate::tokens::parts::CountedText;
+
+/// A build of `state` under `settings` that only renders and counts
+/// chunks, with `counter`, through `cache`.
+pub(crate) fn only_renders<'c>(
+    settings: &'c Settings,
+    state: &'c MemoryState,
+    counter: &'c dyn TokenCounter,
+    cache: &'c mut BuildCache,
+) -> Build<'c> {
+    cache.count_with(counter.encoding_name());
+    let pass = Pass {
+        policy: &settings.policy,
+        previous: None,
+        cache,
+        outside: Outside::default(),
+    };
+    Build::new(settings, state, (counter, Budget::default()), pass)
+}
 
 impl Build<'_> {
     /// The chunks at `indices`, each rendered alone under its cap, from

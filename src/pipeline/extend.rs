@@ -201,6 +201,8 @@ impl<'a> Build<'a> {
         let stats = &mut self.cache.stats;
         stats.chunks_cached = carry.chunks - stats.chunks_rendered;
         stats.extended = true;
+        let due = (self.compaction_trigger()).map(|t| carry.result.untrimmed_tokens() > t);
+        carry.result.compaction_due = due;
         Ok(Some(carry.result.clone()))
     }
 

@@ -38,6 +38,7 @@ mod stored;
 
 use std::sync::Arc;
 
+pub(crate) use alone::only_renders;
 pub use build_cache::BuildCache;
 pub(crate) use stored::{count_key, kept_alone_tokens, seed_counts};
 
@@ -181,7 +182,15 @@ impl<'a> Build<'a> {
         let prepared = self.prepare()?;
         let planned = self.plan(prepared)?;
         let assembled = self.assemble(planned)?;
-        Ok(self.report(assembled))
+        let trigger = self.compaction_trigger();
+        let mut result = self.report(assembled);
+        result.compaction_due = trigger.map(|t| result.untrimmed_tokens() > t);
+        Ok(result)
+    }
+
+    /// The tokens above which compaction is due, if a trigger is set.
+    pub(super) fn compaction_trigger(&self) -> Option<u64> {
+        (self.preparer.policy).compaction_trigger(self.state, self.budget.available)
     }
 
     /// `planner`, counting the chunks outside the state in its marker,

@@ -58,13 +58,13 @@ impl<'a> Build<'a> {
         })
     }
 
-    /// The edits this build applies: the policy's, else the session's.
+    /// The edits this build applies: the policy's, else the session's
+    /// (none when they only ask for compaction, which edits nothing).
     pub(super) fn management(&self) -> Option<&'a ContextManagement> {
         let policy = self.preparer.policy;
         policy
-            .context_management
-            .as_ref()
-            .or(self.state.context_management.as_ref())
+            .management_of(self.state)
+            .filter(|m| m.edits_history())
     }
 
     /// The system prompt and fragments, in the order they open the system message.

@@ -56,6 +56,7 @@ impl Build<'_> {
             warnings: budget.warnings,
             previous_build: None,
             compaction: self.compaction,
+            compaction_due: None,
         }
     }
 }

@@ -11,10 +11,9 @@ use crate::error::{ErrorKind, Result};
 use crate::model::memory::MemoryState;
 use crate::output::last_build::LastBuild;
 use crate::output::result::BuildResult;
-use crate::pipeline::{Budget, Build, BuildCache, Outside, Pass};
+use crate::pipeline::{Budget, Build, BuildCache, Outside, Pass, only_renders};
 use crate::settings::Settings;
 use crate::settings::builder::{ContextBuilder, DEFAULT_MODEL};
-use crate::tokens::parts::CountedText;
 use crate::tokens::{TokenCounter, estimate_warning};
 
 /// A [`ContextBuilder`]'s settings, checked once and settled: the model
@@ -243,64 +242,6 @@ impl ContextConfig {
         .extend(last)
     }
 
-    /// A build of `state` that only renders and counts chunks, through
-    /// `cache`, with the settings' policy and counter.
-    fn renderer<'c>(
-        &'c self,
-        state: &'c MemoryState,
-        counter: &'c dyn TokenCounter,
-        cache: &'c mut BuildCache,
-    ) -> Build<'c> {
-        let pass = Pass {
-            policy: &self.build_settings().policy,
-            previous: None,
-            cache,
-            outside: Outside::default(),
-        };
-        Build::new(
-            self.build_settings(),
-            state,
-            (counter, Budget::default()),
-            pass,
-        )
-    }
-
-    /// The chunks of `state` at `indices` as the prompt shows them, each
-    /// rendered alone under its cap (see `pipeline::alone`).
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::Tokenizer`] if the tokenizer fails to load.
-    pub(crate) fn rendered_alone(
-        &self,
-        state: &MemoryState,
-        indices: &[usize],
-        cache: &mut BuildCache,
-    ) -> Result<Vec<Arc<CountedText>>> {
-        let counter = self.counter()?;
-        cache.count_with(counter.encoding_name());
-        self.renderer(state, counter.as_ref(), cache)
-            .rendered_alone(indices)
-    }
-
-    /// The tokens of the chunks of `state` at `indices`, each alone under
-    /// its cap.
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::Tokenizer`] if the tokenizer fails to load.
-    pub(crate) fn tokens_alone(
-        &self,
-        state: &MemoryState,
-        indices: &[usize],
-        cache: &mut BuildCache,
-    ) -> Result<Vec<usize>> {
-        let counter = self.counter()?;
-        cache.count_with(counter.encoding_name());
-        self.renderer(state, counter.as_ref(), cache)
-            .tokens_alone(indices)
-    }
-
     /// The counts a store keeps of the chunks of `state` at `indices`, from
     /// `cache` or rendered and counted into it (see `pipeline::stored`).
     ///
@@ -314,8 +255,7 @@ impl ContextConfig {
         cache: &mut BuildCache,
     ) -> Result<Vec<Option<String>>> {
         let counter = self.counter()?;
-        self.renderer(state, counter.as_ref(), cache)
-            .counts_to_keep(indices)
+        only_renders(self.build_settings(), state, counter.as_ref(), cache).counts_to_keep(indices)
     }
 
     /// Builds a validated `state` with a pass's policy, previous build and
@@ -363,8 +303,7 @@ impl ContextConfig {
         };
         let caps = &pass.policy.caps;
         warnings.extend(caps.check(|| settings.cap_tags(), has_chunk, has_tool)?);
-        let management = pass.policy.context_management.as_ref();
-        if let Some(management) = management.or(state.context_management.as_ref()) {
+        if let Some(management) = pass.policy.management_of(state) {
             warnings.extend(management.unknown_tool_warnings(has_tool));
         }
         if settings.counter.is_none() {

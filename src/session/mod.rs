@@ -37,6 +37,7 @@ use crate::output::stats::BuildStats;
 use crate::pipeline::{BuildCache, Outside, Pass, count_key, seed_counts};
 use crate::session::config::ContextConfig;
 use crate::settings::builder::ContextBuilder;
+use crate::tokens::TokenCounter;
 
 /// A session that is built turn after turn.
 ///
@@ -372,7 +373,9 @@ impl ContextSession {
         scope: &compaction::Scope<'_>,
     ) -> Result<CompactionPlan> {
         let config = self.config.clone();
-        compaction::plan(&config, (&self.state, &mut self.cache), options, scope)
+        let counter = config.counter()?;
+        let chat = chat_of(&config, counter.as_ref());
+        compaction::plan(&chat, (&self.state, &mut self.cache), options, scope)
     }
 
     /// Appends the compaction `plan` describes, with `summary`: a
@@ -405,8 +408,10 @@ impl ContextSession {
         scope: &compaction::Scope<'_>,
     ) -> Result<compaction::Compaction> {
         let config = self.config.clone();
+        let counter = config.counter()?;
+        let chat = chat_of(&config, counter.as_ref());
         compaction::apply(
-            &config,
+            &chat,
             (&self.state, &mut self.cache),
             (plan, summary),
             scope,
@@ -498,6 +503,16 @@ impl ContextSession {
                 }
                 .into()
             })
+    }
+}
+
+/// What compaction reads of `config`, counting with `counter`.
+fn chat_of<'a>(config: &'a ContextConfig, counter: &'a dyn TokenCounter) -> compaction::Chat<'a> {
+    compaction::Chat {
+        settings: config.build_settings(),
+        counter,
+        budget: config.budget(),
+        max_tokens: config.max_tokens(),
     }
 }
 

@@ -133,8 +133,9 @@ impl Settings {
             && self.include_ids.is_none()
             && self.renderers.only_default()
             && policy.summarizer().is_none()
-            && policy.context_management.is_none()
-            && state.context_management.is_none()
+            && policy
+                .management_of(state)
+                .is_none_or(|m| !m.edits_history())
             && !policy.caps.names_tools_or_chunks()
     }
 

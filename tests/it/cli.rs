@@ -1249,7 +1249,7 @@ fn a_bad_context_management_flag_exits_2_naming_it() {
         (
             r#"{"edits": [{"type": "clear_everything"}]}"#,
             "the inline JSON, at `edits[0].type`: unknown variant `clear_everything`, expected \
-             `clear_tool_uses_20250919` or `clear_thinking_20251015`",
+             one of `clear_tool_uses_20250919`, `clear_thinking_20251015`, `compact_20260112`",
         ),
         (
             r#" {"edits": [], "edits": []}"#,

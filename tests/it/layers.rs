@@ -33,6 +33,7 @@ const LAYERS: &[&[&str]] = &[
     &["output"],
     &["adapter", "settings"],
     &["pipeline"],
+    &["compaction"],
     &["session"],
     &["engine"],
     &["command"],

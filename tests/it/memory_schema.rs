@@ -99,7 +99,7 @@ fn a_bad_context_management_names_the_field_inside_it() {
     assert_eq!(
         error(r#"{"context_management": {"edits": [{"type": "clear_all"}]}}"#),
         "invalid session: field `context_management.edits[0].type`: unknown variant \
-         `clear_all`, expected `clear_tool_uses_20250919` or `clear_thinking_20251015`"
+         `clear_all`, expected one of `clear_tool_uses_20250919`, `clear_thinking_20251015`, `compact_20260112`"
     );
     assert_eq!(
         error(

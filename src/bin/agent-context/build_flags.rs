@@ -1,6 +1,7 @@
 //! The flags `build`, `replay` and `chat build` share, turned into the
 //! library's build options.
 
+use agent_context::budget::CompactAt;
 use agent_context::command::DEFAULT_MODEL;
 use agent_context::command::{
     self, parse_cap, parse_content_format, parse_estimate_factor, parse_fragment_format,
@@ -64,6 +65,10 @@ pub(crate) struct BuildOptions {
     /// `context_management` (or, in `chat build`, the chat's).
     #[arg(long, value_name = "JSON|FILE")]
     context_management: Option<String>,
+    /// Report `compaction_due` (true when the history before trimming
+    /// costs more): a number of tokens, or a fraction of the budget (0.75).
+    #[arg(long, value_name = "TOKENS|FRACTION", value_parser = command::parse_compact_at)]
+    compact_at: Option<CompactAt>,
     /// Leave out chunks of this kind (repeatable).
     #[arg(long = "exclude-kind", value_name = "KIND", value_parser = parse_kind)]
     exclude_kinds: Vec<ChunkKind>,
@@ -181,6 +186,7 @@ impl BuildOptions {
         if let Some(value) = &self.context_management {
             options.context_management = Some(command::read_context_management(value)?);
         }
+        options.compact_at = self.compact_at;
         options.exclude_kinds = self.exclude_kinds.clone();
         options.estimate_factor = self.estimate_factor;
         options.threads = self.threads;

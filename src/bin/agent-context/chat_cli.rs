@@ -6,7 +6,7 @@
 use agent_context::Result;
 use agent_context::command::DEFAULT_MODEL;
 use agent_context::command::chat::{self, AppendOptions, ChatTarget};
-use agent_context::command::compact;
+use agent_context::command::chat_compact as compact;
 use agent_context::compaction::{CompactionOptions, CompactionSummary, RequestFormat};
 use clap::Subcommand;
 

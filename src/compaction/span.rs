@@ -5,13 +5,12 @@
 
 use super::request::Request;
 use super::token::PlanToken;
-use super::{CompactionOptions, CompactionPlan, PlannedCompaction};
+use super::{Chat, CompactionOptions, CompactionPlan, PlannedCompaction};
 use crate::budget::{Fold, Timeline, kept_from, span_ends};
 use crate::error::{ErrorKind, Result};
 use crate::model::compaction::SpanSize;
 use crate::model::memory::MemoryState;
 use crate::pipeline::BuildCache;
-use crate::session::config::ContextConfig;
 use crate::tokens::{Calibration, TokenCounter, counter_for_model_calibrated, model_info};
 
 /// The default most tokens a summary may take.
@@ -38,14 +37,14 @@ pub(super) struct Settled {
     pub(super) summary_tokens: usize,
 }
 
-/// Settles `options` for `config`.
+/// Settles `options` for `chat`.
 ///
 /// # Errors
 ///
 /// [`ErrorKind::Option`] for `keep_tokens` over the budget, or a summary
 /// that leaves no room in the summarizer's window.
-pub(super) fn settle(config: &ContextConfig, options: &CompactionOptions) -> Result<Settled> {
-    let budget = config.budget();
+pub(super) fn settle(chat: &Chat<'_>, options: &CompactionOptions) -> Result<Settled> {
+    let budget = chat.budget;
     let keep_tokens = options.keep_tokens.unwrap_or(budget / 4);
     if keep_tokens > budget {
         return Err(option_error(
@@ -53,12 +52,11 @@ pub(super) fn settle(config: &ContextConfig, options: &CompactionOptions) -> Res
             format!("{keep_tokens} is over the budget ({budget} tokens); keep at most the budget"),
         ));
     }
-    let model =
-        (options.summarizer_model.clone()).unwrap_or_else(|| config.build_settings().model.clone());
+    let model = (options.summarizer_model.clone()).unwrap_or_else(|| chat.settings.model.clone());
     let window = options.summarizer_max_tokens.unwrap_or_else(|| {
         model_info(&model)
             .map(|info| info.context_window)
-            .unwrap_or_else(|| config.max_tokens())
+            .unwrap_or(chat.max_tokens)
     });
     let summary_tokens = options
         .summary_tokens
@@ -88,18 +86,18 @@ pub(super) fn settle(config: &ContextConfig, options: &CompactionOptions) -> Res
 ///
 /// As [`settle`], and [`ErrorKind::Tokenizer`] if a tokenizer fails.
 pub(crate) fn plan(
-    config: &ContextConfig,
+    chat: &Chat<'_>,
     (state, cache): (&MemoryState, &mut BuildCache),
     options: &CompactionOptions,
     scope: &Scope<'_>,
 ) -> Result<CompactionPlan> {
-    let settled = settle(config, options)?;
+    let settled = settle(chat, options)?;
     let chunks = &state.chunks;
     let previous = Fold::of(chunks);
     let shown = |i: usize| !previous.is_some_and(|f| f.folds(i, &chunks[i]));
     let timeline = Timeline::of(chunks, shown);
     let tail: Vec<usize> = (0..chunks.len()).filter(|&i| shown(i)).collect();
-    let tail_tokens = config.tokens_alone(state, &tail, cache)?;
+    let tail_tokens = chat.tokens_alone(state, &tail, cache)?;
     let mut by_index = rustc_hash::FxHashMap::default();
     by_index.extend(tail.iter().copied().zip(tail_tokens.iter().copied()));
     let kept = kept_from(chunks, previous, settled.keep_tokens, |i| {
@@ -111,7 +109,7 @@ pub(crate) fn plan(
     };
     let counter = counter_for_model_calibrated(&settled.model, &Calibration::default())?;
     let fitter = Fitter {
-        config,
+        chat,
         state,
         settled: &settled,
         instructions: options.instructions.as_deref(),
@@ -143,7 +141,7 @@ pub(crate) fn plan(
         covers_at: (scope.place)(end),
         previous: previous.map_or(String::new(), |f| chunks[f.compaction].id.clone()),
         folded,
-        key: plan_key(config),
+        key: chat.plan_key(),
     };
     Ok(CompactionPlan::Ready(PlannedCompaction {
         plan: token.encode(),
@@ -164,12 +162,6 @@ pub(crate) fn plan(
     }))
 }
 
-/// The key of the settings a plan counts under.
-pub(super) fn plan_key(config: &ContextConfig) -> String {
-    let settings = config.build_settings();
-    settings.plan_key(&settings.policy).unwrap_or_default()
-}
-
 /// The plan when no step can be folded.
 fn nothing_to_fold(settled: &Settled, compacted: bool) -> CompactionPlan {
     let since = if compacted {
@@ -188,7 +180,7 @@ fn nothing_to_fold(settled: &Settled, compacted: bool) -> CompactionPlan {
 
 /// Fits a span to the summarizer's window.
 struct Fitter<'a> {
-    config: &'a ContextConfig,
+    chat: &'a Chat<'a>,
     state: &'a MemoryState,
     settled: &'a Settled,
     instructions: Option<&'a str>,
@@ -216,7 +208,7 @@ impl Fitter<'_> {
         let mut total = empty.tokens(self.counter);
         let mut counted = Vec::new();
         for batch in all.chunks(BATCH) {
-            for part in self.config.rendered_alone(self.state, batch, cache)? {
+            for part in self.chat.rendered_alone(self.state, batch, cache)? {
                 total += self.counter.count(&format!("{}\n\n", part.text));
                 counted.push(total);
             }
@@ -250,7 +242,7 @@ impl Fitter<'_> {
     fn request(&self, end: usize, cache: &mut BuildCache) -> Result<Request> {
         let chunks = &self.state.chunks;
         let folded = Fold::covering(chunks, end, self.previous).newly_folded(chunks, self.previous);
-        let parts = self.config.rendered_alone(self.state, &folded, cache)?;
+        let parts = self.chat.rendered_alone(self.state, &folded, cache)?;
         let texts: Vec<&str> = parts.iter().map(|p| p.text.as_str()).collect();
         Ok(Request::new(
             self.instructions,
