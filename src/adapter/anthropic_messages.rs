@@ -135,6 +135,11 @@ fn check_shape(result: &BuildResult, first: Option<Role>) -> Result<()> {
 fn block(record: &Record) -> Value {
     match record {
         Record::Text { text } => json!({"type": "text", "text": text}),
+        Record::Compaction {
+            anthropic: Some(block),
+            ..
+        } => block.clone(),
+        Record::Compaction { text, .. } => json!({"type": "text", "text": text}),
         Record::Thinking {
             thinking,
             signature,

@@ -57,7 +57,11 @@ pub struct NativeRequest {
 /// Which provider API a request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Provider {
+    /// OpenAI's Chat Completions.
     OpenAi,
+    /// OpenAI's Responses, which takes compaction items back.
+    OpenAiResponses,
+    /// Anthropic's Messages, which takes compaction blocks back (beta).
     Anthropic,
 }
 
@@ -77,6 +81,7 @@ pub(crate) fn prepare(result: &BuildResult, provider: Provider) -> Result<Prepar
     let (conversation, repairs) = Conversation::of(result)?.paired();
     let mut warnings = result.warnings.clone();
     warnings.extend(provider_warning(&result.model, provider));
+    warnings.extend(compaction_warnings(&conversation, provider));
     if repairs.as_text > 0 {
         warnings.push(format!(
             "{} tool call(s) or result(s) had no partner in the adjacent message and were sent \
@@ -114,7 +119,7 @@ pub(crate) fn prepare(result: &BuildResult, provider: Provider) -> Result<Prepar
 fn provider_warning(model: &str, provider: Provider) -> Option<String> {
     let anthropic_model = model.starts_with("claude");
     let (fits, name) = match provider {
-        Provider::OpenAi => (!anthropic_model, "OpenAI"),
+        Provider::OpenAi | Provider::OpenAiResponses => (!anthropic_model, "OpenAI"),
         Provider::Anthropic => (anthropic_model, "Anthropic"),
     };
     (!fits).then(|| {
@@ -133,11 +138,60 @@ pub(crate) fn reserve_into(body: &mut serde_json::Map<String, Value>, key: &str,
 }
 
 /// The text a record shows where the API takes only text: thinking without
-/// its signature (which only Anthropic checks).
+/// its signature (which only Anthropic checks), a compaction's tagged
+/// summary.
 pub(crate) fn text_of(record: &Record) -> Option<&str> {
     match record {
-        Record::Text { text } => Some(text),
+        Record::Text { text } | Record::Compaction { text, .. } => Some(text),
         Record::Thinking { thinking, .. } => Some(thinking),
         _ => None,
     }
+}
+
+/// The warnings about the compaction items `provider` is sent: one for
+/// each opaque item (`encrypted_content`: what it costs the provider
+/// cannot be counted, and the build counted its JSON instead), and for
+/// Anthropic the beta its blocks need.
+fn compaction_warnings(conversation: &Conversation, provider: Provider) -> Vec<String> {
+    let items = conversation.turns.iter().flat_map(|t| &t.items);
+    let sent: Vec<(&str, &Value)> = items
+        .filter_map(|item| match (item, provider) {
+            (
+                Record::Compaction {
+                    id,
+                    anthropic: Some(v),
+                    ..
+                },
+                Provider::Anthropic,
+            )
+            | (
+                Record::Compaction {
+                    id,
+                    openai: Some(v),
+                    ..
+                },
+                Provider::OpenAiResponses,
+            ) => Some((id.as_str(), v)),
+            _ => None,
+        })
+        .collect();
+    let mut warnings: Vec<String> = sent
+        .iter()
+        .filter(|(_, item)| item.get("encrypted_content").is_some_and(|e| !e.is_null()))
+        .map(|(id, _)| {
+            format!(
+                "compaction {id:?} is sent as the provider's opaque item (encrypted_content): \
+                 its tokens are an estimate, counted from its JSON"
+            )
+        })
+        .collect();
+    if provider == Provider::Anthropic && !sent.is_empty() {
+        warnings.push(
+            "the request holds compaction blocks, which Anthropic's beta Messages API takes: \
+             send it with the header `anthropic-beta: compact-2026-01-12` (the SDK's \
+             client.beta.messages.create(..., betas=[\"compact-2026-01-12\"]))"
+                .into(),
+        );
+    }
+    warnings
 }

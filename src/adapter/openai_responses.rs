@@ -22,7 +22,7 @@ use crate::render::Record;
 ///
 /// As [`openai_chat_request`](super::openai_chat_request).
 pub fn openai_responses_request(result: &BuildResult) -> Result<NativeRequest> {
-    let prepared = prepare(result, Provider::OpenAi)?;
+    let prepared = prepare(result, Provider::OpenAiResponses)?;
     let mut input = Vec::new();
     if let Some(system) = &prepared.conversation.system {
         input.push(message("developer", system));
@@ -57,7 +57,30 @@ fn turn_items(role: &str, items: &[Record], input: &mut Vec<Value>) {
             input.push(json!({"type": "function_call_output", "call_id": id, "output": content}));
         }
     }
-    let texts: Vec<&str> = items.iter().filter_map(text_of).collect();
+    // A compaction item stands for the history before it, as the
+    // Responses API returned it.
+    for item in items {
+        if let Record::Compaction {
+            openai: Some(item), ..
+        } = item
+        {
+            input.push(item.clone());
+        }
+    }
+    let shown_as_text = |item: &&Record| {
+        !matches!(
+            item,
+            Record::Compaction {
+                openai: Some(_),
+                ..
+            }
+        )
+    };
+    let texts: Vec<&str> = items
+        .iter()
+        .filter(shown_as_text)
+        .filter_map(text_of)
+        .collect();
     if !texts.is_empty() {
         input.push(message(role, &texts.join("\n\n")));
     }

@@ -50,6 +50,17 @@ pub(crate) enum Record {
     },
     /// Reasoning with the provider's signature.
     Thinking { thinking: String, signature: String },
+    /// A compaction's summary with the providers' own items, each sent
+    /// verbatim to its provider; `text` (the tagged summary) goes to a
+    /// provider whose item it lacks.
+    Compaction {
+        id: String,
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        anthropic: Option<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        openai: Option<Value>,
+    },
 }
 
 impl Record {
@@ -79,11 +90,20 @@ impl ChunkRenderer for NativeRenderer {
         true
     }
 
+    /// A compaction with Anthropic's block speaks as the assistant, where
+    /// the Messages API takes the block back.
     fn role(&self, chunk: &MemoryChunk) -> Role {
-        DefaultRenderer.role(chunk)
+        let anthropic = chunk.native.as_ref().is_some_and(|n| n.anthropic.is_some());
+        match chunk.kind {
+            ChunkKind::Compaction if anthropic => Role::Assistant,
+            _ => DefaultRenderer.role(chunk),
+        }
     }
 
     fn render(&self, chunk: &MemoryChunk, ctx: &RenderContext<'_>, out: &mut String) {
+        if let Some(record) = compaction_record(chunk, ctx) {
+            return record.write(out);
+        }
         match native_record(chunk) {
             Some(record) => record.write(out),
             None => write_as_text(&DefaultRenderer, chunk, ctx, out),
@@ -187,6 +207,31 @@ fn place_text(role: Role, text: String, out: &mut String) {
     } else {
         Record::Text { text }.write(out);
     }
+}
+
+/// The record of a compaction with a provider's own item: the items
+/// verbatim, and the tagged summary for the providers without one. `None`
+/// for any other chunk, and a compaction with no item (its tagged text).
+fn compaction_record(chunk: &MemoryChunk, ctx: &RenderContext<'_>) -> Option<Record> {
+    let native = chunk
+        .native
+        .as_ref()
+        .filter(|_| chunk.kind == ChunkKind::Compaction)?;
+    let item = |json: &Option<crate::syntax::json_text::JsonText>| {
+        json.as_ref().and_then(|j| j.to_value().ok())
+    };
+    let (anthropic, openai) = (item(&native.anthropic), item(&native.openai));
+    if anthropic.is_none() && openai.is_none() {
+        return None;
+    }
+    let mut text = String::new();
+    DefaultRenderer.render(chunk, ctx, &mut text);
+    Some(Record::Compaction {
+        id: chunk.id.clone(),
+        text,
+        anthropic,
+        openai,
+    })
 }
 
 /// The record of a chunk the providers have a structure for, or `None`

@@ -377,3 +377,58 @@ fn an_anthropic_block_with_readable_content_is_a_summary() {
     let text: String = result.messages.iter().map(|m| m.content.as_str()).collect();
     assert!(text.contains("The user said hi."), "{text}");
 }
+
+#[test]
+fn native_outputs_send_each_providers_item_verbatim_where_the_span_was() {
+    use agent_context::adapter::{NativeOptions, anthropic_request, openai_responses_request};
+    use agent_context::render::Protocol;
+    let json = r#"{"system_prompt": "Agent.", "chunks": [
+        {"id": "u1", "kind": "agent", "role": "user", "text": "Fix the test"},
+        {"id": "c1", "kind": "workflow", "tool": "read", "call_id": "k1", "data": {"path": "a.rs"}},
+        {"id": "r1", "kind": "environment", "tool": "read", "call_id": "k1", "text": "fn a() {}"},
+        {"id": "c2", "kind": "workflow", "tool": "edit", "call_id": "k2", "data": {"path": "a.rs"}},
+        {"id": "r2", "kind": "environment", "tool": "edit", "call_id": "k2", "text": "ok"},
+        {"id": "x1", "kind": "compaction", "covers": "r1", "text": "Read a.rs.",
+         "native": {"anthropic": {"type": "compaction", "content": "Read a.rs.", "encrypted_content": "RU5D"},
+                    "openai": {"type": "compaction", "encrypted_content": "gAAAA", "id": "cmp_1"}}}
+    ]}"#;
+    let state = MemoryState::from_json_str(json).expect("valid");
+    let mut native = builder(4_000);
+    native.protocol(Protocol::Native).user_first(true);
+    let result = native.build(&state).expect("builds");
+    let anthropic = anthropic_request(&result, &NativeOptions::default()).expect("a request");
+    let messages = anthropic.body["messages"].as_array().expect("messages");
+    assert_eq!(messages[1]["role"], "assistant");
+    assert_eq!(
+        messages[1]["content"][0],
+        serde_json::json!({"type": "compaction", "content": "Read a.rs.", "encrypted_content": "RU5D"})
+    );
+    assert_eq!(
+        messages[1]["content"][1]["type"], "tool_use",
+        "then the history after covers"
+    );
+    let warnings = anthropic.warnings.join("\n");
+    assert!(
+        warnings.contains("compaction \"x1\"") && warnings.contains("estimate"),
+        "{warnings}"
+    );
+    assert!(warnings.contains("compact-2026-01-12"), "{warnings}");
+    let openai = openai_responses_request(&result).expect("a request");
+    let input = openai.body["input"].as_array().expect("input");
+    let at = input
+        .iter()
+        .position(|i| i["type"] == "compaction")
+        .expect("the item");
+    assert_eq!(input[at]["id"], "cmp_1");
+    assert_eq!(input[at - 1]["content"], "Fix the test", "after the task");
+    assert_eq!(input[at + 1]["type"], "function_call");
+    assert!(!openai.body.to_string().contains("compaction_summary"));
+    // Text outputs show the portable summary.
+    let text = builder(4_000).build(&state).expect("builds");
+    assert!(
+        text.messages
+            .iter()
+            .any(|m| m.content.contains("<compaction_summary id=\"x1\""))
+    );
+    assert!(!result.token_count_exact);
+}

@@ -143,3 +143,82 @@ fn validate(python: &str, lines: &[String]) {
         String::from_utf8_lossy(&run.stderr)
     );
 }
+
+#[test]
+fn compaction_items_round_trip_through_the_official_sdks() {
+    // A compaction with Anthropic's block and OpenAI's item, either, or
+    // neither, in a loop at several budgets: each provider gets its own
+    // item verbatim where the span was (Anthropic's in the beta API), the
+    // other the summary as text, and every body is one its SDK accepts.
+    let python = sdk_python();
+    let anthropic = json!({"type": "compaction", "content": "Read a.rs; add() subtracts.",
+                           "encrypted_content": "RU5DUllQVEVE", "signature": "U0lHTkVE"});
+    let openai = json!({"type": "compaction", "encrypted_content": "gAAAAABo", "id": "cmp_01"});
+    let natives = [
+        json!({"anthropic": anthropic, "openai": openai}),
+        json!({"anthropic": anthropic}),
+        json!({"openai": openai}),
+        serde_json::Value::Null,
+    ];
+    let mut lines = Vec::new();
+    for native in &natives {
+        let state = compacted_loop(native);
+        for model in ["gpt-4o", "claude-sonnet-4-5"] {
+            for max_tokens in [3_000, 8_000, 200_000] {
+                let mut builder = ContextBuilder::new();
+                builder
+                    .model(model)
+                    .max_tokens(max_tokens)
+                    .reserve_output(500)
+                    .protocol(Protocol::Native)
+                    .user_first(true);
+                let result = builder.build(&state).expect("builds");
+                let name = format!("compaction {native} {model} {max_tokens}");
+                for (wire, request) in requests(&result) {
+                    let request = request.unwrap_or_else(|e| panic!("{name} {wire}: {e}"));
+                    let body = request.body.to_string();
+                    let wire = match wire {
+                        "anthropic-messages" if body.contains(r#""type":"compaction""#) => {
+                            assert!(native.get("anthropic").is_some(), "{name}: {body}");
+                            assert!(body.contains(&anthropic.to_string()), "verbatim: {body}");
+                            "anthropic-beta-messages"
+                        }
+                        "openai-responses" if native.get("openai").is_some() => {
+                            assert!(body.contains(&openai.to_string()), "verbatim: {body}");
+                            wire
+                        }
+                        _ => {
+                            assert!(body.contains("compaction_summary"), "{name} {wire}: {body}");
+                            wire
+                        }
+                    };
+                    lines.push(
+                        json!({"wire": wire, "name": name, "body": request.body}).to_string(),
+                    );
+                }
+            }
+        }
+    }
+    validate(&python, &lines);
+}
+
+/// A tool loop of 30 steps whose first 20 a compaction folds, with the
+/// providers' items `native` (or none).
+fn compacted_loop(native: &serde_json::Value) -> MemoryState {
+    let mut chunks =
+        vec![json!({"id": "u1", "kind": "agent", "role": "user", "text": "Fix the failing test"})];
+    for step in 0..30 {
+        chunks.push(json!({"id": format!("c{step}"), "kind": "workflow", "tool": "read_file",
+                           "call_id": format!("k{step}"), "data": {"path": format!("src/m{step}.rs")}}));
+        chunks.push(json!({"id": format!("r{step}"), "kind": "environment", "tool": "read_file",
+                           "call_id": format!("k{step}"), "text": "fn f() -> u32 { 41 }\n".repeat(20)}));
+    }
+    let mut compaction = json!({"id": "x1", "kind": "compaction", "covers": "r19",
+                                "text": "Read src/m0..m19.rs; add() subtracts."});
+    if !native.is_null() {
+        compaction["native"] = native.clone();
+    }
+    chunks.push(compaction);
+    let session = json!({"system_prompt": "You are a coding agent.", "chunks": chunks});
+    MemoryState::from_json_value(session).expect("a valid session")
+}

@@ -6,7 +6,8 @@
 
 Each input line is a JSON object:
 
-    {"wire": "openai-chat" | "openai-responses" | "anthropic-messages",
+    {"wire": "openai-chat" | "openai-responses" | "anthropic-messages"
+             | "anthropic-beta-messages",
      "name": "<label>", "body": {...}}
 
 and each body is checked against the SDK's own TypedDict for a non-streaming
@@ -15,6 +16,9 @@ create call (versions pinned in tests/sdk/requirements.txt):
     openai-chat         openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming
     openai-responses    openai.types.responses.response_create_params.ResponseCreateParamsNonStreaming
     anthropic-messages  anthropic.types.message_create_params.MessageCreateParamsNonStreaming
+    anthropic-beta-messages
+                        anthropic.types.beta.message_create_params.MessageCreateParamsNonStreaming
+                        (the beta API, which takes compaction blocks back)
 
 Exit status: 0 all bodies valid, 1 some invalid (one "name: wire: detail" line
 per problem on stderr), 2 bad input (unreadable file, bad JSON, unknown wire,
@@ -95,6 +99,10 @@ WIRES: Dict[str, Tuple[str, str]] = {
         "anthropic.types.message_create_params",
         "MessageCreateParamsNonStreaming",
     ),
+    "anthropic-beta-messages": (
+        "anthropic.types.beta.message_create_params",
+        "MessageCreateParamsNonStreaming",
+    ),
 }
 
 # Most problems reported for one body; the rest are counted.
@@ -117,14 +125,19 @@ def _strictify(node: Any, defs: Dict[str, Any]) -> None:
         if kind == "generator":
             node["type"] = "list"
             node.pop("serialization", None)
-        elif kind in ("typed-dict", "model-fields"):
+        elif kind in ("typed-dict", "model-fields") and "extras_schema" not in node:
             node["extra_behavior"] = "forbid"
         elif kind == "union":
             node["choices"] = _label_choices(node["choices"], defs)
         config = node.get("config")
+        # A model that types its extra keys (the beta API's free-form JSON
+        # schemas) keeps allowing them: pydantic refuses both at once.
+        inner = node.get("schema")
+        typed_extras = isinstance(inner, dict) and "extras_schema" in inner
         if isinstance(config, dict):
             config["strict"] = True
-            config["extra_fields_behavior"] = "forbid"
+            if not typed_extras:
+                config["extra_fields_behavior"] = "forbid"
         for key, value in node.items():
             # metadata holds JSON-schema hooks and such, never validators.
             if key != "metadata":
@@ -727,6 +740,49 @@ SELF_TEST: List[Tuple[str, str, Dict[str, Any], Optional[Tuple[str, str]]]] = [
         "temperature (not a parameter since anthropic 1.0)",
         _an({"role": "user", "content": "hi"}, temperature=0.5),
         ("extra_forbidden", "temperature"),
+    ),
+    # ---- Compaction items round-trip: Anthropic's beta block, OpenAI's item
+    (
+        "anthropic-beta-messages",
+        "a compaction block leading an assistant turn",
+        _an(
+            {"role": "user", "content": "Fix the test"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "compaction", "content": "Read a.rs.", "encrypted_content": "RU5D", "signature": "U0lH"},
+                    AN_TOOL_USE,
+                ],
+            },
+        ),
+        None,
+    ),
+    (
+        "anthropic-messages",
+        "a compaction block outside the beta API",
+        _an({"role": "assistant", "content": [{"type": "compaction", "content": "s"}]}),
+        ("union_no_match", "messages[0].content[0]"),
+    ),
+    (
+        "anthropic-beta-messages",
+        "a compaction block with an unknown key",
+        _an({"role": "assistant", "content": [{"type": "compaction", "content": "s", "summary": "s"}]}),
+        ("extra_forbidden", "messages[0].content[0].summary"),
+    ),
+    (
+        "openai-responses",
+        "a compaction item",
+        _oa_resp(
+            {"type": "message", "role": "user", "content": "Fix the test"},
+            {"type": "compaction", "encrypted_content": "gAAAA", "id": "cmp_1"},
+        ),
+        None,
+    ),
+    (
+        "openai-responses",
+        "a compaction item without encrypted_content",
+        _oa_resp({"type": "compaction", "id": "cmp_1"}),
+        ("missing", "input[0].encrypted_content"),
     ),
     ("anthropic-messages", "max_tokens as a string", dict(_an({"role": "user", "content": "hi"}), max_tokens="1024"), ("int_type", "max_tokens")),
     ("anthropic-messages", "missing max_tokens", {"model": "claude-sonnet-4-5", "messages": []}, ("missing", "max_tokens")),
