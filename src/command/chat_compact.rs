@@ -5,7 +5,9 @@ use serde_json::Value;
 
 use super::BuildOptions;
 use super::chat::ChatTarget;
-use crate::compaction::{CompactionOptions, CompactionSummary, NativeCompaction};
+use crate::compaction::{
+    CompactionOptions, CompactionSummary, NativeCompaction, PlannedCompaction,
+};
 use crate::{ErrorKind, Result};
 
 /// `chat compact --plan`: the plan as JSON (`{"plan": null, "reason"}`
@@ -41,6 +43,33 @@ pub fn apply(
     let mut engine = target.open_existing(options.builder()?)?;
     let applied = engine.apply_compaction(plan, summary)?;
     Ok(serde_json::to_value(applied).unwrap_or_default())
+}
+
+/// A stand-in summarizer for tests and `replay --summarizer first-lines`,
+/// not for production: the opening line of each chunk the plan's request
+/// shows (its tag, with id, tool and call id), in order, within a quarter
+/// of the plan's `summary_tokens` (at about four bytes a token). The same
+/// plan always gets the same summary.
+pub fn first_lines(plan: &PlannedCompaction) -> String {
+    let most_bytes = plan.summary_tokens.saturating_mul(4) / 4;
+    let span = plan.request[1]["content"]
+        .as_str()
+        .or_else(|| plan.request["messages"][1]["content"].as_str())
+        .or_else(|| plan.request["messages"][0]["content"].as_str())
+        .unwrap_or_default();
+    let mut summary = String::from("Earlier steps (first lines):");
+    for line in span
+        .lines()
+        .filter(|l| l.starts_with('<') && !l.starts_with("</"))
+    {
+        let line: String = line.chars().take(120).collect();
+        if summary.len() + line.len() + 1 > most_bytes {
+            break;
+        }
+        summary.push('\n');
+        summary.push_str(&line);
+    }
+    summary
 }
 
 /// The providers' compaction items of `--native`: a JSON object such as

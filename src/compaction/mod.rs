@@ -212,11 +212,14 @@ impl From<String> for CompactionSummary {
 #[non_exhaustive]
 pub struct AppliedCompaction {
     /// The chat (`None` for a session).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub chat: Option<String>,
     /// The branch (`None` for a session).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
     /// The branch's head after the save, the compaction's node (`None`
     /// for a session).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub head: Option<i64>,
     /// The compaction chunk's id.
     pub compaction: String,

@@ -4,7 +4,8 @@
 use std::io::Write;
 use std::time::Instant;
 
-use agent_context::command;
+use agent_context::command::{self, chat_compact};
+use agent_context::compaction::{AppliedCompaction, CompactionOptions, CompactionPlan};
 use agent_context::{BuildResult, ChunkKind, ContextBuilder, ContextSession, MemoryState, Role};
 use serde_json::json;
 
@@ -27,6 +28,17 @@ pub(crate) struct ReplayArgs {
     /// Rebuild cold each turn (render and count everything) for comparison.
     #[arg(long)]
     no_cache: bool,
+    /// Compact whenever a turn's build says `compaction_due` (set a trigger
+    /// with --compact-at or a compact_20260112 edit), with this stand-in
+    /// summarizer: `first-lines` writes the opening line of each folded
+    /// chunk. A test aid to see a whole run with compactions, not a
+    /// summarizer to use.
+    #[arg(long, value_name = "NAME", value_parser = ["first-lines"])]
+    summarizer: Option<String>,
+    /// Tokens of the newest history a compaction keeps verbatim (default:
+    /// a quarter of the budget).
+    #[arg(long, value_name = "N", requires = "summarizer")]
+    keep_tokens: Option<usize>,
 }
 
 /// One JSON line per turn, written as soon as the turn is built, then a
@@ -44,7 +56,7 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
 
     let mut out = std::io::stdout().lock();
     let mut times = Vec::new();
-    let (mut tokens_counted, mut prefix_changes) = (0, 0);
+    let (mut tokens_counted, mut prefix_changes, mut compactions) = (0, 0, 0);
     let mut previous: Option<BuildResult> = None;
     let total = recorded.chunks.len();
     for (index, chunk) in recorded.chunks.into_iter().enumerate() {
@@ -76,7 +88,7 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
                 .take(previous.messages.len().saturating_sub(1));
             prefix_changes += usize::from(!result.messages.starts_with(&stable));
         }
-        let line = json!({
+        let mut line = json!({
             "turn": times.len(),
             "chunks": index + 1,
             "token_count": result.token_count,
@@ -85,6 +97,14 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
             "build_us": build_us,
             "new_tokens_counted": stats.tokens_counted,
         });
+        if let Some(due) = result.compaction_due {
+            line["compaction_due"] = json!(due);
+        }
+        if args.summarizer.is_some() && result.compaction_due == Some(true) {
+            let compacted = compact(&mut session, args.keep_tokens)?;
+            compactions += usize::from(compacted.is_some());
+            line["compacted"] = json!(compacted);
+        }
         emit(&mut out, &line)?;
         previous = Some(result);
     }
@@ -98,10 +118,26 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
         "max_build_us": sorted.last(),
         "tokens_counted": tokens_counted,
         "prefix_changes": prefix_changes,
+        "compactions": compactions,
         "cache": !args.no_cache,
     }});
     emit(&mut out, &summary)?;
     Ok(String::new())
+}
+
+/// Plans a compaction of `session`, summarizes it with the stand-in and
+/// applies it: what it did, or `None` when there was nothing to fold.
+fn compact(
+    session: &mut ContextSession,
+    keep_tokens: Option<usize>,
+) -> agent_context::Result<Option<AppliedCompaction>> {
+    let mut options = CompactionOptions::default();
+    options.keep_tokens = keep_tokens;
+    let CompactionPlan::Ready(plan) = session.plan_compaction(&options)? else {
+        return Ok(None);
+    };
+    let summary = chat_compact::first_lines(&plan);
+    session.apply_compaction(&plan.plan, summary).map(Some)
 }
 
 /// One cold build of the whole session finds the input a later turn would
