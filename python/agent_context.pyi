@@ -19,7 +19,7 @@ from typing import Any, Iterable, Literal, Mapping, Optional, Sequence, Union
 
 __all__ = [
     "build", "count", "ContextBuilder", "Session", "Engine", "Error", "InputError",
-    "BudgetExceeded", "StoreError", "ChatError", "ContextWarning", "OUTPUTS",
+    "CompactionError", "BudgetExceeded", "StoreError", "ChatError", "ContextWarning", "OUTPUTS",
 ]
 
 JSON = Any
@@ -37,6 +37,16 @@ Output = Literal[
     "anthropic-native",
 ]
 
+RequestFormat = Literal["messages", "openai", "anthropic"]
+"""The shape of a compaction's summarization request: plain `[{role,
+content}]` messages (a system message first), an OpenAI Chat Completions
+body, or an Anthropic Messages body."""
+
+NativeCompaction = Union[Mapping[str, Any], str, bytes]
+"""The providers' own compaction items kept with a summary, as a dict or its
+JSON: `{"anthropic": {"type": "compaction", ...}, "openai": {"type":
+"compaction", "encrypted_content": ...}}` (either key)."""
+
 OUTPUTS: list[str]
 """Every output's name, in the CLI's order."""
 
@@ -50,6 +60,14 @@ class InputError(Error, ValueError):
     JSON or schema, an unknown option value, a cap too small, a str argument
     that UTF-8 cannot hold. The message is the one the CLI prints after
     `error: `."""
+
+
+class CompactionError(InputError):
+    """A compaction refused (the CLI's exit status 2): a plan that no longer
+    holds (applied already, forged, its span rewound away, another
+    compaction applied since, or made under other build settings), a
+    summary that is empty or not smaller than the span it folds, an engine
+    with unsaved changes. Nothing was written: plan again."""
 
 
 class BudgetExceeded(Error):
@@ -92,6 +110,7 @@ def build(
     caps: Union[Mapping[str, Optional[int]], Iterable[str], None] = None,
     low_water: float = 0.8,
     context_management: Union[Mapping[str, Any], str, bytes, os.PathLike, None] = None,
+    compact_at: Union[int, float, None] = None,
     exclude_kinds: Union[Iterable[str], str, None] = None,
     estimate_factor: Union[float, str, None] = None,
     threads: Optional[int] = None,
@@ -115,6 +134,11 @@ def build(
     - context_management: Anthropic's object (a dict, its JSON, or the path
       of a JSON file, as a str, bytes or os.PathLike), applied by
       agent-context for every model.
+    - compact_at: when the report says `"compaction_due": true` (the
+      history before trimming costs more): an int is a number of tokens
+      (`100_000`), a float a fraction of the budget (`0.75`; above 0, and
+      above 1 once the history outgrows the budget). Without it the report
+      has no `compaction_due`.
     - exclude_kinds: chunk kinds left out (`["thinking"]`).
     - estimate_factor: estimates count F x o200k_base (default 1.6).
     - threads: threads to render and count on (default: up to 4).
@@ -153,6 +177,7 @@ class ContextBuilder:
         caps: Union[Mapping[str, Optional[int]], Iterable[str], None] = None,
         low_water: float = 0.8,
         context_management: Union[Mapping[str, Any], str, bytes, os.PathLike, None] = None,
+        compact_at: Union[int, float, None] = None,
         exclude_kinds: Union[Iterable[str], str, None] = None,
         estimate_factor: Union[float, str, None] = None,
         threads: Optional[int] = None,
@@ -201,6 +226,36 @@ class Session:
         """This turn's prompt, shaped as `build` shapes it (default: the
         builder's output, `report`)."""
 
+    def plan_compaction(
+        self,
+        *,
+        keep_tokens: Optional[int] = None,
+        summarizer_model: Optional[str] = None,
+        summarizer_max_tokens: Optional[int] = None,
+        summary_tokens: Optional[int] = None,
+        instructions: Optional[str] = None,
+        output: RequestFormat = "messages",
+    ) -> dict[str, JSON]:
+        """Plans a compaction of the history under the builder's settings
+        (as `Engine.plan_compaction`, which see): `{"plan": TOKEN, "covers",
+        "folded", "remaining", "request", "request_tokens",
+        "request_tokens_exact", "summary_tokens"}`, or `{"plan": None,
+        "reason": ...}`. The session is unchanged."""
+
+    def apply_compaction(
+        self,
+        plan: Union[str, Mapping[str, Any]],
+        summary: str,
+        *,
+        native: Optional[NativeCompaction] = None,
+    ) -> dict[str, JSON]:
+        """Appends the compaction chunk of `plan` (the token, or the dict
+        `plan_compaction` returned) with `summary`, the summarizer's text:
+        `{"compaction", "covers", "tokens_before", "tokens_after"}` (a
+        session has no `chat`, `branch` or `head`). Raises CompactionError (the
+        session unchanged) for a plan that no longer holds or a summary that
+        is empty or not smaller than its span."""
+
     def state(self) -> dict[str, JSON]:
         """The session as JSON: what `build` would take."""
 
@@ -240,6 +295,59 @@ class Engine:
 
     def build(self, **kwargs: Any) -> Union[dict[str, JSON], str]:
         """`chat build`, with the keywords of `build`."""
+
+    def plan_compaction(
+        self,
+        *,
+        keep_tokens: Optional[int] = None,
+        summarizer_model: Optional[str] = None,
+        summarizer_max_tokens: Optional[int] = None,
+        summary_tokens: Optional[int] = None,
+        instructions: Optional[str] = None,
+        output: RequestFormat = "messages",
+        **kwargs: Any,
+    ) -> dict[str, JSON]:
+        """`chat compact --plan`: the span to fold and the request that
+        summarizes it, `{"plan": TOKEN, "covers", "folded": {"chunks",
+        "tokens"}, "remaining": {"chunks", "tokens"}, "request",
+        "request_tokens", "request_tokens_exact", "summary_tokens"}`, or
+        `{"plan": None, "reason": ...}` when there is nothing to fold. The
+        chat is unchanged.
+
+        - keep_tokens: tokens of the newest history kept verbatim (default:
+          a quarter of the budget).
+        - summarizer_model: the model that writes the summary and counts the
+          request (default: `model`).
+        - summarizer_max_tokens: its window, request and summary together
+          (default: the summarizer model's window).
+        - summary_tokens: the most tokens the summary may take (default 2048).
+        - instructions: the summarizer's instructions, instead of the
+          default template (text).
+        - output: the request's shape.
+        - `kwargs`: the chat's build settings, the keywords of `build` but
+          `output`, `explain` and `cache_control` (`model`, `max_tokens`,
+          `reserve`, `caps`, ...). `apply_compaction` must be given the same.
+        """
+
+    def apply_compaction(
+        self,
+        plan: Union[str, Mapping[str, Any]],
+        summary: str,
+        *,
+        native: Optional[NativeCompaction] = None,
+        **kwargs: Any,
+    ) -> dict[str, JSON]:
+        """`chat compact --apply`: appends the compaction chunk of `plan`
+        (the token, or the dict `plan_compaction` returned) with `summary`,
+        the summarizer's text, in one save: `{"chat", "branch", "head",
+        "compaction", "covers", "tokens_before", "tokens_after"}`. `native`
+        keeps the providers' own compaction items with it. `kwargs` are the
+        build settings the plan was made with.
+
+        Raises CompactionError, writing nothing, for a plan that no longer
+        holds (applied already, rewound away, another compaction since,
+        other settings) or a summary that is empty or not smaller than its
+        span."""
 
     def export(self) -> dict[str, JSON]:
         """`chat export`: the branch as session JSON."""

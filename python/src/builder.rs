@@ -1,5 +1,6 @@
 //! `ContextBuilder`: build settings kept for many builds and sessions.
 
+use agent_context::budget::CompactAt;
 use agent_context::command::{self, BuildOptions};
 use agent_context::{ContextConfig, MemoryState};
 use pyo3::prelude::*;
@@ -26,7 +27,7 @@ pub struct ContextBuilder {
 #[pymethods]
 impl ContextBuilder {
     #[new]
-    #[pyo3(signature = (**kwargs), text_signature = "(*, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None)")]
+    #[pyo3(signature = (**kwargs), text_signature = "(*, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, compact_at=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None)")]
     fn new(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let call = build_options(&Call::default(), kwargs, "ContextBuilder")?;
         ContextBuilder::compiled(py, call)
@@ -124,6 +125,11 @@ fn keyword_value<'py>(py: Python<'py>, call: &Call, key: &str) -> PyResult<Bound
         "low_water" => o.low_water.into_pyobject(py)?.into_any(),
         "context_management" => match &o.context_management {
             Some(management) => to_python(py, management)?,
+            None => py.None().into_bound(py),
+        },
+        "compact_at" => match o.compact_at {
+            Some(CompactAt::Tokens(tokens)) => tokens.into_pyobject(py)?.into_any(),
+            Some(CompactAt::Fraction(fraction)) => fraction.into_pyobject(py)?.into_any(),
             None => py.None().into_bound(py),
         },
         "exclude_kinds" => {

@@ -4,13 +4,18 @@
 use agent_context::MemoryState;
 use agent_context::command::DEFAULT_MODEL;
 use agent_context::command::chat::{self, AppendOptions, ChatTarget};
+use agent_context::command::chat_compact;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
 
+use crate::compaction::{APPLY_KEYWORDS, plan_token, summary_of};
 use crate::convert::{Shaped, fspath, json_text, optional_text, text_of};
 use crate::errors::{detached, input_error};
-use crate::options::{Call, build_options, parse_options};
+use crate::options::{
+    COMPACTION_KEYWORDS, Call, build_options, compaction_build_options, compaction_options,
+    parse_options,
+};
 use crate::to_python::{json_to_python, to_python};
 
 /// A chat of a store: a SQLite file path (created by the first `append`)
@@ -105,7 +110,7 @@ impl Engine {
 
     /// Builds the branch's prompt (`chat build`), with the keywords of
     /// `agent_context.build`.
-    #[pyo3(signature = (**kwargs), text_signature = "($self, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None)")]
+    #[pyo3(signature = (**kwargs), text_signature = "($self, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, compact_at=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None)")]
     fn build(&self, py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
         let call = build_options(&Call::default(), kwargs, "build")?;
         let shaped = detached(py, || {
@@ -113,6 +118,67 @@ impl Engine {
             Ok(Shaped::of(printed, call.explain))
         })?;
         shaped.into_py(py)
+    }
+
+    /// Plans a compaction of the branch (`chat compact --plan`): the span
+    /// to fold and the request that summarizes it, as a dict `{"plan":
+    /// TOKEN, "covers", "folded", "remaining", "request",
+    /// "request_tokens", "request_tokens_exact", "summary_tokens"}`, or
+    /// `{"plan": None, "reason": ...}` when there is nothing to fold. The
+    /// chat is unchanged.
+    ///
+    /// The keywords are the compaction's (`keep_tokens`,
+    /// `summarizer_model`, `summarizer_max_tokens`, `summary_tokens`,
+    /// `instructions`, and `output`: the request's shape, `"messages"`,
+    /// `"openai"` or `"anthropic"`) and the chat's build settings, as
+    /// `build` takes them (but `output`, `explain` and `cache_control`):
+    /// give `apply_compaction` the same settings.
+    #[pyo3(signature = (**kwargs), text_signature = "($self, *, keep_tokens=None, summarizer_model=None, summarizer_max_tokens=None, summary_tokens=None, instructions=None, output='messages', model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, compact_at=None, exclude_kinds=None, estimate_factor=None, threads=None, max_input_bytes=None)")]
+    fn plan_compaction(
+        &self,
+        py: Python<'_>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let function = "plan_compaction";
+        let (compaction, rest) = compaction_options(kwargs)?;
+        let call = compaction_build_options(rest.as_ref(), function, &COMPACTION_KEYWORDS)?;
+        if let Some(instructions) = &compaction.instructions {
+            call.check_size(instructions)?;
+        }
+        let value = detached(py, || {
+            chat_compact::plan(&self.target, &call.options, &compaction)
+        })?;
+        to_py(py, &value)
+    }
+
+    /// Applies a plan of `plan_compaction` (its token, or the dict it
+    /// returned) with `summary`, the text the summarizer wrote (`chat
+    /// compact --apply`): appends the compaction chunk in one save and
+    /// returns `{"chat", "branch", "head", "compaction", "covers",
+    /// "tokens_before", "tokens_after"}`. `native` keeps the providers'
+    /// own compaction items with it: `{"anthropic": BLOCK, "openai":
+    /// ITEM}` (either key), a dict or its JSON.
+    ///
+    /// The build keywords must be the plan's. A plan that no longer holds
+    /// (applied already, rewound away, made under other settings) or a
+    /// summary that is empty or not smaller than its span raises
+    /// `CompactionError`, and nothing is written.
+    #[pyo3(signature = (plan, summary, *, native = None, **kwargs), text_signature = "($self, plan, summary, *, native=None, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, compact_at=None, exclude_kinds=None, estimate_factor=None, threads=None, max_input_bytes=None)")]
+    fn apply_compaction(
+        &self,
+        py: Python<'_>,
+        plan: &Bound<'_, PyAny>,
+        summary: &Bound<'_, PyAny>,
+        native: Option<&Bound<'_, PyAny>>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let call = compaction_build_options(kwargs, "apply_compaction", &APPLY_KEYWORDS)?;
+        let plan = plan_token(plan)?;
+        let summary = summary_of(summary, native, &call)?;
+        let value = detached(py, || {
+            chat_compact::apply(&self.target, &call.options, &plan, summary)
+        })?;
+        to_py(py, &value)
     }
 
     /// The branch as session JSON (`chat export`), a dict.

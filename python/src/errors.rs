@@ -8,11 +8,12 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
-/// `Error`, `InputError`, `BudgetExceeded` and `StoreError`, made once
-/// per interpreter.
+/// `Error`, `InputError`, `BudgetExceeded`, `StoreError`, `ChatError`,
+/// `CompactionError` and `ContextWarning`, made once per interpreter.
 struct Types {
     error: Py<PyType>,
     input: Py<PyType>,
+    compaction: Py<PyType>,
     budget: Py<PyType>,
     store: Py<PyType>,
     chat: Py<PyType>,
@@ -27,6 +28,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let types = TYPES.get_or_try_init(py, || make_types(py))?;
     module.add("Error", types.error.bind(py))?;
     module.add("InputError", types.input.bind(py))?;
+    module.add("CompactionError", types.compaction.bind(py))?;
     module.add("BudgetExceeded", types.budget.bind(py))?;
     module.add("StoreError", types.store.bind(py))?;
     module.add("ChatError", types.chat.bind(py))?;
@@ -41,6 +43,12 @@ fn make_types(py: Python<'_>) -> PyResult<Types> {
     let error = new_class(py, "Error", &[exception], ERROR_DOC)?;
     let base = error.clone().into_any();
     let input = new_class(py, "InputError", &[base.clone(), value_error], INPUT_DOC)?;
+    let compaction = new_class(
+        py,
+        "CompactionError",
+        &[input.clone().into_any()],
+        COMPACTION_DOC,
+    )?;
     let budget = new_class(
         py,
         "BudgetExceeded",
@@ -59,6 +67,7 @@ fn make_types(py: Python<'_>) -> PyResult<Types> {
     Ok(Types {
         error: error.unbind(),
         input: input.unbind(),
+        compaction: compaction.unbind(),
         budget: budget.unbind(),
         store: store.unbind(),
         chat: chat.unbind(),
@@ -70,6 +79,10 @@ const ERROR_DOC: &str = "The base of every error agent_context raises.";
 const INPUT_DOC: &str = "Input or options the caller must fix: invalid JSON or schema, an \
     unknown option value, a cap too small, a chat or store named wrong. The message is the one \
     the agent-context CLI prints (exit status 2).";
+const COMPACTION_DOC: &str = "A compaction refused (an InputError): a plan that no longer \
+    holds (stale, forged, applied already, or made under other build settings), a summary that \
+    is empty or not smaller than the span it folds, an engine with unsaved changes. Nothing was \
+    written: plan again.";
 const BUDGET_DOC: &str = "The protected content does not fit the budget: `.required` tokens \
     are needed, `.available` are available (max_tokens - reserve).";
 const CHAT_DOC: &str = "A store, chat, branch, checkpoint or chunk named wrong (missing, or \
@@ -117,6 +130,8 @@ fn raise(py: Python<'_>, error: &agent_context::Error) -> PyResult<PyErr> {
     let input = agent_context::command::exit_code(kind) == 2;
     let class = match kind {
         ErrorKind::BudgetExceeded { .. } => &types.budget,
+        // Exit status 2 in the CLI: the caller's to fix, by planning again.
+        ErrorKind::Compaction { .. } => &types.compaction,
         // A store, chat or branch named wrong: the caller's to fix, as
         // the CLI's exit status 2 says.
         kind if is_store(kind) && input => &types.chat,

@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 mod builder;
+mod compaction;
 mod convert;
 mod engine;
 mod errors;
@@ -35,14 +36,16 @@ use options::{Call, build_options, option_error, parse_options};
 /// flags, with the same defaults: `model`, `max_tokens`, `reserve`,
 /// `escape`, `framing`, `content_format`, `fragments_format`,
 /// `group_fragments`, `caps`,
-/// `low_water`, `context_management`, `exclude_kinds`, `estimate_factor`,
+/// `low_water`, `context_management`, `compact_at` (an int of tokens or a
+/// float fraction of the budget: the report's `compaction_due`),
+/// `exclude_kinds`, `estimate_factor`,
 /// `threads`, `output`, `explain` (the breakdown on `sys.stderr`),
 /// `cache_control` (or `no_cache_control`), `max_input_bytes` and
 /// `lossy_unicode`.
 #[pyfunction]
 #[pyo3(
     signature = (session, *, lossy_unicode = false, **kwargs),
-    text_signature = "(session, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None, lossy_unicode=False)"
+    text_signature = "(session, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, compact_at=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None, lossy_unicode=False)"
 )]
 fn build(
     py: Python<'_>,
@@ -90,7 +93,7 @@ fn count(
 }
 
 /// The names `from agent_context import *` gives.
-const PUBLIC: [&str; 12] = [
+const PUBLIC: [&str; 13] = [
     "build",
     "count",
     "ContextBuilder",
@@ -98,6 +101,7 @@ const PUBLIC: [&str; 12] = [
     "Engine",
     "Error",
     "InputError",
+    "CompactionError",
     "BudgetExceeded",
     "StoreError",
     "ChatError",

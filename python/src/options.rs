@@ -2,15 +2,17 @@
 //! flags' names and with their defaults (`max_tokens` is `--max-tokens`).
 
 use agent_context::ParseOptions;
+use agent_context::budget::CompactAt;
 use agent_context::command::{
     self, BuildOptions, Output, parse_cap, parse_content_format, parse_escape,
     parse_estimate_factor, parse_fragment_format, parse_framing, parse_kind, parse_threads,
 };
+use agent_context::compaction::{CompactionOptions, RequestFormat};
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyString};
 
-use crate::convert::{fspath, json_text, text_of, type_name};
+use crate::convert::{fspath, json_text, optional_text, text_of, type_name};
 use crate::errors::{input_error, to_py};
 
 /// A build's keywords: the library's options, and the flags of the
@@ -39,7 +41,7 @@ impl Call {
 }
 
 /// The keywords of a build, in the order `--help` lists the flags.
-pub const BUILD_KEYWORDS: [&str; 19] = [
+pub const BUILD_KEYWORDS: [&str; 20] = [
     "model",
     "max_tokens",
     "reserve",
@@ -51,6 +53,7 @@ pub const BUILD_KEYWORDS: [&str; 19] = [
     "caps",
     "low_water",
     "context_management",
+    "compact_at",
     "exclude_kinds",
     "estimate_factor",
     "threads",
@@ -123,6 +126,7 @@ fn set(
             options.context_management =
                 Some(command::read_context_management(&text).map_err(to_py)?);
         }
+        "compact_at" => options.compact_at = Some(compact_at(value)?),
         "exclude_kinds" | "exclude_kind" => options.exclude_kinds = kinds(value)?,
         "estimate_factor" => {
             if value.is_instance_of::<PyBool>() {
@@ -158,6 +162,7 @@ fn set_default(options: &mut BuildOptions, key: &str, function: &str) -> PyResul
         "caps" | "cap" => options.caps = default.caps,
         "low_water" => options.low_water = default.low_water,
         "context_management" => options.context_management = None,
+        "compact_at" => options.compact_at = None,
         "exclude_kinds" | "exclude_kind" => options.exclude_kinds = default.exclude_kinds,
         "estimate_factor" => options.estimate_factor = None,
         "threads" => options.threads = None,
@@ -277,6 +282,161 @@ fn context_management(value: &Bound<'_, PyAny>) -> PyResult<String> {
         "{key} must be a dict, a str (JSON or a file path), bytes or an os.PathLike, not {}",
         type_name(value)
     )))
+}
+
+/// `compact_at`: an int is a number of tokens, a float a fraction of the
+/// budget (above 0; above 1 once the history outgrows the budget), as
+/// `--compact-at 100000` and `--compact-at 0.75` are. A bool or a value of
+/// another type is a `TypeError`.
+fn compact_at(value: &Bound<'_, PyAny>) -> PyResult<CompactAt> {
+    let key = "compact_at";
+    let wrong_type = || {
+        PyTypeError::new_err(format!(
+            "{key} must be an int (tokens) or a float (a fraction of the budget), not {}",
+            type_name(value)
+        ))
+    };
+    if value.is_instance_of::<PyBool>() || value.is_instance_of::<PyString>() {
+        return Err(wrong_type());
+    }
+    if value.hasattr("__index__")? {
+        let n = value.call_method0("__index__")?;
+        if n.lt(0)? {
+            return Err(option_error(
+                key,
+                format!(
+                    "{n} is not a number of tokens (0 or more); give tokens as an int (100000) \
+                     or a fraction of the budget as a float (0.75)"
+                ),
+            ));
+        }
+        return match n.extract::<usize>() {
+            Ok(tokens) => Ok(CompactAt::Tokens(tokens)),
+            Err(error) if error.is_instance_of::<PyOverflowError>(n.py()) => Err(option_error(
+                key,
+                format!("{n} is too large; the largest is {}", usize::MAX),
+            )),
+            Err(error) => Err(error),
+        };
+    }
+    let fraction = value.extract::<f64>().map_err(|_| wrong_type())?;
+    if fraction.is_finite() && fraction > 0.0 {
+        return Ok(CompactAt::Fraction(fraction));
+    }
+    Err(option_error(
+        key,
+        format!(
+            "{} is not a positive fraction of the budget; give a float above 0 (0.75), or \
+             tokens as an int (100000)",
+            value.str()?
+        ),
+    ))
+}
+
+/// The keywords of a compaction plan, beside the build keywords:
+/// `chat compact --plan`'s own flags (`output` is the request's shape).
+pub const COMPACTION_KEYWORDS: [&str; 6] = [
+    "keep_tokens",
+    "summarizer_model",
+    "summarizer_max_tokens",
+    "summary_tokens",
+    "instructions",
+    "output",
+];
+
+/// Build keywords a compaction takes no part of: it prints no build, and
+/// counts under the settings `chat compact` does (a report's).
+const NOT_COMPACTION: [&str; 4] = ["output", "explain", "cache_control", "no_cache_control"];
+
+/// The compaction keywords of `kwargs` read into options, and the
+/// keywords left: the build's, for [`compaction_build_options`].
+pub fn compaction_options<'py>(
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<(CompactionOptions, Option<Bound<'py, PyDict>>)> {
+    let mut options = CompactionOptions::default();
+    let Some(kwargs) = kwargs else {
+        return Ok((options, None));
+    };
+    let rest = kwargs.copy()?;
+    let take = |key: &str| -> PyResult<Option<Bound<'py, PyAny>>> {
+        let value = rest.get_item(key)?;
+        if value.is_some() {
+            rest.del_item(key)?;
+        }
+        Ok(value.filter(|v| !v.is_none()))
+    };
+    let count = |value: Option<Bound<'_, PyAny>>, key: &str| match value {
+        Some(value) => count_or_none(&value, key),
+        None => Ok(None),
+    };
+    options.keep_tokens = count(take("keep_tokens")?, "keep_tokens")?;
+    options.summarizer_model =
+        optional_text(take("summarizer_model")?.as_ref(), "summarizer_model")?;
+    options.summarizer_max_tokens = count(take("summarizer_max_tokens")?, "summarizer_max_tokens")?;
+    options.summary_tokens = count(take("summary_tokens")?, "summary_tokens")?;
+    options.instructions = optional_text(take("instructions")?.as_ref(), "instructions")?;
+    if let Some(name) = optional_text(take("output")?.as_ref(), "output")? {
+        options.request_format = RequestFormat::from_name(&name).ok_or_else(|| {
+            option_error(
+                "output",
+                format!(
+                    "{name:?} is not a request format; expected one of: messages, openai, \
+                     anthropic"
+                ),
+            )
+        })?;
+    }
+    Ok((options, Some(rest)))
+}
+
+/// The build settings of a compaction's `kwargs` (the build keywords but
+/// those of [`NOT_COMPACTION`]), with `output` left a report's as `chat
+/// compact` leaves it; any other keyword is a `TypeError` naming those
+/// `function` takes (`own`, its keywords beside the build's).
+pub fn compaction_build_options(
+    kwargs: Option<&Bound<'_, PyDict>>,
+    function: &str,
+    own: &[&str],
+) -> PyResult<Call> {
+    let Some(kwargs) = kwargs else {
+        return Ok(Call::default());
+    };
+    let taken: Vec<&str> = BUILD_KEYWORDS
+        .iter()
+        .copied()
+        .filter(|k| !NOT_COMPACTION.contains(k))
+        .collect();
+    for key in kwargs.keys() {
+        let name = text_of(&key, "a keyword").unwrap_or_default();
+        let aliases = ["cap", "exclude_kind"];
+        if !taken.contains(&name.as_str()) && !aliases.contains(&name.as_str()) {
+            let mut keywords: Vec<&str> = own.to_vec();
+            keywords.extend(&taken);
+            return Err(PyTypeError::new_err(format!(
+                "{function}() got an unexpected keyword argument {:?}; it takes: {}",
+                key.to_string(),
+                keywords.join(", ")
+            )));
+        }
+    }
+    build_options(&Call::default(), Some(kwargs), function)
+}
+
+/// A `TypeError` for the first of the keywords `rest` holds: `function`
+/// takes only `takes`.
+pub fn no_more_keywords(
+    rest: Option<Bound<'_, PyDict>>,
+    function: &str,
+    takes: &[&str],
+) -> PyResult<()> {
+    match rest.and_then(|rest| rest.keys().iter().next()) {
+        Some(key) => Err(PyTypeError::new_err(format!(
+            "{function}() got an unexpected keyword argument {:?}; it takes: {}",
+            key.to_string(),
+            takes.join(", ")
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// `{"tool_result": 2000, "tool:bash": None}`, or `["tool_result=2000", …]`.

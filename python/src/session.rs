@@ -10,9 +10,12 @@ use pyo3::types::PyDict;
 use serde_json::{Value, json};
 
 use crate::builder::{ContextBuilder, with_output};
+use crate::compaction::{plan_token, summary_of};
 use crate::convert::{Shaped, json_text, optional_text};
 use crate::errors::{detached, to_py};
-use crate::options::{Call, parse_options};
+use crate::options::{
+    COMPACTION_KEYWORDS, Call, compaction_options, no_more_keywords, parse_options,
+};
 use crate::rows::RowCache;
 use crate::to_python::to_python;
 
@@ -157,6 +160,60 @@ impl Session {
         }
     }
 
+    /// Plans a compaction of the session's history: the span to fold and
+    /// the request that summarizes it, as `Engine.plan_compaction`
+    /// returns them (`{"plan": None, "reason": ...}` when there is nothing
+    /// to fold). The keywords are the compaction's: `keep_tokens`,
+    /// `summarizer_model`, `summarizer_max_tokens`, `summary_tokens`,
+    /// `instructions`, and `output` (the request's shape: `"messages"`,
+    /// `"openai"` or `"anthropic"`); the settings are the builder's. The
+    /// session is unchanged.
+    #[pyo3(signature = (**kwargs), text_signature = "($self, *, keep_tokens=None, summarizer_model=None, summarizer_max_tokens=None, summary_tokens=None, instructions=None, output='messages')")]
+    fn plan_compaction(
+        &self,
+        py: Python<'_>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let (compaction, rest) = compaction_options(kwargs)?;
+        no_more_keywords(rest, "plan_compaction", &COMPACTION_KEYWORDS)?;
+        let value = detached(py, || {
+            let mut inner = self.lock()?;
+            inner.own_settings()?;
+            let plan = inner.session.plan_compaction(&compaction)?;
+            Ok(serde_json::to_value(plan).unwrap_or_default())
+        })?;
+        Ok(to_python(py, &value)?.unbind())
+    }
+
+    /// Applies a plan of `plan_compaction` (its token, or the dict it
+    /// returned) with `summary`, the summarizer's text: appends the
+    /// compaction chunk, whose summary stands for its span in every later
+    /// build, and returns `{"compaction", "covers", "tokens_before",
+    /// "tokens_after"}` (no `chat`, `branch` or `head`: a session has
+    /// none). `native`
+    /// keeps the providers' own items: `{"anthropic": BLOCK, "openai":
+    /// ITEM}`. A plan that no longer holds or a summary that is empty or
+    /// not smaller than its span raises `CompactionError`, and the session
+    /// is unchanged.
+    #[pyo3(signature = (plan, summary, *, native = None))]
+    fn apply_compaction(
+        &self,
+        py: Python<'_>,
+        plan: &Bound<'_, PyAny>,
+        summary: &Bound<'_, PyAny>,
+        native: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let plan = plan_token(plan)?;
+        let summary = summary_of(summary, native, &Call::default())?;
+        let value = detached(py, || {
+            let mut inner = self.lock()?;
+            inner.own_settings()?;
+            let applied = inner.session.apply_compaction(&plan, summary)?;
+            Ok(serde_json::to_value(applied).unwrap_or_default())
+        })?;
+        Ok(to_python(py, &value)?.unbind())
+    }
+
     /// The session as JSON (a dict): what `agent_context.build` would take.
     fn state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         // A copy, converted once the lock is let go: converting runs Python,
@@ -195,6 +252,21 @@ impl Session {
             }
             .into()
         })
+    }
+}
+
+impl Inner {
+    /// Compiles the session back to its builder's settings if a build of
+    /// another output changed them: a compaction is planned and applied
+    /// under the builder's settings, whatever output was built last, so a
+    /// plan holds across builds of other outputs.
+    fn own_settings(&mut self) -> agent_context::Result<()> {
+        let output = self.call.options.output;
+        if builder_class(output) != builder_class(self.compiled_for) {
+            self.session.set_builder(&self.call.options.builder()?)?;
+            self.compiled_for = output;
+        }
+        Ok(())
     }
 }
 

@@ -81,7 +81,7 @@ def test_the_builder_s_options_are_every_setting_and_make_the_same_builder(sessi
                     framing="none", content_format="commonmark", fragments_format="toon",
                     group_fragments=True, caps={"tool_result": 500, "id:c08": None},
                     low_water=0.5, context_management={"edits": [
-                        {"type": "clear_thinking_20251015"}]},
+                        {"type": "clear_thinking_20251015"}]}, compact_at=0.75,
                     exclude_kinds=["thinking"], estimate_factor="1.7", threads=2,
                     output="openai", explain=False, cache_control=False,
                     max_input_bytes=1 << 20)
@@ -96,7 +96,7 @@ def test_the_builder_s_options_are_every_setting_and_make_the_same_builder(sessi
         model="gpt-4o", max_tokens=None, reserve=None, escape="structural",
         framing="openai", content_format="gfm", fragments_format="xml",
         group_fragments=False, caps={}, low_water=0.8, context_management=None,
-        exclude_kinds=[], estimate_factor=None, threads=None, output="report",
+        compact_at=None, exclude_kinds=[], estimate_factor=None, threads=None, output="report",
         explain=False, cache_control=True, max_input_bytes=None)
 
 
