@@ -1,12 +1,24 @@
 //! Compaction of a stored chat: planned from the branch as stored, and
 //! applied in one save (see [`crate::compaction`]).
+//!
+//! Once the branch holds a compaction that states what it folds, a plan
+//! reads back only to the chunk that compaction covers (and its task):
+//! what came before is folded already and no new span reaches it, so
+//! planning and applying cost what the history since the last compaction
+//! costs, whatever the chat's length. The first compaction reads the
+//! whole branch.
 
 use super::ContextEngine;
+use super::load::decode_chunk;
+use super::newest::FIRST_READ;
+use crate::budget::is_compaction;
 use crate::compaction::{
     AppliedCompaction, CompactionOptions, CompactionPlan, CompactionSummary, Scope,
 };
 use crate::error::{ErrorKind, Result};
+use crate::model::memory::{MemoryChunk, MemoryState};
 use crate::session::ContextSession;
+use crate::store::{NodeId, StoredChunk};
 
 impl ContextEngine {
     /// Plans a compaction of the branch (see
@@ -43,7 +55,13 @@ impl ContextEngine {
         let summary = summary.into();
         let made = self.in_scope(|session, scope| session.compaction_of(plan, summary, scope))?;
         let mut applied = made.applied();
-        self.push(made.chunk)?;
+        let mut chunk = made.chunk;
+        chunk.id = self.free_id(chunk.id)?;
+        applied.compaction = chunk.id.clone();
+        if self.nodes.is_none() {
+            self.refuse_stored_ids(std::slice::from_ref(&chunk))?;
+        }
+        self.session.push_applied(chunk)?;
         if let Err(error) = self.save() {
             // Nothing was written: drop the chunk with the rest.
             self.reload()?;
@@ -71,13 +89,123 @@ impl ContextEngine {
             }
             .into());
         }
+        let name = format!("{}\u{1e}{}", self.chat, self.branch);
+        if let Some((mut session, nodes)) = self.since_compaction()? {
+            let place = |index: usize| nodes.get(index).map_or(u64::MAX, |&n| n as u64);
+            return work(
+                &mut session,
+                &Scope {
+                    name,
+                    place: &place,
+                },
+            );
+        }
         self.load_chunks()?;
         let nodes = self.nodes.clone().unwrap_or_default();
         let place = |index: usize| nodes.get(index).map_or(u64::MAX, |&n| n as u64);
-        let scope = Scope {
-            name: format!("{}\u{1e}{}", self.chat, self.branch),
-            place: &place,
+        work(
+            &mut self.session,
+            &Scope {
+                name,
+                place: &place,
+            },
+        )
+    }
+
+    /// `id`, or the first of `id-2`, `id-3`… that no chunk on the branch
+    /// has (the plan read only part of it).
+    fn free_id(&self, id: String) -> Result<String> {
+        let Some(head) = self.head else {
+            return Ok(id);
         };
-        work(&mut self.session, &scope)
+        for n in 1.. {
+            let candidate = if n == 1 {
+                id.clone()
+            } else {
+                format!("{id}-{n}")
+            };
+            let pending = self.held().chunks.iter().any(|c| c.id == candidate);
+            if !pending
+                && self
+                    .nodes()
+                    .find_chunk(&self.chat, head, &candidate)?
+                    .is_none()
+            {
+                return Ok(candidate);
+            }
+        }
+        Ok(id)
+    }
+
+    /// A session of the chunks a plan reads once the branch holds a
+    /// compaction with its figures: the task it kept, then every chunk
+    /// from the one it covers to the head, with their nodes. `None` when
+    /// the whole branch must be read (no such compaction, counts under a
+    /// caller's counter, or a read that does not make a valid session).
+    fn since_compaction(&self) -> Result<Option<(ContextSession, Vec<NodeId>)>> {
+        let (Some(head), Some(key)) = (self.head, self.session.count_key()) else {
+            return Ok(None);
+        };
+        let location = self.store.location();
+        let mut read: Vec<(StoredChunk, MemoryChunk)> = Vec::new();
+        let mut covers: Option<String> = None;
+        let mut from = Some(head);
+        let mut want = FIRST_READ;
+        while let Some(node) = from {
+            let page = self.nodes().read_back(&self.chat, node, want, Some(&key))?;
+            want = want.saturating_mul(2);
+            from = page.last().and_then(|c| c.parent);
+            for stored in page {
+                let chunk = decode_chunk(stored.position, &stored, &location)?;
+                if covers.is_none() && is_compaction(&chunk) {
+                    if chunk.folded.is_none() {
+                        return Ok(None);
+                    }
+                    covers = chunk.covers.as_deref().map(str::to_owned);
+                }
+                let reached = covers.as_deref() == Some(chunk.id.as_str());
+                read.push((stored, chunk));
+                if reached {
+                    return self.session_of(read, &key);
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The session of `read` (newest first, ending at the covered chunk)
+    /// after the task the compaction kept, seeded with the stored counts.
+    fn session_of(
+        &self,
+        mut read: Vec<(StoredChunk, MemoryChunk)>,
+        key: &str,
+    ) -> Result<Option<(ContextSession, Vec<NodeId>)>> {
+        let location = self.store.location();
+        let covered = read.last().map(|(stored, _)| stored.node);
+        let summary = match covered {
+            Some(node) => self.nodes().path_summary(&self.chat, node, key)?,
+            None => None,
+        };
+        if let Some(task) = summary
+            .and_then(|s| s.last_user)
+            .filter(|&t| Some(t) != covered)
+        {
+            for stored in self.nodes().read_nodes(&self.chat, &[task], Some(key))? {
+                let chunk = decode_chunk(stored.position, &stored, &location)?;
+                read.push((stored, chunk));
+            }
+        }
+        read.reverse();
+        let nodes: Vec<NodeId> = read.iter().map(|(stored, _)| stored.node).collect();
+        let counts: Vec<Option<String>> = read.iter().map(|(s, _)| s.counts.clone()).collect();
+        let mut state = MemoryState::new();
+        state.chunks = read.into_iter().map(|(_, chunk)| chunk).collect();
+        let Ok(mut session) = ContextSession::with_config(self.session.config().clone(), state)
+        else {
+            return Ok(None);
+        };
+        let counted = counts.iter().enumerate();
+        session.seed_counts(counted.filter_map(|(i, c)| Some((i, c.as_deref()?))));
+        Ok(Some((session, nodes)))
     }
 }

@@ -19,7 +19,7 @@ mod tally_rules;
 
 use std::sync::Arc;
 
-use crate::budget::{Policy, answered_call, call_id_of};
+use crate::budget::{Policy, answered_call, call_id_of, is_compaction};
 use crate::error::{ErrorKind, Result};
 use crate::fragment::Fragment;
 use crate::model::context_management::ContextManagement;
@@ -274,6 +274,10 @@ impl ContextEngine {
     /// As [`ContextSession::extend`]; nothing changes.
     pub fn extend(&mut self, chunks: impl IntoIterator<Item = MemoryChunk>) -> Result<()> {
         let chunks: Vec<MemoryChunk> = chunks.into_iter().collect();
+        if self.nodes.is_none() && chunks.iter().any(is_compaction) {
+            // What a compaction covers is checked against the branch.
+            self.load_chunks()?;
+        }
         if self.nodes.is_none() {
             self.refuse_stored_ids(&chunks)?;
         }
@@ -281,7 +285,7 @@ impl ContextEngine {
     }
 
     /// Refuses a chunk whose id a stored chunk of the branch has.
-    fn refuse_stored_ids(&self, chunks: &[MemoryChunk]) -> Result<()> {
+    pub(super) fn refuse_stored_ids(&self, chunks: &[MemoryChunk]) -> Result<()> {
         let Some(head) = self.head else {
             return Ok(());
         };

@@ -142,6 +142,17 @@ impl ContextSession {
         Ok(())
     }
 
+    /// Appends a compaction chunk that [`compaction::apply`] made and
+    /// checked against the history (which a stored chat may hold only in
+    /// part here).
+    pub(crate) fn push_applied(&mut self, chunk: MemoryChunk) -> Result<()> {
+        self.check_new(&chunk, self.state.chunks.len())?;
+        self.ids.insert(&chunk.id);
+        self.make_room(1);
+        self.state.chunks.push(chunk);
+        Ok(())
+    }
+
     /// Appends chunks, all or none.
     ///
     /// # Errors

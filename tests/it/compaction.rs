@@ -432,3 +432,66 @@ fn native_outputs_send_each_providers_item_verbatim_where_the_span_was() {
     );
     assert!(!result.token_count_exact);
 }
+
+#[test]
+fn a_stored_chat_plans_from_its_last_compaction_as_a_session_of_the_whole_branch() {
+    use crate::common::temp::TempDir;
+    use agent_context::ContextEngine;
+    use agent_context::store;
+    let dir = TempDir::new("compaction-stored");
+    let location = dir.join("chats.db").display().to_string();
+    let shape = LoopShape {
+        result_bytes: (40, 3_000),
+        ..LoopShape::new(120)
+    };
+    let looped = agent_loop(21, &shape);
+    let open = || ContextEngine::open(store::open(&location, true).unwrap(), "c", builder(BUDGET));
+    let mut engine = open().unwrap();
+    engine.extend(looped.state(60).chunks).unwrap();
+    engine.save().unwrap();
+    let first = ready(engine.plan_compaction(&options(4_000)).unwrap());
+    engine
+        .apply_compaction(&first.plan, "FIRST: read the sources.")
+        .unwrap();
+    let rest = looped
+        .state(120)
+        .chunks
+        .split_off(looped.state(60).chunks.len());
+    engine.extend(rest).unwrap();
+    engine.save().unwrap();
+    // A fresh engine reads back to the compaction; a session holds it all.
+    let stored = ready(open().unwrap().plan_compaction(&options(4_000)).unwrap());
+    let mut exported = Vec::new();
+    open().unwrap().export(&mut exported).unwrap();
+    let state = MemoryState::from_json_str(std::str::from_utf8(&exported).unwrap()).unwrap();
+    let mut session = ContextSession::new(builder(BUDGET), state).unwrap();
+    let whole = ready(session.plan_compaction(&options(4_000)).unwrap());
+    assert_eq!(
+        (
+            &stored.covers,
+            stored.folded,
+            stored.remaining,
+            &stored.request,
+            stored.request_tokens
+        ),
+        (
+            &whole.covers,
+            whole.folded,
+            whole.remaining,
+            &whole.request,
+            whole.request_tokens
+        )
+    );
+    assert!(request_text(&stored).contains("FIRST: read the sources."));
+    let applied = open()
+        .unwrap()
+        .apply_compaction(&stored.plan, "SECOND")
+        .unwrap();
+    let result = open().unwrap().build().unwrap();
+    let compaction = result.compaction.expect("in effect");
+    assert_eq!(compaction.id, applied.compaction);
+    assert_eq!(
+        compaction.chunks,
+        first.folded.chunks + stored.folded.chunks
+    );
+}

@@ -76,7 +76,10 @@ fn run(location: &str, trigger: Option<f64>, steps: &[Vec<MemoryChunk>]) -> Run 
         engine.extend(step.iter().cloned()).unwrap();
         engine.save().unwrap();
         let result = engine.build().unwrap_or_else(|e| panic!("step {n}: {e}"));
-        assert!(result.token_count <= MAX_TOKENS - RESERVE, "step {n} overflows");
+        assert!(
+            result.token_count <= MAX_TOKENS - RESERVE,
+            "step {n} overflows"
+        );
         assert!(result.token_count_exact);
         run.builds += 1;
         if n > 0 {
@@ -106,8 +109,14 @@ fn compact(engine: &mut ContextEngine, step: usize) -> bool {
         })
         .sum::<usize>()
         + 3;
-    assert_eq!(plan.request_tokens, recount, "step {step}: the request's count");
-    assert!(recount <= SUMMARIZER_WINDOW - SUMMARY_TOKENS, "step {step}: {recount}");
+    assert_eq!(
+        plan.request_tokens, recount,
+        "step {step}: the request's count"
+    );
+    assert!(
+        recount <= SUMMARIZER_WINDOW - SUMMARY_TOKENS,
+        "step {step}: {recount}"
+    );
     let applied = engine
         .apply_compaction(&plan.plan, first_lines(&plan))
         .unwrap_or_else(|e| panic!("step {step}: {e}"));
@@ -129,7 +138,9 @@ fn a_long_run_compacts_when_due_and_keeps_every_original() {
         let store = store::open(&location, true).unwrap();
         let mut engine = ContextEngine::open(store, "loop", builder(None)).unwrap();
         engine.set_system_prompt(looped.opening.system_prompt.clone());
-        engine.extend(looped.opening.chunks.iter().cloned()).unwrap();
+        engine
+            .extend(looped.opening.chunks.iter().cloned())
+            .unwrap();
         engine.save().unwrap();
         location
     });
@@ -161,8 +172,14 @@ fn a_long_run_compacts_when_due_and_keeps_every_original() {
         .map(|c| c["kind"].as_str().unwrap())
         .collect();
     let originals = looped.opening.chunks.len() + looped.chunks().count();
-    assert_eq!(kinds.iter().filter(|k| **k != "compaction").count(), originals);
-    assert_eq!(kinds.iter().filter(|k| **k == "compaction").count(), compacted.compactions);
+    assert_eq!(
+        kinds.iter().filter(|k| **k != "compaction").count(),
+        originals
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "compaction").count(),
+        compacted.compactions
+    );
     let breaks = |run: &Run| run.reuse.iter().filter(|r| **r < 0.5).count();
     println!(
         "{} compactions; reuse {:.3} with, {:.3} without; breaks {} with, {} without",
