@@ -11,7 +11,7 @@ use super::frozen::Frozen;
 use super::ready::{PreparedChunk, Preparer};
 use crate::budget::{
     Calls, ChunkDecision, Decision, DropReason, Fate, Fold, Item, NO_UNIT, PreviousCut, Timeline,
-    call_id_of, is_orphan_result, is_tool_result, protects_itself, tool_call,
+    call_id_of, is_compaction, is_orphan_result, is_tool_result, protects_itself, tool_call,
 };
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::model::memory::MemoryChunk;
@@ -34,8 +34,9 @@ pub(super) struct History<'s> {
     /// Rendered chunks whose role is `system`, and their session indexes.
     pub(super) system_parts: Vec<Arc<CountedText>>,
     pub(super) system_chunks: Vec<usize>,
-    /// The newest tool use's results that a cap may cut: a build that does
-    /// not fit cuts them further (see `squeeze`).
+    /// The newest tool use's results that a cap may cut, and the
+    /// compaction's summary: a build that does not fit cuts them further
+    /// (see `squeeze`).
     pub(super) newest_results: Vec<usize>,
     /// The steps, latest user message and newest tool use.
     pub(super) timeline: Timeline,
@@ -307,10 +308,10 @@ impl<'a> Build<'a> {
             if cut {
                 release(&mut item, Some(Fate::Stubbed), self.cache);
             }
-            if is_tool_result(chunk)
+            let newest_result = is_tool_result(chunk)
                 && !protects_itself(chunk)
-                && selection.timeline.anchors(index, chunk)
-            {
+                && selection.timeline.anchors(index, chunk);
+            if newest_result || is_compaction(chunk) {
                 walk.history.newest_results.push(index);
             }
             walk.history.items.push(item);

@@ -1,7 +1,8 @@
 //! When the protected content does not fit, the newest tool use's results
-//! are cut below their cap (head and tail, with the exact marker), down to
-//! [`MIN_CAP`] tokens each, before a build gives up: an agent whose last
-//! tool returned more than the window holds still gets its next call.
+//! and the compaction's summary are cut below their cap (head and tail,
+//! with the exact marker), down to [`MIN_CAP`] tokens each, before a build
+//! gives up: an agent whose last tool returned more than the window holds
+//! still gets its next call.
 
 use super::Build;
 use super::history::History;

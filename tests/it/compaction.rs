@@ -495,3 +495,77 @@ fn a_stored_chat_plans_from_its_last_compaction_as_a_session_of_the_whole_branch
         first.folded.chunks + stored.folded.chunks
     );
 }
+
+#[test]
+fn a_compaction_is_a_node_rewind_and_restore_give_the_originals_back_and_a_fork_keeps_it() {
+    use crate::common::temp::TempDir;
+    use agent_context::ContextEngine;
+    use agent_context::store;
+    let dir = TempDir::new("compaction-nodes");
+    let location = dir.join("chats.db").display().to_string();
+    let shape = LoopShape {
+        result_bytes: (40, 3_000),
+        ..LoopShape::new(60)
+    };
+    let state = agent_loop(31, &shape).state(60);
+    let open = || ContextEngine::open(store::open(&location, true).unwrap(), "c", builder(BUDGET));
+    let mut engine = open().unwrap();
+    engine.extend(state.chunks.clone()).unwrap();
+    engine.save().unwrap();
+    let before = engine.build().unwrap();
+    engine.checkpoint("before").unwrap();
+    let plan = ready(engine.plan_compaction(&options(3_000)).unwrap());
+    let applied = engine.apply_compaction(&plan.plan, "Summary.").unwrap();
+    engine.fork("kept").unwrap();
+    let compacted = open().unwrap().build().unwrap();
+    assert!(compacted.compaction.is_some());
+    // Export holds every original and the compaction.
+    let mut exported = Vec::new();
+    open().unwrap().export(&mut exported).unwrap();
+    let exported = MemoryState::from_json_str(std::str::from_utf8(&exported).unwrap()).unwrap();
+    assert_eq!(exported.chunks.len(), state.chunks.len() + 1);
+    assert_eq!(exported.chunks.last().unwrap().id, applied.compaction);
+    // Restoring the checkpoint gives the uncompacted prompt back.
+    let mut engine = open().unwrap();
+    engine.restore("before", None).unwrap();
+    let restored = engine.build().unwrap();
+    assert!(restored.compaction.is_none());
+    assert_eq!(restored.messages, before.messages);
+    // So does a rewind to the compaction itself (the branch ends before it).
+    let mut engine = open().unwrap();
+    engine.switch_branch("kept").unwrap();
+    assert!(
+        engine.build().unwrap().compaction.is_some(),
+        "a fork keeps it"
+    );
+    engine.rewind(&applied.compaction, None).unwrap();
+    assert_eq!(engine.build().unwrap().messages, before.messages);
+    // A plan made before the restore no longer applies there.
+    let mut engine = open().unwrap();
+    engine.restore("before", None).unwrap();
+    let error = engine.apply_compaction(&plan.plan, "Again.").unwrap_err();
+    assert!(error.to_string().contains("plan again"), "{error}");
+}
+
+#[test]
+fn a_summary_larger_than_the_budget_is_cut_head_and_tail_never_dropped() {
+    let summary = format!("HEAD {} TAIL", "word ".repeat(8_000));
+    let json = serde_json::json!({"chunks": [
+        {"id": "u1", "kind": "agent", "role": "user", "text": "Fix the test"},
+        {"id": "a1", "kind": "agent", "role": "assistant", "text": "Looking."},
+        {"id": "x1", "kind": "compaction", "covers": "a1", "text": summary},
+    ]});
+    let state = MemoryState::from_json_value(json).expect("valid");
+    let result = builder(2_000).build(&state).expect("fits, cut");
+    assert!(result.token_count <= 1_500);
+    let cut = result
+        .truncated()
+        .find(|d| d.id.as_ref() == "x1")
+        .expect("the summary is cut");
+    assert!(cut.tokens < 1_500);
+    let text: String = result.messages.iter().map(|m| m.content.as_str()).collect();
+    assert!(
+        text.contains("HEAD") && text.contains("TAIL"),
+        "head and tail kept"
+    );
+}
