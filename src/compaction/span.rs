@@ -79,8 +79,7 @@ pub(super) fn settle(chat: &Chat<'_>, options: &CompactionOptions) -> Result<Set
     })
 }
 
-/// The plan of a compaction of `state`, and the index of the chunk it
-/// covers when there is one.
+/// The plan of a compaction of `state`, in `scope`.
 ///
 /// # Errors
 ///
@@ -108,11 +107,16 @@ pub(crate) fn plan(
         return Ok(nothing_to_fold(&settled, previous.is_some()));
     };
     let counter = counter_for_model_calibrated(&settled.model, &Calibration::default())?;
+    // Without instructions of its own, a plan takes those of a
+    // `compact_20260112` edit in the `context_management` in effect.
+    let edit = (chat.settings.policy.management_of(state)).and_then(|m| m.compaction());
+    let instructions =
+        (options.instructions.as_deref()).or_else(|| edit.and_then(|e| e.instructions.as_deref()));
     let fitter = Fitter {
         chat,
         state,
         settled: &settled,
-        instructions: options.instructions.as_deref(),
+        instructions,
         counter: counter.as_ref(),
         previous,
     };

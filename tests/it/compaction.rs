@@ -569,3 +569,26 @@ fn a_summary_larger_than_the_budget_is_cut_head_and_tail_never_dropped() {
         "head and tail kept"
     );
 }
+
+#[test]
+fn a_compact_edit_sets_the_trigger_and_the_plans_instructions() {
+    use agent_context::budget::ContextManagement;
+    let mut session = loop_session(40);
+    let edit = r#"{"edits": [{"type": "compact_20260112",
+        "trigger": {"type": "input_tokens", "value": 5000},
+        "instructions": "Keep every file path.", "pause_after_compaction": true}]}"#;
+    let management: ContextManagement = serde_json::from_str(edit).expect("Anthropic's object");
+    session.set_context_management(Some(management));
+    let result = session.build().expect("builds");
+    assert_eq!(result.compaction_due, Some(true));
+    assert!(
+        result.applied_edits.is_empty(),
+        "a compact edit clears nothing"
+    );
+    let plan = ready(session.plan_compaction(&options(2_000)).expect("plans"));
+    assert_eq!(plan.request[0]["content"], "Keep every file path.");
+    let mut own = options(2_000);
+    own.instructions = Some("Mine.".into());
+    let plan = ready(session.plan_compaction(&own).expect("plans"));
+    assert_eq!(plan.request[0]["content"], "Mine.");
+}

@@ -10,6 +10,7 @@
 
 mod common;
 mod compaction;
+mod compaction_cli;
 mod compaction_loop;
 #[path = "../../examples/support/session_gen.rs"]
 mod session_gen;
