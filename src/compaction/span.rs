@@ -107,16 +107,11 @@ pub(crate) fn plan(
         return Ok(nothing_to_fold(&settled, previous.is_some()));
     };
     let counter = counter_for_model_calibrated(&settled.model, &Calibration::default())?;
-    // Without instructions of its own, a plan takes those of a
-    // `compact_20260112` edit in the `context_management` in effect.
-    let edit = (chat.settings.policy.management_of(state)).and_then(|m| m.compaction());
-    let instructions =
-        (options.instructions.as_deref()).or_else(|| edit.and_then(|e| e.instructions.as_deref()));
     let fitter = Fitter {
         chat,
         state,
         settled: &settled,
-        instructions,
+        instructions: instructions_of(chat, state, options),
         counter: counter.as_ref(),
         previous,
     };
@@ -164,6 +159,18 @@ pub(crate) fn plan(
         request_tokens_exact: counter.is_exact(),
         summary_tokens: settled.summary_tokens,
     }))
+}
+
+/// The plan's instructions: its own, else those of a `compact_20260112`
+/// edit in the `context_management` in effect (the default template when
+/// neither gives any).
+fn instructions_of<'a>(
+    chat: &'a Chat<'_>,
+    state: &'a MemoryState,
+    options: &'a CompactionOptions,
+) -> Option<&'a str> {
+    let edit = (chat.settings.policy.management_of(state)).and_then(|m| m.compaction());
+    (options.instructions.as_deref()).or_else(|| edit.and_then(|e| e.instructions.as_deref()))
 }
 
 /// The plan when no step can be folded.

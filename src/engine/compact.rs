@@ -10,8 +10,6 @@
 
 use super::ContextEngine;
 use super::load::decode_chunk;
-use super::newest::FIRST_READ;
-use crate::budget::is_compaction;
 use crate::compaction::{
     AppliedCompaction, CompactionOptions, CompactionPlan, CompactionSummary, Scope,
 };
@@ -146,31 +144,10 @@ impl ContextEngine {
         let (Some(head), Some(key)) = (self.head, self.session.count_key()) else {
             return Ok(None);
         };
-        let location = self.store.location();
-        let mut read: Vec<(StoredChunk, MemoryChunk)> = Vec::new();
-        let mut covers: Option<String> = None;
-        let mut from = Some(head);
-        let mut want = FIRST_READ;
-        while let Some(node) = from {
-            let page = self.nodes().read_back(&self.chat, node, want, Some(&key))?;
-            want = want.saturating_mul(2);
-            from = page.last().and_then(|c| c.parent);
-            for stored in page {
-                let chunk = decode_chunk(stored.position, &stored, &location)?;
-                if covers.is_none() && is_compaction(&chunk) {
-                    if chunk.folded.is_none() {
-                        return Ok(None);
-                    }
-                    covers = chunk.covers.as_deref().map(str::to_owned);
-                }
-                let reached = covers.as_deref() == Some(chunk.id.as_str());
-                read.push((stored, chunk));
-                if reached {
-                    return self.session_of(read, &key);
-                }
-            }
+        match self.read_to_covered(head, &key)? {
+            Some(read) => self.session_of(read, &key),
+            None => Ok(None),
         }
-        Ok(None)
     }
 
     /// The session of `read` (newest first, ending at the covered chunk)

@@ -10,6 +10,7 @@
 
 mod branches;
 mod compact;
+mod compacted;
 mod export;
 mod load;
 mod newest;

@@ -81,9 +81,13 @@ impl ContextEngine {
             None => self.first_read,
         };
         loop {
-            if read.compacted.get() || !self.read_more(&mut read, head, want, &key)? {
-                // Every chunk is read (the whole build costs no more), or
-                // a compaction folds by position.
+            if read.compacted.get() {
+                // A compaction folds by position: what is in view is read
+                // back to the chunk it covers (see `engine::compacted`).
+                return self.build_compacted(policy, extending);
+            }
+            if !self.read_more(&mut read, head, want, &key)? {
+                // Every chunk is read: the whole build costs no more.
                 return Ok(None);
             }
             if let Some(call) = self.cut_unit(&read, head)? {
@@ -102,6 +106,9 @@ impl ContextEngine {
                 }
                 let at = (head, &newest);
                 let Some(plan) = self.plan_newest(&read, at, (&key, Some(record)), policy)? else {
+                    if read.compacted.get() {
+                        return self.build_compacted(policy, extending);
+                    }
                     return Ok(None);
                 };
                 return self.build_newest(&read, plan, policy, Some(record));
@@ -394,7 +401,7 @@ impl ContextEngine {
     /// budget: the protected ones on the path to `below`, and the latest
     /// user message if it is that old; oldest first. `None` when there are
     /// too many.
-    fn protected_before(
+    pub(super) fn protected_before(
         &self,
         below: &PathSummary,
         latest_user: Option<NodeId>,

@@ -190,3 +190,66 @@ fn a_long_run_compacts_when_due_and_keeps_every_original() {
         breaks(&plain)
     );
 }
+
+#[test]
+fn a_compacted_chat_built_in_fresh_processes_returns_the_sessions_prompts() {
+    // A session compacts when due; the stored chat gets the same chunks,
+    // compactions included, and a fresh engine builds it after every step:
+    // the same prompts, byte for byte, reading back only to the compaction.
+    let shape = LoopShape {
+        result_bytes: (40, 6_000),
+        ..LoopShape::new(300)
+    };
+    let looped = agent_loop(17, &shape);
+    let dir = TempDir::new("compaction-fresh");
+    let location = dir.join("chat.db").display().to_string();
+    let open = || {
+        ContextEngine::open(
+            store::open(&location, true).unwrap(),
+            "loop",
+            builder(Some(0.9)),
+        )
+    };
+    let mut engine = open().unwrap();
+    engine.set_system_prompt(looped.opening.system_prompt.clone());
+    engine
+        .extend(looped.opening.chunks.iter().cloned())
+        .unwrap();
+    engine.save().unwrap();
+    let mut session =
+        agent_context::ContextSession::new(builder(Some(0.9)), looped.opening.clone()).unwrap();
+    let (mut compactions, mut unread) = (0, 0);
+    for (n, step) in looped.steps.iter().enumerate() {
+        session.extend(step.iter().cloned()).unwrap();
+        let mut engine = open().unwrap();
+        engine.extend(step.iter().cloned()).unwrap();
+        engine.save().unwrap();
+        let own = session.build().unwrap();
+        let stored = open().unwrap().build().unwrap();
+        assert_eq!(stored.messages, own.messages, "step {n}");
+        assert_eq!(
+            stored.stable_prefix_tokens, own.stable_prefix_tokens,
+            "step {n}"
+        );
+        assert_eq!(stored.compaction, own.compaction, "step {n}");
+        unread = unread.max(stored.unread_chunks);
+        if own.compaction_due == Some(true) {
+            let CompactionPlan::Ready(plan) = session.plan_compaction(&options()).unwrap() else {
+                continue;
+            };
+            session
+                .apply_compaction(&plan.plan, first_lines(&plan))
+                .unwrap();
+            let chunk = session.state().chunks.last().unwrap().clone();
+            let mut engine = open().unwrap();
+            engine.push(chunk).unwrap();
+            engine.save().unwrap();
+            compactions += 1;
+        }
+    }
+    assert!(compactions >= 3, "{compactions}");
+    assert!(
+        unread > 100,
+        "the builds read back only to the compaction: {unread}"
+    );
+}
