@@ -103,6 +103,20 @@ pub(crate) fn apply(
     })
 }
 
+/// The chunks of `state` a compaction covering the chunk `covers` would
+/// fold that the prompt still shows (the previous summary among them),
+/// in the order the prompt showed them: what its summary stands for.
+pub(crate) fn folded_by<'s>(state: &'s MemoryState, covers: &str) -> Vec<&'s MemoryChunk> {
+    let chunks = &state.chunks;
+    let previous = Fold::of(chunks);
+    let Some(index) = chunks.iter().rposition(|c| c.id == covers) else {
+        return Vec::new();
+    };
+    let fold = Fold::covering(chunks, index, previous);
+    let folded = fold.newly_folded(chunks, previous);
+    folded.into_iter().map(|i| &chunks[i]).collect()
+}
+
 /// The index of the chunk `token` covers, once the plan is found to hold
 /// for `state`, whose compaction in effect is `previous`.
 fn check_plan(

@@ -28,7 +28,7 @@ use crate::tokens::parts::CountedText;
 use std::sync::Arc;
 
 pub use crate::model::compaction::{NativeCompaction, SpanSize};
-pub(crate) use apply::{Compaction, apply};
+pub(crate) use apply::{Compaction, apply, folded_by};
 pub(crate) use span::{Scope, plan};
 
 /// What compaction reads of a chat's compiled settings.

@@ -10,8 +10,9 @@
 
 use super::ContextEngine;
 use super::load::decode_chunk;
+use crate::budget::Summarizer;
 use crate::compaction::{
-    AppliedCompaction, CompactionOptions, CompactionPlan, CompactionSummary, Scope,
+    AppliedCompaction, CompactionOptions, CompactionPlan, CompactionSummary, Scope, folded_by,
 };
 use crate::error::{ErrorKind, Result};
 use crate::model::memory::{MemoryChunk, MemoryState};
@@ -69,6 +70,34 @@ impl ContextEngine {
         applied.branch = Some(self.branch.clone());
         applied.head = self.head;
         Ok(applied)
+    }
+
+    /// Plans a compaction, asks `summarizer` for the summary of the chunks
+    /// it folds, and applies it in one save (see
+    /// [`ContextSession::compact_with`]). `None` when there is nothing to
+    /// fold or the summarizer declines.
+    ///
+    /// # Errors
+    ///
+    /// As [`plan_compaction`](ContextEngine::plan_compaction) and
+    /// [`apply_compaction`](ContextEngine::apply_compaction).
+    pub fn compact_with(
+        &mut self,
+        summarizer: &dyn Summarizer,
+        options: &CompactionOptions,
+    ) -> Result<Option<AppliedCompaction>> {
+        let summary = self.in_scope(|session, scope| {
+            let CompactionPlan::Ready(plan) = session.plan_compaction_in(options, scope)? else {
+                return Ok(None);
+            };
+            let folded = folded_by(session.state(), &plan.covers);
+            let summary = summarizer.summarize(&folded, plan.summary_tokens);
+            Ok(summary.map(|summary| (plan.plan, summary)))
+        })?;
+        match summary {
+            Some((plan, summary)) => self.apply_compaction(&plan, summary).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Runs `work` on the session of the whole branch, in the scope of

@@ -67,7 +67,8 @@ pub struct BuildResult {
     /// stored chat built from its newest chunks: see `unread_chunks`).
     pub decisions: Rows<ChunkDecision>,
     /// Stored chunks a chat's build did not read: older ones the budget
-    /// drops whatever they hold, counted in `elided` but not listed in
+    /// drops whatever they hold, counted in `elided` (or, on a compacted
+    /// chat, folded by the compaction in effect), but not listed in
     /// `excluded` or `decisions`. Absent (0) for every other build.
     pub unread_chunks: usize,
     /// The `context_management` edits that cleared something, in

@@ -20,7 +20,7 @@ use std::collections::HashSet;
 
 use rustc_hash::FxHashMap;
 
-use crate::budget::Policy;
+use crate::budget::{Policy, Summarizer};
 use crate::compaction::{
     self, AppliedCompaction, CompactionOptions, CompactionPlan, CompactionSummary,
 };
@@ -408,6 +408,32 @@ impl ContextSession {
         let applied = made.applied();
         self.push(made.chunk)?;
         Ok(applied)
+    }
+
+    /// Plans a compaction, asks `summarizer` for the summary of the chunks
+    /// it folds (oldest first, in at most the plan's `summary_tokens`), and
+    /// applies it: [`plan_compaction`](ContextSession::plan_compaction) and
+    /// [`apply_compaction`](ContextSession::apply_compaction) in one call,
+    /// for a runtime whose model answers synchronously. `None` when there
+    /// is nothing to fold or the summarizer declines.
+    ///
+    /// # Errors
+    ///
+    /// As `plan_compaction` and `apply_compaction` (a summary no smaller
+    /// than what it folds is refused; the session is unchanged).
+    pub fn compact_with(
+        &mut self,
+        summarizer: &dyn Summarizer,
+        options: &CompactionOptions,
+    ) -> Result<Option<AppliedCompaction>> {
+        let CompactionPlan::Ready(plan) = self.plan_compaction(options)? else {
+            return Ok(None);
+        };
+        let folded = compaction::folded_by(&self.state, &plan.covers);
+        let Some(summary) = summarizer.summarize(&folded, plan.summary_tokens) else {
+            return Ok(None);
+        };
+        self.apply_compaction(&plan.plan, summary).map(Some)
     }
 
     /// The compaction chunk that applies `plan` with `summary` to this

@@ -592,3 +592,51 @@ fn a_compact_edit_sets_the_trigger_and_the_plans_instructions() {
     let plan = ready(session.plan_compaction(&own).expect("plans"));
     assert_eq!(plan.request[0]["content"], "Mine.");
 }
+
+/// A summarizer that says how many chunks it read, and which first.
+struct Counting;
+
+impl agent_context::budget::Summarizer for Counting {
+    fn summarize(&self, folded: &[&MemoryChunk], max_tokens: usize) -> Option<String> {
+        let first = folded.first().map_or("", |c| c.id.as_str());
+        Some(format!(
+            "{} chunks from {first}, in at most {max_tokens} tokens.",
+            folded.len()
+        ))
+    }
+}
+
+#[test]
+fn a_summarizer_compacts_in_one_call_through_plan_and_apply() {
+    use crate::common::temp::TempDir;
+    use agent_context::ContextEngine;
+    use agent_context::store;
+    let mut session = loop_session(60);
+    let plan = ready(session.plan_compaction(&options(3_000)).expect("plans"));
+    let applied = session
+        .compact_with(&Counting, &options(3_000))
+        .expect("compacts")
+        .expect("something to fold");
+    assert_eq!(applied.covers, plan.covers);
+    let summary = session.state().chunks.last().unwrap().text.clone().unwrap();
+    assert!(
+        summary.starts_with(&format!("{} chunks from ", plan.folded.chunks)),
+        "{summary}"
+    );
+    // The same in a stored chat, in one save.
+    let dir = TempDir::new("compaction-with");
+    let location = dir.join("chats.db").display().to_string();
+    let mut engine =
+        ContextEngine::open(store::open(&location, true).unwrap(), "c", builder(BUDGET)).unwrap();
+    engine
+        .extend(loop_session(60).state().chunks.clone())
+        .unwrap();
+    engine.save().unwrap();
+    let stored = engine
+        .compact_with(&Counting, &options(3_000))
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.covers, plan.covers);
+    assert!(stored.head.is_some());
+    assert!(!engine.has_pending());
+}
