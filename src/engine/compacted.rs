@@ -18,7 +18,7 @@ use super::record::BuildRecord;
 use crate::budget::{Policy, is_compaction};
 use crate::error::Result;
 use crate::model::memory::MemoryChunk;
-use crate::pipeline::{BuildCache, Outside, Pass, seed_counts};
+use crate::pipeline::Outside;
 use crate::store::{NodeId, StoredChunk};
 
 impl ContextEngine {
@@ -105,26 +105,12 @@ impl ContextEngine {
         policy: &Policy,
         extending: Option<&BuildRecord>,
     ) -> Result<NewestBuild> {
-        let config = self.session.config();
-        let mut cache = BuildCache::default();
-        let seeds = (in_view.iter().enumerate())
-            .filter_map(|(i, (stored, _))| Some((i, stored.counts.as_deref()?)));
-        seed_counts(config.build_settings(), seeds, &mut cache);
-        let positions: Vec<(usize, NodeId)> =
-            in_view.iter().map(|(s, _)| (s.position, s.node)).collect();
+        let (stored, chunks): (Vec<StoredChunk>, Vec<MemoryChunk>) = in_view.into_iter().unzip();
         let mut state = lane_of(self.held());
-        state.chunks = in_view.into_iter().map(|(_, chunk)| chunk).collect();
-        state.validate()?;
-        let previous = extending.map(|record| {
-            record.resumed_with(positions.iter().map(|&(p, _)| record.mark(p)).collect())
-        });
-        let pass = Pass {
-            policy,
-            previous: previous.as_ref(),
-            cache: &mut cache,
-            outside: Outside::default(),
-        };
-        let mut result = config.build_with(&state, pass)?;
+        state.chunks = chunks;
+        let stored: Vec<&StoredChunk> = stored.iter().collect();
+        let built = self.build_read(&state, &stored, (policy, extending), Outside::default())?;
+        let (mut result, positions) = built;
         result.unread_chunks = self.stored.saturating_sub(state.chunks.len());
         Ok(NewestBuild {
             result,

@@ -32,7 +32,7 @@ use crate::budget::{
     is_read, is_tool_use, never_dropped, tool_call,
 };
 use crate::error::Result;
-use crate::model::memory::MemoryChunk;
+use crate::model::memory::{MemoryChunk, MemoryState};
 use crate::output::result::BuildResult;
 use crate::pipeline::BuildCache;
 use crate::pipeline::{Outside, Pass, kept_alone_tokens, seed_counts};
@@ -338,17 +338,7 @@ impl ContextEngine {
         let mut state = lane_of(self.held());
         state.chunks = old_chunks;
         state.chunks.extend(read.chunks.iter().rev().cloned());
-        state.validate()?;
-        let config = self.session.config();
-        let mut cache = BuildCache::default();
-        let planned = || old.iter().chain(read.stored.iter().rev());
-        let seeds: Vec<(usize, &str)> = planned()
-            .map(|c| c.counts.as_deref())
-            .enumerate()
-            .filter_map(|(i, c)| Some((i, c?)))
-            .collect();
-        seed_counts(config.build_settings(), seeds, &mut cache);
-        let positions: Vec<(usize, NodeId)> = planned().map(|c| (c.position, c.node)).collect();
+        let planned: Vec<&StoredChunk> = old.iter().chain(read.stored.iter().rev()).collect();
         // The marker goes where the oldest dropped chunk was.
         let first_unread = (0..start)
             .filter(|p| extending.is_none_or(|r| r.mark(*p) == Fate::Dropped))
@@ -359,16 +349,8 @@ impl ContextEngine {
             tokens: usize::try_from(unread.tokens).unwrap_or(usize::MAX),
             marker_before: old.iter().filter(|c| c.position < first_unread).count(),
         };
-        let previous = extending.map(|record| {
-            record.resumed_with(positions.iter().map(|&(p, _)| record.mark(p)).collect())
-        });
-        let pass = Pass {
-            policy,
-            previous: previous.as_ref(),
-            cache: &mut cache,
-            outside,
-        };
-        let mut result = config.build_with(&state, pass)?;
+        let (mut result, positions) =
+            self.build_read(&state, &planned, (policy, extending), outside)?;
         if extending.is_none() && !dropped_past(&result, unread.priority) {
             return Ok(None);
         }
@@ -379,6 +361,36 @@ impl ContextEngine {
             chunks: state.chunks,
             unread: (start, (outside.chunks, outside.tokens)),
         }))
+    }
+
+    /// The build of `state` (the lane and the chunks read, in path order,
+    /// as `stored` holds them, one each), seeded with their stored counts,
+    /// repeating the cut of the branch's last build (`extending`) by
+    /// position; with the chunks' positions and nodes.
+    pub(super) fn build_read(
+        &self,
+        state: &MemoryState,
+        stored: &[&StoredChunk],
+        (policy, extending): (&Policy, Option<&BuildRecord>),
+        outside: Outside,
+    ) -> Result<(BuildResult, Vec<(usize, NodeId)>)> {
+        state.validate()?;
+        let config = self.session.config();
+        let mut cache = BuildCache::default();
+        let seeds =
+            (stored.iter().enumerate()).filter_map(|(i, c)| Some((i, c.counts.as_deref()?)));
+        seed_counts(config.build_settings(), seeds, &mut cache);
+        let positions: Vec<(usize, NodeId)> = stored.iter().map(|c| (c.position, c.node)).collect();
+        let previous = extending.map(|record| {
+            record.resumed_with(positions.iter().map(|&(p, _)| record.mark(p)).collect())
+        });
+        let pass = Pass {
+            policy,
+            previous: previous.as_ref(),
+            cache: &mut cache,
+            outside,
+        };
+        Ok((config.build_with(state, pass)?, positions))
     }
 
     /// What `chunk` adds to its path's token tally (nothing for an orphan

@@ -57,6 +57,18 @@ fn o200k(text: &str) -> usize {
         .len()
 }
 
+/// A plan's request (`messages` format) recounted by the reference
+/// tokenizer: each message 3 tokens with its role and content, and 3 to
+/// prime the reply.
+pub(crate) fn recount(plan: &PlannedCompaction) -> usize {
+    let messages = plan.request.as_array().expect("messages");
+    let message = |m: &Value| {
+        let text = |key: &str| m[key].as_str().unwrap_or_default().to_owned();
+        3 + o200k(&text("role")) + o200k(&text("content"))
+    };
+    messages.iter().map(message).sum::<usize>() + 3
+}
+
 /// What a prompt shows, in order: every chunk id of every message.
 fn shown(result: &BuildResult) -> Vec<String> {
     result
@@ -221,18 +233,7 @@ fn a_span_too_large_for_the_summarizer_folds_its_oldest_part() {
     let plan = ready(session.plan_compaction(&options).expect("plans"));
     assert!(plan.request_tokens <= 5_000, "{}", plan.request_tokens);
     assert!(plan.remaining.chunks > 0 && plan.remaining.tokens > 0);
-    // Recounted: each message is 3 tokens with its role, and 3 prime the reply.
-    let recount: usize = plan
-        .request
-        .as_array()
-        .expect("messages")
-        .iter()
-        .map(|m| {
-            3 + o200k(m["role"].as_str().unwrap_or_default())
-                + o200k(m["content"].as_str().unwrap_or_default())
-        })
-        .sum::<usize>()
-        + 3;
+    let recount = recount(&plan);
     assert_eq!(plan.request_tokens, recount);
     assert!(plan.request_tokens_exact);
     session

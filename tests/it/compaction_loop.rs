@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use crate::common::temp::TempDir;
+use crate::compaction::recount;
 use crate::session_gen::{LoopShape, agent_loop};
 use agent_context::budget::CompactAt;
 use agent_context::command::chat_compact::first_lines;
@@ -39,13 +40,6 @@ fn options() -> CompactionOptions {
     options.summarizer_max_tokens = Some(SUMMARIZER_WINDOW);
     options.summary_tokens = Some(SUMMARY_TOKENS);
     options
-}
-
-/// Tokens of `text` by the reference tokenizer.
-fn o200k(text: &str) -> usize {
-    tiktoken_rs::o200k_base_singleton()
-        .encode_ordinary(text)
-        .len()
 }
 
 /// The share of `result`'s prompt the previous prompt's prefix covers.
@@ -98,17 +92,7 @@ fn compact(engine: &mut ContextEngine, step: usize) -> bool {
     let CompactionPlan::Ready(plan) = engine.plan_compaction(&options()).unwrap() else {
         return false;
     };
-    let recount: usize = plan
-        .request
-        .as_array()
-        .expect("messages")
-        .iter()
-        .map(|m| {
-            let text = |key: &str| m[key].as_str().unwrap_or_default().to_owned();
-            3 + o200k(&text("role")) + o200k(&text("content"))
-        })
-        .sum::<usize>()
-        + 3;
+    let recount = recount(&plan);
     assert_eq!(
         plan.request_tokens, recount,
         "step {step}: the request's count"
