@@ -73,6 +73,26 @@ impl BuildResult {
         if let Some(previous) = self.previous_build {
             let _ = writeln!(out, "  {}", started_from(previous));
         }
+        if let Some(compaction) = &self.compaction {
+            let _ = writeln!(
+                out,
+                "  compaction {:?} covers {:?}: it folds {} chunks, {} tokens",
+                compaction.id, compaction.covers, compaction.chunks, compaction.tokens
+            );
+        }
+        if let Some(due) = self.compaction_due {
+            let (due, than) = if due {
+                ("due", "more")
+            } else {
+                ("not due", "no more")
+            };
+            let _ = writeln!(
+                out,
+                "  compaction {due}: the history before trimming costs {} tokens, {than} than \
+                 the trigger",
+                self.untrimmed_tokens()
+            );
+        }
         for warning in &self.warnings {
             let _ = writeln!(out, "  warning: {warning}");
         }
