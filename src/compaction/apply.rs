@@ -4,7 +4,7 @@
 use super::span::Scope;
 use super::token::PlanToken;
 use super::{AppliedCompaction, Chat, CompactionSummary};
-use crate::budget::Fold;
+use crate::budget::{Fold, Timeline, span_ends};
 use crate::error::{ErrorKind, Result};
 use crate::model::compaction::SpanSize;
 use crate::model::memory::{MemoryChunk, MemoryState};
@@ -156,14 +156,25 @@ fn check_plan(
     }
     let first = previous.map_or(0, |f| f.covers + 1);
     let covers = chunks.iter().rposition(|c| c.id == token.covers);
-    match covers {
-        Some(index) if index >= first && (scope.place)(index) == token.covers_at => Ok(index),
-        _ => Err(refused(format!(
+    let Some(index) = covers.filter(|&i| i >= first && (scope.place)(i) == token.covers_at) else {
+        return Err(refused(format!(
             "chunk {:?}, which the plan covers, is no longer on this branch where the plan saw \
              it (rewound, or restored elsewhere): plan again",
             token.covers
-        ))),
+        )));
+    };
+    // The rules the plan followed, asked again of the branch as it is:
+    // whole steps, never the newest tool use.
+    let shown = |i: usize| !previous.is_some_and(|f| f.folds(i, &chunks[i]));
+    let timeline = Timeline::of(chunks, shown);
+    if !span_ends(chunks, &timeline, previous, chunks.len()).contains(&index) {
+        return Err(refused(format!(
+            "chunk {:?}, which the plan covers, does not end a whole step before the newest \
+             tool use: plan again",
+            token.covers
+        )));
     }
+    Ok(index)
 }
 
 /// What the compaction in effect folds, from its own figures, else

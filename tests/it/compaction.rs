@@ -641,3 +641,57 @@ fn a_summarizer_compacts_in_one_call_through_plan_and_apply() {
     assert!(stored.head.is_some());
     assert!(!engine.has_pending());
 }
+
+/// `plan` with its covered chunk replaced by `id` at `index`, sealed again
+/// as the crate seals a token (what a hostile caller who read the source
+/// could write).
+fn forged(plan: &str, id: &str, index: usize) -> String {
+    use std::hash::Hasher;
+    let mut parts = plan.split('.');
+    let (_, body) = (parts.next(), parts.next().expect("a body"));
+    let bytes: Vec<u8> = (0..body.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&body[i..i + 2], 16).expect("hex"))
+        .collect();
+    let payload = String::from_utf8(bytes).expect("text");
+    let mut fields: Vec<String> = payload.split('\u{1f}').map(str::to_owned).collect();
+    fields[1] = id.to_owned();
+    fields[2] = index.to_string();
+    let payload = fields.join("\u{1f}");
+    let mut hasher = rustc_hash::FxHasher::default();
+    hasher.write(b"acp1");
+    hasher.write(payload.as_bytes());
+    let hex: String = payload.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("acp1.{hex}.{:016x}", hasher.finish())
+}
+
+#[test]
+fn a_hostile_plan_cannot_part_a_tool_use_or_fold_the_newest_one() {
+    let mut session = loop_session(40);
+    let plan = ready(session.plan_compaction(&options(2_000)).expect("plans"));
+    let chunks = session.state().chunks.clone();
+    let covers = chunks.iter().position(|c| c.id == plan.covers).unwrap();
+    // A call of the span whose results come after it.
+    let call = (1..covers)
+        .find(|&i| chunks[i].kind == ChunkKind::Workflow)
+        .unwrap();
+    // The newest tool call.
+    let newest = chunks
+        .iter()
+        .rposition(|c| c.kind == ChunkKind::Workflow)
+        .unwrap();
+    for (index, why) in [(call, "whole step"), (newest, "whole step")] {
+        let token = forged(&plan.plan, &chunks[index].id, index);
+        let error = session.apply_compaction(&token, "x").expect_err("refused");
+        assert!(error.to_string().contains(why), "{error}");
+    }
+    assert_eq!(
+        session.state().chunks.len(),
+        chunks.len(),
+        "nothing appended"
+    );
+    // The forger's own seal is the crate's: the plan itself still applies.
+    let same = forged(&plan.plan, &plan.covers, covers);
+    assert_eq!(same, plan.plan);
+    session.apply_compaction(&same, "ok").expect("applies");
+}
