@@ -208,3 +208,47 @@ fn nothing_to_fold_prints_a_null_plan_and_exits_0() {
     assert_eq!(plan["plan"], Value::Null);
     assert!(plan["reason"].as_str().unwrap().contains("nothing to fold"));
 }
+
+#[test]
+fn replay_with_a_trigger_and_the_stand_in_compacts_a_whole_run() {
+    let session = tool_loop(150);
+    let args = [
+        "replay",
+        "-",
+        "--max-tokens",
+        "8000",
+        "--reserve",
+        "500",
+        "--compact-at",
+        "0.8",
+        "--summarizer",
+        "first-lines",
+    ];
+    let replayed = run(&args, &session);
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    let lines: Vec<Value> = replayed
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (turns, summary) = lines.split_at(lines.len() - 1);
+    let compacted: Vec<&Value> = turns
+        .iter()
+        .filter(|t| t["compacted"].is_object())
+        .collect();
+    assert!(compacted.len() >= 3, "{}", summary[0]);
+    assert_eq!(summary[0]["summary"]["compactions"], compacted.len());
+    for turn in turns {
+        assert!(turn["token_count"].as_u64().unwrap() <= 7_500, "{turn}");
+        assert!(turn["compaction_due"].is_boolean());
+    }
+    for turn in compacted {
+        let applied = &turn["compacted"];
+        assert!(applied["tokens_after"].as_u64() < applied["tokens_before"].as_u64());
+        assert_eq!(turn["compaction_due"], true);
+    }
+    // `--keep-tokens` is the stand-in's: alone it is refused.
+    let bare = run(&["replay", "-", "--keep-tokens", "1000"], &session);
+    assert_eq!(bare.code, 2, "{}", bare.stderr);
+    assert!(bare.stderr.contains("--summarizer"), "{}", bare.stderr);
+}
