@@ -150,7 +150,7 @@ pub use model::roles::{ChunkKind, Retention, Role};
 pub use model::rows::Rows;
 pub use output::message::ContextMessage;
 pub use output::message_text::MessageText;
-pub use output::result::{BuildResult, PreviousBuild};
+pub use output::result::{BuildResult, CompactionInEffect, PreviousBuild};
 pub use output::stats::BuildStats;
 pub use pipeline::BuildCache;
 pub use session::ContextSession;
