@@ -38,7 +38,7 @@ impl Fold {
     /// the summary then shows where it sits, folding nothing).
     pub(crate) fn of(chunks: &[MemoryChunk]) -> Option<Fold> {
         let compaction = chunks.iter().rposition(is_compaction)?;
-        let covers = chunks[compaction].covers.as_deref()?;
+        let covers = chunks[compaction].covers()?;
         let covered = chunks[..compaction].iter().rposition(|c| c.id == covers)?;
         Some(Fold {
             compaction,

@@ -6,7 +6,7 @@ use super::token::PlanToken;
 use super::{AppliedCompaction, Chat, CompactionSummary};
 use crate::budget::{Fold, Timeline, span_ends};
 use crate::error::{ErrorKind, Result};
-use crate::model::compaction::SpanSize;
+use crate::model::compaction::{CompactionFields, SpanSize};
 use crate::model::memory::{MemoryChunk, MemoryState};
 use crate::model::roles::ChunkKind;
 use crate::pipeline::BuildCache;
@@ -27,7 +27,7 @@ impl Compaction {
             branch: None,
             head: None,
             compaction: self.chunk.id.clone(),
-            covers: self.chunk.covers.as_deref().unwrap_or_default().to_owned(),
+            covers: self.chunk.covers().unwrap_or_default().to_owned(),
             tokens_before: self.tokens_before,
             tokens_after: self.tokens_after,
         }
@@ -72,14 +72,16 @@ pub(crate) fn apply(
         None => SpanSize::default(),
     };
     let mut chunk = MemoryChunk::new(free_id(state, &token.covers), ChunkKind::Compaction);
-    chunk.covers = Some(token.covers.clone().into_boxed_str());
     let text = summary.text.trim();
     chunk.text = (!text.is_empty()).then(|| summary.text.clone());
-    chunk.native = summary.native.map(Box::new);
-    chunk.folded = Some(SpanSize {
-        chunks: before.chunks + span.chunks,
-        tokens: before.tokens + span.tokens,
-    });
+    chunk.compaction = Some(Box::new(CompactionFields {
+        covers: Some(token.covers.clone().into_boxed_str()),
+        native: summary.native,
+        folded: Some(SpanSize {
+            chunks: before.chunks + span.chunks,
+            tokens: before.tokens + span.tokens,
+        }),
+    }));
     if chunk.validate_at(chunks.len()).is_err() {
         return Err(refused(
             "the summary is empty: give its text (or an Anthropic compaction block with \
@@ -185,7 +187,7 @@ fn folded_before(
     previous: Fold,
 ) -> Result<SpanSize> {
     let chunks = &state.chunks;
-    if let Some(stated) = chunks[previous.compaction].folded {
+    if let Some(stated) = chunks[previous.compaction].folded() {
         return Ok(stated);
     }
     let folded: Vec<usize> = (0..chunks.len())

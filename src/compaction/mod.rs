@@ -27,7 +27,7 @@ use crate::tokens::TokenCounter;
 use crate::tokens::parts::CountedText;
 use std::sync::Arc;
 
-pub use crate::model::compaction::{NativeCompaction, SpanSize};
+pub use crate::model::compaction::{CompactionFields, NativeCompaction, SpanSize};
 pub(crate) use apply::{Compaction, apply, folded_by};
 pub(crate) use span::{Scope, plan};
 

@@ -41,10 +41,10 @@ impl ContextEngine {
             for stored in page {
                 let chunk = decode_chunk(stored.position, &stored, &location)?;
                 if covers.is_none() && is_compaction(&chunk) {
-                    if chunk.folded.is_none() {
+                    if chunk.folded().is_none() {
                         return Ok(None);
                     }
-                    covers = chunk.covers.as_deref().map(str::to_owned);
+                    covers = chunk.covers().map(str::to_owned);
                 }
                 let reached = covers.as_deref() == Some(chunk.id.as_str());
                 read.push((stored, chunk));

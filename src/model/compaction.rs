@@ -16,6 +16,22 @@ use crate::model::memory::MemoryChunk;
 use crate::model::roles::ChunkKind;
 use crate::syntax::json_text::JsonText;
 
+/// The fields only a `compaction` chunk takes, kept apart so that every
+/// other chunk pays one pointer for them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct CompactionFields {
+    /// The last chunk the compaction stands for (its id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub covers: Option<Box<str>>,
+    /// The providers' own compaction items, kept verbatim.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub native: Option<NativeCompaction>,
+    /// What the compaction folds, as its plan counted it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folded: Option<SpanSize>,
+}
+
 /// The providers' own compaction items of a compaction chunk, each the
 /// JSON object the provider returned, kept byte for byte.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -169,7 +185,7 @@ pub(crate) fn check_covers(
             "covers {covers:?}, which compaction {:?} already folds (it covers {:?}): a new \
              compaction folds the one before it, so it covers a later chunk",
             before.id,
-            before.covers.as_deref().unwrap_or_default()
+            before.covers().unwrap_or_default()
         )),
         _ => Ok(index),
     }

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::content::Block;
 use crate::error::{ChunkLocation, ErrorKind, Result};
 use crate::fragment::Fragment;
-use crate::model::compaction::{NativeCompaction, SpanSize, check_covers};
+use crate::model::compaction::{CompactionFields, NativeCompaction, SpanSize, check_covers};
 use crate::model::context_management::ContextManagement;
 use crate::model::roles::{ChunkKind, Retention, Role};
 use crate::syntax::json_text::JsonText;
@@ -74,15 +74,11 @@ pub struct MemoryChunk {
     /// thinking), sent back with it in native requests; text mode leaves it out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signature: Option<Box<str>>,
-    /// The last chunk a `compaction` chunk stands for (its id).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub covers: Option<Box<str>>,
-    /// A `compaction` chunk's own provider items, kept verbatim.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub native: Option<Box<NativeCompaction>>,
-    /// What a `compaction` chunk folds, as its plan counted it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub folded: Option<SpanSize>,
+    /// A `compaction` chunk's `covers`, `native` and `folded` (see
+    /// [`covers`](MemoryChunk::covers) and the others), written at this
+    /// place among the fields.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<Box<CompactionFields>>,
     /// Higher keeps longer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,
@@ -123,9 +119,7 @@ impl MemoryChunk {
             reason,
             error,
             signature: _,
-            covers,
-            native,
-            folded,
+            compaction,
             priority,
             pinned,
             retention,
@@ -150,9 +144,7 @@ impl MemoryChunk {
             reason: reason.clone(),
             error: error.clone(),
             signature: None,
-            covers: covers.clone(),
-            native: native.clone(),
-            folded: *folded,
+            compaction: compaction.clone(),
             priority: *priority,
             pinned: *pinned,
             retention: *retention,
@@ -181,9 +173,7 @@ impl MemoryChunk {
             reason: None,
             error: None,
             signature: None,
-            covers: None,
-            native: None,
-            folded: None,
+            compaction: None,
             priority: None,
             pinned: false,
             retention: None,
@@ -319,12 +309,32 @@ impl MemoryChunk {
         }
     }
 
+    /// The last chunk a `compaction` chunk stands for (its id).
+    pub fn covers(&self) -> Option<&str> {
+        self.compaction.as_ref()?.covers.as_deref()
+    }
+
+    /// A `compaction` chunk's own provider items.
+    pub fn native(&self) -> Option<&NativeCompaction> {
+        self.compaction.as_ref()?.native.as_ref()
+    }
+
+    /// What a `compaction` chunk folds, as its plan counted it.
+    pub fn folded(&self) -> Option<SpanSize> {
+        self.compaction.as_ref()?.folded
+    }
+
+    /// The compaction fields, made empty if the chunk has none yet.
+    pub fn compaction_fields(&mut self) -> &mut CompactionFields {
+        self.compaction.get_or_insert_with(Box::default)
+    }
+
     /// The first field only a compaction chunk may set, if this sets one.
     fn compaction_field(&self) -> Option<&'static str> {
         [
-            ("covers", self.covers.is_some()),
-            ("native", self.native.is_some()),
-            ("folded", self.folded.is_some()),
+            ("covers", self.covers().is_some()),
+            ("native", self.native().is_some()),
+            ("folded", self.folded().is_some()),
         ]
         .into_iter()
         .find_map(|(field, set)| set.then_some(field))
@@ -335,7 +345,7 @@ impl MemoryChunk {
     fn validate_compaction(&self, index: usize) -> Result<()> {
         let fail =
             |field: &str, message: &str| Err(chunk_error(index, self, field, message.into()));
-        if self.covers.as_deref().is_none_or(str::is_empty) {
+        if self.covers().is_none_or(str::is_empty) {
             return fail(
                 "covers",
                 "a compaction chunk names the last chunk it stands for: \"covers\": ID",
@@ -350,11 +360,7 @@ impl MemoryChunk {
             return fail(field, "a compaction's summary is its \"text\"");
         }
         let readable = self.text.as_deref().is_some_and(|t| !t.is_empty())
-            || self
-                .native
-                .as_ref()
-                .and_then(|n| n.readable_text())
-                .is_some();
+            || self.native().and_then(|n| n.readable_text()).is_some();
         if !readable {
             return fail(
                 "text",
@@ -430,7 +436,7 @@ impl MemoryState {
         let mut previous: Option<(&MemoryChunk, usize)> = None;
         for (index, chunk) in self.chunks.iter().enumerate() {
             chunk.validate_at(index)?;
-            if let Some(covers) = chunk.covers.as_deref() {
+            if let Some(covers) = chunk.covers() {
                 let covered = seen.get(covers).map(|&i| (i, &self.chunks[i]));
                 let at = check_covers(covers, covered, previous)
                     .map_err(|message| chunk_error(index, chunk, "covers", message))?;

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::content::{Block, blocks_from_value};
 use crate::error::{ChunkLocation, ErrorKind, Result, json_type_name};
-use crate::model::compaction::{folded_from_value, native_from_value};
+use crate::model::compaction::{CompactionFields, folded_from_value, native_from_value};
 use crate::model::context_management::ContextManagement;
 use crate::model::memory::{JsonObject, MemoryChunk, MemoryState};
 use crate::model::roles::{ChunkKind, Retention, Role};
@@ -417,18 +417,25 @@ impl ChunkFields<'_> {
         chunk.reason = self.optional_str("reason")?;
         chunk.error = self.optional_str("error")?;
         chunk.signature = self.optional_str("signature")?;
-        chunk.covers = self.optional_str("covers")?;
-        chunk.native = match self.take("native") {
+        let covers = self.optional_str("covers")?;
+        let native = match self.take("native") {
             None | Some(Value::Null) => None,
             Some(value) => match native_from_value(value) {
-                Ok(native) => Some(Box::new(native)),
+                Ok(native) => Some(native),
                 Err((field, message)) => return Err(self.error(&field, message)),
             },
         };
-        chunk.folded = match self.take("folded") {
+        let folded = match self.take("folded") {
             None | Some(Value::Null) => None,
             Some(value) => Some(folded_from_value(&value).map_err(|m| self.error("folded", m))?),
         };
+        if covers.is_some() || native.is_some() || folded.is_some() {
+            chunk.compaction = Some(Box::new(CompactionFields {
+                covers,
+                native,
+                folded,
+            }));
+        }
         Ok(())
     }
 

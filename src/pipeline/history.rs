@@ -239,7 +239,7 @@ impl<'a> Build<'a> {
             };
             let figures = &mut walk.history.folded;
             figures.0 += 1;
-            if self.state.chunks[fold.compaction].folded.is_none() {
+            if self.state.chunks[fold.compaction].folded().is_none() {
                 figures.1 += self.prepared(index, chunk)?.part.alone() as u64;
             }
         }
@@ -447,10 +447,10 @@ impl<'a> Build<'a> {
 /// own figures when its plan counted them, else `counted`.
 fn in_effect(chunks: &[MemoryChunk], fold: Fold, counted: (u64, u64)) -> CompactionInEffect {
     let chunk = &chunks[fold.compaction];
-    let (chunks, tokens) = chunk.folded.map_or(counted, |f| (f.chunks, f.tokens));
+    let (chunks, tokens) = chunk.folded().map_or(counted, |f| (f.chunks, f.tokens));
     CompactionInEffect {
         id: chunk.id.clone(),
-        covers: chunk.covers.as_deref().unwrap_or_default().to_owned(),
+        covers: chunk.covers().unwrap_or_default().to_owned(),
         chunks,
         tokens,
     }

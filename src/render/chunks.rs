@@ -61,7 +61,7 @@ fn attribute_value<'c>(chunk: &'c MemoryChunk, name: &str) -> Option<&'c str> {
         "success" => chunk.success.map(|s| if s { "true" } else { "false" }),
         "error" => chunk.error.as_deref(),
         "reason" => chunk.reason.as_deref(),
-        "covers" => chunk.covers.as_deref(),
+        "covers" => chunk.covers(),
         _ => None,
     }
 }
@@ -118,21 +118,17 @@ pub(crate) fn body_text(chunk: &MemoryChunk) -> Option<Cow<'_, str>> {
     match (&chunk.text, &chunk.data) {
         (Some(text), _) => Some(Cow::Borrowed(text)),
         (None, Some(data)) => Some(Cow::Owned(data.to_pretty())),
-        (None, None) => chunk
-            .native
-            .as_ref()
-            .and_then(|native| native.readable_text())
-            .map(Cow::Owned),
+        (None, None) => chunk.native()?.readable_text().map(Cow::Owned),
     }
 }
 
 /// The attributes of a compaction's summary: what it covers and, when
 /// its plan counted them, how many chunks and tokens it folds.
 fn compaction_attributes(chunk: &MemoryChunk) -> [(&'static str, Option<String>); 4] {
-    let folded = chunk.folded;
+    let folded = chunk.folded();
     [
         ("id", Some(chunk.id.clone())),
-        ("covers", chunk.covers.as_deref().map(str::to_owned)),
+        ("covers", chunk.covers().map(str::to_owned)),
         ("chunks", folded.map(|f| f.chunks.to_string())),
         ("tokens", folded.map(|f| f.tokens.to_string())),
     ]

@@ -93,7 +93,7 @@ impl ChunkRenderer for NativeRenderer {
     /// A compaction with Anthropic's block speaks as the assistant, where
     /// the Messages API takes the block back.
     fn role(&self, chunk: &MemoryChunk) -> Role {
-        let anthropic = chunk.native.as_ref().is_some_and(|n| n.anthropic.is_some());
+        let anthropic = chunk.native().is_some_and(|n| n.anthropic.is_some());
         match chunk.kind {
             ChunkKind::Compaction if anthropic => Role::Assistant,
             _ => DefaultRenderer.role(chunk),
@@ -214,8 +214,7 @@ fn place_text(role: Role, text: String, out: &mut String) {
 /// for any other chunk, and a compaction with no item (its tagged text).
 fn compaction_record(chunk: &MemoryChunk, ctx: &RenderContext<'_>) -> Option<Record> {
     let native = chunk
-        .native
-        .as_ref()
+        .native()
         .filter(|_| chunk.kind == ChunkKind::Compaction)?;
     let item = |json: &Option<crate::syntax::json_text::JsonText>| {
         json.as_ref().and_then(|j| j.to_value().ok())

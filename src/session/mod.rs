@@ -508,7 +508,7 @@ impl ContextSession {
     /// `batch` (those appended with it, before it) against them: see
     /// [`check_covers`]. Any other chunk passes.
     fn check_compaction(&self, chunk: &MemoryChunk, batch: &[MemoryChunk]) -> Result<()> {
-        let Some(covers) = chunk.covers.as_deref() else {
+        let Some(covers) = chunk.covers() else {
             return Ok(());
         };
         let before: Vec<&MemoryChunk> = self.state.chunks.iter().chain(batch).collect();
@@ -518,7 +518,7 @@ impl ContextSession {
             .iter()
             .rev()
             .find(|c| c.kind == ChunkKind::Compaction)
-            .and_then(|c| Some((*c, find(c.covers.as_deref()?)?)));
+            .and_then(|c| Some((*c, find(c.covers()?)?)));
         check_covers(covers, covered, previous)
             .map(|_| ())
             .map_err(|message| chunk_error(before.len(), chunk, "covers", message))
