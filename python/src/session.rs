@@ -279,7 +279,7 @@ fn chunks_of(value: Value) -> agent_context::Result<Vec<MemoryChunk>> {
         }
         .into());
     }
-    Ok(MemoryState::from_json_value(json!({ "chunks": value }))?.chunks)
+    command::chat::chunks_to_append(value)
 }
 
 fn no_chunk(verb: &str) -> agent_context::Error {

@@ -332,3 +332,18 @@ def test_the_exception_class():
     assert issubclass(ac.CompactionError, ValueError)
     assert not issubclass(ac.CompactionError, ac.StoreError)
     assert "CompactionError" in ac.__all__
+
+
+def test_a_compaction_pushed_by_hand_covers_an_earlier_chunk(tmp_path):
+    chunks = loop_chunks()
+    covers = chunks[len(chunks) // 2]["id"]
+    compaction = {"id": "x1", "kind": "compaction", "covers": covers, "text": "Read half."}
+    session = ac.Session(ac.ContextBuilder(**SETTINGS), {"chunks": chunks})
+    session.push(compaction)
+    assert session.build()["compaction"]["id"] == "x1"
+    with pytest.raises(ac.InputError, match="not a chunk before"):
+        session.push({"id": "x2", "kind": "compaction", "covers": "nope", "text": "s"})
+    engine = ac.Engine(str(tmp_path / "hand.db"), "hand")
+    engine.append({"chunks": chunks})
+    engine.append(compaction)
+    assert engine.build(**SETTINGS)["compaction"]["id"] == "x1"

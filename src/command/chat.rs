@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::model::memory_schema::batch_from_value;
 use crate::settings::builder::DEFAULT_MODEL;
 use crate::store::{self, MAIN_BRANCH, Store};
 use crate::{
@@ -400,9 +401,9 @@ pub fn read_chunks(text: &str, options: ParseOptions) -> Result<MemoryState> {
     }
     match crate::parse_json(text, options) {
         Ok(Value::Object(object)) if !is_session(&object) => {
-            MemoryState::from_json_value(json!({"chunks": [Value::Object(object)]}))
+            batch_from_value(json!({"chunks": [Value::Object(object)]}))
         }
-        Ok(value) => MemoryState::from_json_value(value),
+        Ok(value) => batch_from_value(value),
         Err(whole) => {
             let mut lines = text.lines().filter(|l| !l.trim().is_empty());
             let first_is_chunk = lines.next().is_some_and(|line| {
@@ -414,6 +415,18 @@ pub fn read_chunks(text: &str, options: ParseOptions) -> Result<MemoryState> {
             json_lines(text, options)
         }
     }
+}
+
+/// The chunks of `value`, a JSON array of chunk objects, checked as a
+/// session's chunks but for what a compaction covers, which may be a
+/// chunk of the session or branch they are appended to (the append checks
+/// it there).
+///
+/// # Errors
+///
+/// [`ErrorKind::Chunk`] naming the chunk and field, as a session's.
+pub fn chunks_to_append(value: Value) -> Result<Vec<crate::MemoryChunk>> {
+    Ok(batch_from_value(json!({ "chunks": value }))?.chunks)
 }
 
 /// Whether `object` is a session rather than one chunk: it holds a field
@@ -439,5 +452,5 @@ fn json_lines(text: &str, options: ParseOptions) -> Result<MemoryState> {
         })?;
         chunks.push(value);
     }
-    MemoryState::from_json_value(json!({ "chunks": chunks }))
+    batch_from_value(json!({ "chunks": chunks }))
 }

@@ -431,12 +431,21 @@ impl MemoryState {
     ///
     /// [`ErrorKind::Chunk`] naming the first offending chunk and field.
     pub fn validate(&self) -> Result<()> {
+        self.validate_with(Covers::Here)
+    }
+
+    /// [`validate`](MemoryState::validate), with compactions' `covers`
+    /// looked for as `covers` says.
+    pub(crate) fn validate_with(&self, covers_in: Covers) -> Result<()> {
         let mut seen: HashMap<&str, usize> = HashMap::with_capacity(self.chunks.len());
         // The newest compaction so far, with the index of what it covers.
         let mut previous: Option<(&MemoryChunk, usize)> = None;
         for (index, chunk) in self.chunks.iter().enumerate() {
             chunk.validate_at(index)?;
-            if let Some(covers) = chunk.covers() {
+            if let Some(covers) = chunk
+                .covers()
+                .filter(|c| covers_in == Covers::Here || seen.contains_key(c))
+            {
                 let covered = seen.get(covers).map(|&i| (i, &self.chunks[i]));
                 let at = check_covers(covers, covered, previous)
                     .map_err(|message| chunk_error(index, chunk, "covers", message))?;
@@ -448,6 +457,16 @@ impl MemoryState {
         }
         Ok(())
     }
+}
+
+/// Where the chunks a compaction covers are looked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Covers {
+    /// Among the chunks before it in this state.
+    Here,
+    /// Also on a branch this state is appended to, which checks them (a
+    /// batch for `chat append`): only those in the batch are checked here.
+    AlsoBefore,
 }
 
 /// The message for an id that is taken.

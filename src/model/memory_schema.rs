@@ -13,7 +13,7 @@ use crate::content::{Block, blocks_from_value};
 use crate::error::{ChunkLocation, ErrorKind, Result, json_type_name};
 use crate::model::compaction::{CompactionFields, folded_from_value, native_from_value};
 use crate::model::context_management::ContextManagement;
-use crate::model::memory::{JsonObject, MemoryChunk, MemoryState};
+use crate::model::memory::{Covers, JsonObject, MemoryChunk, MemoryState};
 use crate::model::roles::{ChunkKind, Retention, Role};
 use crate::syntax::json_input::{self, Document, ParseOptions, value_from_deserializer};
 use crate::syntax::json_text::JsonText;
@@ -133,6 +133,16 @@ impl<'de> Deserialize<'de> for MemoryChunk {
 }
 
 pub(crate) fn session_from_value(value: Value) -> Result<MemoryState> {
+    session_from_value_with(value, Covers::Here)
+}
+
+/// A batch of chunks to append to a branch, read as a session: a
+/// compaction may cover a chunk on the branch, which the append checks.
+pub(crate) fn batch_from_value(value: Value) -> Result<MemoryState> {
+    session_from_value_with(value, Covers::AlsoBefore)
+}
+
+fn session_from_value_with(value: Value, covers: Covers) -> Result<MemoryState> {
     let Value::Object(mut object) = value else {
         return Err(session_error(
             "(root)",
@@ -185,7 +195,7 @@ pub(crate) fn session_from_value(value: Value) -> Result<MemoryState> {
         chunks,
         context_management,
     };
-    state.validate()?;
+    state.validate_with(covers)?;
     Ok(state)
 }
 

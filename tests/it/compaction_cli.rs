@@ -252,3 +252,38 @@ fn replay_with_a_trigger_and_the_stand_in_compacts_a_whole_run() {
     assert_eq!(bare.code, 2, "{}", bare.stderr);
     assert!(bare.stderr.contains("--summarizer"), "{}", bare.stderr);
 }
+
+#[test]
+fn a_compaction_appended_by_hand_covers_a_stored_chunk() {
+    for (_held, db) in fresh_dbs("append") {
+        ok(&run(
+            &["chat", "append", "--db", &db, "--chat", "c"],
+            &tool_loop(20),
+        ));
+        let chunk =
+            r#"{"id": "x1", "kind": "compaction", "covers": "r9", "text": "Read f0 to f9."}"#;
+        ok(&run(&["chat", "append", "--db", &db, "--chat", "c"], chunk));
+        let mut args = vec!["chat", "build", "--db", &db, "--chat", "c"];
+        args.extend(FLAGS);
+        let built = ok(&run(&args, ""));
+        assert_eq!(built["compaction"]["id"], "x1", "{db}");
+        // 10 steps of 3 chunks, and no figures stated: counted by the build.
+        assert_eq!(built["compaction"]["chunks"], 30);
+        for (bad, why) in [
+            (
+                r#"{"id": "x2", "kind": "compaction", "covers": "nope", "text": "s"}"#,
+                "not a chunk before",
+            ),
+            (
+                r#"{"id": "x3", "kind": "compaction", "covers": "r3", "text": "s"}"#,
+                "already folds",
+            ),
+        ] {
+            let before = exported(&db);
+            let refused = run(&["chat", "append", "--db", &db, "--chat", "c"], bad);
+            assert_eq!(refused.code, 2, "{}", refused.stderr);
+            assert!(refused.stderr.contains(why), "{}", refused.stderr);
+            assert_eq!(exported(&db), before);
+        }
+    }
+}
