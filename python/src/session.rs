@@ -190,9 +190,8 @@ impl Session {
     /// compaction chunk, whose summary stands for its span in every later
     /// build, and returns `{"compaction", "covers", "tokens_before",
     /// "tokens_after"}` (no `chat`, `branch` or `head`: a session has
-    /// none). `native`
-    /// keeps the providers' own items: `{"anthropic": BLOCK, "openai":
-    /// ITEM}`. A plan that no longer holds or a summary that is empty or
+    /// none). `native` keeps the providers' own items: `{"anthropic":
+    /// BLOCK, "openai": ITEM}`. A plan that no longer holds or a summary that is empty or
     /// not smaller than its span raises `CompactionError`, and the session
     /// is unchanged.
     #[pyo3(signature = (plan, summary, *, native = None))]

@@ -12,7 +12,7 @@ use super::ContextEngine;
 use super::load::decode_chunk;
 use crate::budget::Summarizer;
 use crate::compaction::{
-    AppliedCompaction, CompactionOptions, CompactionPlan, CompactionSummary, Scope, folded_by,
+    AppliedCompaction, CompactionOptions, CompactionPlan, CompactionSummary, Scope,
 };
 use crate::error::{ErrorKind, Result};
 use crate::model::memory::{MemoryChunk, MemoryState};
@@ -86,14 +86,8 @@ impl ContextEngine {
         summarizer: &dyn Summarizer,
         options: &CompactionOptions,
     ) -> Result<Option<AppliedCompaction>> {
-        let summary = self.in_scope(|session, scope| {
-            let CompactionPlan::Ready(plan) = session.plan_compaction_in(options, scope)? else {
-                return Ok(None);
-            };
-            let folded = folded_by(session.state(), &plan.covers);
-            let summary = summarizer.summarize(&folded, plan.summary_tokens);
-            Ok(summary.map(|summary| (plan.plan, summary)))
-        })?;
+        let summary =
+            self.in_scope(|session, scope| session.summarized(summarizer, options, scope))?;
         match summary {
             Some((plan, summary)) => self.apply_compaction(&plan, summary).map(Some),
             None => Ok(None),

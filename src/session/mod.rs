@@ -136,9 +136,7 @@ impl ContextSession {
     pub fn push(&mut self, chunk: MemoryChunk) -> Result<()> {
         self.check_new(&chunk, self.state.chunks.len())?;
         self.check_compaction(&chunk, &[])?;
-        self.ids.insert(&chunk.id);
-        self.make_room(1);
-        self.state.chunks.push(chunk);
+        self.append_checked(chunk);
         Ok(())
     }
 
@@ -147,10 +145,15 @@ impl ContextSession {
     /// part here).
     pub(crate) fn push_applied(&mut self, chunk: MemoryChunk) -> Result<()> {
         self.check_new(&chunk, self.state.chunks.len())?;
+        self.append_checked(chunk);
+        Ok(())
+    }
+
+    /// Appends `chunk`, checked already.
+    fn append_checked(&mut self, chunk: MemoryChunk) {
         self.ids.insert(&chunk.id);
         self.make_room(1);
         self.state.chunks.push(chunk);
-        Ok(())
     }
 
     /// Appends chunks, all or none.
@@ -426,14 +429,28 @@ impl ContextSession {
         summarizer: &dyn Summarizer,
         options: &CompactionOptions,
     ) -> Result<Option<AppliedCompaction>> {
-        let CompactionPlan::Ready(plan) = self.plan_compaction(options)? else {
+        let scope = session_scope(&|index| index as u64);
+        match self.summarized(summarizer, options, &scope)? {
+            Some((plan, summary)) => self.apply_compaction(&plan, summary).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// A plan in `scope` and `summarizer`'s summary of the chunks it folds
+    /// (oldest first, in at most the plan's `summary_tokens`); `None` when
+    /// there is nothing to fold or the summarizer declines.
+    pub(crate) fn summarized(
+        &mut self,
+        summarizer: &dyn Summarizer,
+        options: &CompactionOptions,
+        scope: &compaction::Scope<'_>,
+    ) -> Result<Option<(String, String)>> {
+        let CompactionPlan::Ready(plan) = self.plan_compaction_in(options, scope)? else {
             return Ok(None);
         };
         let folded = compaction::folded_by(&self.state, &plan.covers);
-        let Some(summary) = summarizer.summarize(&folded, plan.summary_tokens) else {
-            return Ok(None);
-        };
-        self.apply_compaction(&plan.plan, summary).map(Some)
+        let summary = summarizer.summarize(&folded, plan.summary_tokens);
+        Ok(summary.map(|summary| (plan.plan, summary)))
     }
 
     /// The compaction chunk that applies `plan` with `summary` to this
