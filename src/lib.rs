@@ -148,6 +148,7 @@ pub use model::chunk_id::{ChunkId, ChunkIds};
 pub use model::memory::{MemoryChunk, MemoryState};
 pub use model::roles::{ChunkKind, Retention, Role};
 pub use model::rows::Rows;
+pub use output::cache::{BreakCause, CacheBreak, CacheReport};
 pub use output::message::ContextMessage;
 pub use output::message_text::MessageText;
 pub use output::result::{BuildResult, CompactionInEffect, PreviousBuild};

@@ -11,7 +11,7 @@ use crate::render::Protocol;
 const BAR_WIDTH: usize = 60;
 
 /// What a stored chat's build started from, as a line.
-fn started_from(previous: PreviousBuild) -> &'static str {
+pub(crate) fn started_from(previous: PreviousBuild) -> &'static str {
     match previous {
         PreviousBuild::Extended => "extended the branch's last build",
         PreviousBuild::NoneKept => "started cold: no build of the branch is kept",
@@ -69,6 +69,13 @@ impl BuildResult {
                 out,
                 "  stable prefix: {stable} tokens identical to the previous build"
             );
+        }
+        if let Some(broke) = self
+            .cache
+            .as_ref()
+            .and_then(|cache| cache.broke_at.as_ref())
+        {
+            let _ = writeln!(out, "  cache: {}", broke.describe());
         }
         if let Some(previous) = self.previous_build {
             let _ = writeln!(out, "  {}", started_from(previous));
@@ -134,7 +141,7 @@ impl BuildResult {
     /// the low-water mark (trimming below the budget so that the next turns
     /// fit without a new cut, which keeps the prompt's prefix cached), the
     /// budget itself, or the previous build.
-    fn cut_reason(&self) -> Option<String> {
+    pub(crate) fn cut_reason(&self) -> Option<String> {
         // Only the budget's cuts: what a `context_management` edit
         // cleared is no cut kept from a previous build.
         let trimmed = self.decisions.iter().any(|d| {
@@ -168,21 +175,33 @@ impl BuildResult {
 
     /// The bars by kind and by decision, then what the budget dropped.
     fn write_bars(&self, out: &mut String) {
-        let in_prompt = |d: &&ChunkDecision| d.is_included();
-        let mut by_kind = Vec::new();
-        for kind in ChunkKind::ALL {
-            let tokens = self
-                .decisions
-                .iter()
-                .filter(in_prompt)
-                .filter(|d| d.kind == kind)
-                .map(|d| d.tokens)
-                .sum();
-            by_kind.push((kind_letter(kind), kind.as_str(), tokens));
+        let [by_kind, by_decision] = self.window_bars();
+        self.write_bar(out, "by kind", &by_kind);
+        self.write_bar(out, "by decision", &by_decision);
+        let (chunks, tokens) = self.dropped_for_budget();
+        if chunks > 0 {
+            let _ = writeln!(
+                out,
+                "  dropped for the budget: {chunks} chunks, {tokens} tokens"
+            );
         }
-        self.write_bar(out, "by kind", by_kind);
-        let mut by_decision = vec![('K', "kept", 0), ('T', "truncated", 0), ('S', "stubbed", 0)];
-        for d in self.decisions.iter().filter(in_prompt) {
+    }
+
+    /// The window by kind and by decision: the chunks in the prompt, then
+    /// framing and markers, free space and the reserve, adding up to
+    /// `max_tokens` (the `--explain` bars and the HTML page's).
+    pub(crate) fn window_bars(&self) -> [Vec<Segment>; 2] {
+        let in_prompt = || self.decisions.iter().filter(|d| d.is_included());
+        let by_kind = ChunkKind::ALL.map(|kind| {
+            let of_kind = in_prompt().filter(|d| d.kind == kind);
+            (
+                kind_letter(kind),
+                kind.as_str(),
+                of_kind.map(|d| d.tokens).sum(),
+            )
+        });
+        let mut by_decision = [('K', "kept", 0), ('T', "truncated", 0), ('S', "stubbed", 0)];
+        for d in in_prompt() {
             let slot = match d.decision {
                 Decision::Truncated { .. } => 1,
                 Decision::Stubbed { .. } => 2,
@@ -190,44 +209,38 @@ impl BuildResult {
             };
             by_decision[slot].2 += d.tokens;
         }
-        self.write_bar(out, "by decision", by_decision);
-        let dropped: Vec<_> = self
-            .decisions
-            .iter()
-            .filter(|d| {
-                matches!(
-                    d.decision,
-                    Decision::Dropped {
-                        reason: DropReason::Budget
-                    }
-                )
-            })
-            .collect();
-        if !dropped.is_empty() {
-            let tokens: usize = dropped.iter().map(|d| d.tokens).sum();
-            let _ = writeln!(
-                out,
-                "  dropped for the budget: {} chunks, {tokens} tokens",
-                dropped.len()
-            );
-        }
+        [by_kind.to_vec(), by_decision.to_vec()].map(|mut segments| {
+            let content: usize = segments.iter().map(|s| s.2).sum();
+            let outside = self.token_count.saturating_sub(content);
+            segments.push(('+', "framing, prompt, markers", outside));
+            segments.push(('.', "free", self.budget.saturating_sub(self.token_count)));
+            segments.push(('|', "reserve", self.reserve_output));
+            segments
+        })
     }
 
-    /// A bar of the window: `segments` (content), then framing and markers,
-    /// free space and the reserve; one letter per slice.
-    fn write_bar(&self, out: &mut String, title: &str, mut segments: Vec<(char, &str, usize)>) {
-        let content: usize = segments.iter().map(|s| s.2).sum();
-        segments.push((
-            '+',
-            "framing, prompt, markers",
-            self.token_count.saturating_sub(content),
-        ));
-        segments.push(('.', "free", self.budget.saturating_sub(self.token_count)));
-        segments.push(('|', "reserve", self.reserve_output));
+    /// How many chunks the budget dropped, and their tokens.
+    pub(crate) fn dropped_for_budget(&self) -> (usize, usize) {
+        let dropped = self.decisions.iter().filter(|d| {
+            matches!(
+                d.decision,
+                Decision::Dropped {
+                    reason: DropReason::Budget
+                }
+            )
+        });
+        dropped.fold((0, 0), |(chunks, tokens), d| {
+            (chunks + 1, tokens + d.tokens)
+        })
+    }
+
+    /// A bar of the window: one letter per slice of `segments`, then a
+    /// line for each that is not empty.
+    fn write_bar(&self, out: &mut String, title: &str, segments: &[Segment]) {
         let window = self.max_tokens.max(1);
         let mut bar = String::with_capacity(BAR_WIDTH);
         let (mut drawn, mut cumulative) = (0, 0u128);
-        for &(letter, _, tokens) in &segments {
+        for &(letter, _, tokens) in segments {
             cumulative += tokens as u128;
             // In u128: a budget near usize::MAX times the width must not overflow.
             let upto = (cumulative * BAR_WIDTH as u128)
@@ -239,7 +252,7 @@ impl BuildResult {
             drawn = drawn.max(upto);
         }
         let _ = writeln!(out, "window {title:<11} [{bar}]");
-        for (letter, name, tokens) in segments.into_iter().filter(|s| s.2 > 0) {
+        for &(letter, name, tokens) in segments.iter().filter(|s| s.2 > 0) {
             let percent = tokens as f64 * 100.0 / window as f64;
             let _ = writeln!(
                 out,
@@ -248,6 +261,9 @@ impl BuildResult {
         }
     }
 }
+
+/// A slice of a window bar: its letter, its name and its tokens.
+pub(crate) type Segment = (char, &'static str, usize);
 
 fn kind_letter(kind: ChunkKind) -> char {
     match kind {
@@ -262,7 +278,7 @@ fn kind_letter(kind: ChunkKind) -> char {
     }
 }
 
-fn reason_name(reason: DropReason) -> &'static str {
+pub(crate) fn reason_name(reason: DropReason) -> &'static str {
     match reason {
         DropReason::Filtered => "filtered",
         DropReason::Orphan => "orphan",
@@ -274,7 +290,7 @@ fn reason_name(reason: DropReason) -> &'static str {
 
 /// What happened to a chunk, in words: a chunk its cap cut and the budget
 /// then stubbed or dropped says both.
-fn decision_text(d: &ChunkDecision) -> String {
+pub(crate) fn decision_text(d: &ChunkDecision) -> String {
     let protected = if d.protected { ", protected" } else { "" };
     let what = match d.decision {
         Decision::Kept => format!("kept{protected}"),

@@ -44,6 +44,7 @@ mod anthropic_messages;
 mod cache_breakpoints;
 mod conversation;
 pub(crate) mod explain;
+pub mod html;
 mod native_request;
 mod openai_chat;
 mod openai_responses;

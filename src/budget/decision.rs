@@ -3,7 +3,7 @@
 //! [`StubReason`]). The report's `included`, `excluded` and `truncated`
 //! are views of these.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::policy::Policy;
 use crate::model::chunk_id::ChunkId;
@@ -11,7 +11,7 @@ use crate::model::memory::MemoryChunk;
 use crate::model::roles::ChunkKind;
 
 /// Why a chunk was left out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum DropReason {
@@ -29,7 +29,7 @@ pub enum DropReason {
 }
 
 /// Why a chunk was stubbed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum StubReason {
@@ -41,7 +41,7 @@ pub enum StubReason {
 }
 
 /// What happened to a chunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Decision {
@@ -74,7 +74,7 @@ pub enum Decision {
 }
 
 /// The decision about one input chunk.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ChunkDecision {
     /// The chunk's id.
@@ -97,7 +97,7 @@ pub struct ChunkDecision {
     /// Tokens of the rendered chunk before its cap cut it, when this build
     /// cut it and then stubbed or dropped it (the decision no longer says
     /// `truncated`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncated_from: Option<usize>,
 }
 

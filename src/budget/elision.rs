@@ -1,9 +1,9 @@
 //! What the budget left out of the history: [`Elision`].
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// History the budget left out, summarized by the marker that replaces it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Elision {
     /// How many chunks were dropped for the budget.

@@ -197,9 +197,16 @@ pub fn build(target: &ChatTarget, options: &BuildOptions) -> Result<Printed> {
     let builder = options.builder()?;
     builder.load_tables_in_background();
     let mut engine = target.open_existing(builder)?;
-    let result = engine.build()?;
+    let mut result = engine.build()?;
+    if let Some(previous) = &options.previous {
+        result.cache = Some(result.cache_since(previous));
+    }
     let kept = engine.keep_counts();
     let mut printed = print(&result, options)?;
+    if options.html {
+        let state = engine.state()?;
+        printed.html = Some(crate::adapter::html::window_page(&result, Some(state)));
+    }
     if let Err(error) = kept {
         printed.warnings.push(format!(
             "the counts of this build could not be stored: {error}"

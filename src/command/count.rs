@@ -75,6 +75,7 @@ pub fn count(text: &str, options: &CountOptions) -> Result<(usize, Printed)> {
         warnings,
         build_warnings: 0,
         result: None,
+        html: None,
     };
     Ok((tokens, printed))
 }

@@ -59,7 +59,11 @@ use crate::{ContextConfig, ErrorKind, MemoryState, Result};
 /// ([`ErrorKind::BudgetExceeded`]), or an
 /// output that cannot be made of the build.
 pub fn build(state: &MemoryState, options: &BuildOptions) -> Result<Printed> {
-    build_compiled(state, &options.builder()?.compile()?, options)
+    let mut builder = options.builder()?;
+    if let Some(previous) = &options.previous {
+        builder.previous(previous);
+    }
+    build_compiled(state, &builder.compile()?, options)
 }
 
 /// [`build`] with `config`, the options' builder compiled once for many
@@ -74,7 +78,11 @@ pub fn build_compiled(
     options: &BuildOptions,
 ) -> Result<Printed> {
     let result = config.build(state)?;
-    print(&result, options)
+    let mut printed = print(&result, options)?;
+    if options.html {
+        printed.html = Some(crate::adapter::html::window_page(&result, Some(state)));
+    }
+    Ok(printed)
 }
 
 /// The exit status the CLI ends with for an error of `kind`: 2 for input

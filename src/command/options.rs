@@ -68,6 +68,12 @@ pub struct BuildOptions {
     /// Not `--no-cache-control`: Anthropic's `cache_control` breakpoints
     /// in [`Output::AnthropicNative`].
     pub cache_control: bool,
+    /// The previous build (`--previous`): `build` keeps its cut while it
+    /// fits, and both builds report what their prompt cache keeps of it
+    /// ([`BuildResult::cache`](crate::BuildResult::cache)).
+    pub previous: Option<crate::BuildResult>,
+    /// Also make the build's page (`--html`): [`Printed::html`](super::Printed::html).
+    pub html: bool,
 }
 
 impl Default for BuildOptions {
@@ -90,6 +96,8 @@ impl Default for BuildOptions {
             threads: None,
             output: Output::Report,
             cache_control: true,
+            previous: None,
+            html: false,
         }
     }
 }

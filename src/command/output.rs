@@ -106,6 +106,9 @@ pub struct Printed {
     /// The build the body was made of (`None` for `count`), for a caller
     /// that explains it.
     pub result: Option<BuildResult>,
+    /// The build as an HTML page, when the options asked for it
+    /// ([`BuildOptions::html`]).
+    pub html: Option<String>,
 }
 
 /// What a command prints: JSON, or text (`--output text`, `count`).
@@ -182,6 +185,7 @@ pub fn print(result: &BuildResult, options: &BuildOptions) -> Result<Printed> {
         warnings,
         build_warnings,
         result: Some(result.clone()),
+        html: None,
     })
 }
 

@@ -538,6 +538,8 @@ impl ContextEngine {
             }
         };
         result.previous_build = Some(start.outcome());
+        // What this engine sent last is what a prompt cache holds for it.
+        result.cache = (self.last_build.as_ref()).map(|last| result.cache_since(last));
         result.warnings.append(&mut warnings);
         if let Some(record) = record {
             self.keep_record(&record, &mut result.warnings);

@@ -4,7 +4,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use smallvec::SmallVec;
 
 use crate::syntax::str_like::str_like;
@@ -41,6 +41,14 @@ pub(crate) fn fingerprint(id: &str) -> u64 {
 impl From<&str> for ChunkId {
     fn from(id: &str) -> Self {
         ChunkId(Arc::from(id), fingerprint(id))
+    }
+}
+
+/// Read from a report (`--previous`): the id's text.
+impl<'de> Deserialize<'de> for ChunkId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let id = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Ok(ChunkId::from(&*id))
     }
 }
 

@@ -7,9 +7,9 @@ use rustc_hash::FxHashMap;
 
 use crate::budget::{Fate, Policy, PreviousCut, Timeline};
 use crate::model::rows::Rows;
-use crate::output::message::{ContextMessage, MessageFingerprint, Summary, content_hash};
+use crate::output::cache::stable_prefix;
+use crate::output::message::{ContextMessage, MessageFingerprint, Summary};
 use crate::output::result::BuildResult;
-use crate::tokens::parts::SEPARATOR;
 
 /// The last build: the report, whose messages' fingerprints and summary
 /// the next build compares with and reuses, and its cut; for a session's,
@@ -25,6 +25,10 @@ pub(crate) struct LastBuild {
     /// session's, until an edit. The fields below describe the session it
     /// was built from; a builder's previous build leaves them empty.
     pub(crate) extendable: bool,
+    /// Whether `result` is the whole build, which the next one's
+    /// [`CacheReport`](crate::CacheReport) compares with: not a build a
+    /// store kept, of which only the fingerprints and summary are known.
+    pub(crate) whole: bool,
     /// How many chunks the session had then.
     pub(crate) chunks: usize,
     /// The steps, latest user message and newest tool use then.
@@ -55,6 +59,7 @@ impl From<&BuildResult> for LastBuild {
             result: result.clone(),
             cut: PreviousCut::by_id(&result.decisions),
             extendable: false,
+            whole: true,
             chunks: 0,
             timeline: Timeline::default(),
             calls: FxHashMap::default(),
@@ -79,45 +84,19 @@ impl LastBuild {
                 marks,
                 removed: FxHashMap::default(),
             },
+            whole: false,
             ..LastBuild::from(&BuildResult::carrying(fingerprints, summary))
         }
     }
 
-    /// Tokens at the start of `messages` (fingerprinted as `fingerprints`)
-    /// that are byte-identical to the previous build's, as far as a
-    /// provider's prefix cache can tell: every leading message that is
-    /// unchanged (framing included), then, when the next message only grew
-    /// (same role, its old content then a separator then more), the content
-    /// tokens of its old parts. A lower bound: the framing of a grown
-    /// message is not counted.
+    /// Tokens at the start of `messages` (fingerprinted as
+    /// `fingerprints`) byte-identical to the previous build's (see
+    /// `output::cache::stable_prefix`).
     pub(crate) fn stable_prefix_tokens(
         &self,
         messages: &Rows<ContextMessage>,
         fingerprints: &Rows<MessageFingerprint>,
     ) -> usize {
-        let mut stable = 0;
-        let pairs = messages
-            .iter()
-            .zip(fingerprints)
-            .zip(&self.result.fingerprints);
-        for ((new, print), old) in pairs {
-            if print.role != old.role {
-                break;
-            }
-            if print.len == old.len && print.hash == old.hash {
-                stable += new.tokens;
-                continue;
-            }
-            let content = new.content.as_str();
-            let grew = content.len() > old.len
-                && content.is_char_boundary(old.len)
-                && content[old.len..].starts_with(SEPARATOR)
-                && content_hash(&content[..old.len]) == old.hash;
-            if grew {
-                stable += old.growable;
-            }
-            break;
-        }
-        stable
+        stable_prefix(messages, fingerprints, self.result.fingerprints.iter())
     }
 }

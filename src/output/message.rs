@@ -6,7 +6,7 @@ use std::hash::Hasher;
 
 use serde::Serialize;
 
-use crate::model::chunk_id::ChunkIds;
+use crate::model::chunk_id::{ChunkId, ChunkIds};
 use crate::model::roles::Role;
 use crate::model::rows::Rows;
 use crate::output::message_text::MessageText;
@@ -23,6 +23,24 @@ pub struct ContextMessage {
     pub chunk_ids: ChunkIds,
     /// Tokens this message costs: content plus its framing.
     pub tokens: usize,
+    /// Where each chunk's text sits in `content`, one span per chunk id
+    /// (empty when unknown: a report read back from JSON).
+    #[serde(skip)]
+    pub(crate) spans: ChunkSpans,
+}
+
+/// Byte ranges of a message's chunks in its content.
+pub(crate) type ChunkSpans = smallvec::SmallVec<[std::ops::Range<usize>; 2]>;
+
+impl ContextMessage {
+    /// Each chunk of the message with its rendered text (tag, body and
+    /// attributes, as the prompt holds it), in order. Empty for a message
+    /// of a report read back from JSON, which does not say where each
+    /// chunk's text ends.
+    pub fn chunk_texts(&self) -> impl Iterator<Item = (&ChunkId, &str)> + '_ {
+        let spans = self.spans.iter().map(|span| &self.content[span.clone()]);
+        self.chunk_ids.iter().zip(spans)
+    }
 }
 
 /// The summary that stands for dropped history, kept so the next build can

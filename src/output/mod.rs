@@ -3,8 +3,10 @@
 //! ([`BuildStats`](crate::BuildStats)), and what the next build of a
 //! session reads of it (`last_build`).
 
+pub(crate) mod cache;
 pub(crate) mod last_build;
 pub(crate) mod message;
 pub(crate) mod message_text;
+pub(crate) mod report_in;
 pub(crate) mod result;
 pub(crate) mod stats;

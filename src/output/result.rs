@@ -2,14 +2,15 @@
 //! decision per chunk, with what it hands the next build; and how a
 //! provider's bill for it calibrates estimates.
 
-use serde::Serialize;
 use serde::ser::{SerializeStruct, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::budget::{AppliedEdit, ChunkDecision, Decision, Elision};
 use crate::error::Result;
 use crate::model::chunk_id::ChunkId;
 use crate::model::roles::Role;
 use crate::model::rows::Rows;
+use crate::output::cache::CacheReport;
 use crate::output::message::{ContextMessage, MessageFingerprint, Summary};
 use crate::render::Protocol;
 use crate::tokens::parts::CountedText;
@@ -52,6 +53,14 @@ pub struct BuildResult {
     /// Tokens of the leading messages byte-identical to the previous build's,
     /// when one was given (see [`ContextBuilder::previous`](crate::ContextBuilder::previous)).
     pub stable_prefix_tokens: Option<usize>,
+    /// What a provider's prefix cache can serve of the previous build's
+    /// prompt in this one, and where and why it broke: in every build of
+    /// a session after its first, and in a build given its previous one
+    /// (see [`cache_since`](BuildResult::cache_since)).
+    pub cache: Option<CacheReport>,
+    /// A hash of the settings and policy that shape the prompt, the system
+    /// prompt left out: a [`CacheReport`] tells a changed setting by it.
+    pub(crate) settings_key: Option<u64>,
     /// The summary in the prompt, for the next build to reuse.
     pub(crate) summary: Option<Summary>,
     /// Per message, what the next build compares its own with (for its
@@ -92,7 +101,7 @@ pub struct BuildResult {
 }
 
 /// The compaction a build shows, and what it stands for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct CompactionInEffect {
     /// The compaction chunk's id.
@@ -150,6 +159,8 @@ impl BuildResult {
             elided: None,
             trim_target: None,
             stable_prefix_tokens: None,
+            cache: None,
+            settings_key: None,
             summary,
             fingerprints,
             last_part: None,
@@ -222,7 +233,7 @@ impl BuildResult {
 /// fields a build hands the next one left out.
 impl Serialize for BuildResult {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        let mut report = serializer.serialize_struct("BuildResult", 21)?;
+        let mut report = serializer.serialize_struct("BuildResult", 23)?;
         report.serialize_field("model", &self.model)?;
         report.serialize_field("encoding", &self.encoding)?;
         report.serialize_field("budget", &self.budget)?;
@@ -241,6 +252,7 @@ impl Serialize for BuildResult {
         optional_field(&mut report, "trim_target", self.trim_target.as_ref())?;
         let stable = self.stable_prefix_tokens.as_ref();
         optional_field(&mut report, "stable_prefix_tokens", stable)?;
+        optional_field(&mut report, "cache", self.cache.as_ref())?;
         report.serialize_field("decisions", &self.decisions)?;
         let unread = Some(&self.unread_chunks).filter(|&&n| n > 0);
         optional_field(&mut report, "unread_chunks", unread)?;
@@ -250,6 +262,8 @@ impl Serialize for BuildResult {
         optional_field(&mut report, "previous_build", self.previous_build.as_ref())?;
         optional_field(&mut report, "compaction", self.compaction.as_ref())?;
         optional_field(&mut report, "compaction_due", self.compaction_due.as_ref())?;
+        let key = self.settings_key.map(|key| format!("{key:016x}"));
+        optional_field(&mut report, "settings_key", key.as_ref())?;
         report.end()
     }
 }

@@ -16,9 +16,9 @@ use crate::error::Result;
 use crate::model::chunk_id::{ChunkId, ChunkIds};
 use crate::model::memory::{MemoryChunk, MemoryState};
 use crate::model::roles::Role;
-use crate::output::message::{ContextMessage, Summary};
+use crate::output::message::{ChunkSpans, ContextMessage, Summary};
 use crate::render::history_note;
-use crate::tokens::parts::{CountedText, join};
+use crate::tokens::parts::{CountedText, SEPARATOR, join};
 
 /// Replaces the elision marker by a summary when the policy has a
 /// summarizer and the summary fits where the marker was.
@@ -196,7 +196,7 @@ pub(crate) fn assemble(
     let mut messages = Vec::with_capacity(layout.messages.len() + 1);
     let mut growable = Vec::with_capacity(layout.messages.len() + 1);
     let mut last_part = None;
-    let mut push = |role: Role, parts: &[&CountedText], chunk_ids: ChunkIds| {
+    let mut push = |role: Role, parts: &[&CountedText], chunk_ids: ChunkIds, spans| {
         growable.push(growable_prefix(parts));
         last_part = parts.last().map(|part| part.released());
         messages.push(ContextMessage {
@@ -204,15 +204,16 @@ pub(crate) fn assemble(
             content: join(parts).into(),
             chunk_ids,
             tokens: planner.message_tokens(role, parts),
+            spans,
         });
     };
     if !planner.system.is_empty() {
         let parts: Vec<&CountedText> = planner.system.iter().map(|p| &**p).collect();
-        push(
-            Role::System,
-            &parts,
-            system_chunks.iter().map(|&i| id_of(i)).collect(),
-        );
+        // The system prompt and fragments come first, then the chunks.
+        let first_chunk = parts.len() - system_chunks.len();
+        let spans = spans_of(&parts, |k| k >= first_chunk);
+        let ids = system_chunks.iter().map(|&i| id_of(i)).collect();
+        push(Role::System, &parts, ids, spans);
     }
     for (role, slots) in &layout.messages {
         let parts: SmallVec<[&CountedText; 8]> =
@@ -224,13 +225,29 @@ pub(crate) fn assemble(
                 Slot::Marker | Slot::HistoryStart => None,
             })
             .collect();
-        push(*role, &parts, chunk_ids);
+        let spans = spans_of(&parts, |k| matches!(slots[k], Slot::Item(_)));
+        push(*role, &parts, chunk_ids, spans);
     }
     Assembly {
         messages,
         growable,
         last_part,
     }
+}
+
+/// Where the parts for which `is_chunk` holds sit in the parts' text
+/// joined by [`SEPARATOR`].
+fn spans_of(parts: &[&CountedText], is_chunk: impl Fn(usize) -> bool) -> ChunkSpans {
+    let mut start = 0;
+    let mut spans = ChunkSpans::new();
+    for (k, part) in parts.iter().enumerate() {
+        let end = start + part.text.len();
+        if is_chunk(k) {
+            spans.push(start..end);
+        }
+        start = end + SEPARATOR.len();
+    }
+    spans
 }
 
 /// Content tokens of a message that a later build leaves in place when it

@@ -35,8 +35,9 @@ use crate::error::Result;
 use crate::model::chunk_id::{ChunkId, ChunkIds, fingerprint};
 use crate::model::memory::{MemoryChunk, MemoryState};
 use crate::model::roles::Role;
+use crate::output::cache::CacheReport;
 use crate::output::last_build::LastBuild;
-use crate::output::message::{ContextMessage, MessageFingerprint};
+use crate::output::message::{ChunkSpans, ContextMessage, MessageFingerprint};
 use crate::output::message_text::MessageText;
 use crate::output::result::BuildResult;
 use crate::settings::Settings;
@@ -101,6 +102,7 @@ impl LastBuild {
         LastBuild {
             cut: PreviousCut::by_position(&result.decisions),
             extendable: true,
+            whole: true,
             chunks: state.chunks.len(),
             timeline: Timeline::of(&state.chunks, |index| {
                 !is_filtered(&result.decisions[index])
@@ -182,7 +184,13 @@ impl<'a> Build<'a> {
         let growth = grow(&carry.result, &appended, &framing);
         let Some(lifted) = lifted.filter(|_| growth.total <= carry.result.budget) else {
             let turn = (&appended[..], timeline);
-            return self.replan(carry, turn);
+            let previous = carry.result.clone();
+            let mut replanned = self.replan(carry, turn)?;
+            if let Some(result) = &mut replanned {
+                result.cache = Some(result.cache_since(&previous));
+                carry.result.cache.clone_from(&result.cache);
+            }
+            return Ok(replanned);
         };
         // Nothing fails from here: the last build becomes this one.
         self.apply(carry, &growth, &framing);
@@ -386,6 +394,7 @@ impl<'a> Build<'a> {
                 content: MessageText::default(),
                 chunk_ids: ChunkIds::default(),
                 tokens: 0,
+                spans: ChunkSpans::new(),
             };
             append_parts(&mut message, parts);
             let (content, growable) = grown_counts(0, parts);
@@ -404,6 +413,11 @@ impl<'a> Build<'a> {
         }
         result.token_count = growth.total;
         result.stable_prefix_tokens = Some(stable);
+        // Only appended to: the previous prompt is all still there.
+        result.cache = Some(CacheReport {
+            stable_prefix_tokens: stable,
+            broke_at: None,
+        });
         result.trim_target = None;
     }
 }
@@ -501,6 +515,9 @@ fn append_parts(message: &mut ContextMessage, parts: &[&Appended<'_>]) {
         if !content.is_empty() {
             content.push_str(SEPARATOR);
         }
+        message
+            .spans
+            .push(content.len()..content.len() + text.len());
         content.push_str(text);
     }
     message.content = content.into();

@@ -183,8 +183,10 @@ impl<'a> Build<'a> {
         let planned = self.plan(prepared)?;
         let assembled = self.assemble(planned)?;
         let trigger = self.compaction_trigger();
+        let previous = self.previous.filter(|previous| previous.whole);
         let mut result = self.report(assembled);
         result.compaction_due = trigger.map(|t| result.untrimmed_tokens() > t);
+        result.cache = previous.map(|previous| result.cache_since(&previous.result));
         Ok(result)
     }
 

@@ -46,6 +46,8 @@ impl Build<'_> {
             elided: elision,
             trim_target,
             stable_prefix_tokens,
+            cache: None,
+            settings_key: Some(settings.cache_key(self.preparer.policy)),
             fingerprints,
             summary,
             last_part,

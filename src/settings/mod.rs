@@ -150,11 +150,29 @@ impl Settings {
         if self.counter.is_some() {
             return None;
         }
-        let text = format!(
+        let text = format!("{:?} {}", self.system_prompt, self.shaping_text(policy));
+        Some(format!(
+            "{} {:016x}",
+            env!("CARGO_PKG_VERSION"),
+            hash(&text)
+        ))
+    }
+
+    /// A hash of what shapes a prompt under `policy` besides its input and
+    /// the system prompt: a [`CacheReport`](crate::CacheReport) blames a
+    /// broken prefix on the settings when two builds' keys differ.
+    pub(crate) fn cache_key(&self, policy: &Policy) -> u64 {
+        hash(&self.shaping_text(policy))
+    }
+
+    /// Every setting that shapes a plan but the system prompt, and the
+    /// plan's policy, as text.
+    fn shaping_text(&self, policy: &Policy) -> String {
+        format!(
             "{:?}",
             (
                 (&self.model, self.max_tokens, self.reserve_output),
-                (&self.system_prompt, self.escape, &self.framing),
+                (self.escape, &self.framing, self.counter.is_some()),
                 (&self.include_kinds, &self.exclude_kinds, &self.include_ids),
                 (self.renderers.protocol(), self.renderers.tag_set().names()),
                 (self.renderers.only_default(), &self.renderers.custom_tags()),
@@ -162,11 +180,7 @@ impl Settings {
                 (&self.fragments_format, &self.fragment_options),
                 policy.key_text(),
             )
-        );
-        let mut hasher = rustc_hash::FxHasher::default();
-        std::hash::Hasher::write(&mut hasher, text.as_bytes());
-        let hash = std::hash::Hasher::finish(&hasher);
-        Some(format!("{} {hash:016x}", env!("CARGO_PKG_VERSION")))
+        )
     }
 
     /// The ids `include_ids` keeps, when set.
@@ -256,4 +270,11 @@ impl Settings {
             None => Ok(()),
         }
     }
+}
+
+/// The 64-bit hash a key keeps of `text`.
+fn hash(text: &str) -> u64 {
+    let mut hasher = rustc_hash::FxHasher::default();
+    std::hash::Hasher::write(&mut hasher, text.as_bytes());
+    std::hash::Hasher::finish(&hasher)
 }

@@ -17,6 +17,7 @@ use clap::builder::{PossibleValue, TypedValueParser};
 use std::ffi::OsStr;
 
 use crate::OutputArgs;
+use agent_context::BuildResult;
 
 #[derive(clap::Args)]
 pub(crate) struct BuildOptions {
@@ -193,6 +194,16 @@ impl BuildOptions {
         if let Some(output) = output {
             options.output = output.output;
             options.cache_control = !output.no_cache_control;
+            if let Some(file) = &output.previous {
+                let report = std::fs::read_to_string(file).map_err(|source| {
+                    agent_context::ErrorKind::Io {
+                        context: format!("reading --previous {file}"),
+                        source,
+                    }
+                })?;
+                options.previous = Some(BuildResult::from_report(&report, "--previous")?);
+            }
+            options.html = output.html.is_some();
         }
         Ok(options)
     }

@@ -227,7 +227,7 @@ pub(crate) fn run(command: ChatCommand) -> Result<String> {
         ChatCommand::Build(args) => {
             let options = args.options.to_options(Some(&args.output))?;
             let printed = chat::build(&args.target.into(), &options)?;
-            return Ok(args.output.emit(&printed));
+            return args.output.emit(&printed);
         }
         ChatCommand::Compact(args) => compact(args)?,
         ChatCommand::Export(target) => {

@@ -214,7 +214,7 @@ fn build(args: BuildArgs) -> agent_context::Result<String> {
     options.builder()?.load_tables_in_background();
     let state = input::read_session(&args.file, &args.input)?;
     let printed = command::build(&state, &options)?;
-    Ok(args.output.emit(&printed))
+    args.output.emit(&printed)
 }
 
 /// What `build` and `chat build` print, and how.
@@ -229,19 +229,44 @@ pub(crate) struct OutputArgs {
     /// Leave out Anthropic's `cache_control` breakpoints (anthropic-native).
     #[arg(long)]
     no_cache_control: bool,
+    /// The JSON report of the previous build of this session: the report
+    /// says what a prompt cache keeps of its prompt, and where and why the
+    /// prefix broke (`cache`); `build` also keeps its cut while it fits.
+    #[arg(long, value_name = "REPORT")]
+    previous: Option<String>,
+    /// Also write the build as one self-contained HTML page to FILE.
+    #[arg(long, value_name = "FILE")]
+    html: Option<std::path::PathBuf>,
 }
 
 impl OutputArgs {
     /// Writes the warnings (or, with `--explain`, the build's breakdown)
     /// to stderr and returns stdout.
-    pub(crate) fn emit(&self, printed: &Printed) -> String {
+    pub(crate) fn emit(&self, printed: &Printed) -> agent_context::Result<String> {
+        if let (Some(path), Some(html)) = (&self.html, &printed.html) {
+            write_page(path, html)?;
+        }
         let shown = match (self.explain, &printed.result) {
             (true, Some(result)) => explain(result, printed),
             _ => 0,
         };
         write_warnings(&printed.warnings[shown..]);
-        printed.body.to_pretty()
+        Ok(printed.body.to_pretty())
     }
+}
+
+/// Writes an HTML page to `path`, whole or not at all: into a file
+/// beside it, then renamed over it.
+pub(crate) fn write_page(path: &std::path::Path, html: &str) -> agent_context::Result<()> {
+    let failed = |source| agent_context::ErrorKind::Io {
+        context: format!("writing --html {}", path.display()),
+        source,
+    };
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".partial");
+    std::fs::write(&partial, html).map_err(failed)?;
+    std::fs::rename(&partial, path).map_err(failed)?;
+    Ok(())
 }
 
 /// Writes the breakdown of `result`; returns how many of the warnings

@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::time::Instant;
 
+use agent_context::adapter::html::{ReplayTurn, replay_page};
 use agent_context::command::{self, chat_compact};
 use agent_context::compaction::{AppliedCompaction, CompactionOptions, CompactionPlan};
 use agent_context::{BuildResult, ChunkKind, ContextBuilder, ContextSession, MemoryState, Role};
@@ -39,6 +40,10 @@ pub(crate) struct ReplayArgs {
     /// a quarter of the budget).
     #[arg(long, value_name = "N", requires = "summarizer")]
     keep_tokens: Option<usize>,
+    /// Also write the run as one self-contained HTML page to FILE: tokens
+    /// per turn, the stable prefix, every break of it, the last window.
+    #[arg(long, value_name = "FILE")]
+    html: Option<std::path::PathBuf>,
 }
 
 /// One JSON line per turn, written as soon as the turn is built, then a
@@ -57,7 +62,8 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
     let mut out = std::io::stdout().lock();
     let mut times = Vec::new();
     let (mut tokens_counted, mut prefix_changes, mut compactions) = (0, 0, 0);
-    let mut previous: Option<BuildResult> = None;
+    let mut turns: Vec<ReplayTurn> = Vec::new();
+    let mut last: Option<BuildResult> = None;
     let total = recorded.chunks.len();
     for (index, chunk) in recorded.chunks.into_iter().enumerate() {
         let ends_turn = match args.every {
@@ -82,18 +88,16 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
         let stats = session.stats();
         times.push(build_us);
         tokens_counted += stats.tokens_counted;
-        if let Some(previous) = &previous {
-            let stable = previous
-                .messages
-                .take(previous.messages.len().saturating_sub(1));
-            prefix_changes += usize::from(!result.messages.starts_with(&stable));
-        }
+        let broke = result.cache.as_ref().and_then(|c| c.broke_at.as_ref());
+        prefix_changes += usize::from(broke.is_some());
+        let mut turn = ReplayTurn::of(times.len(), index + 1, &result, options.low_water);
         let mut line = json!({
             "turn": times.len(),
             "chunks": index + 1,
             "token_count": result.token_count,
             "excluded": result.excluded().count(),
             "stable_prefix_tokens": result.stable_prefix_tokens,
+            "cache": result.cache,
             "build_us": build_us,
             "new_tokens_counted": stats.tokens_counted,
         });
@@ -103,10 +107,16 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
         if args.summarizer.is_some() && result.compaction_due == Some(true) {
             let compacted = compact(&mut session, args.keep_tokens)?;
             compactions += usize::from(compacted.is_some());
+            turn.compacted = compacted.is_some();
             line["compacted"] = json!(compacted);
         }
         emit(&mut out, &line)?;
-        previous = Some(result);
+        turns.push(turn);
+        last = Some(result);
+    }
+    if let Some(path) = &args.html {
+        let window = last.as_ref().map(|result| (result, session.state()));
+        crate::write_page(path, &replay_page(&turns, window))?;
     }
     let mut sorted = times.clone();
     sorted.sort_unstable();

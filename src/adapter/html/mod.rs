@@ -1,0 +1,12 @@
+//! A build, or a replay of a session, as one self-contained HTML page
+//! (`--html`): the window as bars, every chunk in prompt order with its
+//! text a click away, and for a replay the prompt per turn against the
+//! budget and where the prompt cache broke. Every string from the input
+//! is escaped, and the page runs no script (see `docs/rendering.md`).
+
+mod page;
+mod replay;
+mod window;
+
+pub use replay::{ReplayTurn, replay_page};
+pub use window::window_page;

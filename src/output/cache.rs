@@ -1,0 +1,274 @@
+//! [`CacheReport`]: how much of the previous build's prompt a provider's
+//! prefix cache can serve in this one, and, when the prefix broke, where
+//! and why.
+
+use serde::Serialize;
+
+use crate::budget::{ChunkDecision, Decision, DropReason, StubReason};
+use crate::model::chunk_id::ChunkId;
+use crate::model::roles::Role;
+use crate::output::message::{ContextMessage, MessageFingerprint, content_hash};
+use crate::output::result::BuildResult;
+use crate::tokens::parts::SEPARATOR;
+
+/// What a build shares with the previous one, as a prompt cache sees it
+/// (the report's `"cache"`; see `docs/sessions.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct CacheReport {
+    /// Tokens at the start of the prompt byte-identical to the previous
+    /// one's: [`BuildResult::stable_prefix_tokens`].
+    pub stable_prefix_tokens: usize,
+    /// Where the previous prompt stopped being a prefix of this one, and
+    /// why; `None` when all of it carried over (its last message may have
+    /// grown).
+    pub broke_at: Option<CacheBreak>,
+}
+
+/// Where a prompt's cached prefix broke.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct CacheBreak {
+    /// The first message (0-based, in this build's messages) that differs
+    /// from the previous build's message at that place.
+    pub message: usize,
+    /// The chunk where it differs: the previous prompt's chunk that left or
+    /// changed there, else this prompt's chunk in its place. `None` when
+    /// no chunk tells (the fragments, the system prompt, the marker).
+    pub chunk: Option<ChunkId>,
+    /// Why.
+    pub cause: BreakCause,
+    /// Tokens of the previous prompt after the break: what a prefix cache
+    /// held that this prompt pays for again, or no longer sends.
+    pub tokens_lost: usize,
+}
+
+/// Why a prompt's cached prefix broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BreakCause {
+    /// The window refilled: the budget trimmed the history (to the
+    /// low-water mark), dropping or stubbing what the previous prompt held.
+    Refilled,
+    /// A `context_management` edit cleared something the previous prompt held.
+    ContextEdit,
+    /// A new compaction folded what the previous prompt held.
+    Compaction,
+    /// The system message changed: the system prompt, the fragments or a
+    /// system chunk.
+    SystemChanged,
+    /// A chunk the previous prompt held changed, left the input, or one
+    /// was put before others (the break's `chunk` names it).
+    ChunkChanged,
+    /// The model, the budget or a setting that shapes the prompt changed.
+    SettingsChanged,
+}
+
+impl BuildResult {
+    /// What this build shares with `previous` (an earlier build of the same
+    /// session), as a provider's prefix cache sees it: the tokens it can
+    /// serve, and where and why the prefix broke. A session's builds (and
+    /// a builder's, given [`previous`](crate::ContextBuilder::previous))
+    /// carry it in [`cache`](BuildResult::cache).
+    ///
+    /// Costs a walk of the messages up to the break; the cause reads the
+    /// decisions of the chunk there.
+    pub fn cache_since(&self, previous: &BuildResult) -> CacheReport {
+        let stable_prefix_tokens = stable_prefix(
+            &self.messages,
+            &self.fingerprints,
+            previous.fingerprints.iter(),
+        );
+        let broke_at = first_break(previous, self).map(|message| {
+            let chunk = chunk_at(previous, self, message);
+            let cause = cause_of(previous, self, message, chunk.as_ref());
+            let sent: usize = previous.messages.iter().map(|m| m.tokens).sum();
+            CacheBreak {
+                message,
+                chunk,
+                cause,
+                tokens_lost: sent.saturating_sub(stable_prefix_tokens),
+            }
+        });
+        CacheReport {
+            stable_prefix_tokens,
+            broke_at,
+        }
+    }
+}
+
+/// Tokens at the start of `messages` (fingerprinted as `fingerprints`)
+/// byte-identical to the messages fingerprinted as `old`, as far as a
+/// provider's prefix cache can tell: every leading message that is
+/// unchanged (framing included), then, when the next message only grew
+/// (same role, its old content then a separator then more), the content
+/// tokens of its old parts. A lower bound: the framing of a grown message
+/// is not counted.
+pub(crate) fn stable_prefix<'a>(
+    messages: &crate::Rows<ContextMessage>,
+    fingerprints: &crate::Rows<MessageFingerprint>,
+    old: impl Iterator<Item = &'a MessageFingerprint>,
+) -> usize {
+    let mut stable = 0;
+    for ((new, print), old) in messages.iter().zip(fingerprints).zip(old) {
+        if print.role != old.role {
+            break;
+        }
+        if print.len == old.len && print.hash == old.hash {
+            stable += new.tokens;
+            continue;
+        }
+        if grew(new, old) {
+            stable += old.growable;
+        }
+        break;
+    }
+    stable
+}
+
+/// Whether `message` is the message `old` fingerprints with parts
+/// appended: its old content, a separator, more.
+fn grew(message: &ContextMessage, old: &MessageFingerprint) -> bool {
+    let content = message.content.as_str();
+    message.role == old.role
+        && content.len() > old.len
+        && content.is_char_boundary(old.len)
+        && content[old.len..].starts_with(SEPARATOR)
+        && content_hash(&content[..old.len]) == old.hash
+}
+
+/// The first message of `current` that breaks `previous`'s prefix: one
+/// that differs from the previous message at its place, unless it is the
+/// previous prompt's last message grown. `None` when every previous
+/// message carried over.
+fn first_break(previous: &BuildResult, current: &BuildResult) -> Option<usize> {
+    let old = &previous.fingerprints;
+    let same = |(print, old): (&MessageFingerprint, &MessageFingerprint)| {
+        print.role == old.role && print.len == old.len && print.hash == old.hash
+    };
+    let matching = current
+        .fingerprints
+        .iter()
+        .zip(old)
+        .take_while(|&p| same(p));
+    let index = matching.count();
+    let last_grew = index + 1 == old.len()
+        && (current.messages.get(index)).is_some_and(|m| grew(m, &old[index]));
+    (index < old.len() && !last_grew).then_some(index)
+}
+
+/// The chunk where message `index` differs: the first place its chunk ids
+/// differ (the previous prompt's chunk there, else this one's), else the
+/// first chunk whose decision changed. `None` when neither tells.
+fn chunk_at(previous: &BuildResult, current: &BuildResult, index: usize) -> Option<ChunkId> {
+    let old_ids = previous.messages.get(index).map(|m| m.chunk_ids.as_slice());
+    let new_ids = current.messages.get(index).map(|m| m.chunk_ids.as_slice());
+    let (old_ids, new_ids) = (old_ids.unwrap_or_default(), new_ids.unwrap_or_default());
+    let differs = (0..old_ids.len().max(new_ids.len())).find(|&i| old_ids.get(i) != new_ids.get(i));
+    if let Some(i) = differs {
+        return old_ids.get(i).or(new_ids.get(i)).cloned();
+    }
+    let changed = |id: &&ChunkId| decision_of(previous, id) != decision_of(current, id);
+    old_ids.iter().find(changed).cloned()
+}
+
+/// The decision on the chunk `id` in `result`, if it read one.
+fn decision_of<'a>(result: &'a BuildResult, id: &ChunkId) -> Option<&'a ChunkDecision> {
+    result.decisions.iter().find(|d| &d.id == id)
+}
+
+/// Why message `index` broke the prefix, `chunk` being where.
+fn cause_of(
+    previous: &BuildResult,
+    current: &BuildResult,
+    index: usize,
+    chunk: Option<&ChunkId>,
+) -> BreakCause {
+    let keys = (previous.settings_key, current.settings_key);
+    let other_key = matches!(keys, (Some(old), Some(new)) if old != new);
+    if other_key || (&previous.model, previous.budget) != (&current.model, current.budget) {
+        return BreakCause::SettingsChanged;
+    }
+    let is_system =
+        |result: &BuildResult| (result.messages.get(index)).is_some_and(|m| m.role == Role::System);
+    if is_system(previous) || is_system(current) {
+        return BreakCause::SystemChanged;
+    }
+    let compacted = current.compaction.as_ref().map(|c| &c.id);
+    if compacted.is_some() && compacted != previous.compaction.as_ref().map(|c| &c.id) {
+        return BreakCause::Compaction;
+    }
+    let now = chunk
+        .and_then(|id| decision_of(current, id))
+        .map(|d| d.decision);
+    match now {
+        Some(
+            Decision::Stubbed {
+                reason: StubReason::ClearToolUses,
+                ..
+            }
+            | Decision::Dropped {
+                reason: DropReason::ClearThinking,
+            },
+        ) => BreakCause::ContextEdit,
+        Some(
+            Decision::Stubbed {
+                reason: StubReason::Budget,
+                ..
+            }
+            | Decision::Dropped {
+                reason: DropReason::Budget,
+            },
+        ) => BreakCause::Refilled,
+        Some(Decision::Dropped {
+            reason: DropReason::Compacted,
+        }) => BreakCause::Compaction,
+        _ if chunk.is_none() && previous.elided != current.elided => BreakCause::Refilled,
+        _ => BreakCause::ChunkChanged,
+    }
+}
+
+impl BreakCause {
+    /// The cause's name as the report writes it: `refilled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BreakCause::Refilled => "refilled",
+            BreakCause::ContextEdit => "context_edit",
+            BreakCause::Compaction => "compaction",
+            BreakCause::SystemChanged => "system_changed",
+            BreakCause::ChunkChanged => "chunk_changed",
+            BreakCause::SettingsChanged => "settings_changed",
+        }
+    }
+
+    /// The cause in words, for a person.
+    pub fn describe(self) -> &'static str {
+        match self {
+            BreakCause::Refilled => "the window refilled: the budget trimmed the history",
+            BreakCause::ContextEdit => "a context_management edit cleared what the prompt held",
+            BreakCause::Compaction => "a new compaction folded what the prompt held",
+            BreakCause::SystemChanged => {
+                "the system message changed (system prompt, fragments or a system chunk)"
+            }
+            BreakCause::ChunkChanged => "a chunk changed, left the input, or came in before others",
+            BreakCause::SettingsChanged => "the model, the budget or a setting changed",
+        }
+    }
+}
+
+impl CacheBreak {
+    /// The break in words: where, why and what it costs.
+    pub fn describe(&self) -> String {
+        let chunk = match &self.chunk {
+            Some(id) => format!(" (chunk {:?})", id.as_str()),
+            None => String::new(),
+        };
+        format!(
+            "the prefix broke at message {}{chunk}: {}; {} tokens of the previous prompt are lost",
+            self.message,
+            self.cause.describe(),
+            self.tokens_lost
+        )
+    }
+}
