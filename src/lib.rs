@@ -67,7 +67,8 @@
 //!   and checkpoints, saved atomically, built within the budget.
 //! * [`compaction`]: a durable summary of what a long run drops, planned
 //!   and applied in two steps, so the runtime calls its own model between.
-//! * [`adapter`]: OpenAI, Anthropic and plain-text output.
+//! * [`adapter`]: OpenAI, Anthropic and plain-text output, and the window
+//!   as an HTML page.
 //! * [`Fragment`](fragment::Fragment) and [`format`](mod@format):
 //!   structured system context (role, hints, terms, guardrails, config)
 //!   rendered as XML, Markdown, TOML or TOON.
@@ -99,7 +100,7 @@
 //! 8. `output/`: what a build returns ([`BuildResult`], [`ContextMessage`],
 //!    [`BuildStats`]) and what the next build reads of it.
 //! 9. `adapter/` and `settings/`: provider requests and text made from a
-//!    result (and the `--explain` breakdown); [`ContextBuilder`], the
+//!    result (the `--explain` breakdown, the HTML page); [`ContextBuilder`], the
 //!    settings, with the questions the pipeline asks of them.
 //! 10. `pipeline/`: one build as a value that holds what it reads and the
 //!     [`BuildCache`] it works in, a method per stage (prepare, plan,

@@ -2,7 +2,8 @@
 //! (`--html`): the window as bars, every chunk in prompt order with its
 //! text a click away, and for a replay the prompt per turn against the
 //! budget and where the prompt cache broke. Every string from the input
-//! is escaped, and the page runs no script (see `docs/rendering.md`).
+//! is escaped, and the page runs no script (see `docs/cli.md`, "The window
+//! as a page").
 
 mod page;
 mod replay;

@@ -15,7 +15,7 @@ use crate::model::roles::Role;
 use crate::output::message::ContextMessage;
 use crate::output::result::BuildResult;
 
-/// `result` as one self-contained HTML page (see `docs/rendering.md`):
+/// `result` as one self-contained HTML page (see `docs/cli.md`):
 /// `state`, the input it was built from, adds each chunk's role, tool and
 /// pin, which the result does not keep.
 pub fn window_page(result: &BuildResult, state: Option<&MemoryState>) -> String {
@@ -415,10 +415,10 @@ fn write_run(out: &mut String, rows: &Rows<'_>, run: &[usize]) {
         "filtered" => "filtered out",
         other => other,
     };
-    let _ = write!(
+    let _ = writeln!(
         out,
         "<tr class=\"gone\" data-left-out=\"{reason}\"><td colspan=\"12\"><details class=\"gone\">\
-         <summary>{why}: {} chunks, {} tokens</summary><table>\n",
+         <summary>{why}: {} chunks, {} tokens</summary><table>",
         run.len(),
         grouped(tokens)
     );
