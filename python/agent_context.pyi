@@ -32,6 +32,11 @@ SessionInput = Union[Mapping[str, Any], str, bytes]
 """A session dict (`{"system_prompt", "fragments", "context_management",
 "chunks": [...]}`), or its JSON text."""
 
+PreviousReport = Union[dict[str, JSON], str, bytes]
+"""The report of the previous build of the same session (`--previous
+REPORT`): the dict a build returns with `output="report"`, or its JSON
+text."""
+
 Output = Literal[
     "report", "openai", "anthropic", "text", "openai-native", "openai-responses",
     "anthropic-native",
@@ -118,6 +123,7 @@ def build(
     explain: bool = False,
     cache_control: bool = True,
     no_cache_control: bool = False,
+    previous: Optional[PreviousReport] = None,
     max_input_bytes: Optional[int] = None,
     lossy_unicode: bool = False,
 ) -> Union[dict[str, JSON], str]:
@@ -144,6 +150,13 @@ def build(
     - threads: threads to render and count on (default: up to 4).
     - explain: write the breakdown of every decision to sys.stderr.
     - cache_control: False (or no_cache_control=True) is `--no-cache-control`.
+    - previous: the report of the previous build of this session (a dict,
+      as `build` returns it with `output="report"`, or its JSON text), as
+      `--previous REPORT`: the build keeps its cut while it fits, and the
+      report gains `cache`, `{"stable_prefix_tokens", "broke_at": None or
+      {"message", "chunk", "cause", "tokens_lost"}}`, what a prompt cache
+      keeps of the previous prompt and where and why it broke. One that is
+      no report raises InputError naming `previous`.
     - max_input_bytes: refuse session JSON longer than this.
     - `cap` and `exclude_kind`, the flags' own names, are read as `caps`
       and `exclude_kinds`.
@@ -192,9 +205,16 @@ class ContextBuilder:
         """A copy with the given keywords changed."""
 
     def build(
-        self, session: SessionInput, *, output: Optional[Output] = None, lossy_unicode: bool = False
+        self,
+        session: SessionInput,
+        *,
+        output: Optional[Output] = None,
+        lossy_unicode: bool = False,
+        previous: Optional[PreviousReport] = None,
     ) -> Union[dict[str, JSON], str]:
-        """`build(session, **settings)`; `output` overrides the builder's."""
+        """`build(session, **settings)`; `output` overrides the builder's, and
+        `previous` is `build`'s (one build's, not a setting: the builder
+        takes no `previous`)."""
 
     def options(self) -> dict[str, Any]:
         """Every setting, as keywords (all of `build`'s but `no_cache_control`,
@@ -224,7 +244,9 @@ class Session:
 
     def build(self, *, output: Optional[Output] = None) -> Union[dict[str, JSON], str]:
         """This turn's prompt, shaped as `build` shapes it (default: the
-        builder's output, `report`)."""
+        builder's output, `report`). Every report after the first has
+        `cache`, against the session's previous build (see `build`'s
+        `previous`)."""
 
     def plan_compaction(
         self,
@@ -293,8 +315,12 @@ class Engine:
         """`chat append`: a session, one chunk, a list of chunks, or JSON
         (Lines) text, in one transaction."""
 
-    def build(self, **kwargs: Any) -> Union[dict[str, JSON], str]:
-        """`chat build`, with the keywords of `build`."""
+    def build(
+        self, *, previous: Optional[PreviousReport] = None, **kwargs: Any
+    ) -> Union[dict[str, JSON], str]:
+        """`chat build`, with the keywords of `build`. `previous` (`chat build
+        --previous`), the report of an earlier build of the chat, only
+        compares: the report gains `cache` against it."""
 
     def plan_compaction(
         self,

@@ -8,7 +8,7 @@ use pyo3::types::PyDict;
 
 use crate::convert::{Shaped, json_text, optional_text};
 use crate::errors::detached;
-use crate::options::{BUILD_KEYWORDS, Call, build_options, parse_options};
+use crate::options::{BUILD_KEYWORDS, Call, build_options, parse_options, previous_build};
 use crate::to_python::to_python;
 
 /// Build settings: the keywords of `build` (the CLI's flags), checked
@@ -41,20 +41,24 @@ impl ContextBuilder {
     }
 
     /// Builds `session` (a dict or JSON string) with these settings, as
-    /// `agent_context.build` does; `output` overrides the builder's.
-    #[pyo3(signature = (session, *, output = None, lossy_unicode = false))]
+    /// `agent_context.build` does; `output` overrides the builder's, and
+    /// `previous` is `build`'s: the report of the session's previous build.
+    #[pyo3(signature = (session, *, output = None, lossy_unicode = false, previous = None))]
     fn build(
         &self,
         py: Python<'_>,
         session: &Bound<'_, PyAny>,
         output: Option<&Bound<'_, PyAny>>,
         lossy_unicode: bool,
+        previous: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let output = optional_text(output, "output")?;
-        let options = with_output(&self.call.options, output.as_deref())?;
+        let mut options = with_output(&self.call.options, output.as_deref())?;
+        options.previous = previous_build(py, previous)?;
         // Another output may change the settings (Anthropic's reserve,
-        // native tool calls): those compile for this build.
-        let same = options.output == self.call.options.output;
+        // native tool calls), and a previous build is the builder's to
+        // keep: those compile for this build.
+        let same = options.output == self.call.options.output && options.previous.is_none();
         let text = json_text(session, "session")?;
         self.call.check_size(&text)?;
         let explain = self.call.explain;

@@ -14,7 +14,7 @@ use crate::convert::{Shaped, fspath, json_text, optional_text, text_of};
 use crate::errors::{detached, input_error};
 use crate::options::{
     COMPACTION_KEYWORDS, Call, build_options, compaction_build_options, compaction_options,
-    parse_options,
+    parse_options, previous_build,
 };
 use crate::to_python::{json_to_python, to_python};
 
@@ -109,10 +109,18 @@ impl Engine {
     }
 
     /// Builds the branch's prompt (`chat build`), with the keywords of
-    /// `agent_context.build`.
-    #[pyo3(signature = (**kwargs), text_signature = "($self, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, compact_at=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None)")]
-    fn build(&self, py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
-        let call = build_options(&Call::default(), kwargs, "build")?;
+    /// `agent_context.build`. `previous` (`--previous`), the report of an
+    /// earlier build of the chat (a dict or its JSON text), adds what a
+    /// prompt cache keeps of it to the report (`cache`).
+    #[pyo3(signature = (*, previous = None, **kwargs), text_signature = "($self, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, compact_at=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, previous=None, max_input_bytes=None)")]
+    fn build(
+        &self,
+        py: Python<'_>,
+        previous: Option<&Bound<'_, PyAny>>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut call = build_options(&Call::default(), kwargs, "build")?;
+        call.options.previous = previous_build(py, previous)?;
         let shaped = detached(py, || {
             let printed = chat::build(&self.target, &call.options)?;
             Ok(Shaped::of(printed, call.explain))

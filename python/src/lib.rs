@@ -24,7 +24,7 @@ mod to_python;
 
 use convert::{Shaped, json_text};
 use errors::detached;
-use options::{Call, build_options, option_error, parse_options};
+use options::{Call, build_options, option_error, parse_options, previous_build};
 
 /// Builds the prompt of `session` within the budget, as `agent-context
 /// build` does with the same flags, and returns its output: a dict for
@@ -40,20 +40,27 @@ use options::{Call, build_options, option_error, parse_options};
 /// float fraction of the budget: the report's `compaction_due`),
 /// `exclude_kinds`, `estimate_factor`,
 /// `threads`, `output`, `explain` (the breakdown on `sys.stderr`),
-/// `cache_control` (or `no_cache_control`), `max_input_bytes` and
-/// `lossy_unicode`.
+/// `cache_control` (or `no_cache_control`), `previous`, `max_input_bytes`
+/// and `lossy_unicode`.
+///
+/// `previous` (`--previous`) is the report of the previous build of the
+/// same session, as a dict (what `build` returns with output `report`) or
+/// its JSON text: the build keeps its cut while it fits, and the report
+/// says what a prompt cache keeps of it (`cache`).
 #[pyfunction]
 #[pyo3(
-    signature = (session, *, lossy_unicode = false, **kwargs),
-    text_signature = "(session, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, compact_at=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None, lossy_unicode=False)"
+    signature = (session, *, lossy_unicode = false, previous = None, **kwargs),
+    text_signature = "(session, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, compact_at=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, previous=None, max_input_bytes=None, lossy_unicode=False)"
 )]
 fn build(
     py: Python<'_>,
     session: &Bound<'_, PyAny>,
     lossy_unicode: bool,
+    previous: Option<&Bound<'_, PyAny>>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Py<PyAny>> {
-    let call = build_options(&Call::default(), kwargs, "build")?;
+    let mut call = build_options(&Call::default(), kwargs, "build")?;
+    call.options.previous = previous_build(py, previous)?;
     let text = json_text(session, "session")?;
     call.check_size(&text)?;
     let shaped = detached(py, || {

@@ -1,19 +1,19 @@
 //! Keyword arguments read into the library's options, under the CLI
 //! flags' names and with their defaults (`max_tokens` is `--max-tokens`).
 
-use agent_context::ParseOptions;
 use agent_context::budget::CompactAt;
 use agent_context::command::{
     self, BuildOptions, Output, parse_cap, parse_content_format, parse_escape,
     parse_estimate_factor, parse_fragment_format, parse_framing, parse_kind, parse_threads,
 };
 use agent_context::compaction::{CompactionOptions, RequestFormat};
+use agent_context::{BuildResult, ParseOptions};
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyString};
 
 use crate::convert::{fspath, json_text, optional_text, text_of, type_name};
-use crate::errors::{input_error, to_py};
+use crate::errors::{detached, input_error, to_py};
 
 /// A build's keywords: the library's options, and the flags of the
 /// command itself (`--explain`, `--max-input-bytes`).
@@ -174,10 +174,42 @@ fn set_default(options: &mut BuildOptions, key: &str, function: &str) -> PyResul
 }
 
 fn unexpected(function: &str, key: &str) -> PyErr {
+    // `previous` is one build's, not a setting a builder keeps.
+    let hint = match key {
+        "previous" => "; previous is an argument of a single build: give it to build()",
+        _ => "",
+    };
     PyTypeError::new_err(format!(
-        "{function}() got an unexpected keyword argument {key:?}; the build keywords are: {}",
+        "{function}() got an unexpected keyword argument {key:?}; the build keywords are: {}{hint}",
         BUILD_KEYWORDS.join(", ")
     ))
+}
+
+/// `previous` (`--previous REPORT`): the report of the previous build of
+/// the same session, as a dict (what a build returns with output
+/// `report`) or its JSON text (a str or UTF-8 bytes), read back as
+/// [`BuildResult::from_report`] reads the CLI's file; `None` is no
+/// previous build. A value of another type is a `TypeError`, a dict or
+/// text that is no report an `InputError` naming `previous`.
+pub fn previous_build(
+    py: Python<'_>,
+    value: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<BuildResult>> {
+    let key = "previous";
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    if !(value.is_instance_of::<PyDict>()
+        || value.is_instance_of::<PyString>()
+        || value.is_instance_of::<PyBytes>())
+    {
+        return Err(PyTypeError::new_err(format!(
+            "{key} must be a dict (a build's report) or its JSON text, not {}",
+            type_name(value)
+        )));
+    }
+    let text = json_text(value, key)?;
+    detached(py, || BuildResult::from_report(&text, key)).map(Some)
 }
 
 /// The `InputError` of a keyword's value, as the CLI words its flag's.

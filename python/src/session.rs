@@ -123,7 +123,9 @@ impl Session {
 
     /// Builds this turn's prompt and returns it as `agent_context.build`
     /// does (`output` overrides the builder's; one that builds otherwise,
-    /// such as `anthropic` after `report`, starts the cache afresh).
+    /// such as `anthropic` after `report`, starts the cache afresh). Every
+    /// report after the first has `cache`: what a prompt cache keeps of the
+    /// session's previous build, as `build(..., previous=report)` says.
     #[pyo3(signature = (*, output = None))]
     fn build(&self, py: Python<'_>, output: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let output = optional_text(output, "output")?;

@@ -109,8 +109,9 @@ def test_every_list_of_the_keywords_is_the_builder_s(sessions):
 
     defaults = ac.ContextBuilder().options()
     defaults["caps"] = defaults["exclude_kinds"] = None
-    for function, extra in ((ac.build, {"lossy_unicode": False}),
-                            (ac.ContextBuilder, {}), (ac.Engine.build, {})):
+    # `previous` is a single build's (the CLI's `--previous`), no setting.
+    for function, extra in ((ac.build, {"previous": None, "lossy_unicode": False}),
+                            (ac.ContextBuilder, {}), (ac.Engine.build, {"previous": None})):
         signature = inspect.signature(function)
         shown = {name: p.default for name, p in signature.parameters.items()
                  if p.kind == p.KEYWORD_ONLY}
@@ -121,7 +122,7 @@ def test_every_list_of_the_keywords_is_the_builder_s(sessions):
         if isinstance(node, ast.FunctionDef) and node.args.kwonlyargs:
             stubbed.setdefault(node.name, set()).update(a.arg for a in node.args.kwonlyargs)
     keywords = set(defaults) | {"no_cache_control"}
-    assert stubbed["build"] >= keywords
+    assert stubbed["build"] >= keywords | {"previous"}
     assert stubbed["__init__"] >= keywords
 
 
