@@ -17,7 +17,8 @@ use crate::tokens::parts::SEPARATOR;
 #[non_exhaustive]
 pub struct CacheReport {
     /// Tokens at the start of the prompt byte-identical to the previous
-    /// one's: [`BuildResult::stable_prefix_tokens`].
+    /// one's, [`BuildResult::stable_prefix_tokens`]; 0 when the model
+    /// changed, whose cache another model does not share.
     pub stable_prefix_tokens: usize,
     /// Where the previous prompt stopped being a prefix of this one, and
     /// why; `None` when all of it carried over (its last message may have
@@ -32,9 +33,11 @@ pub struct CacheBreak {
     /// The first message (0-based, in this build's messages) that differs
     /// from the previous build's message at that place.
     pub message: usize,
-    /// The chunk where it differs: the previous prompt's chunk that left or
-    /// changed there, else this prompt's chunk in its place. `None` when
-    /// no chunk tells (the fragments, the system prompt, the marker).
+    /// The chunk where the prompts differ from `message` on: where their
+    /// chunk ids first differ, the previous prompt's chunk if it left the
+    /// prompt, else the one that came in before it; when the ids agree,
+    /// the first chunk of the message whose text or decision changed.
+    /// `None` when none did (the fragments, the system prompt).
     pub chunk: Option<ChunkId>,
     /// Why.
     pub cause: BreakCause,
@@ -75,6 +78,20 @@ impl BuildResult {
     /// Costs a walk of the messages up to the break; the cause reads the
     /// decisions of the chunk there.
     pub fn cache_since(&self, previous: &BuildResult) -> CacheReport {
+        let sent: usize = previous.messages.iter().map(|m| m.tokens).sum();
+        // A provider caches a prefix for one model: nothing carries over.
+        if (&previous.model, &previous.encoding) != (&self.model, &self.encoding) {
+            let broke_at = (!previous.messages.is_empty()).then_some(CacheBreak {
+                message: 0,
+                chunk: None,
+                cause: BreakCause::SettingsChanged,
+                tokens_lost: sent,
+            });
+            return CacheReport {
+                stable_prefix_tokens: 0,
+                broke_at,
+            };
+        }
         let stable_prefix_tokens = stable_prefix(
             &self.messages,
             &self.fingerprints,
@@ -82,12 +99,10 @@ impl BuildResult {
         );
         let broke_at = first_break(previous, self).map(|message| {
             let chunk = chunk_at(previous, self, message);
-            let cause = cause_of(previous, self, message, chunk.as_ref());
-            let sent: usize = previous.messages.iter().map(|m| m.tokens).sum();
             CacheBreak {
                 message,
+                cause: cause_of(previous, self, message, chunk.as_ref()),
                 chunk,
-                cause,
                 tokens_lost: sent.saturating_sub(stable_prefix_tokens),
             }
         });
@@ -158,19 +173,37 @@ fn first_break(previous: &BuildResult, current: &BuildResult) -> Option<usize> {
     (index < old.len() && !last_grew).then_some(index)
 }
 
-/// The chunk where message `index` differs: the first place its chunk ids
-/// differ (the previous prompt's chunk there, else this one's), else the
-/// first chunk whose decision changed. `None` when neither tells.
+/// The chunk where the prompts differ from message `index` on: at the
+/// first place their chunk ids differ, the previous prompt's chunk if it
+/// left the prompt, else the chunk that came in before it; when the ids
+/// agree, the first chunk of message `index` whose text or decision
+/// changed. `None` when none did (the fragments, a marker).
 fn chunk_at(previous: &BuildResult, current: &BuildResult, index: usize) -> Option<ChunkId> {
-    let old_ids = previous.messages.get(index).map(|m| m.chunk_ids.as_slice());
-    let new_ids = current.messages.get(index).map(|m| m.chunk_ids.as_slice());
-    let (old_ids, new_ids) = (old_ids.unwrap_or_default(), new_ids.unwrap_or_default());
-    let differs = (0..old_ids.len().max(new_ids.len())).find(|&i| old_ids.get(i) != new_ids.get(i));
-    if let Some(i) = differs {
-        return old_ids.get(i).or(new_ids.get(i)).cloned();
+    let (old_ids, new_ids) = (ids_from(previous, index), ids_from(current, index));
+    let differs = old_ids.iter().zip(&new_ids).find(|(old, new)| old != new);
+    if let Some((&old, &new)) = differs {
+        let stayed = decision_of(current, old).is_some_and(ChunkDecision::is_included);
+        return Some(if stayed { new } else { old }.clone());
+    }
+    if new_ids.len() < old_ids.len() {
+        return old_ids.get(new_ids.len()).map(|&id| id.clone());
+    }
+    let (old, new) = (previous.messages.get(index)?, current.messages.get(index)?);
+    let texts = old.chunk_texts().zip(new.chunk_texts());
+    let edited = texts
+        .filter(|((a, _), (b, _))| a == b)
+        .find(|((_, a), (_, b))| a != b);
+    if let Some(((id, _), _)) = edited {
+        return Some(id.clone());
     }
     let changed = |id: &&ChunkId| decision_of(previous, id) != decision_of(current, id);
-    old_ids.iter().find(changed).cloned()
+    old.chunk_ids.iter().find(changed).cloned()
+}
+
+/// The ids of the chunks in `result`'s messages from message `index` on.
+fn ids_from(result: &BuildResult, index: usize) -> Vec<&ChunkId> {
+    let messages = result.messages.iter().skip(index);
+    messages.flat_map(|m| m.chunk_ids.iter()).collect()
 }
 
 /// The decision on the chunk `id` in `result`, if it read one.

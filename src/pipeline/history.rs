@@ -1,6 +1,8 @@
 //! The chunks of a session rendered and counted for the planner, through a
 //! build's cache.
 
+use std::ops::RangeInclusive;
+
 use std::sync::Arc;
 
 use super::Build;
@@ -458,17 +460,19 @@ fn in_effect(chunks: &[MemoryChunk], fold: Fold, counted: (u64, u64)) -> Compact
 
 /// Moves the compaction's summary (if selected) to where its span was:
 /// after the items the span keeps, before the first one after it.
-fn place_summary(items: &mut [Item], fold: Fold) {
-    let Some(from) = items.iter().position(|i| i.chunk == fold.compaction) else {
-        return;
-    };
-    let to = items
-        .iter()
-        .position(|i| i.chunk > fold.covers)
-        .unwrap_or(from);
-    if to < from {
-        items[to..=from].rotate_right(1);
+pub(super) fn place_summary(items: &mut [Item], fold: Fold) {
+    if let Some(moved) = summary_move(items, fold) {
+        items[moved].rotate_right(1);
     }
+}
+
+/// The items the summary item moves over to stand where `fold`'s span
+/// was (after the chunk it covers): rotating them right by one puts it
+/// there. `None` when it stands there already.
+pub(super) fn summary_move(items: &[Item], fold: Fold) -> Option<RangeInclusive<usize>> {
+    let from = items.iter().position(|i| i.chunk == fold.compaction)?;
+    let to = items.iter().position(|i| i.chunk > fold.covers)?;
+    (to < from).then_some(to..=from)
 }
 
 pub(super) fn renderer_and_cap<'a>(

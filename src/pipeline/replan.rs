@@ -17,9 +17,10 @@ use std::sync::Arc;
 
 use super::assemble::{Assembly, assemble, record_fate};
 use super::extend::Appended;
+use super::history::summary_move;
 use super::{Build, Ladder};
 use crate::budget::{
-    Calls, ChunkDecision, Fate, Item, Layout, NO_UNIT, Planner, Timeline, all_start_clean,
+    Calls, ChunkDecision, Fate, Fold, Item, Layout, NO_UNIT, Planner, Timeline, all_start_clean,
     call_id_of, group_units, plan_steps, protects_itself,
 };
 use crate::error::Result;
@@ -140,6 +141,14 @@ impl<'a> Build<'a> {
                 protected: protects_itself(chunk) || timeline.anchors(index, chunk),
                 priority: policy.priority_of(chunk),
             });
+        }
+        // The compaction's summary stands where its span was, as a full
+        // build places it (appended after it, it sits later by index).
+        let fold =
+            Fold::of(&state.chunks).filter(|f| carry.planned.binary_search(&f.compaction).is_ok());
+        if let Some(moved) = fold.and_then(|fold| summary_move(&window.items, fold)) {
+            window.items[moved.clone()].rotate_right(1);
+            window.prepared[moved].rotate_right(1);
         }
         Ok(window)
     }

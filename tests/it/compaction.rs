@@ -695,3 +695,51 @@ fn a_hostile_plan_cannot_part_a_tool_use_or_fold_the_newest_one() {
     assert_eq!(same, plan.plan);
     session.apply_compaction(&same, "ok").expect("applies");
 }
+
+/// A session that compacts, then trims on a warm turn, places the summary
+/// where its span was, as a cold build does: every turn of a loop that
+/// compacts whenever it is due equals the builder's build of the same
+/// state given the same previous build. (A warm turn that trimmed used to
+/// leave the summary where the compaction was appended, later in the
+/// prompt.)
+#[test]
+fn a_warm_turn_that_trims_keeps_the_summary_where_its_span_was() {
+    let shape = LoopShape::new(160);
+    let agent = agent_loop(41, &shape);
+    let mut builder = builder(24_000);
+    builder.policy_mut().compact_at = Some(agent_context::budget::CompactAt::Fraction(0.9));
+    let mut session = ContextSession::new(builder, agent.opening.clone()).unwrap();
+    let (mut previous, mut compactions, mut trims) = (None::<BuildResult>, 0, 0);
+    for step in &agent.steps {
+        session.extend(step.iter().cloned()).unwrap();
+        let result = session.build().unwrap();
+        if let Some(previous) = &previous {
+            let mut cold = session.builder().clone();
+            cold.previous(previous);
+            let cold = cold.build(session.state()).unwrap();
+            // `assert!`: the prompts are too long to print.
+            let turn = result.decisions.len();
+            assert!(
+                result.messages == cold.messages,
+                "the prompt at {turn} chunks differs"
+            );
+            assert!(
+                result.decisions == cold.decisions,
+                "the decisions at {turn} chunks differ"
+            );
+            assert_eq!(result.cache, cold.cache);
+            trims += usize::from(result.trim_target.is_some() && result.compaction.is_some());
+        }
+        if result.compaction_due == Some(true)
+            && let CompactionPlan::Ready(plan) = session.plan_compaction(&options(6_000)).unwrap()
+        {
+            session
+                .apply_compaction(&plan.plan, "Progress so far.")
+                .unwrap();
+            compactions += 1;
+        }
+        previous = Some(result);
+    }
+    assert!(compactions >= 2, "the loop compacted {compactions} times");
+    assert!(trims >= 1, "no turn trimmed after a compaction");
+}

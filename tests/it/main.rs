@@ -16,7 +16,12 @@ mod compaction_loop;
 mod session_gen;
 
 mod agentick_shapes;
+// Loads the `--html` pages in headless Chromium: opt in with the feature
+// and run through `.ci/with-chromium`.
+#[cfg(feature = "browser-tests")]
+mod browser;
 mod builder;
+mod cache_break;
 mod calibration;
 mod chat_cli;
 mod cli;
@@ -33,6 +38,7 @@ mod format_toml;
 mod format_toon;
 mod fragments;
 mod hostile;
+mod html_page;
 mod layers;
 mod loops;
 mod memory_schema;

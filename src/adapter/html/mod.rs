@@ -6,8 +6,8 @@
 //! as a page").
 
 mod page;
-mod replay;
+mod turns;
 mod window;
 
-pub use replay::{ReplayTurn, replay_page};
+pub use turns::{ReplayTurn, replay_page};
 pub use window::window_page;

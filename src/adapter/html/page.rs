@@ -103,9 +103,21 @@ table{border-collapse:collapse;width:100%;margin:.3rem 0}
 th,td{text-align:left;padding:.15rem .4rem;border-bottom:1px solid var(--line);vertical-align:top}
 th{color:var(--muted);font-weight:600;font-size:12px}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .sw{display:inline-block;width:.8em;height:.8em;margin-right:.4em;vertical-align:-.05em}
-tr.message td{background:var(--panel);font-weight:600}
+tr.m td{background:var(--panel);font-weight:600}
+table.chunks,table.chunks table{table-layout:fixed;width:100%}table.chunks table{margin:0}
+tr.gone>td{padding:0}details.gone>summary{padding:.15rem .4rem}
+col:nth-child(1){width:3%}col:nth-child(2){width:10%}col:nth-child(3){width:9%}col:nth-child(4){width:11%}
+col:nth-child(5){width:6%}col:nth-child(6){width:6%}col:nth-child(7){width:7%}col:nth-child(8){width:11%}
+col:nth-child(9){width:9%}col:nth-child(10){width:7%}col:nth-child(11){width:5%}col:nth-child(12){width:16%}
+table.chunks td,table.chunks th{overflow-wrap:anywhere}
+table.chunks td:nth-child(1),table.chunks td:nth-child(5),table.chunks td:nth-child(6),
+table.chunks th:nth-child(1),table.chunks th:nth-child(5),table.chunks th:nth-child(6),
+table.legend th:nth-child(n+2),table.breaks th:nth-child(-n+5),table.breaks th:nth-child(8){text-align:right;font-variant-numeric:tabular-nums}
+table.chunks tr.m>td,table.chunks tr.gone>td{text-align:left}
+table.chunks td:nth-child(2){font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
+p.cut{color:var(--muted);font-style:italic;margin:0}
 tr.dropped td{color:var(--muted)}
-details.gone>summary,details.text>summary{cursor:pointer;color:var(--muted)}
+details>summary{cursor:pointer;color:var(--muted)}
 .note{border-left:4px solid var(--compaction);background:var(--panel);padding:.4rem .6rem;margin:.4rem 0}
 .warn{border-left-color:var(--stubbed)}.ok{border-left-color:var(--kept)}
 .k-system{fill:var(--system);background:var(--system)}.k-agent{fill:var(--agent);background:var(--agent)}

@@ -137,14 +137,14 @@ fn segment_class(name: &str) -> &str {
 /// warnings: one line each.
 fn write_notes(out: &mut String, result: &BuildResult) {
     let mut notes: Vec<(&str, String)> = Vec::new();
-    notes.extend(result.cut_reason().map(|cut| ("cut", cut)));
+    notes.extend(result.cut_reason().map(|cut| ("info", cut)));
     let (dropped, tokens) = result.dropped_for_budget();
     if dropped > 0 {
         let text = format!(
             "dropped for the budget: {dropped} chunks, {} tokens",
             grouped(tokens)
         );
-        notes.push(("cut", text));
+        notes.push(("info", text));
     }
     if let Some(cache) = &result.cache {
         let kept = format!(
@@ -154,21 +154,21 @@ fn write_notes(out: &mut String, result: &BuildResult) {
         notes.push(("ok", kept));
         notes.extend((cache.broke_at.as_ref()).map(|broke| ("warn", broke.describe())));
     }
-    notes.extend((result.previous_build).map(|p| ("cut", started_from(p).to_owned())));
+    notes.extend((result.previous_build).map(|p| ("info", started_from(p).to_owned())));
     if let Some(c) = &result.compaction {
         let text = format!(
             "compaction {:?} covers {:?}: it folds {} chunks, {} tokens",
             c.id, c.covers, c.chunks, c.tokens
         );
-        notes.push(("cut", text));
+        notes.push(("info", text));
     }
     if let Some(due) = result.compaction_due {
         let due = if due { "due" } else { "not due" };
-        notes.push(("cut", format!("compaction {due}")));
+        notes.push(("info", format!("compaction {due}")));
     }
     for edit in &result.applied_edits {
         let edit = serde_json::to_string(edit).unwrap_or_default();
-        notes.push(("cut", format!("context edit applied: {edit}")));
+        notes.push(("info", format!("context edit applied: {edit}")));
     }
     notes.extend(
         result
@@ -189,7 +189,8 @@ fn write_notes(out: &mut String, result: &BuildResult) {
 /// sit, folded, where they were in the input.
 fn write_chunks(out: &mut String, result: &BuildResult, state: Option<&MemoryState>) {
     let rows = Rows::new(result, state);
-    out.push_str("<h2>Chunks, in prompt order</h2>\n<table class=\"chunks\">\n");
+    out.push_str("<h2>Chunks, in prompt order</h2>\n<table class=\"chunks\">");
+    out.push_str(COLUMNS);
     out.push_str(
         "<tr><th>#</th><th>id</th><th>kind</th><th>role / tool</th><th>tokens</th>\
          <th>priority</th><th>decision</th><th>reason</th><th>before → after</th>\
@@ -220,15 +221,19 @@ fn write_chunks(out: &mut String, result: &BuildResult, state: Option<&MemorySta
     out.push_str("</table>\n");
 }
 
+/// The chunk table's columns, which the tables of chunks left out share
+/// so that their cells line up under the headers (widths in the style).
+const COLUMNS: &str =
+    "<colgroup><col><col><col><col><col><col><col><col><col><col><col><col></colgroup>\n";
+
 /// A message's header row: its place, role and tokens, and the text it
 /// holds outside its chunks (the system prompt, fragments, markers).
 fn write_message_row(out: &mut String, index: usize, message: &ContextMessage) {
     let _ = write!(
         out,
-        "<tr class=\"message\" data-message=\"{index}\"><td colspan=\"12\">message {index} · {} · {} tokens · {} chunks",
+        "<tr class=m data-message={index}><td colspan=12>message {index} · {} · {} tokens",
         message.role.as_str(),
-        grouped(message.tokens),
-        message.chunk_ids.len()
+        grouped(message.tokens)
     );
     let mut outside = String::new();
     let mut at = 0;
@@ -253,6 +258,9 @@ struct Rows<'r> {
     decisions: &'r crate::Rows<ChunkDecision>,
     position: FxHashMap<&'r str, usize>,
     chunks: FxHashMap<&'r str, &'r MemoryChunk>,
+    /// The most bytes of one chunk's text the page shows, if it cannot
+    /// show them all.
+    text_cap: Option<usize>,
 }
 
 impl<'r> Rows<'r> {
@@ -267,6 +275,7 @@ impl<'r> Rows<'r> {
             decisions: &result.decisions,
             position,
             chunks,
+            text_cap: text_cap(result),
         }
     }
 
@@ -293,9 +302,8 @@ impl<'r> Rows<'r> {
         let _ = write!(
             out,
             "<tr{class} data-chunk=\"{id}\" data-decision=\"{decision}\" data-tokens=\"{}\">\
-             <td class=\"n\">{position}</td><td class=\"id\">{id}</td><td><span class=\"sw k-{kind}\"></span>{kind}</td>\
-             <td>{speaker}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{decision}</td>\
-             <td>{}</td><td>{change}</td><td>{}</td><td>{}</td><td>",
+             <td>{position}<td>{id}<td>{kind}<td>{speaker}<td>{}<td>{}<td>{decision}\
+             <td>{}<td>{change}<td>{}<td>{}<td>",
             d.tokens,
             grouped(d.tokens),
             d.priority,
@@ -310,14 +318,74 @@ impl<'r> Rows<'r> {
             kind = d.kind.as_str(),
         );
         if let Some(text) = text {
+            let (head, tail) = shown(text, self.text_cap);
             let _ = write!(
                 out,
-                "<details class=\"text\"><summary>{} bytes</summary><pre>{}</pre></details>",
+                "<details><summary>{} bytes</summary><pre>{}",
                 grouped(text.len()),
-                escape(text)
+                escape(head)
             );
+            if let Some(tail) = tail {
+                let hidden = text.len() - head.len() - tail.len();
+                let _ = write!(
+                    out,
+                    "</pre><p class=cut>[{} bytes not shown]</p><pre>{}",
+                    grouped(hidden),
+                    escape(tail)
+                );
+            }
+            out.push_str("</pre></details>");
         }
-        out.push_str("</td></tr>\n");
+        out.push_str("</tr>\n");
+    }
+}
+
+/// The bytes a page aims to stay under, and what its rows take besides
+/// the texts: a row per chunk, a header per message (measured by
+/// `benches/html.rs`: 368 bytes a chunk for both).
+const PAGE_BYTES: usize = 4_600_000;
+const ROW_BYTES: usize = 300;
+const MESSAGE_BYTES: usize = 70;
+/// The texts keep at least this much of the page, however many rows.
+const MIN_TEXT_BYTES: usize = 500_000;
+
+/// The most bytes of each chunk's text that keep the page under
+/// [`PAGE_BYTES`]: shorter texts shown whole, the longer ones cut to one
+/// level. `None` when every text fits whole (a window of a few hundred
+/// thousand tokens).
+fn text_cap(result: &BuildResult) -> Option<usize> {
+    let rows = result.decisions.len() * ROW_BYTES + result.messages.len() * MESSAGE_BYTES;
+    // Escaping makes a text longer: chunk tags are mostly quotes and brackets.
+    let budget = (PAGE_BYTES.saturating_sub(rows) / 4 * 3).max(MIN_TEXT_BYTES);
+    let mut lengths: Vec<usize> = (result.messages.iter())
+        .flat_map(|m| m.spans.iter().map(|span| span.len()))
+        .collect();
+    if lengths.iter().sum::<usize>() <= budget {
+        return None;
+    }
+    // The level at which the texts, each cut to it, fill the budget.
+    lengths.sort_unstable();
+    let mut left = budget;
+    for (i, &len) in lengths.iter().enumerate() {
+        let level = left / (lengths.len() - i);
+        if len > level {
+            return Some(level.max(1));
+        }
+        left -= len;
+    }
+    None
+}
+
+/// `text` as the page shows it: whole, or its head and tail within `cap`
+/// bytes (cut at character boundaries).
+fn shown(text: &str, cap: Option<usize>) -> (&str, Option<&str>) {
+    match cap {
+        Some(cap) if text.len() > cap => {
+            let head = text.floor_char_boundary(cap * 2 / 3);
+            let tail = text.ceil_char_boundary(text.len() - (cap - head));
+            (&text[..head], Some(&text[tail..]))
+        }
+        _ => (text, None),
     }
 }
 
@@ -418,7 +486,7 @@ fn write_run(out: &mut String, rows: &Rows<'_>, run: &[usize]) {
     let _ = writeln!(
         out,
         "<tr class=\"gone\" data-left-out=\"{reason}\"><td colspan=\"12\"><details class=\"gone\">\
-         <summary>{why}: {} chunks, {} tokens</summary><table>",
+         <summary>{why}: {} chunks, {} tokens</summary><table>{COLUMNS}",
         run.len(),
         grouped(tokens)
     );

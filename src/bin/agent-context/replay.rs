@@ -61,7 +61,7 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
 
     let mut out = std::io::stdout().lock();
     let mut times = Vec::new();
-    let (mut tokens_counted, mut prefix_changes, mut compactions) = (0, 0, 0);
+    let mut tokens_counted = 0;
     let mut turns: Vec<ReplayTurn> = Vec::new();
     let mut last: Option<BuildResult> = None;
     let total = recorded.chunks.len();
@@ -88,8 +88,6 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
         let stats = session.stats();
         times.push(build_us);
         tokens_counted += stats.tokens_counted;
-        let broke = result.cache.as_ref().and_then(|c| c.broke_at.as_ref());
-        prefix_changes += usize::from(broke.is_some());
         let mut turn = ReplayTurn::of(times.len(), index + 1, &result, options.low_water);
         let mut line = json!({
             "turn": times.len(),
@@ -106,7 +104,6 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
         }
         if args.summarizer.is_some() && result.compaction_due == Some(true) {
             let compacted = compact(&mut session, args.keep_tokens)?;
-            compactions += usize::from(compacted.is_some());
             turn.compacted = compacted.is_some();
             line["compacted"] = json!(compacted);
         }
@@ -118,21 +115,40 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
         let window = last.as_ref().map(|result| (result, session.state()));
         crate::write_page(path, &replay_page(&turns, window))?;
     }
-    let mut sorted = times.clone();
-    sorted.sort_unstable();
-    let summary = json!({"summary": {
-        "turns": times.len(),
-        "chunks": total,
-        "total_build_us": times.iter().sum::<u128>(),
-        "median_build_us": sorted.get(sorted.len() / 2),
-        "max_build_us": sorted.last(),
-        "tokens_counted": tokens_counted,
-        "prefix_changes": prefix_changes,
-        "compactions": compactions,
-        "cache": !args.no_cache,
-    }});
-    emit(&mut out, &summary)?;
+    let run = Run {
+        chunks: total,
+        tokens_counted,
+        cache: !args.no_cache,
+    };
+    emit(&mut out, &run.summary(&times, &turns))?;
     Ok(String::new())
+}
+
+/// What a replay's summary says besides its turns.
+struct Run {
+    chunks: usize,
+    tokens_counted: usize,
+    cache: bool,
+}
+
+impl Run {
+    /// The summary line of a run whose turns took `times` and went as `turns`.
+    fn summary(&self, times: &[u128], turns: &[ReplayTurn]) -> serde_json::Value {
+        let mut sorted = times.to_vec();
+        sorted.sort_unstable();
+        let broke = |t: &&ReplayTurn| t.cache.as_ref().is_some_and(|c| c.broke_at.is_some());
+        json!({"summary": {
+            "turns": times.len(),
+            "chunks": self.chunks,
+            "total_build_us": times.iter().sum::<u128>(),
+            "median_build_us": sorted.get(sorted.len() / 2),
+            "max_build_us": sorted.last(),
+            "tokens_counted": self.tokens_counted,
+            "prefix_changes": turns.iter().filter(broke).count(),
+            "compactions": turns.iter().filter(|t| t.compacted).count(),
+            "cache": self.cache,
+        }})
+    }
 }
 
 /// Plans a compaction of `session`, summarizes it with the stand-in and

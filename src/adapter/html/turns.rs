@@ -59,8 +59,12 @@ pub fn replay_page(turns: &[ReplayTurn], last: Option<(&BuildResult, &MemoryStat
     let out = &mut page.body;
     out.push_str("<h1>Replay</h1>\n");
     write_summary(out, turns);
-    write_chart(out, turns);
-    write_breaks(out, turns);
+    if turns.is_empty() {
+        out.push_str("<p class=\"note\">The session has no chunks: no turn was built.</p>\n");
+    } else {
+        write_chart(out, turns);
+        write_breaks(out, turns);
+    }
     if let Some((result, state)) = last {
         out.push_str("<h2>The last turn's window</h2>\n");
         write_window(out, result, Some(state));
@@ -128,8 +132,8 @@ fn write_chart(out: &mut String, turns: &[ReplayTurn]) {
         "<svg class=\"chart\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" \
          aria-label=\"prompt tokens per turn\">"
     );
-    for step in 0..=4 {
-        let tokens = (top * f64::from(step) / 4.0) as usize;
+    let step = tick_step(top);
+    for tokens in (0..).map(|i| i * step).take_while(|&t| t as f64 <= top) {
         let at = y(tokens);
         let _ = writeln!(
             out,
@@ -176,6 +180,19 @@ fn write_chart(out: &mut String, turns: &[ReplayTurn]) {
          <span class=\"sw k-truncated\"></span>low-water mark <span class=\"sw k-kept\"></span>stable \
          prefix (what a prompt cache reuses) <span class=\"sw k-stubbed\"></span>dot: the prefix broke</p>\n",
     );
+}
+
+/// A round step between the chart's ticks (1, 2 or 5 times a power of
+/// ten), giving four to ten of them up to `top`.
+fn tick_step(top: f64) -> usize {
+    let rough = (top / 5.0).max(1.0);
+    let power = 10f64.powf(rough.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * power)
+        .find(|&step| step >= rough)
+        .unwrap_or(10.0 * power);
+    step.max(1.0) as usize
 }
 
 /// The break of `turn` in words.
