@@ -144,8 +144,12 @@ impl<'a> Build<'a> {
         }
         // The compaction's summary stands where its span was, as a full
         // build places it (appended after it, it sits later by index).
-        let fold =
-            Fold::of(&state.chunks).filter(|f| carry.planned.binary_search(&f.compaction).is_ok());
+        // Only a build that had one in effect looks: a turn that appends a
+        // compaction takes the full pipeline.
+        let fold = (carry.result.compaction.is_some())
+            .then(|| Fold::of(&state.chunks))
+            .flatten()
+            .filter(|f| carry.planned.binary_search(&f.compaction).is_ok());
         if let Some(moved) = fold.and_then(|fold| summary_move(&window.items, fold)) {
             window.items[moved.clone()].rotate_right(1);
             window.prepared[moved].rotate_right(1);
