@@ -288,6 +288,15 @@ pub(crate) fn reason_name(reason: DropReason) -> &'static str {
     }
 }
 
+/// Why a chunk was stubbed, in a word: `disposable` (the budget) or the
+/// edit that cleared it.
+pub(crate) fn stub_reason_name(reason: StubReason) -> &'static str {
+    match reason {
+        StubReason::ClearToolUses => "clear_tool_uses_20250919",
+        StubReason::Budget => "disposable",
+    }
+}
+
 /// What happened to a chunk, in words: a chunk its cap cut and the budget
 /// then stubbed or dropped says both.
 pub(crate) fn decision_text(d: &ChunkDecision) -> String {
@@ -303,13 +312,10 @@ pub(crate) fn decision_text(d: &ChunkDecision) -> String {
             tokens_before,
             tokens_after,
             reason,
-        } => {
-            let why = match reason {
-                StubReason::ClearToolUses => "clear_tool_uses_20250919",
-                StubReason::Budget => "disposable",
-            };
-            format!("stubbed {tokens_before} -> {tokens_after} ({why})")
-        }
+        } => format!(
+            "stubbed {tokens_before} -> {tokens_after} ({})",
+            stub_reason_name(reason)
+        ),
         Decision::Dropped { reason } => format!("dropped ({})", reason_name(reason)),
     };
     match (d.truncated_from, d.decision) {

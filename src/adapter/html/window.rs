@@ -7,8 +7,10 @@ use std::fmt::Write;
 use rustc_hash::FxHashMap;
 
 use super::page::{Page, escape, grouped, percent};
-use crate::adapter::explain::{Segment, decision_text, reason_name, started_from};
-use crate::budget::{ChunkDecision, Decision, StubReason};
+use crate::adapter::explain::{
+    Segment, decision_text, reason_name, started_from, stub_reason_name,
+};
+use crate::budget::{ChunkDecision, Decision};
 use crate::model::chunk_id::ChunkId;
 use crate::model::memory::{MemoryChunk, MemoryState};
 use crate::model::roles::Role;
@@ -408,10 +410,7 @@ fn decision_cells(d: &ChunkDecision) -> (&'static str, String, String) {
             tokens_after,
             reason,
         } => {
-            let why = match reason {
-                StubReason::Budget => "budget (disposable)",
-                StubReason::ClearToolUses => "clear_tool_uses_20250919",
-            };
+            let why = stub_reason_name(reason);
             (
                 "stubbed",
                 decision_reason(d, why),
