@@ -172,7 +172,7 @@ impl Settings {
             "{:?}",
             (
                 (&self.model, self.max_tokens, self.reserve_output),
-                (self.escape, &self.framing, self.counter.is_some()),
+                (self.escape, &self.framing),
                 (&self.include_kinds, &self.exclude_kinds, &self.include_ids),
                 (self.renderers.protocol(), self.renderers.tag_set().names()),
                 (self.renderers.only_default(), &self.renderers.custom_tags()),
