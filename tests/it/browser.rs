@@ -428,8 +428,8 @@ fn start_tags(dom: &str) -> Vec<(String, Tag)> {
 /// The elements the pages are made of (`tbody` the parser's own).
 const PAGE_ELEMENTS: &[&str] = &[
     "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "section", "dl", "div",
-    "dt", "dd", "span", "table", "tbody", "tr", "th", "td", "details", "summary", "pre", "svg",
-    "rect", "line", "text", "polygon", "polyline", "circle",
+    "dt", "dd", "span", "table", "colgroup", "col", "tbody", "tr", "th", "td", "details",
+    "summary", "pre", "svg", "rect", "line", "text", "polygon", "polyline", "circle",
 ];
 
 /// Asserts `dom` has no element the page generator does not write, and
