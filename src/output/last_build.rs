@@ -49,6 +49,10 @@ pub(crate) struct LastBuild {
     /// cap to fit: the next build renders it under its cap again, so it
     /// cannot extend this one.
     pub(crate) squeezed: bool,
+    /// What `result` costs before trimming (see
+    /// `BuildResult::untrimmed_tokens`), once a turn asked: a turn that
+    /// extends it adds what it appends, since an extension cuts nothing.
+    pub(crate) untrimmed: Option<u64>,
 }
 
 impl From<&BuildResult> for LastBuild {
@@ -67,6 +71,7 @@ impl From<&BuildResult> for LastBuild {
             planned: Vec::new(),
             system_chunks: Vec::new(),
             squeezed: false,
+            untrimmed: None,
         }
     }
 }

@@ -112,6 +112,7 @@ impl LastBuild {
             planned,
             system_chunks,
             squeezed,
+            untrimmed: None,
             result,
         }
     }
@@ -185,14 +186,19 @@ impl<'a> Build<'a> {
         let Some(lifted) = lifted.filter(|_| growth.total <= carry.result.budget) else {
             let turn = (&appended[..], timeline);
             let previous = carry.result.clone();
+            carry.untrimmed = None;
+            let trigger = self.compaction_trigger();
             let mut replanned = self.replan(carry, turn)?;
             if let Some(result) = &mut replanned {
                 result.cache = Some(result.cache_since(&previous));
+                result.compaction_due = trigger.map(|t| result.untrimmed_tokens() > t);
                 carry.result.cache.clone_from(&result.cache);
+                carry.result.compaction_due = result.compaction_due;
             }
             return Ok(replanned);
         };
         // Nothing fails from here: the last build becomes this one.
+        let old_total = carry.result.token_count as u64;
         self.apply(carry, &growth, &framing);
         for (index, row) in lifted {
             carry.result.decisions.set(index, row);
@@ -209,7 +215,7 @@ impl<'a> Build<'a> {
         let stats = &mut self.cache.stats;
         stats.chunks_cached = carry.chunks - stats.chunks_rendered;
         stats.extended = true;
-        let due = (self.compaction_trigger()).map(|t| carry.result.untrimmed_tokens() > t);
+        let due = (self.compaction_trigger()).map(|t| carry.untrimmed_after(old_total) > t);
         carry.result.compaction_due = due;
         Ok(Some(carry.result.clone()))
     }
@@ -529,6 +535,18 @@ fn append_parts(message: &mut ContextMessage, parts: &[&Appended<'_>]) {
 }
 
 impl LastBuild {
+    /// What this build, extended from one of `old_total` tokens, costs
+    /// untrimmed: the untrimmed cost of that one plus what was appended
+    /// (counted from the decisions the first time a turn asks).
+    fn untrimmed_after(&mut self, old_total: u64) -> u64 {
+        let untrimmed = match self.untrimmed {
+            Some(before) => (before + self.result.token_count as u64).saturating_sub(old_total),
+            None => self.result.untrimmed_tokens(),
+        };
+        self.untrimmed = Some(untrimmed);
+        untrimmed
+    }
+
     /// Adds the new chunks' decisions to the report.
     fn record_rows(&mut self, appended: &[Appended<'_>]) {
         for a in appended {

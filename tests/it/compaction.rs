@@ -728,6 +728,11 @@ fn a_warm_turn_that_trims_keeps_the_summary_where_its_span_was() {
                 "the decisions at {turn} chunks differ"
             );
             assert_eq!(result.cache, cold.cache);
+            assert_eq!(
+                (result.elided, result.token_count),
+                (cold.elided, cold.token_count)
+            );
+            assert_eq!(result.compaction_due, cold.compaction_due);
             trims += usize::from(result.trim_target.is_some() && result.compaction.is_some());
         }
         if result.compaction_due == Some(true)
