@@ -62,6 +62,19 @@ pub(super) fn escape(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// A list of figures, each named by its `data-fact`, in a `<dl>` whose
+/// start tag carries `attributes` (written as they are).
+pub(super) fn write_facts(out: &mut String, attributes: &str, facts: &[(&str, String)]) {
+    let _ = writeln!(out, "<dl class=\"facts\"{attributes}>");
+    for (name, value) in facts {
+        let _ = writeln!(
+            out,
+            "<div><dt>{name}</dt><dd data-fact=\"{name}\">{value}</dd></div>"
+        );
+    }
+    out.push_str("</dl>\n");
+}
+
 /// `tokens` with thousands separated: `12,345`.
 pub(super) fn grouped(tokens: usize) -> String {
     let digits = tokens.to_string();

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::page::{Page, escape, grouped, percent};
+use super::page::{Page, escape, grouped, percent, write_facts};
 use super::window::write_window;
 use crate::model::memory::MemoryState;
 use crate::output::cache::CacheReport;
@@ -46,6 +46,11 @@ impl ReplayTurn {
         }
     }
 
+    /// Whether the previous turn's prompt did not all carry over.
+    pub fn broke(&self) -> bool {
+        (self.cache.as_ref()).is_some_and(|c| c.broke_at.is_some())
+    }
+
     /// The stable prefix's tokens (0 on the first turn).
     fn stable(&self) -> usize {
         self.cache.as_ref().map_or(0, |c| c.stable_prefix_tokens)
@@ -74,7 +79,7 @@ pub fn replay_page(turns: &[ReplayTurn], last: Option<(&BuildResult, &MemoryStat
 
 /// The run's figures: turns, breaks, compactions, the share cached.
 fn write_summary(out: &mut String, turns: &[ReplayTurn]) {
-    let breaks = turns.iter().filter(|t| broke(t)).count();
+    let breaks = turns.iter().filter(|t| t.broke()).count();
     let compactions = turns.iter().filter(|t| t.compacted).count();
     let sent: usize = turns.iter().skip(1).map(|t| t.token_count).sum();
     let stable: usize = turns.iter().map(ReplayTurn::stable).sum();
@@ -86,22 +91,8 @@ fn write_summary(out: &mut String, turns: &[ReplayTurn]) {
         ("stable_prefix_tokens", grouped(stable)),
         ("reusable_share", percent(stable, sent)),
     ];
-    let _ = writeln!(
-        out,
-        "<dl class=\"facts\" data-turns=\"{}\" data-breaks=\"{breaks}\">",
-        turns.len()
-    );
-    for (name, value) in facts {
-        let _ = writeln!(
-            out,
-            "<div><dt>{name}</dt><dd data-fact=\"{name}\">{value}</dd></div>"
-        );
-    }
-    out.push_str("</dl>\n");
-}
-
-fn broke(turn: &ReplayTurn) -> bool {
-    (turn.cache.as_ref()).is_some_and(|c| c.broke_at.is_some())
+    let attributes = format!(" data-turns=\"{}\" data-breaks=\"{breaks}\"", turns.len());
+    write_facts(out, &attributes, &facts);
 }
 
 /// The chart's frame: its size, and the plot inside the axes.
@@ -158,7 +149,7 @@ fn write_chart(out: &mut String, turns: &[ReplayTurn]) {
     ] {
         let _ = writeln!(out, "<polyline class=\"{class}\" points=\"{points}\"/>");
     }
-    for (i, turn) in turns.iter().enumerate().filter(|(_, t)| broke(t)) {
+    for (i, turn) in turns.iter().enumerate().filter(|(_, t)| t.broke()) {
         let _ = writeln!(
             out,
             "<circle class=\"break\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\"><title>turn {}: {}</title></circle>",

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use rustc_hash::FxHashMap;
 
-use super::page::{Page, escape, grouped, percent};
+use super::page::{self, Page, escape, grouped, percent};
 use crate::adapter::explain::{
     Segment, decision_text, reason_name, started_from, stub_reason_name,
 };
@@ -81,14 +81,7 @@ fn write_facts(out: &mut String, result: &BuildResult) {
     if result.unread_chunks > 0 {
         facts.push(("unread_chunks", grouped(result.unread_chunks)));
     }
-    out.push_str("<dl class=\"facts\">\n");
-    for (name, value) in facts {
-        let _ = writeln!(
-            out,
-            "<div><dt>{name}</dt><dd data-fact=\"{name}\">{value}</dd></div>"
-        );
-    }
-    out.push_str("</dl>\n");
+    page::write_facts(out, "", &facts);
 }
 
 /// A bar of the window (an SVG of `segments` over `max_tokens`) and its

@@ -136,7 +136,6 @@ impl Run {
     fn summary(&self, times: &[u128], turns: &[ReplayTurn]) -> serde_json::Value {
         let mut sorted = times.to_vec();
         sorted.sort_unstable();
-        let broke = |t: &&ReplayTurn| t.cache.as_ref().is_some_and(|c| c.broke_at.is_some());
         json!({"summary": {
             "turns": times.len(),
             "chunks": self.chunks,
@@ -144,7 +143,7 @@ impl Run {
             "median_build_us": sorted.get(sorted.len() / 2),
             "max_build_us": sorted.last(),
             "tokens_counted": self.tokens_counted,
-            "prefix_changes": turns.iter().filter(broke).count(),
+            "prefix_changes": turns.iter().filter(|t| t.broke()).count(),
             "compactions": turns.iter().filter(|t| t.compacted).count(),
             "cache": self.cache,
         }})
