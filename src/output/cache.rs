@@ -78,6 +78,17 @@ impl BuildResult {
     /// Costs a walk of the messages up to the break; the cause reads the
     /// decisions of the chunk there.
     pub fn cache_since(&self, previous: &BuildResult) -> CacheReport {
+        let stable = stable_prefix(
+            &self.messages,
+            &self.fingerprints,
+            previous.fingerprints.iter(),
+        );
+        self.cache_over(previous, stable)
+    }
+
+    /// [`cache_since`](BuildResult::cache_since) for a build that counted
+    /// its stable prefix over `previous` already (`stable_prefix_tokens`).
+    pub(crate) fn cache_over(&self, previous: &BuildResult, stable: usize) -> CacheReport {
         let sent: usize = previous.messages.iter().map(|m| m.tokens).sum();
         // A provider caches a prefix for one model: nothing carries over.
         if (&previous.model, &previous.encoding) != (&self.model, &self.encoding) {
@@ -92,11 +103,7 @@ impl BuildResult {
                 broke_at,
             };
         }
-        let stable_prefix_tokens = stable_prefix(
-            &self.messages,
-            &self.fingerprints,
-            previous.fingerprints.iter(),
-        );
+        let stable_prefix_tokens = stable;
         let broke_at = first_break(previous, self).map(|message| {
             let chunk = chunk_at(previous, self, message);
             CacheBreak {

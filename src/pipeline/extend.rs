@@ -190,7 +190,8 @@ impl<'a> Build<'a> {
             let trigger = self.compaction_trigger();
             let mut replanned = self.replan(carry, turn)?;
             if let Some(result) = &mut replanned {
-                result.cache = Some(result.cache_since(&previous));
+                let stable = result.stable_prefix_tokens.unwrap_or_default();
+                result.cache = Some(result.cache_over(&previous, stable));
                 result.compaction_due = trigger.map(|t| result.untrimmed_tokens() > t);
                 carry.result.cache.clone_from(&result.cache);
                 carry.result.compaction_due = result.compaction_due;

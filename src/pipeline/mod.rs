@@ -186,7 +186,9 @@ impl<'a> Build<'a> {
         let previous = self.previous.filter(|previous| previous.whole);
         let mut result = self.report(assembled);
         result.compaction_due = trigger.map(|t| result.untrimmed_tokens() > t);
-        result.cache = previous.map(|previous| result.cache_since(&previous.result));
+        if let (Some(previous), Some(stable)) = (previous, result.stable_prefix_tokens) {
+            result.cache = Some(result.cache_over(&previous.result, stable));
+        }
         Ok(result)
     }
 
