@@ -260,3 +260,35 @@ fn the_window_pages_figures_are_the_builds() {
         assert_eq!(total, result.max_tokens);
     }
 }
+
+/// A window whose texts would not fit a 5 MB page beside its rows shows
+/// the long ones as a head and a tail, saying what it left out, and the
+/// page stays under 5 MB; a smaller window's texts are whole.
+#[test]
+fn a_window_too_large_for_the_page_cuts_its_long_texts() {
+    // 60 notes of 120 KB each: 7.2 MB of text, all kept.
+    let mut state = MemoryState::new();
+    for n in 0..60 {
+        let text = format!("note {n}: ") + &"the cache key omitted the model. ".repeat(3_700);
+        state = state.with_chunk(MemoryChunk::agent(format!("n{n}"), Role::User, text));
+    }
+    let mut large = ContextBuilder::new();
+    large.model("gpt-4o").max_tokens(4_000_000);
+    let result = large.build(&state).unwrap();
+    assert_eq!(result.excluded().count(), 0, "every note is kept");
+    let page = window_page(&result, Some(&state));
+    assert!(page.len() < 5_000_000, "{} bytes", page.len());
+    assert_eq!(
+        count(&page, "bytes not shown]"),
+        60,
+        "every long text is cut"
+    );
+    // The same notes, a tenth of the count: their 720 KB fit whole.
+    state.chunks.truncate(6);
+    let small = window_page(&large.build(&state).unwrap(), Some(&state));
+    assert_eq!(
+        count(&small, "bytes not shown]"),
+        0,
+        "a smaller window shows them whole"
+    );
+}
