@@ -39,7 +39,7 @@ text."""
 
 Output = Literal[
     "report", "openai", "anthropic", "text", "openai-native", "openai-responses",
-    "anthropic-native",
+    "anthropic-native", "ai-sdk",
 ]
 
 RequestFormat = Literal["messages", "openai", "anthropic"]

@@ -49,7 +49,7 @@ struct Inner {
 fn builder_class(output: Output) -> u8 {
     match output {
         Output::Anthropic => 1,
-        Output::OpenaiNative | Output::OpenaiResponses => 2,
+        Output::OpenaiNative | Output::OpenaiResponses | Output::AiSdk => 2,
         Output::AnthropicNative => 3,
         _ => 0,
     }

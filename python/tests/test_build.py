@@ -13,7 +13,7 @@ import agent_context as ac
 from conftest import DATA, ROOT
 
 OUTPUTS = ["report", "openai", "anthropic", "text", "openai-native",
-           "openai-responses", "anthropic-native"]
+           "openai-responses", "anthropic-native", "ai-sdk"]
 
 # (keywords, the same as flags)
 SETTINGS = [

@@ -40,6 +40,8 @@
 //! # Ok::<(), agent_context::Error>(())
 //! ```
 
+mod ai_sdk;
+mod ai_sdk_input;
 mod anthropic_messages;
 mod cache_breakpoints;
 mod conversation;
@@ -49,6 +51,8 @@ mod native_request;
 mod openai_chat;
 mod openai_responses;
 
+pub use ai_sdk::ai_sdk_request;
+pub use ai_sdk_input::{AiSdkHistory, from_ai_sdk};
 pub use anthropic_messages::anthropic_request;
 pub use cache_breakpoints::CacheBreakpoint;
 pub use native_request::{NativeOptions, NativeRequest};

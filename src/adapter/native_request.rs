@@ -63,6 +63,8 @@ pub(crate) enum Provider {
     OpenAiResponses,
     /// Anthropic's Messages, which takes compaction blocks back (beta).
     Anthropic,
+    /// The AI SDK's messages, which any provider's model is called with.
+    AiSdk,
 }
 
 /// The paired conversation of `result` and the request's bound and
@@ -121,6 +123,7 @@ fn provider_warning(model: &str, provider: Provider) -> Option<String> {
     let (fits, name) = match provider {
         Provider::OpenAi | Provider::OpenAiResponses => (!anthropic_model, "OpenAI"),
         Provider::Anthropic => (anthropic_model, "Anthropic"),
+        Provider::AiSdk => return None,
     };
     (!fits).then(|| {
         format!(

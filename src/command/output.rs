@@ -31,11 +31,14 @@ pub enum Output {
     OpenaiResponses,
     /// Anthropic Messages with native tool use.
     AnthropicNative,
+    /// The AI SDK's `{system, messages}`: `ModelMessage`s with tool-call
+    /// and tool-result parts, for `generateText`.
+    AiSdk,
 }
 
 impl Output {
     /// Every output, in `--help`'s order.
-    pub const ALL: [Output; 7] = [
+    pub const ALL: [Output; 8] = [
         Output::Report,
         Output::Openai,
         Output::Anthropic,
@@ -43,6 +46,7 @@ impl Output {
         Output::OpenaiNative,
         Output::OpenaiResponses,
         Output::AnthropicNative,
+        Output::AiSdk,
     ];
 
     /// The output's name, as `--output` takes it: `openai-native`.
@@ -55,6 +59,7 @@ impl Output {
             Output::OpenaiNative => "openai-native",
             Output::OpenaiResponses => "openai-responses",
             Output::AnthropicNative => "anthropic-native",
+            Output::AiSdk => "ai-sdk",
         }
     }
 
@@ -81,7 +86,10 @@ impl Output {
     pub fn is_native(self) -> bool {
         matches!(
             self,
-            Output::OpenaiNative | Output::OpenaiResponses | Output::AnthropicNative
+            Output::OpenaiNative
+                | Output::OpenaiResponses
+                | Output::AnthropicNative
+                | Output::AiSdk
         )
     }
 }
@@ -162,6 +170,7 @@ pub fn print(result: &BuildResult, options: &BuildOptions) -> Result<Printed> {
         Output::OpenaiNative => Some(adapter::openai_chat_request(result)?),
         Output::OpenaiResponses => Some(adapter::openai_responses_request(result)?),
         Output::AnthropicNative => Some(adapter::anthropic_request(result, &native)?),
+        Output::AiSdk => Some(adapter::ai_sdk_request(result)?),
         _ => None,
     };
     let mut warnings = request

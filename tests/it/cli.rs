@@ -240,7 +240,7 @@ fn unknown_output_value() {
     assert_failed(
         &out,
         2,
-        "[possible values: report, openai, anthropic, text, openai-native, openai-responses, anthropic-native]",
+        "[possible values: report, openai, anthropic, text, openai-native, openai-responses, anthropic-native, ai-sdk]",
     );
     insta::assert_snapshot!("unknown_output", out.stderr);
 }

@@ -9,6 +9,7 @@
 use std::fs::File;
 use std::io::{self, IsTerminal, Read};
 
+use agent_context::command::{self, InputFormat};
 use agent_context::{ErrorKind, JsonProblem, MemoryState, ParseOptions, Result};
 
 /// `--max-input-bytes` for commands that read raw text (`count`).
@@ -28,6 +29,17 @@ pub(crate) struct JsonInput {
     /// as U+FFFD instead of failing.
     #[arg(long)]
     lossy_unicode: bool,
+}
+
+/// The input flags of commands that read a session (`build`, `replay`).
+#[derive(clap::Args)]
+pub(crate) struct SessionInput {
+    #[command(flatten)]
+    json: JsonInput,
+    /// What FILE holds: a session, or the AI SDK's messages (an array of
+    /// UIMessages or ModelMessages, or `{system, messages}`).
+    #[arg(long = "input", value_enum, value_name = "FORMAT", default_value_t = InputFormat::Session)]
+    format: InputFormat,
 }
 
 impl JsonInput {
@@ -89,10 +101,20 @@ impl Expected {
     }
 }
 
-/// Reads and parses a session from FILE (or `-`, standard input).
-pub(crate) fn read_session(file: &str, input: &JsonInput) -> Result<MemoryState> {
-    let text = read_input(file, &input.limit, Expected::Session)?;
-    MemoryState::from_json_str_with(&text, input.parse_options())
+/// Reads and parses a session from FILE (or `-`, standard input) in the
+/// `--input` format, writing the warnings of the reading.
+pub(crate) fn read_session(file: &str, input: &SessionInput) -> Result<MemoryState> {
+    let expected = match input.format {
+        InputFormat::Session => Expected::Session,
+        _ => Expected::JsonValue,
+    };
+    let text = read_input(file, &input.json.limit, expected)?;
+    let options = input.json.parse_options();
+    let (state, warnings) = command::read_session(&text, input.format, options)?;
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(state)
 }
 
 /// Reads FILE (or `-`, standard input) as UTF-8 text, refusing more than

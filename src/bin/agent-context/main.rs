@@ -16,7 +16,7 @@ use agent_context::tokens::EstimateFactor;
 use agent_context::{BuildResult, ErrorKind, parse_json};
 use build_flags::BuildOptions;
 use clap::{Parser, Subcommand};
-use input::{Expected, InputLimit, JsonInput, read_input};
+use input::{Expected, InputLimit, JsonInput, SessionInput, read_input};
 
 /// The tokenizer tables are 200k small allocations made and freed at
 /// start-up; mimalloc makes and frees them in a fraction of the system
@@ -62,7 +62,7 @@ struct BuildArgs {
     #[command(flatten)]
     options: BuildOptions,
     #[command(flatten)]
-    input: JsonInput,
+    input: SessionInput,
     #[command(flatten)]
     output: OutputArgs,
 }

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::Failure;
 use crate::build_flags::BuildOptions;
-use crate::input::{JsonInput, read_session};
+use crate::input::{SessionInput, read_session};
 
 #[derive(clap::Args)]
 pub(crate) struct ReplayArgs {
@@ -22,7 +22,7 @@ pub(crate) struct ReplayArgs {
     #[command(flatten)]
     options: BuildOptions,
     #[command(flatten)]
-    input: JsonInput,
+    input: SessionInput,
     /// End a turn every N chunks instead of at each assistant chunk.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     every: Option<u64>,

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 /// Every `--output` of `build` and `chat build`, in the order `--help`
 /// lists them (`cli.rs` checks that order against the binary).
-pub const OUTPUTS: [&str; 7] = [
+pub const OUTPUTS: [&str; 8] = [
     "report",
     "openai",
     "anthropic",
@@ -30,6 +30,7 @@ pub const OUTPUTS: [&str; 7] = [
     "openai-native",
     "openai-responses",
     "anthropic-native",
+    "ai-sdk",
 ];
 
 /// The ids of a report's view as strings, to compare with literals.

@@ -1,0 +1,38 @@
+//! What a command's input file is: a session, or the AI SDK's messages.
+
+use crate::adapter::from_ai_sdk;
+use crate::{MemoryState, ParseOptions, Result, parse_json};
+
+/// The format of `build`'s, `render`'s and `replay`'s input (`--input`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[non_exhaustive]
+pub enum InputFormat {
+    /// The session JSON of docs/input.md.
+    #[default]
+    Session,
+    /// The AI SDK's messages: an array of `UIMessage`s or `ModelMessage`s,
+    /// or `{system, messages}` (read by `adapter::from_ai_sdk`).
+    AiSdk,
+}
+
+/// Reads `text` as a session in `format`, with the warnings the reading
+/// gave (parts of AI SDK messages no chunk holds).
+///
+/// # Errors
+///
+/// Malformed JSON, with line and column; a session or messages that break
+/// their schema, naming where.
+pub fn read_session(
+    text: &str,
+    format: InputFormat,
+    options: ParseOptions,
+) -> Result<(MemoryState, Vec<String>)> {
+    match format {
+        InputFormat::Session => Ok((MemoryState::from_json_str_with(text, options)?, Vec::new())),
+        InputFormat::AiSdk => {
+            let history = from_ai_sdk(&parse_json(text, options)?)?;
+            Ok((history.state, history.warnings))
+        }
+    }
+}
