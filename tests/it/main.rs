@@ -16,6 +16,7 @@ mod compaction_loop;
 mod session_gen;
 
 mod agentick_shapes;
+mod ai_sdk;
 // Loads the `--html` pages in headless Chromium: opt in with the feature
 // and run through `.ci/with-chromium`.
 #[cfg(feature = "browser-tests")]

@@ -114,7 +114,7 @@ impl History {
                 Some(id) if !id.is_empty() => id.to_owned(),
                 _ => format!("m{index}"),
             };
-            return self.ui_message(role, &base, parts, &format!("{path}.parts"));
+            return self.ui_message(role, &base, parts, &path);
         }
         match object.get("content") {
             Some(content) => self.model_message(role, index, content, &path),
