@@ -180,15 +180,15 @@ fn tool_step() -> impl Strategy<Value = (String, Value, Value)> {
     ("[a-z_]{1,12}", object(), output)
 }
 
-/// A turn of the assistant: optional signed reasoning and text, then
-/// calls answered in one tool message.
-fn assistant_turn() -> impl Strategy<
-    Value = (
-        Option<(String, String)>,
-        Option<String>,
-        Vec<(String, Value, Value)>,
-    ),
-> {
+/// A turn of the assistant: optional signed reasoning (text, signature)
+/// and text, then calls answered in one tool message.
+type AssistantTurn = (
+    Option<(String, String)>,
+    Option<String>,
+    Vec<(String, Value, Value)>,
+);
+
+fn assistant_turn() -> impl Strategy<Value = AssistantTurn> {
     (
         prop::option::of((words(), "[A-Za-z0-9+/]{8,24}")),
         prop::option::of(words()),
