@@ -1,0 +1,222 @@
+//! `Session`: a conversation built turn after turn, at the cost of what
+//! is new. Synchronous: the per-turn path of an agent loop.
+
+use agent_context::command::{self, Output};
+use agent_context::{ContextSession, ErrorKind, MemoryChunk, MemoryState, parse_json};
+use napi_derive::napi;
+use serde_json::{Value, json};
+
+use crate::builder::{NativeBuilder, with_output};
+use crate::compaction::{COMPACTION_KEYS, compaction_options, summary_of};
+use crate::errors::{Result, caught, guarded, internal};
+use crate::options::{Call, Takes, object_of, parse_options};
+use crate::outcome::Outcome;
+
+/// A session built incrementally with a builder's settings: each build
+/// equals `build` of the whole session with those settings and the
+/// session's previous build.
+#[napi]
+pub struct NativeSession {
+    session: ContextSession,
+    call: Call,
+    /// The output whose builder settings the session was compiled with.
+    compiled_for: Output,
+}
+
+/// Outputs that build alike share a builder: what `BuildOptions::builder`
+/// sets by the output. Anthropic's need the history to start with the
+/// user, native ones their protocol, and Anthropic's native one a default
+/// reserve.
+fn builder_class(output: Output) -> (bool, bool, bool) {
+    (
+        matches!(output, Output::Anthropic | Output::AnthropicNative),
+        output.is_native(),
+        output == Output::AnthropicNative,
+    )
+}
+
+/// What the last build did (`ContextSession::stats`).
+#[napi(object)]
+pub struct Stats {
+    pub chunks_rendered: f64,
+    pub tokens_counted: f64,
+    pub chunks_cached: f64,
+    pub chunks_restored: f64,
+    pub extended: bool,
+    pub replanned: bool,
+}
+
+#[napi]
+impl NativeSession {
+    /// A session with `builder`'s settings over `state` (session JSON),
+    /// empty without one.
+    #[napi(constructor)]
+    pub fn new(
+        builder: &NativeBuilder,
+        state: Option<String>,
+        lossy_unicode: bool,
+    ) -> Result<Self> {
+        let call = builder.call.clone();
+        guarded(|| {
+            let state = match state {
+                Some(text) => MemoryState::from_json_str_with(&text, parse_options(lossy_unicode))?,
+                None => MemoryState::new(),
+            };
+            let session = ContextSession::new(call.options.builder()?, state)?;
+            let compiled_for = call.options.output;
+            Ok(NativeSession {
+                session,
+                call,
+                compiled_for,
+            })
+        })
+    }
+
+    /// Appends one chunk (its JSON), validated as the session JSON's
+    /// chunks are; on error the session is unchanged.
+    #[napi]
+    pub fn push(&mut self, chunk: String, lossy_unicode: bool) -> Result<()> {
+        guarded(|| {
+            let value = parse_json(&chunk, parse_options(lossy_unicode))?;
+            let mut chunks = chunks_of(json!([value]))?;
+            let chunk = chunks.pop().ok_or_else(|| no_chunk("push"))?;
+            self.session.push(chunk)
+        })
+    }
+
+    /// Appends chunks (the JSON of an array of them), all or nothing.
+    #[napi]
+    pub fn extend(&mut self, chunks: String, lossy_unicode: bool) -> Result<()> {
+        guarded(|| {
+            let value = parse_json(&chunks, parse_options(lossy_unicode))?;
+            let chunks = chunks_of(value)?;
+            self.session.extend(chunks)
+        })
+    }
+
+    /// Builds this turn's prompt in `output` (the builder's by default);
+    /// an output that builds otherwise starts the cache afresh.
+    #[napi]
+    pub fn build(&mut self, output: Option<String>) -> Result<Outcome> {
+        caught(|| {
+            let options = with_output(&self.call.options, output.as_deref())?;
+            let explain = self.call.explain;
+            guarded(|| {
+                if builder_class(options.output) != builder_class(self.compiled_for) {
+                    self.session.set_builder(&options.builder()?)?;
+                    self.compiled_for = options.output;
+                }
+                let result = self.session.build()?;
+                let printed = command::print(&result, &options)?;
+                Ok(Outcome::of(printed, explain))
+            })
+        })
+    }
+
+    /// Plans a compaction of the session's history under the builder's
+    /// settings; `options` holds the compaction's options only. The JSON
+    /// of the plan, as `Engine.planCompaction` gives it.
+    #[napi]
+    pub fn plan_compaction(&mut self, options: String) -> Result<String> {
+        caught(|| {
+            let mut map = object_of(&options, "options")?;
+            let compaction = compaction_options(&mut map)?;
+            let takes = Takes {
+                function: "planCompaction",
+                keys: &[],
+                also: &COMPACTION_KEYS,
+            };
+            crate::options::build_options(&Call::default(), &map, &takes)?;
+            guarded(|| {
+                self.own_settings()?;
+                self.session.plan_compaction(&compaction)
+            })
+            .and_then(|plan| to_json(&plan))
+        })
+    }
+
+    /// Applies a plan's token with `summary` (and `native`, the JSON of the
+    /// providers' own items); the JSON of what was applied.
+    #[napi]
+    pub fn apply_compaction(
+        &mut self,
+        plan: String,
+        summary: String,
+        native: Option<String>,
+    ) -> Result<String> {
+        caught(|| {
+            let summary = summary_of(summary, native.as_deref(), &Call::default())?;
+            guarded(|| {
+                self.own_settings()?;
+                self.session.apply_compaction(&plan, summary)
+            })
+            .and_then(|applied| to_json(&applied))
+        })
+    }
+
+    /// The session as JSON: what `build` would take.
+    #[napi]
+    pub fn state(&self) -> Result<String> {
+        caught(|| to_json(self.session.state()))
+    }
+
+    /// What the last build did.
+    #[napi]
+    pub fn stats(&self) -> Stats {
+        let stats = self.session.stats();
+        Stats {
+            chunks_rendered: stats.chunks_rendered as f64,
+            tokens_counted: stats.tokens_counted as f64,
+            chunks_cached: stats.chunks_cached as f64,
+            chunks_restored: stats.chunks_restored as f64,
+            extended: stats.extended,
+            replanned: stats.replanned,
+        }
+    }
+
+    /// The chunks in the session.
+    #[napi(getter)]
+    pub fn length(&self) -> f64 {
+        self.session.state().chunks.len() as f64
+    }
+}
+
+impl NativeSession {
+    /// Compiles the session back to its builder's settings if a build of
+    /// another output changed them: a compaction is planned and applied
+    /// under the builder's settings, so a plan holds across builds of
+    /// other outputs.
+    fn own_settings(&mut self) -> agent_context::Result<()> {
+        let output = self.call.options.output;
+        if builder_class(output) != builder_class(self.compiled_for) {
+            self.session.set_builder(&self.call.options.builder()?)?;
+            self.compiled_for = output;
+        }
+        Ok(())
+    }
+}
+
+/// `value` as the compact JSON the package parses.
+fn to_json(value: &impl serde::Serialize) -> Result<String> {
+    serde_json::to_string(value).map_err(|error| internal(&error.to_string()))
+}
+
+/// The chunks of a JSON array of chunk objects, validated as a session's.
+fn chunks_of(value: Value) -> agent_context::Result<Vec<MemoryChunk>> {
+    if !value.is_array() {
+        return Err(ErrorKind::Session {
+            field: "chunks".into(),
+            message: "expected a list of chunk objects".into(),
+        }
+        .into());
+    }
+    command::chat::chunks_to_append(value)
+}
+
+fn no_chunk(verb: &str) -> agent_context::Error {
+    ErrorKind::Session {
+        field: "chunks".into(),
+        message: format!("{verb} takes one chunk"),
+    }
+    .into()
+}
