@@ -4,46 +4,33 @@
 // names it (agent-context.linux-x64-gnu.node, agent-context.darwin-arm64.node,
 // agent-context.win32-x64-msvc.node, ...).
 
+const fs = require('node:fs');
 const path = require('node:path');
 
-function isMusl() {
-  if (process.platform !== 'linux') return false;
-  try {
-    const report = process.report && process.report.getReport();
-    return !(report && report.header && report.header.glibcVersionRuntime);
-  } catch {
-    return false;
-  }
-}
-
-function platformName() {
+/** The platform names the addon may have here, most likely first. */
+function platformNames() {
   const { platform, arch } = process;
   switch (platform) {
     case 'linux':
-      if (arch === 'arm') return `linux-arm-${isMusl() ? 'musleabihf' : 'gnueabihf'}`;
-      return `linux-${arch}-${isMusl() ? 'musl' : 'gnu'}`;
+      return arch === 'arm'
+        ? ['linux-arm-gnueabihf', 'linux-arm-musleabihf']
+        : [`linux-${arch}-gnu`, `linux-${arch}-musl`];
     case 'win32':
-      return `win32-${arch}-msvc`;
+      return [`win32-${arch}-msvc`, `win32-${arch}-gnu`];
+    case 'darwin':
+      return [`darwin-${arch}`, 'darwin-universal'];
     default:
-      // darwin-arm64, darwin-x64, freebsd-x64, ...
-      return `${platform}-${arch}`;
+      return [`${platform}-${arch}`];
   }
 }
 
-const file = path.join(__dirname, `agent-context.${platformName()}.node`);
-let addon;
-try {
-  addon = require(file);
-} catch (error) {
-  if (error && error.code === 'MODULE_NOT_FOUND') {
-    const missing = new Error(
-      `agent-context: no addon for this platform at ${file}; build it from a clone ` +
-        'with `cd node && npm install && npm run build` (Rust 1.94+)',
-    );
-    missing.cause = error;
-    throw missing;
-  }
-  throw error;
+const files = platformNames().map((name) => path.join(__dirname, `agent-context.${name}.node`));
+const file = files.find((candidate) => fs.existsSync(candidate));
+if (!file) {
+  throw new Error(
+    `agent-context: no addon for this platform (${files.map((f) => path.basename(f)).join(' or ')} ` +
+      `in ${__dirname}); build it from a clone with \`cd node && npm install && npm run build\` (Rust 1.94+)`,
+  );
 }
 
-module.exports = addon;
+module.exports = require(file);

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 
 import * as esm from '../index.mjs';
-import { NODE_DIR } from './helpers.mjs';
+import { NODE_DIR, tempDir } from './helpers.mjs';
 
 const require = createRequire(import.meta.url);
 const cjs = require('../index.cjs');
@@ -58,4 +58,14 @@ test('index.d.ts declares every export, and TypeScript checks its uses', () => {
   const args = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--lib', 'es2022'];
   const done = spawnSync(process.execPath, [tsc, ...args, 'test/types/check.mts'], { cwd: NODE_DIR, encoding: 'utf8' });
   assert.equal(done.status, 0, done.stdout + done.stderr);
+});
+
+test('without a built addon, loading says how to build one', () => {
+  const dir = tempDir();
+  fs.copyFileSync(path.join(NODE_DIR, 'native.cjs'), path.join(dir, 'native.cjs'));
+  assert.throws(() => createRequire(path.join(dir, 'x.cjs'))('./native.cjs'), (error) => {
+    assert.match(error.message, /^agent-context: no addon for this platform \(agent-context\.[a-z0-9-]+\.node/);
+    assert.match(error.message, /npm install && npm run build/);
+    return true;
+  });
 });
