@@ -567,15 +567,29 @@ class Engine {
 }
 
 // ---------------------------------------------------------------- AI SDK
-//
-// PLACE FOR fromAiSdk / toAiSdk (not implemented here).
-// The library is gaining the AI SDK's message shape (`--input ai-sdk`,
-// `--output ai-sdk`). Once its command layer has them, wire:
-//   fromAiSdk(messages)        -> a session object (the chunks of AI SDK messages)
-//   toAiSdk(session, options)  -> `build` with output 'ai-sdk'
-// as native functions in node/src/, export them below and from index.mjs,
-// and type them in index.d.ts (a marked place there too). Until then
-// neither exists, and 'ai-sdk' is no output.
+
+/**
+ * The session of AI SDK messages (an array of `UIMessage`s or
+ * `ModelMessage`s, or `{system, messages}`), as `--input ai-sdk` reads
+ * them: `{system_prompt, chunks}`. Parts no chunk holds (images, files,
+ * sources) are left out with one warning. Options: `onWarning`,
+ * `lossyUnicode`.
+ */
+function fromAiSdk(messages, options) {
+  onlyOptions(options, 'fromAiSdk', ['lossyUnicode']);
+  const { own } = splitOptions(options, { lossyUnicode: booleanOption });
+  const text = jsonText(messages, 'messages');
+  return deliver(call(() => native.fromAiSdk(text, own.lossyUnicode ?? false)), own);
+}
+
+/**
+ * `build` with `output: 'ai-sdk'`: the AI SDK's `{system, messages}` for
+ * `generateText`. `session` is a session, or AI SDK messages with
+ * `input: 'ai-sdk'`.
+ */
+function toAiSdk(session, options) {
+  return build(session, { ...optionsObject(options), output: 'ai-sdk' });
+}
 
 // ---------------------------------------------------------------- exports
 
@@ -595,6 +609,8 @@ module.exports = {
   BudgetExceeded,
   StoreError,
   ChatError,
+  fromAiSdk,
+  toAiSdk,
   OUTPUTS,
   version,
 };

@@ -8,8 +8,9 @@
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /** A session: `{system_prompt, fragments, context_management, chunks}` as an
- * object, or its JSON text (a string, or UTF-8 bytes). */
-export type SessionInput = Record<string, unknown> | string | Uint8Array;
+ * object, or its JSON text (a string, or UTF-8 bytes); with `input:
+ * 'ai-sdk'`, AI SDK messages (an array, or `{system, messages}`). */
+export type SessionInput = Record<string, unknown> | readonly unknown[] | string | Uint8Array;
 
 /** One chunk of a session (`{id, kind, ...}`), or its JSON text. */
 export type ChunkInput = Record<string, unknown> | string | Uint8Array;
@@ -103,6 +104,9 @@ export interface BuildSettings {
   noCacheControl?: boolean | null;
   /** `--max-input-bytes`: the most bytes of JSON read. */
   maxInputBytes?: number | null;
+  /** `--input` (default `'session'`): `'ai-sdk'` reads the session argument
+   * as AI SDK messages, as `fromAiSdk` does. */
+  input?: 'session' | 'ai-sdk' | null;
 }
 
 /** The options of `build` and `buildAsync`. */
@@ -134,6 +138,7 @@ export interface Settings {
   explain: boolean;
   cacheControl: boolean;
   maxInputBytes: number | null;
+  input: 'session' | 'ai-sdk';
 }
 
 /** One message of a report. */
@@ -208,7 +213,9 @@ export type BuildOutput<O> = O extends 'text'
   ? string
   : O extends 'report' | undefined | null
     ? Report
-    : RequestBody;
+    : O extends 'ai-sdk'
+      ? AiSdkMessages
+      : RequestBody;
 
 /** `agent-context build`: the prompt of `session` within the budget, as the
  * CLI prints it for the same flags (an object; a string for `text`). */
@@ -392,9 +399,47 @@ export class Engine {
   }>;
 }
 
-// PLACE FOR fromAiSdk / toAiSdk (see index.cjs): typed here once wired.
-// export function fromAiSdk(messages: unknown): { [key: string]: Json };
-// export function toAiSdk(session: SessionInput, options?: BuildOptions): RequestBody;
+/** A part of an AI SDK `ModelMessage` as `output: 'ai-sdk'` writes it. */
+export type AiSdkPart =
+  | { type: 'text'; text: string }
+  | { type: 'reasoning'; text: string; providerOptions: { anthropic: { signature: string } } }
+  | { type: 'tool-call'; toolCallId: string; toolName: string; input: { [key: string]: Json } }
+  | {
+      type: 'tool-result';
+      toolCallId: string;
+      toolName: string;
+      output:
+        | { type: 'text' | 'error-text'; value: string }
+        | { type: 'json' | 'error-json'; value: Json };
+    };
+
+/** `output: 'ai-sdk'`: the AI SDK's `{system, messages}`, for
+ * `generateText({model, system, messages})`. */
+export interface AiSdkMessages {
+  system?: string;
+  messages: (
+    | { role: 'user'; content: Extract<AiSdkPart, { type: 'text' }>[] }
+    | { role: 'assistant'; content: Exclude<AiSdkPart, { type: 'tool-result' }>[] }
+    | { role: 'tool'; content: Extract<AiSdkPart, { type: 'tool-result' }>[] }
+  )[];
+}
+
+/** A session object, as `fromAiSdk` returns it. */
+export type SessionObject = {
+  system_prompt?: string;
+  chunks: { id: string; kind: string; [key: string]: Json | undefined }[];
+};
+
+/** The session of AI SDK messages (`UIMessage[]`, `ModelMessage[]`, or
+ * `{system, messages}`), as `--input ai-sdk` reads them. Parts no chunk
+ * holds (images, files, sources) are left out with one warning. */
+export function fromAiSdk(
+  messages: readonly unknown[] | { system?: string | null; messages: readonly unknown[] } | string | Uint8Array,
+  options?: { lossyUnicode?: boolean | null } & Callbacks,
+): SessionObject;
+
+/** `build` with `output: 'ai-sdk'`. */
+export function toAiSdk(session: SessionInput, options?: Omit<BuildOptions, 'output'>): AiSdkMessages;
 
 /** The base of every error agent-context throws. */
 export class ContextError extends Error {

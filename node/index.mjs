@@ -19,6 +19,8 @@ export const {
   BudgetExceeded,
   StoreError,
   ChatError,
+  fromAiSdk,
+  toAiSdk,
   OUTPUTS,
   version,
 } = api;

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use agent_context::ContextConfig;
 use agent_context::budget::CompactAt;
 use agent_context::command::{self, BuildOptions, Output};
-use agent_context::{ContextConfig, MemoryState};
 use napi::bindgen_prelude::AsyncTask;
 use napi_derive::napi;
 use serde_json::{Map, Value, json};
@@ -130,12 +130,13 @@ impl BuilderJob {
         self.call.check_size(session)?;
         let explain = self.call.explain;
         guarded(|| {
-            let state = MemoryState::from_json_str_with(session, parse_options(self.lossy))?;
+            let (state, read) =
+                command::read_session(session, self.call.input, parse_options(self.lossy))?;
             let printed = match same {
                 true => command::build_compiled(&state, &self.config, &options)?,
                 false => command::build(&state, &options)?,
             };
-            Ok(Outcome::of(printed, explain))
+            Ok(Outcome::of(printed, explain).after(read))
         })
     }
 }
@@ -191,6 +192,7 @@ fn option_value(call: &Call, key: &str) -> Value {
         "explain" => json!(call.explain),
         "cacheControl" => json!(o.cache_control),
         "maxInputBytes" => json!(call.max_input_bytes),
+        "input" => json!(call.input.as_str()),
         _ => Value::Null,
     }
 }

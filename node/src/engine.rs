@@ -2,15 +2,15 @@
 //! drives it. Each verb runs on the libuv thread pool (a Promise);
 //! `append` and `build`, the per-turn path, also run in place.
 
-use agent_context::command::DEFAULT_MODEL;
 use agent_context::command::chat::{self, AppendOptions, ChatTarget};
 use agent_context::command::chat_compact;
+use agent_context::command::{self, DEFAULT_MODEL};
 use napi::bindgen_prelude::AsyncTask;
 use napi_derive::napi;
 use serde_json::Value;
 
 use crate::compaction::{COMPACTION_KEYS, compaction_options, summary_of};
-use crate::errors::{Result, caught, guarded, input_error};
+use crate::errors::{Result, caught, guarded, input_error, option_error};
 use crate::options::{
     BUILD_KEYS, Call, Takes, build_options, compaction_build_keys, object_of, parse_options,
     previous_build,
@@ -216,6 +216,12 @@ fn build(target: &ChatTarget, options: &str, previous: Option<&str>) -> Result<O
         also: &BUILD_ALSO,
     };
     let mut call = build_options(&Call::default(), &object_of(options, "options")?, &takes)?;
+    if call.input != command::InputFormat::Session {
+        return Err(option_error(
+            "input",
+            "a chat builds from its store: append the chunks fromAiSdk(messages) returns",
+        ));
+    }
     call.options.previous = previous_build(previous)?;
     guarded(|| {
         let printed = chat::build(target, &call.options)?;

@@ -8,7 +8,6 @@
 //! once. Errors are napi errors whose message is a JSON payload the
 //! JavaScript turns into its error classes; panics are caught.
 
-use agent_context::MemoryState;
 use agent_context::command::{self, CountOptions, Output};
 use napi::bindgen_prelude::AsyncTask;
 use napi_derive::napi;
@@ -56,9 +55,9 @@ fn build_session(
     let call = build_call(options, previous)?;
     call.check_size(session)?;
     guarded(|| {
-        let state = MemoryState::from_json_str_with(session, parse_options(lossy))?;
+        let (state, read) = command::read_session(session, call.input, parse_options(lossy))?;
         let printed = command::build(&state, &call.options)?;
-        Ok(Outcome::of(printed, call.explain))
+        Ok(Outcome::of(printed, call.explain).after(read))
     })
 }
 
@@ -83,6 +82,22 @@ pub fn build_async(
     lossy_unicode: bool,
 ) -> AsyncTask<Job> {
     spawn(move || build_session(&session, &options, previous.as_deref(), lossy_unicode))
+}
+
+/// The session JSON of AI SDK messages (`UIMessage`s or `ModelMessage`s,
+/// or `{system, messages}`), as `--input ai-sdk` reads them, with the
+/// warning of the parts no chunk holds.
+#[napi]
+pub fn from_ai_sdk(messages: String, lossy_unicode: bool) -> Result<Outcome> {
+    caught(|| {
+        guarded(|| {
+            let format = command::InputFormat::AiSdk;
+            let (state, warnings) =
+                command::read_session(&messages, format, parse_options(lossy_unicode))?;
+            let json = serde_json::to_string(&state).unwrap_or_default();
+            Ok(Outcome::json(json).after(warnings))
+        })
+    })
 }
 
 /// What `count` returns: the number the CLI prints, and its warnings.

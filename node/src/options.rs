@@ -3,8 +3,9 @@
 //! layer's [`BuildOptions`] with the flags' own parsers and defaults.
 
 use agent_context::command::{
-    self, BuildOptions, Output, parse_cap, parse_compact_at, parse_content_format, parse_escape,
-    parse_estimate_factor, parse_fragment_format, parse_framing, parse_kind, parse_threads,
+    self, BuildOptions, InputFormat, Output, parse_cap, parse_compact_at, parse_content_format,
+    parse_escape, parse_estimate_factor, parse_fragment_format, parse_framing, parse_kind,
+    parse_threads,
 };
 use agent_context::{BuildResult, ChunkKind};
 use serde_json::{Map, Value};
@@ -17,6 +18,8 @@ use crate::values::{count, flag, fraction, text, type_error};
 #[derive(Debug, Clone, Default)]
 pub struct Call {
     pub options: BuildOptions,
+    /// `--input`: what the session text holds.
+    pub input: InputFormat,
     /// `--explain`: the breakdown of every decision instead of the build's
     /// own warnings.
     pub explain: bool,
@@ -38,7 +41,7 @@ impl Call {
 }
 
 /// The options of a build, in the order `--help` lists the flags.
-pub const BUILD_KEYS: [&str; 19] = [
+pub const BUILD_KEYS: [&str; 20] = [
     "model",
     "maxTokens",
     "reserve",
@@ -58,6 +61,7 @@ pub const BUILD_KEYS: [&str; 19] = [
     "explain",
     "cacheControl",
     "maxInputBytes",
+    "input",
 ];
 
 /// The flags' own names, read as the options above: `--cap` (repeatable)
@@ -66,7 +70,7 @@ pub const BUILD_KEYS: [&str; 19] = [
 const ALIASES: [&str; 3] = ["cap", "excludeKind", "noCacheControl"];
 
 /// Build options a compaction takes no part of: it prints no build.
-const NOT_COMPACTION: [&str; 3] = ["output", "explain", "cacheControl"];
+const NOT_COMPACTION: [&str; 4] = ["output", "explain", "cacheControl", "input"];
 
 /// The build options a compaction takes: all but [`NOT_COMPACTION`].
 pub fn compaction_build_keys() -> Vec<&'static str> {
@@ -132,6 +136,8 @@ pub fn build_options(base: &Call, map: &Map<String, Value>, takes: &Takes<'_>) -
         }
         match key.as_str() {
             "explain" => call.explain = flag(value, key)?,
+            "input" if value.is_null() => call.input = InputFormat::Session,
+            "input" => call.input = named(value, key, InputFormat::from_name)?,
             "noCacheControl" => call.options.cache_control = !flag(value, key)?,
             "maxInputBytes" => {
                 call.max_input_bytes = count(value, key)?;

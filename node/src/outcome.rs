@@ -49,6 +49,13 @@ impl Outcome {
         }
     }
 
+    /// This output with `warnings` first (reading its input's).
+    pub fn after(mut self, mut warnings: Vec<String>) -> Outcome {
+        warnings.append(&mut self.warnings);
+        self.warnings = warnings;
+        self
+    }
+
     /// A `chat` verb's JSON object.
     pub fn value(value: &Value) -> Outcome {
         Outcome::json(value.to_string())

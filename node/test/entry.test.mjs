@@ -18,7 +18,7 @@ const cjs = require('../index.cjs');
 
 const NAMES = [
   'BudgetExceeded', 'ChatError', 'CompactionError', 'ContextBuilder', 'ContextError', 'Engine', 'InputError',
-  'OUTPUTS', 'Session', 'StoreError', 'build', 'buildAsync', 'count', 'version',
+  'OUTPUTS', 'Session', 'StoreError', 'build', 'buildAsync', 'count', 'fromAiSdk', 'toAiSdk', 'version',
 ];
 
 test('CommonJS and ESM export the same names and the same objects', () => {

@@ -170,6 +170,7 @@ test("a builder's options are every setting, and make the same builder", () => {
     fragmentsFormat: 'toon', groupFragments: true, caps: { tool_result: 500, 'id:c08': null }, lowWater: 0.5,
     contextManagement: { edits: [{ type: 'clear_thinking_20251015' }] }, compactAt: 0.75, excludeKinds: ['thinking'],
     estimateFactor: 1.7, threads: 2, output: 'openai', explain: false, cacheControl: false, maxInputBytes: 1 << 20,
+    input: 'session',
   };
   const builder = new ac.ContextBuilder(settings);
   assert.deepEqual(builder.options, settings);
@@ -180,6 +181,7 @@ test("a builder's options are every setting, and make the same builder", () => {
     model: 'gpt-4o', maxTokens: null, reserve: null, escape: 'structural', framing: 'openai', contentFormat: 'gfm',
     fragmentsFormat: 'xml', groupFragments: false, caps: {}, lowWater: 0.8, contextManagement: null, compactAt: null,
     excludeKinds: [], estimateFactor: null, threads: null, output: 'report', explain: false, cacheControl: true, maxInputBytes: null,
+    input: 'session',
   });
   // A whole fraction comes back as its text, which reads as a fraction again.
   const whole = new ac.ContextBuilder({ compactAt: '1.0' });

@@ -16,6 +16,32 @@ pub enum InputFormat {
     AiSdk,
 }
 
+impl InputFormat {
+    /// Every input format, in `--help`'s order.
+    pub const ALL: [InputFormat; 2] = [InputFormat::Session, InputFormat::AiSdk];
+
+    /// The format's name, as `--input` takes it: `ai-sdk`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputFormat::Session => "session",
+            InputFormat::AiSdk => "ai-sdk",
+        }
+    }
+
+    /// The format named `name` (`ai_sdk` reads as `ai-sdk`).
+    ///
+    /// # Errors
+    ///
+    /// The message lists the formats.
+    pub fn from_name(name: &str) -> std::result::Result<InputFormat, String> {
+        let dashed = name.replace('_', "-");
+        InputFormat::ALL
+            .into_iter()
+            .find(|format| format.as_str() == dashed)
+            .ok_or_else(|| format!("unknown input {name:?}; expected one of: session, ai-sdk"))
+    }
+}
+
 /// Reads `text` as a session in `format`, with the warnings the reading
 /// gave (parts of AI SDK messages no chunk holds).
 ///

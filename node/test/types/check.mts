@@ -15,7 +15,10 @@ import {
   build,
   buildAsync,
   count,
+  fromAiSdk,
+  toAiSdk,
   version,
+  type AiSdkMessages,
   type Output,
   type Report,
   type RequestBody,
@@ -33,6 +36,14 @@ const later: Promise<string> = buildAsync(session, { output: 'text', onWarning: 
 const fromReport: Report = build(session, { previous: report, compactAt: 0.75, excludeKinds: ['thinking'] });
 const n: number = count('hello', { model: 'gpt-4o', estimateFactor: 1.5 });
 const names: readonly Output[] = OUTPUTS;
+const history = [{ role: 'user', content: 'Hi' }];
+const sdk: AiSdkMessages = toAiSdk(history, { input: 'ai-sdk', maxTokens: 8000 });
+const sdkBuild: AiSdkMessages = build(fromAiSdk(history), { output: 'ai-sdk' });
+const firstRole: 'user' | 'assistant' | 'tool' = sdk.messages[0].role;
+// @ts-expect-error: toAiSdk's output is always ai-sdk
+toAiSdk(history, { output: 'openai' });
+// @ts-expect-error: an input format no build reads
+build(history, { input: 'yaml' });
 const v: string = version;
 
 const builder = new ContextBuilder({ model: 'gpt-4o', maxTokens: 128000, explain: true, onExplain: (t: string) => void t });
@@ -91,4 +102,4 @@ const notReport: Report = build(session, { output: 'text' });
 // @ts-expect-error: a compaction prints no build
 new Engine('a.db', 'c').planCompaction({ explain: true });
 
-void [tokens, ids, text, body, later, fromReport, n, names, v, settings, anthropic, asText, turn, length, rendered, engine, errors, notReport];
+void [tokens, ids, text, body, later, fromReport, n, names, sdkBuild, firstRole, v, settings, anthropic, asText, turn, length, rendered, engine, errors, notReport];
