@@ -223,14 +223,16 @@ function onlyOptions(options, function_, only) {
  * The value of an outcome of the addon ({json | text, warnings, explained}):
  * the breakdown of `explain` goes to `onExplain` (else standard error, as
  * the CLI writes it), each warning to `onWarning` (else
- * process.emitWarning(message, 'ContextWarning')), and the body is parsed.
+ * process.emitWarning(message, 'ContextWarning')), and the body is parsed
+ * (or `body`, when the caller has put it together).
  */
-function deliver(outcome, own) {
+function deliver(outcome, own, body) {
   if (outcome.explained != null) {
     if (own.onExplain) own.onExplain(outcome.explained);
     else process.stderr.write(outcome.explained);
   }
   warn(outcome.warnings, own);
+  if (body !== undefined) return body;
   return outcome.text != null ? outcome.text : JSON.parse(outcome.json);
 }
 
@@ -355,6 +357,9 @@ function planToken(plan) {
 class Session {
   #native;
   #own;
+  /** The rows of the last report or `openai` messages: a build's output
+   * names the rows it shares with them by index (node/src/rows.rs). */
+  #rows = { messages: [], included: [], decisions: [] };
 
   constructor(builder, state, options) {
     const { native: nativeBuilder, own } = builderOf(builder);
@@ -386,7 +391,28 @@ class Session {
     const own = { ...this.#own };
     for (const key of CALLBACKS) if (given[key]) own[key] = given[key];
     const output = outputOption(optionsObject(options).output);
-    return deliver(call(() => this.#native.build(output)), own);
+    const outcome = call(() => this.#native.build(output));
+    if (!outcome.rows) return deliver(outcome, own);
+    const body = this.#assemble(JSON.parse(outcome.json));
+    return deliver({ ...outcome, json: undefined }, own, body);
+  }
+
+  /** The output of `rows` ({head, messages, included?, decisions?}): each
+   * list's rows, an index taking the row the last output had there. */
+  #assemble(rows) {
+    const take = (name) => {
+      const before = this.#rows[name];
+      const list = rows[name].map((row) => (typeof row === 'number' ? before[row] : row));
+      this.#rows[name] = list;
+      return list;
+    };
+    const { head } = rows;
+    head.messages = take('messages');
+    if (rows.decisions !== undefined) {
+      head.included = take('included');
+      head.decisions = take('decisions');
+    }
+    return head;
   }
 
   /** Plans a compaction of the history under the builder's settings. */

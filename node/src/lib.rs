@@ -18,6 +18,7 @@ mod engine;
 mod errors;
 mod options;
 mod outcome;
+mod rows;
 mod session;
 mod task;
 mod values;

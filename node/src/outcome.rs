@@ -19,6 +19,9 @@ pub struct Outcome {
     pub warnings: Vec<String>,
     /// `--explain`'s breakdown of every decision, when asked for.
     pub explained: Option<String>,
+    /// Whether `json` is a session's rows (`rows.rs`), to be put together
+    /// with the rows of the session's last output.
+    pub rows: bool,
 }
 
 impl Outcome {
@@ -46,6 +49,17 @@ impl Outcome {
             text,
             warnings,
             explained,
+            rows: false,
+        }
+    }
+
+    /// This output with its body as a session's rows.
+    pub fn with_rows(self, rows: String) -> Outcome {
+        Outcome {
+            json: Some(rows),
+            text: None,
+            rows: true,
+            ..self
         }
     }
 
@@ -68,6 +82,7 @@ impl Outcome {
             text: None,
             warnings: Vec::new(),
             explained: None,
+            rows: false,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `Session`: a conversation built turn after turn, at the cost of what
 //! is new. Synchronous: the per-turn path of an agent loop.
 
-use agent_context::command::{self, Output};
+use agent_context::command::{self, Body, Output};
 use agent_context::{ContextSession, ErrorKind, MemoryChunk, MemoryState, parse_json};
 use napi_derive::napi;
 use serde_json::{Value, json};
@@ -11,6 +11,7 @@ use crate::compaction::{COMPACTION_KEYS, compaction_options, summary_of};
 use crate::errors::{Result, caught, guarded, internal};
 use crate::options::{Call, Takes, object_of, parse_options};
 use crate::outcome::Outcome;
+use crate::rows::RowCache;
 
 /// A session built incrementally with a builder's settings: each build
 /// equals `build` of the whole session with those settings and the
@@ -21,6 +22,8 @@ pub struct NativeSession {
     call: Call,
     /// The output whose builder settings the session was compiled with.
     compiled_for: Output,
+    /// The last report's or messages' rows, as the JavaScript holds them.
+    rows: RowCache,
 }
 
 /// Outputs that build alike share a builder: what `BuildOptions::builder`
@@ -68,6 +71,7 @@ impl NativeSession {
                 session,
                 call,
                 compiled_for,
+                rows: RowCache::default(),
             })
         })
     }
@@ -107,8 +111,29 @@ impl NativeSession {
                     self.compiled_for = options.output;
                 }
                 let result = self.session.build()?;
-                let printed = command::print(&result, &options)?;
-                Ok(Outcome::of(printed, explain))
+                if options.output == Output::AiSdk {
+                    let mut printed = command::print(&result, &options)?;
+                    let body = std::mem::replace(&mut printed.body, Body::Text(String::new()));
+                    let Body::Json(body) = body else {
+                        printed.body = body;
+                        return Ok(Outcome::of(printed, explain));
+                    };
+                    let rows = self.rows.write_messages(body);
+                    return Ok(Outcome::of(printed, explain).with_rows(rows));
+                }
+                if !RowCache::handles(options.output) {
+                    let printed = command::print(&result, &options)?;
+                    return Ok(Outcome::of(printed, explain));
+                }
+                // The cache writes these from the build itself; a report's
+                // printing (a copy of the build) has their warnings.
+                let mut report = options.clone();
+                report.output = Output::Report;
+                let mut printed = command::print(&result, &report)?;
+                // Its body the rows replace: not written at all.
+                printed.body = Body::Text(String::new());
+                let rows = self.rows.write(&result, options.output);
+                Ok(Outcome::of(printed, explain).with_rows(rows))
             })
         })
     }

@@ -52,6 +52,47 @@ test('a 200-turn loop stays within budget, keeps pairs, and each build is a one-
   assert.ok(session.stats().chunksRendered <= 8);
 });
 
+test('turn after turn, a session shares its unchanged rows, and its outputs are the one-shot ones, key order included', () => {
+  const settings = { maxTokens: 6000, reserve: 500 };
+  const builder = new ac.ContextBuilder(settings);
+  const [byReport, byOpenai, mixed, byAiSdk, written] = [0, 1, 2, 3, 4].map(
+    () => new ac.Session(builder, { system_prompt: 'You read code.' }),
+  );
+  let previous;
+  let last = {};
+  let shared = 0;
+  let kept = 0;
+  for (let i = 0; i < 120; i++) {
+    for (const session of [byReport, byOpenai, mixed, byAiSdk, written]) session.extend(turn(i, 12));
+    // ai-sdk turn after turn, against one whose rows start afresh each turn
+    // (another output of the same builder in between).
+    const sdk = byAiSdk.build({ output: 'ai-sdk', ...quiet });
+    written.build({ output: 'openai-native', ...quiet });
+    assert.equal(JSON.stringify(sdk), JSON.stringify(written.build({ output: 'ai-sdk', ...quiet })), `turn ${i}: ai-sdk`);
+    const report = byReport.build();
+    const messages = byOpenai.build({ output: 'openai' });
+    // Every tenth turn the mixed session switches output, and its rows start afresh.
+    const output = Math.floor(i / 10) % 2 === 0 ? 'report' : 'openai';
+    const either = mixed.build({ output });
+    const expected = ac.build(byReport.state(), { ...settings, output: 'openai', previous });
+    assert.equal(JSON.stringify(messages), JSON.stringify(expected), `turn ${i}: openai`);
+    assert.equal(JSON.stringify(either), JSON.stringify(output === 'report' ? report : messages), `turn ${i}: ${output}`);
+    // The report's rows, and its fields in the CLI's order.
+    const keys = Object.keys(ac.build(byReport.state(), { ...settings, previous }));
+    assert.deepEqual(Object.keys(report), keys, `turn ${i}`);
+    if (last.messages) {
+      shared += messages.messages.filter((m) => last.messages.messages.includes(m)).length;
+      kept += report.decisions.filter((d) => last.report.decisions.includes(d)).length;
+    }
+    last = { report, messages };
+    previous = report;
+  }
+  // A short list is held inline and moves with each build; past that, an
+  // appending turn shares every old row (trims share fewer).
+  assert.ok(shared > 120 * 50, `${shared} messages shared with the turn before`);
+  assert.ok(kept > 120 * 100, `${kept} decisions shared with the turn before`);
+});
+
 test('a session build of every output equals build before any trim', () => {
   const builder = new ac.ContextBuilder({ maxTokens: 120000, caps: { tool_result: 2000 }, cacheControl: false });
   const session = new ac.Session(builder, { system_prompt: 'You are careful.' });
