@@ -36,15 +36,8 @@ pub fn compaction_options(map: &mut Map<String, Value>) -> Result<CompactionOpti
         optional_text(map.remove("summarizerModel").as_ref(), "summarizerModel")?;
     options.instructions = optional_text(map.remove("instructions").as_ref(), "instructions")?;
     if let Some(name) = optional_text(map.remove("output").as_ref(), "output")? {
-        options.request_format = RequestFormat::from_name(&name).ok_or_else(|| {
-            option_error(
-                "output",
-                format!(
-                    "{name:?} is not a request format; expected one of: messages, openai, \
-                     anthropic"
-                ),
-            )
-        })?;
+        options.request_format =
+            RequestFormat::parse(&name).map_err(|m| option_error("output", m))?;
     }
     Ok(options)
 }

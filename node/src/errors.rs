@@ -7,7 +7,7 @@ use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use agent_context::ErrorKind;
-use agent_context::command::exit_code;
+use agent_context::command::{ErrorClass, error_class, exit_code};
 use serde_json::{Value, json};
 
 /// What every call of the binding returns.
@@ -19,15 +19,12 @@ pub type Result<T> = std::result::Result<T, napi::Error>;
 pub fn to_napi(error: &agent_context::Error) -> napi::Error {
     let kind = error.kind();
     let code = exit_code(kind);
-    let input = code == 2;
-    let class = match kind {
-        ErrorKind::BudgetExceeded { .. } => "BudgetExceeded",
-        // Exit status 2 in the CLI: the caller's to fix, by planning again.
-        ErrorKind::Compaction { .. } => "CompactionError",
-        // A store, chat or branch named wrong: the caller's to fix.
-        kind if is_store(kind) && input => "ChatError",
-        kind if is_store(kind) => "StoreError",
-        _ if input => "InputError",
+    let class = match error_class(kind) {
+        ErrorClass::BudgetExceeded => "BudgetExceeded",
+        ErrorClass::Compaction => "CompactionError",
+        ErrorClass::Chat => "ChatError",
+        ErrorClass::Store => "StoreError",
+        ErrorClass::Input => "InputError",
         _ => "ContextError",
     };
     let mut payload = json!({"class": class, "message": error.to_string(), "exitCode": code});
@@ -44,20 +41,6 @@ pub fn to_napi(error: &agent_context::Error) -> napi::Error {
         payload["reserve"] = json!(reserve_output);
     }
     raw(&payload)
-}
-
-/// Errors of a store, or of naming one (`--db`, `--chat` and the names in
-/// a chat), as the Python package sorts them.
-fn is_store(kind: &ErrorKind) -> bool {
-    match kind {
-        ErrorKind::Store { .. }
-        | ErrorKind::NotAStore { .. }
-        | ErrorKind::Conflict { .. }
-        | ErrorKind::SystemConflict { .. }
-        | ErrorKind::Chat { .. } => true,
-        ErrorKind::Option { option, .. } => option == "db",
-        _ => false,
-    }
 }
 
 /// An `InputError` (exit status 2) with `message`: input or options the

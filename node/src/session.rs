@@ -2,9 +2,8 @@
 //! is new. Synchronous: the per-turn path of an agent loop.
 
 use agent_context::command::{self, Body, Output};
-use agent_context::{ContextSession, ErrorKind, MemoryChunk, MemoryState, parse_json};
+use agent_context::{ContextSession, MemoryState, parse_json};
 use napi_derive::napi;
-use serde_json::{Value, json};
 
 use crate::builder::{NativeBuilder, with_output};
 use crate::compaction::{COMPACTION_KEYS, compaction_options, summary_of};
@@ -82,8 +81,7 @@ impl NativeSession {
     pub fn push(&mut self, chunk: String, lossy_unicode: bool) -> Result<()> {
         guarded(|| {
             let value = parse_json(&chunk, parse_options(lossy_unicode))?;
-            let mut chunks = chunks_of(json!([value]))?;
-            let chunk = chunks.pop().ok_or_else(|| no_chunk("push"))?;
+            let chunk = command::chat::one_chunk(value)?;
             self.session.push(chunk)
         })
     }
@@ -93,7 +91,7 @@ impl NativeSession {
     pub fn extend(&mut self, chunks: String, lossy_unicode: bool) -> Result<()> {
         guarded(|| {
             let value = parse_json(&chunks, parse_options(lossy_unicode))?;
-            let chunks = chunks_of(value)?;
+            let chunks = command::chat::chunk_array(value)?;
             self.session.extend(chunks)
         })
     }
@@ -224,24 +222,4 @@ impl NativeSession {
 /// `value` as the compact JSON the package parses.
 fn to_json(value: &impl serde::Serialize) -> Result<String> {
     serde_json::to_string(value).map_err(|error| internal(&error.to_string()))
-}
-
-/// The chunks of a JSON array of chunk objects, validated as a session's.
-fn chunks_of(value: Value) -> agent_context::Result<Vec<MemoryChunk>> {
-    if !value.is_array() {
-        return Err(ErrorKind::Session {
-            field: "chunks".into(),
-            message: "expected a list of chunk objects".into(),
-        }
-        .into());
-    }
-    command::chat::chunks_to_append(value)
-}
-
-fn no_chunk(verb: &str) -> agent_context::Error {
-    ErrorKind::Session {
-        field: "chunks".into(),
-        message: format!("{verb} takes one chunk"),
-    }
-    .into()
 }

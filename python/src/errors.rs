@@ -4,6 +4,7 @@
 use std::any::Any;
 
 use agent_context::ErrorKind;
+use agent_context::command::{ErrorClass, error_class};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
@@ -127,16 +128,12 @@ fn raise(py: Python<'_>, error: &agent_context::Error) -> PyResult<PyErr> {
     let types = types(py)?;
     let message = error.to_string();
     let kind = error.kind();
-    let input = agent_context::command::exit_code(kind) == 2;
-    let class = match kind {
-        ErrorKind::BudgetExceeded { .. } => &types.budget,
-        // Exit status 2 in the CLI: the caller's to fix, by planning again.
-        ErrorKind::Compaction { .. } => &types.compaction,
-        // A store, chat or branch named wrong: the caller's to fix, as
-        // the CLI's exit status 2 says.
-        kind if is_store(kind) && input => &types.chat,
-        kind if is_store(kind) => &types.store,
-        _ if input => &types.input,
+    let class = match error_class(kind) {
+        ErrorClass::BudgetExceeded => &types.budget,
+        ErrorClass::Compaction => &types.compaction,
+        ErrorClass::Chat => &types.chat,
+        ErrorClass::Store => &types.store,
+        ErrorClass::Input => &types.input,
         _ => &types.error,
     };
     let instance = class.bind(py).call1((message,))?;
@@ -153,20 +150,6 @@ fn raise(py: Python<'_>, error: &agent_context::Error) -> PyResult<PyErr> {
         instance.setattr("reserve", reserve_output)?;
     }
     Ok(PyErr::from_value(instance))
-}
-
-/// Errors of a store, or of naming one (`--db`, `--chat` and the names in
-/// a chat): what the caller named wrong is also an `InputError`.
-fn is_store(kind: &ErrorKind) -> bool {
-    match kind {
-        ErrorKind::Store { .. }
-        | ErrorKind::NotAStore { .. }
-        | ErrorKind::Conflict { .. }
-        | ErrorKind::SystemConflict { .. }
-        | ErrorKind::Chat { .. } => true,
-        ErrorKind::Option { option, .. } => option == "db",
-        _ => false,
-    }
 }
 
 /// An `InputError` with `message`.

@@ -408,15 +408,8 @@ pub fn compaction_options<'py>(
     options.summary_tokens = count(take("summary_tokens")?, "summary_tokens")?;
     options.instructions = optional_text(take("instructions")?.as_ref(), "instructions")?;
     if let Some(name) = optional_text(take("output")?.as_ref(), "output")? {
-        options.request_format = RequestFormat::from_name(&name).ok_or_else(|| {
-            option_error(
-                "output",
-                format!(
-                    "{name:?} is not a request format; expected one of: messages, openai, \
-                     anthropic"
-                ),
-            )
-        })?;
+        options.request_format =
+            RequestFormat::parse(&name).map_err(|m| option_error("output", m))?;
     }
     Ok((options, Some(rest)))
 }

@@ -4,10 +4,9 @@
 use std::sync::{Mutex, MutexGuard};
 
 use agent_context::command::{self, Output};
-use agent_context::{ContextSession, ErrorKind, MemoryChunk, MemoryState, parse_json};
+use agent_context::{ContextSession, ErrorKind, MemoryState, parse_json};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use serde_json::{Value, json};
 
 use crate::builder::{ContextBuilder, with_output};
 use crate::compaction::{plan_token, summary_of};
@@ -99,8 +98,7 @@ impl Session {
         let text = json_text(chunk, "chunk")?;
         detached(py, || {
             let value = parse_json(&text, parse_options(lossy_unicode))?;
-            let mut chunks = chunks_of(json!([value]))?;
-            let chunk = chunks.pop().ok_or_else(|| no_chunk("push"))?;
+            let chunk = command::chat::one_chunk(value)?;
             self.lock()?.session.push(chunk)
         })
     }
@@ -116,7 +114,7 @@ impl Session {
         let text = json_text(chunks, "chunks")?;
         detached(py, || {
             let value = parse_json(&text, parse_options(lossy_unicode))?;
-            let chunks = chunks_of(value)?;
+            let chunks = command::chat::chunk_array(value)?;
             self.lock()?.session.extend(chunks)
         })
     }
@@ -269,26 +267,6 @@ impl Inner {
         }
         Ok(())
     }
-}
-
-/// The chunks of a JSON array of chunk objects, validated as a session's.
-fn chunks_of(value: Value) -> agent_context::Result<Vec<MemoryChunk>> {
-    if !value.is_array() {
-        return Err(ErrorKind::Session {
-            field: "chunks".into(),
-            message: "expected a list of chunk objects".into(),
-        }
-        .into());
-    }
-    command::chat::chunks_to_append(value)
-}
-
-fn no_chunk(verb: &str) -> agent_context::Error {
-    ErrorKind::Session {
-        field: "chunks".into(),
-        message: format!("{verb} takes one chunk"),
-    }
-    .into()
 }
 
 fn unknown_output(output: Option<&str>) -> agent_context::Error {

@@ -436,6 +436,40 @@ pub fn chunks_to_append(value: Value) -> Result<Vec<crate::MemoryChunk>> {
     Ok(batch_from_value(json!({ "chunks": value }))?.chunks)
 }
 
+/// The chunks of a JSON array of chunk objects (a binding's `extend`),
+/// validated as a session's.
+///
+/// # Errors
+///
+/// [`ErrorKind::Session`] for anything but an array;
+/// [`ErrorKind::Chunk`] as [`chunks_to_append`].
+pub fn chunk_array(value: Value) -> Result<Vec<crate::MemoryChunk>> {
+    if !value.is_array() {
+        return Err(ErrorKind::Session {
+            field: "chunks".into(),
+            message: "expected a list of chunk objects".into(),
+        }
+        .into());
+    }
+    chunks_to_append(value)
+}
+
+/// The chunk of one JSON chunk object (a binding's `push`), validated as a
+/// session's.
+///
+/// # Errors
+///
+/// As [`chunks_to_append`].
+pub fn one_chunk(value: Value) -> Result<crate::MemoryChunk> {
+    chunks_to_append(json!([value]))?.pop().ok_or_else(|| {
+        ErrorKind::Session {
+            field: "chunks".into(),
+            message: "push takes one chunk".into(),
+        }
+        .into()
+    })
+}
+
 /// Whether `object` is a session rather than one chunk: it holds a field
 /// only a session has. `{"id": "x"}` and `{}` are chunks missing their
 /// `kind`, refused as such, never an empty session appended silently.

@@ -30,6 +30,7 @@
 pub mod chat;
 pub mod chat_compact;
 mod count;
+mod error_class;
 mod input_format;
 mod management_option;
 mod options;
@@ -41,6 +42,7 @@ pub use crate::settings::builder::DEFAULT_MODEL;
 pub use crate::syntax::json_input::MAX_JSON_DEPTH;
 pub use crate::syntax::json_number::same_value;
 pub use count::{CountOptions, count};
+pub use error_class::{ErrorClass, error_class};
 pub use input_format::{InputFormat, read_session};
 pub use management_option::read_context_management;
 pub use options::{

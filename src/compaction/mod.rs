@@ -119,6 +119,20 @@ impl RequestFormat {
             _ => None,
         }
     }
+
+    /// The format named `name`, or the message a binding's option error
+    /// gives.
+    ///
+    /// # Errors
+    ///
+    /// The message names the formats.
+    pub fn parse(name: &str) -> std::result::Result<RequestFormat, String> {
+        RequestFormat::from_name(name).ok_or_else(|| {
+            format!(
+                "{name:?} is not a request format; expected one of: messages, openai, anthropic"
+            )
+        })
+    }
 }
 
 /// What planning a compaction found.
