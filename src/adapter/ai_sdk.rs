@@ -4,7 +4,6 @@
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value, json};
 
-use super::conversation::Turn;
 use super::native_request::{NativeRequest, Provider, prepare};
 use crate::error::Result;
 use crate::model::roles::Role;
@@ -39,18 +38,20 @@ use crate::render::Record;
 /// native build.
 pub fn ai_sdk_request(result: &BuildResult) -> Result<NativeRequest> {
     let prepared = prepare(result, Provider::AiSdk)?;
-    let conversation = &prepared.conversation;
+    let conversation = prepared.conversation;
+    // The records are read back for this request alone: their text moves
+    // into the messages rather than being copied.
     let mut names = FxHashMap::default();
     let mut messages = Vec::with_capacity(conversation.turns.len() + 1);
-    for turn in &conversation.turns {
+    for turn in conversation.turns {
         match turn.role {
-            Role::Assistant => messages.push(assistant_message(turn, &mut names)),
-            _ => user_messages(turn, &names, &mut messages),
+            Role::Assistant => messages.push(assistant_message(turn.items, &mut names)),
+            _ => user_messages(turn.items, &names, &mut messages),
         }
     }
     let mut body = Map::new();
-    if let Some(system) = &conversation.system {
-        body.insert("system".into(), Value::String(system.clone()));
+    if let Some(system) = conversation.system {
+        body.insert("system".into(), Value::String(system));
     }
     body.insert("messages".into(), Value::Array(messages));
     Ok(NativeRequest {
@@ -61,10 +62,9 @@ pub fn ai_sdk_request(result: &BuildResult) -> Result<NativeRequest> {
 
 /// An assistant message; notes the name of each call, which its result
 /// must repeat.
-fn assistant_message<'t>(turn: &'t Turn, names: &mut FxHashMap<&'t str, &'t str>) -> Value {
-    let content: Vec<Value> = turn
-        .items
-        .iter()
+fn assistant_message(items: Vec<Record>, names: &mut FxHashMap<String, String>) -> Value {
+    let content: Vec<Value> = items
+        .into_iter()
         .map(|item| match item {
             Record::ToolCall {
                 id,
@@ -72,7 +72,7 @@ fn assistant_message<'t>(turn: &'t Turn, names: &mut FxHashMap<&'t str, &'t str>
                 arguments,
                 ..
             } => {
-                names.insert(id, name);
+                names.insert(id.clone(), name.clone());
                 json!({"type": "tool-call", "toolCallId": id, "toolName": name, "input": arguments})
             }
             Record::Thinking {
@@ -91,21 +91,24 @@ fn assistant_message<'t>(turn: &'t Turn, names: &mut FxHashMap<&'t str, &'t str>
 
 /// A user turn: its results as one `tool` message, then its text as one
 /// `user` message.
-fn user_messages(turn: &Turn, names: &FxHashMap<&str, &str>, messages: &mut Vec<Value>) {
+fn user_messages(items: Vec<Record>, names: &FxHashMap<String, String>, messages: &mut Vec<Value>) {
     let mut results = Vec::new();
     let mut texts = Vec::new();
-    for item in &turn.items {
+    for item in items {
         match item {
             Record::ToolResult {
                 id,
                 content,
                 is_error,
-            } => results.push(json!({
-                "type": "tool-result",
-                "toolCallId": id,
-                "toolName": names.get(id.as_str()).copied().unwrap_or_default(),
-                "output": result_output(content, *is_error),
-            })),
+            } => {
+                let name = names.get(&id).cloned().unwrap_or_default();
+                results.push(json!({
+                    "type": "tool-result",
+                    "toolCallId": id,
+                    "toolName": name,
+                    "output": result_output(content, is_error),
+                }));
+            }
             other => texts.push(text_part(other)),
         }
     }
@@ -119,10 +122,10 @@ fn user_messages(turn: &Turn, names: &FxHashMap<&str, &str>, messages: &mut Vec<
 
 /// A `text` part of any record sent as text: text, a compaction's tagged
 /// summary, thinking in a user turn.
-fn text_part(record: &Record) -> Value {
+fn text_part(record: Record) -> Value {
     let text = match record {
-        Record::Text { text } | Record::Compaction { text, .. } => text.clone(),
-        Record::Thinking { thinking, .. } => thinking.clone(),
+        Record::Text { text } | Record::Compaction { text, .. } => text,
+        Record::Thinking { thinking, .. } => thinking,
         other => {
             let mut text = String::new();
             other.write(&mut text);
@@ -134,17 +137,26 @@ fn text_part(record: &Record) -> Value {
 
 /// A result's `output`: JSON when `content` is an object or array exactly
 /// as a chunk's `data` is written, else text.
-fn result_output(content: &str, is_error: bool) -> Value {
-    let json = serde_json::from_str::<Value>(content)
-        .ok()
-        .filter(|value| value.is_object() || value.is_array())
-        .filter(|value| serde_json::to_string_pretty(value).is_ok_and(|p| p == content));
+fn result_output(content: String, is_error: bool) -> Value {
+    let json = written_as_data(&content);
     let kind = match (&json, is_error) {
         (Some(_), false) => "json",
         (Some(_), true) => "error-json",
         (None, false) => "text",
         (None, true) => "error-text",
     };
-    let value = json.unwrap_or_else(|| Value::String(content.to_owned()));
+    let value = json.unwrap_or(Value::String(content));
     json!({"type": kind, "value": value})
+}
+
+/// The object or array `content` is, when it is written as a chunk's
+/// `data` is (pretty JSON). Only text that opens a bracket is parsed.
+fn written_as_data(content: &str) -> Option<Value> {
+    if !content.starts_with(['{', '[']) {
+        return None;
+    }
+    serde_json::from_str::<Value>(content)
+        .ok()
+        .filter(|value| value.is_object() || value.is_array())
+        .filter(|value| serde_json::to_string_pretty(value).is_ok_and(|p| p == content))
 }
