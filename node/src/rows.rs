@@ -42,8 +42,8 @@ pub struct RowCache {
     /// The output the rows were written for.
     output: Option<Output>,
     lists: Indexes,
-    /// `ai-sdk`: the JSON of each message last written, and its index.
-    texts: FxHashMap<String, u32>,
+    /// `ai-sdk`: the messages last written, in order.
+    messages: Vec<serde_json::Value>,
 }
 
 impl RowCache {
@@ -52,39 +52,38 @@ impl RowCache {
         matches!(output, Output::Report | Output::Openai)
     }
 
-    /// `body`, the `ai-sdk` output (`{system, messages}`), its messages
-    /// equal to one the last `ai-sdk` output had written as that one's
-    /// index. Its messages are not rows of the build (a call and its result
-    /// pair across messages), so they are matched by their JSON.
+    /// `body`, the `ai-sdk` output (`{system, messages}`), each message
+    /// equal to the one at its place in the last `ai-sdk` output written as
+    /// that index. Its messages are not rows of the build (a call and its
+    /// result pair across messages), so they are compared as values: a
+    /// turn that appends, or stubs an old result in place, keeps the
+    /// places of the others.
     pub fn write_messages(&mut self, mut body: serde_json::Value) -> String {
         if self.output != Some(Output::AiSdk) {
-            self.texts.clear();
+            self.messages.clear();
             self.output = Some(Output::AiSdk);
         }
-        let messages = body
-            .get_mut("messages")
-            .map(serde_json::Value::take)
-            .unwrap_or_default();
+        let messages = match body.get_mut("messages").map(serde_json::Value::take) {
+            Some(serde_json::Value::Array(messages)) => messages,
+            _ => Vec::new(),
+        };
         let mut out = String::with_capacity(4096);
         out.push_str("{\"head\":");
         write_json(&mut out, &body);
         out.push_str(",\"messages\":[");
-        let mut next = FxHashMap::default();
-        for (index, message) in messages.as_array().into_iter().flatten().enumerate() {
+        for (index, message) in messages.iter().enumerate() {
             if index > 0 {
                 out.push(',');
             }
-            let text = message.to_string();
-            match self.texts.get(&text) {
-                Some(before) => {
-                    let _ = write!(out, "{before}");
+            match self.messages.get(index) {
+                Some(before) if before == message => {
+                    let _ = write!(out, "{index}");
                 }
-                None => out.push_str(&text),
+                _ => write_json(&mut out, message),
             }
-            next.insert(text, u32::try_from(index).unwrap_or(u32::MAX));
         }
         out.push_str("]}");
-        self.texts = next;
+        self.messages = messages;
         out
     }
 
