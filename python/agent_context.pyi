@@ -18,7 +18,7 @@ import os
 from typing import Any, Iterable, Literal, Mapping, Optional, Sequence, Union
 
 __all__ = [
-    "build", "count", "ContextBuilder", "Session", "Engine", "Error", "InputError",
+    "build", "count", "from_ai_sdk", "ContextBuilder", "Session", "Engine", "Error", "InputError",
     "CompactionError", "BudgetExceeded", "StoreError", "ChatError", "ContextWarning", "OUTPUTS",
 ]
 
@@ -125,6 +125,7 @@ def build(
     no_cache_control: bool = False,
     previous: Optional[PreviousReport] = None,
     max_input_bytes: Optional[int] = None,
+    input: Literal["session", "ai-sdk"] = "session",
     lossy_unicode: bool = False,
 ) -> Union[dict[str, JSON], str]:
     """Builds the prompt of `session` within the budget, exactly as
@@ -158,12 +159,29 @@ def build(
       keeps of the previous prompt and where and why it broke. One that is
       no report raises InputError naming `previous`.
     - max_input_bytes: refuse session JSON longer than this.
+    - input: "ai-sdk" reads `session` as the AI SDK's messages (a list of
+      UIMessage or ModelMessage dicts, or {"system", "messages"}), as
+      `--input ai-sdk` does; see `from_ai_sdk`.
     - `cap` and `exclude_kind`, the flags' own names, are read as `caps`
       and `exclude_kinds`.
     - lossy_unicode: read a lone UTF-16 surrogate escape as U+FFFD.
 
     Raises InputError, BudgetExceeded; warns with ContextWarning.
     """
+
+
+def from_ai_sdk(
+    messages: Union[Sequence[Mapping[str, Any]], Mapping[str, Any], str, bytes],
+    *,
+    lossy_unicode: bool = False,
+) -> dict[str, JSON]:
+    """The session of the AI SDK's messages (UIMessage or ModelMessage
+    dicts, or {"system", "messages"}), as `agent-context build --input
+    ai-sdk` reads them: {"system_prompt", "chunks"}. Tool calls and results
+    become paired chunks, signed reasoning thinking; parts no chunk holds
+    (images, files, sources) are left out with one ContextWarning. Raises
+    InputError naming the message and part that is not what the SDK's types
+    say."""
 
 
 def count(text: str, *, model: str = "gpt-4o", estimate_factor: Union[float, str, None] = None) -> int:
@@ -199,6 +217,7 @@ class ContextBuilder:
         cache_control: bool = True,
         no_cache_control: bool = False,
         max_input_bytes: Optional[int] = None,
+        input: Literal["session", "ai-sdk"] = "session",
     ) -> None: ...
 
     def with_options(self, **kwargs: Any) -> "ContextBuilder":
@@ -320,7 +339,9 @@ class Engine:
     ) -> Union[dict[str, JSON], str]:
         """`chat build`, with the keywords of `build`. `previous` (`chat build
         --previous`), the report of an earlier build of the chat, only
-        compares: the report gains `cache` against it."""
+        compares: the report gains `cache` against it. `input` must stay
+        "session": the chat is in the store (append `from_ai_sdk(messages)`'s
+        chunks)."""
 
     def plan_compaction(
         self,

@@ -1,13 +1,13 @@
 //! `ContextBuilder`: build settings kept for many builds and sessions.
 
+use agent_context::ContextConfig;
 use agent_context::budget::CompactAt;
 use agent_context::command::{self, BuildOptions};
-use agent_context::{ContextConfig, MemoryState};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::convert::{Shaped, json_text, optional_text};
-use crate::errors::detached;
+use crate::errors::{self, detached};
 use crate::options::{BUILD_KEYWORDS, Call, build_options, parse_options, previous_build};
 use crate::to_python::to_python;
 
@@ -27,7 +27,7 @@ pub struct ContextBuilder {
 #[pymethods]
 impl ContextBuilder {
     #[new]
-    #[pyo3(signature = (**kwargs), text_signature = "(*, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, compact_at=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None)")]
+    #[pyo3(signature = (**kwargs), text_signature = "(*, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, compact_at=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, max_input_bytes=None, input='session')")]
     fn new(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let call = build_options(&Call::default(), kwargs, "ContextBuilder")?;
         ContextBuilder::compiled(py, call)
@@ -63,14 +63,16 @@ impl ContextBuilder {
         self.call.check_size(&text)?;
         let explain = self.call.explain;
         let config = &self.config;
-        let shaped = detached(py, || {
-            let state = MemoryState::from_json_str_with(&text, parse_options(lossy_unicode))?;
+        let input = self.call.input;
+        let (shaped, read) = detached(py, || {
+            let (state, read) = command::read_session(&text, input, parse_options(lossy_unicode))?;
             let printed = match same {
                 true => command::build_compiled(&state, config, &options)?,
                 false => command::build(&state, &options)?,
             };
-            Ok(Shaped::of(printed, explain))
+            Ok((Shaped::of(printed, explain), read))
         })?;
+        errors::warn(py, &read)?;
         shaped.into_py(py)
     }
 
@@ -146,6 +148,7 @@ fn keyword_value<'py>(py: Python<'py>, call: &Call, key: &str) -> PyResult<Bound
         "explain" => call.explain.into_pyobject(py)?.to_owned().into_any(),
         "cache_control" => o.cache_control.into_pyobject(py)?.to_owned().into_any(),
         "max_input_bytes" => call.max_input_bytes.into_pyobject(py)?,
+        "input" => call.input.as_str().into_pyobject(py)?.into_any(),
         _ => py.None().into_bound(py),
     };
     Ok(value)

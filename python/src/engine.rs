@@ -2,9 +2,9 @@
 //! drives it.
 
 use agent_context::MemoryState;
-use agent_context::command::DEFAULT_MODEL;
 use agent_context::command::chat::{self, AppendOptions, ChatTarget};
 use agent_context::command::chat_compact;
+use agent_context::command::{self, DEFAULT_MODEL};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
@@ -14,7 +14,7 @@ use crate::convert::{Shaped, fspath, json_text, optional_text, text_of};
 use crate::errors::{detached, input_error};
 use crate::options::{
     COMPACTION_KEYWORDS, Call, build_options, compaction_build_options, compaction_options,
-    parse_options, previous_build,
+    option_error, parse_options, previous_build,
 };
 use crate::to_python::{json_to_python, to_python};
 
@@ -112,7 +112,7 @@ impl Engine {
     /// `agent_context.build`. `previous` (`--previous`), the report of an
     /// earlier build of the chat (a dict or its JSON text), adds what a
     /// prompt cache keeps of it to the report (`cache`).
-    #[pyo3(signature = (*, previous = None, **kwargs), text_signature = "($self, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, compact_at=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, previous=None, max_input_bytes=None)")]
+    #[pyo3(signature = (*, previous = None, **kwargs), text_signature = "($self, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, compact_at=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, previous=None, max_input_bytes=None, input='session')")]
     fn build(
         &self,
         py: Python<'_>,
@@ -120,6 +120,13 @@ impl Engine {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let mut call = build_options(&Call::default(), kwargs, "build")?;
+        if call.input != command::InputFormat::Session {
+            return Err(option_error(
+                "input",
+                "a chat builds from its store: append the chunks from_ai_sdk(messages) returns"
+                    .into(),
+            ));
+        }
         call.options.previous = previous_build(py, previous)?;
         let shaped = detached(py, || {
             let printed = chat::build(&self.target, &call.options)?;

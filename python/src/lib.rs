@@ -5,7 +5,6 @@
 //! **flags)` gives exactly what `agent-context build --flags` prints, as a
 //! Python value. Work runs without the GIL; panics become `Error`.
 
-use agent_context::MemoryState;
 use agent_context::command::{self, CountOptions};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -50,7 +49,7 @@ use options::{Call, build_options, option_error, parse_options, previous_build};
 #[pyfunction]
 #[pyo3(
     signature = (session, *, lossy_unicode = false, previous = None, **kwargs),
-    text_signature = "(session, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, compact_at=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, previous=None, max_input_bytes=None, lossy_unicode=False)"
+    text_signature = "(session, *, model='gpt-4o', max_tokens=None, reserve=None, escape='structural', framing='openai', content_format='gfm', fragments_format='xml', group_fragments=False, caps=None, low_water=0.8, context_management=None, compact_at=None, exclude_kinds=None, estimate_factor=None, threads=None, output='report', explain=False, cache_control=True, previous=None, max_input_bytes=None, input='session', lossy_unicode=False)"
 )]
 fn build(
     py: Python<'_>,
@@ -63,12 +62,35 @@ fn build(
     call.options.previous = previous_build(py, previous)?;
     let text = json_text(session, "session")?;
     call.check_size(&text)?;
-    let shaped = detached(py, || {
-        let state = MemoryState::from_json_str_with(&text, parse_options(lossy_unicode))?;
+    let (shaped, read) = detached(py, || {
+        let (state, read) = command::read_session(&text, call.input, parse_options(lossy_unicode))?;
         let printed = command::build(&state, &call.options)?;
-        Ok(Shaped::of(printed, call.explain))
+        Ok((Shaped::of(printed, call.explain), read))
     })?;
+    // The reading's warnings first, as the CLI writes them.
+    errors::warn(py, &read)?;
     shaped.into_py(py)
+}
+
+/// The session of the AI SDK's messages (a list of `UIMessage` or
+/// `ModelMessage` dicts, `{"system", "messages"}`, or its JSON), as
+/// `agent-context build --input ai-sdk` reads them: a session dict
+/// (`system_prompt`, `chunks`). Parts no chunk holds (images, files,
+/// sources) are left out with one `ContextWarning`.
+#[pyfunction]
+#[pyo3(signature = (messages, *, lossy_unicode = false))]
+fn from_ai_sdk(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    lossy_unicode: bool,
+) -> PyResult<Py<PyAny>> {
+    let text = json_text(messages, "messages")?;
+    let (state, read) = detached(py, || {
+        let format = command::InputFormat::AiSdk;
+        command::read_session(&text, format, parse_options(lossy_unicode))
+    })?;
+    errors::warn(py, &read)?;
+    Ok(to_python::to_python(py, &state)?.unbind())
 }
 
 /// The tokens of `text` for `model`, exactly as `agent-context count`
@@ -100,9 +122,10 @@ fn count(
 }
 
 /// The names `from agent_context import *` gives.
-const PUBLIC: [&str; 13] = [
+const PUBLIC: [&str; 14] = [
     "build",
     "count",
+    "from_ai_sdk",
     "ContextBuilder",
     "Session",
     "Engine",
@@ -125,6 +148,7 @@ fn agent_context_module(module: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(module)?;
     module.add_function(wrap_pyfunction!(build, module)?)?;
     module.add_function(wrap_pyfunction!(count, module)?)?;
+    module.add_function(wrap_pyfunction!(from_ai_sdk, module)?)?;
     module.add_class::<builder::ContextBuilder>()?;
     module.add_class::<session::Session>()?;
     module.add_class::<engine::Engine>()?;

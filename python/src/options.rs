@@ -3,7 +3,7 @@
 
 use agent_context::budget::CompactAt;
 use agent_context::command::{
-    self, BuildOptions, Output, parse_cap, parse_content_format, parse_escape,
+    self, BuildOptions, InputFormat, Output, parse_cap, parse_content_format, parse_escape,
     parse_estimate_factor, parse_fragment_format, parse_framing, parse_kind, parse_threads,
 };
 use agent_context::compaction::{CompactionOptions, RequestFormat};
@@ -24,6 +24,8 @@ pub struct Call {
     pub explain: bool,
     /// `--max-input-bytes`: the most bytes of session JSON read.
     pub max_input_bytes: Option<usize>,
+    /// `--input`: what the session holds (`"ai-sdk"`: the AI SDK's messages).
+    pub input: InputFormat,
 }
 
 impl Call {
@@ -41,7 +43,7 @@ impl Call {
 }
 
 /// The keywords of a build, in the order `--help` lists the flags.
-pub const BUILD_KEYWORDS: [&str; 20] = [
+pub const BUILD_KEYWORDS: [&str; 21] = [
     "model",
     "max_tokens",
     "reserve",
@@ -62,6 +64,7 @@ pub const BUILD_KEYWORDS: [&str; 20] = [
     "cache_control",
     "no_cache_control",
     "max_input_bytes",
+    "input",
 ];
 
 /// `base` with the build keywords of `kwargs` applied; any other keyword
@@ -80,6 +83,8 @@ pub fn build_options(
         let key = text_of(&key, "a keyword").map_err(|_| unexpected(function, &key.to_string()))?;
         match key.as_str() {
             "explain" => call.explain = bool_of(&value, &key)?,
+            "input" if value.is_none() => call.input = InputFormat::Session,
+            "input" => call.input = named(&value, &key, InputFormat::from_name)?,
             "no_cache_control" => call.options.cache_control = !bool_of(&value, &key)?,
             "max_input_bytes" => {
                 call.max_input_bytes = count_or_none(&value, &key)?;
@@ -378,7 +383,13 @@ pub const COMPACTION_KEYWORDS: [&str; 6] = [
 
 /// Build keywords a compaction takes no part of: it prints no build, and
 /// counts under the settings `chat compact` does (a report's).
-const NOT_COMPACTION: [&str; 4] = ["output", "explain", "cache_control", "no_cache_control"];
+const NOT_COMPACTION: [&str; 5] = [
+    "output",
+    "explain",
+    "cache_control",
+    "no_cache_control",
+    "input",
+];
 
 /// The compaction keywords of `kwargs` read into options, and the
 /// keywords left: the build's, for [`compaction_build_options`].

@@ -84,7 +84,7 @@ def test_the_builder_s_options_are_every_setting_and_make_the_same_builder(sessi
                         {"type": "clear_thinking_20251015"}]}, compact_at=0.75,
                     exclude_kinds=["thinking"], estimate_factor="1.7", threads=2,
                     output="openai", explain=False, cache_control=False,
-                    max_input_bytes=1 << 20)
+                    max_input_bytes=1 << 20, input="session")
     builder = ac.ContextBuilder(**settings)
     options = builder.options()
     assert options == settings
@@ -97,7 +97,7 @@ def test_the_builder_s_options_are_every_setting_and_make_the_same_builder(sessi
         framing="openai", content_format="gfm", fragments_format="xml",
         group_fragments=False, caps={}, low_water=0.8, context_management=None,
         compact_at=None, exclude_kinds=[], estimate_factor=None, threads=None, output="report",
-        explain=False, cache_control=True, max_input_bytes=None)
+        explain=False, cache_control=True, max_input_bytes=None, input="session")
 
 
 def test_every_list_of_the_keywords_is_the_builder_s(sessions):
