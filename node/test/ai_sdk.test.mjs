@@ -14,7 +14,7 @@ import { convertToModelMessages, modelMessageSchema } from 'ai';
 import { z } from 'zod';
 
 import { InputError, build, fromAiSdk, toAiSdk } from '../index.mjs';
-import { DATA, cliJson } from './helpers.mjs';
+import { DATA, cliJson, loopChunks } from './helpers.mjs';
 
 const messagesSchema = z.array(modelMessageSchema);
 
@@ -235,4 +235,37 @@ test('messages the SDK would refuse are an InputError naming where', () => {
   );
   assert.throws(() => build([], { input: 'yaml' }), (error) => error instanceof InputError && /unknown input "yaml"/.test(error.message));
   assert.throws(() => fromAiSdk([], { maxTokens: 5 }), (error) => error instanceof InputError && /unknown option "maxTokens"/.test(error.message));
+});
+
+test('an ai-sdk output read back and built within the same budget is the same output', () => {
+  const sessions = DATA.map((file) => fs.readFileSync(file, 'utf8'));
+  sessions.push({ system_prompt: 'You read code.', chunks: loopChunks(30, 0, 20) });
+  for (const session of sessions) {
+    for (const maxTokens of [2000, 4000, 16000, 100000]) {
+      let once;
+      try {
+        once = toAiSdk(session, { maxTokens, onWarning: () => {} });
+      } catch (error) {
+        assert.equal(error.name, 'BudgetExceeded', String(error));
+        continue;
+      }
+      const again = toAiSdk(fromAiSdk(once), { maxTokens, onWarning: () => {} });
+      assert.equal(JSON.stringify(again), JSON.stringify(once), `at ${maxTokens}`);
+    }
+  }
+});
+
+test('string content reads as one text part', () => {
+  const history = [
+    { role: 'system', content: 'Be brief.' },
+    { role: 'user', content: 'Hi' },
+    { role: 'assistant', content: 'Hello.' },
+  ];
+  assert.deepEqual(toAiSdk(history, { input: 'ai-sdk', onWarning: () => {} }), {
+    system: 'Be brief.',
+    messages: [
+      { role: 'user', content: [{ type: 'text', text: 'Hi' }] },
+      { role: 'assistant', content: [{ type: 'text', text: 'Hello.' }] },
+    ],
+  });
 });
