@@ -598,14 +598,24 @@ class Engine {
  * The session of AI SDK messages (an array of `UIMessage`s or
  * `ModelMessage`s, or `{system, messages}`), as `--input ai-sdk` reads
  * them: `{system_prompt, chunks}`. Parts no chunk holds (images, files,
- * sources) are left out with one warning. Options: `onWarning`,
- * `lossyUnicode`.
+ * sources) are left out with one warning. Options: `start` (the place
+ * of the first message in the whole history: ids follow it, so each
+ * turn's new messages can be appended), `onWarning`, `lossyUnicode`.
  */
 function fromAiSdk(messages, options) {
-  onlyOptions(options, 'fromAiSdk', ['lossyUnicode']);
-  const { own } = splitOptions(options, { lossyUnicode: booleanOption });
+  onlyOptions(options, 'fromAiSdk', ['start', 'lossyUnicode']);
+  const { own } = splitOptions(options, { start: startOption, lossyUnicode: booleanOption });
   const text = jsonText(messages, 'messages');
-  return deliver(call(() => native.fromAiSdk(text, own.lossyUnicode ?? false)), own);
+  return deliver(call(() => native.fromAiSdk(text, own.start ?? 0, own.lossyUnicode ?? false)), own);
+}
+
+/** `start`: a message's place in a history, 0 or more. */
+function startOption(value, key) {
+  if (value === undefined || value === null) return 0;
+  if (!Number.isSafeInteger(value) || value < 0 || value > 0xffffffff) {
+    throw new InputError(`${key} must be a whole number of messages, 0 or more, not ${JSON.stringify(value) ?? typeOf(value)}`);
+  }
+  return value;
 }
 
 /**

@@ -435,7 +435,13 @@ export type SessionObject = {
  * holds (images, files, sources) are left out with one warning. */
 export function fromAiSdk(
   messages: readonly unknown[] | { system?: string | null; messages: readonly unknown[] } | string | Uint8Array,
-  options?: { lossyUnicode?: boolean | null } & Callbacks,
+  options?: {
+    /** The place of the first message in the whole history (default 0):
+     * chunk ids follow it (`m{start}.0`), so a turn's new messages append to
+     * a session or chat without meeting the ids of earlier ones. */
+    start?: number | null;
+    lossyUnicode?: boolean | null;
+  } & Callbacks,
 ): SessionObject;
 
 /** `build` with `output: 'ai-sdk'`. */

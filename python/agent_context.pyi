@@ -173,13 +173,17 @@ def build(
 def from_ai_sdk(
     messages: Union[Sequence[Mapping[str, Any]], Mapping[str, Any], str, bytes],
     *,
+    start: int = 0,
     lossy_unicode: bool = False,
 ) -> dict[str, JSON]:
     """The session of the AI SDK's messages (UIMessage or ModelMessage
     dicts, or {"system", "messages"}), as `agent-context build --input
     ai-sdk` reads them: {"system_prompt", "chunks"}. Tool calls and results
     become paired chunks, signed reasoning thinking; parts no chunk holds
-    (images, files, sources) are left out with one ContextWarning. Raises
+    (images, files, sources) are left out with one ContextWarning. `start`
+    is the place of the first message in the whole history: the chunk ids
+    follow it, so each turn's new messages append without meeting earlier
+    ids. Raises
     InputError naming the message and part that is not what the SDK's types
     say."""
 

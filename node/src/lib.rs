@@ -88,15 +88,16 @@ pub fn build_async(
 /// The session JSON of AI SDK messages (`UIMessage`s or `ModelMessage`s,
 /// or `{system, messages}`), as `--input ai-sdk` reads them, with the
 /// warning of the parts no chunk holds.
+/// `start` is the place of the first message in the whole history, which
+/// the chunk ids follow.
 #[napi]
-pub fn from_ai_sdk(messages: String, lossy_unicode: bool) -> Result<Outcome> {
+pub fn from_ai_sdk(messages: String, start: u32, lossy_unicode: bool) -> Result<Outcome> {
     caught(|| {
         guarded(|| {
-            let format = command::InputFormat::AiSdk;
-            let (state, warnings) =
-                command::read_session(&messages, format, parse_options(lossy_unicode))?;
-            let json = serde_json::to_string(&state).unwrap_or_default();
-            Ok(Outcome::json(json).after(warnings))
+            let value = agent_context::parse_json(&messages, parse_options(lossy_unicode))?;
+            let history = agent_context::adapter::from_ai_sdk_at(&value, start as usize)?;
+            let json = serde_json::to_string(&history.state).unwrap_or_default();
+            Ok(Outcome::json(json).after(history.warnings))
         })
     })
 }

@@ -13,7 +13,7 @@ import test from 'node:test';
 import { convertToModelMessages, modelMessageSchema } from 'ai';
 import { z } from 'zod';
 
-import { InputError, build, fromAiSdk, toAiSdk } from '../index.mjs';
+import { ContextBuilder, InputError, Session, build, fromAiSdk, toAiSdk } from '../index.mjs';
 import { DATA, cliJson, loopChunks } from './helpers.mjs';
 
 const messagesSchema = z.array(modelMessageSchema);
@@ -268,4 +268,16 @@ test('string content reads as one text part', () => {
       { role: 'assistant', content: [{ type: 'text', text: 'Hello.' }] },
     ],
   });
+});
+
+test('a history appended turn by turn from its place builds as the whole history', () => {
+  const r = rng(11);
+  const { messages } = modelHistory(r);
+  const cut = Math.ceil(messages.length / 2);
+  const session = new Session(new ContextBuilder({ maxTokens: 100_000, output: 'ai-sdk', onWarning: () => {} }));
+  session.extend(fromAiSdk(messages.slice(0, cut)).chunks);
+  session.extend(fromAiSdk(messages.slice(cut), { start: cut }).chunks);
+  assert.deepEqual(session.state(), fromAiSdk(messages));
+  assert.deepEqual(session.build(), toAiSdk(messages, { input: 'ai-sdk', maxTokens: 100_000, onWarning: () => {} }));
+  assert.throws(() => fromAiSdk(messages, { start: -1 }), (error) => error instanceof InputError && /start/.test(error.message));
 });

@@ -77,20 +77,25 @@ fn build(
 /// `agent-context build --input ai-sdk` reads them: a session dict
 /// (`system_prompt`, `chunks`). Parts no chunk holds (images, files,
 /// sources) are left out with one `ContextWarning`.
+///
+/// `start` is the place of the first message in the whole history: chunk
+/// ids follow it (`m{start}.0`), so each turn's new messages append to a
+/// `Session` or an `Engine` without meeting the ids of earlier ones.
 #[pyfunction]
-#[pyo3(signature = (messages, *, lossy_unicode = false))]
+#[pyo3(signature = (messages, *, start = 0, lossy_unicode = false))]
 fn from_ai_sdk(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
+    start: usize,
     lossy_unicode: bool,
 ) -> PyResult<Py<PyAny>> {
     let text = json_text(messages, "messages")?;
-    let (state, read) = detached(py, || {
-        let format = command::InputFormat::AiSdk;
-        command::read_session(&text, format, parse_options(lossy_unicode))
+    let history = detached(py, || {
+        let value = agent_context::parse_json(&text, parse_options(lossy_unicode))?;
+        agent_context::adapter::from_ai_sdk_at(&value, start)
     })?;
-    errors::warn(py, &read)?;
-    Ok(to_python::to_python(py, &state)?.unbind())
+    errors::warn(py, &history.warnings)?;
+    Ok(to_python::to_python(py, &history.state)?.unbind())
 }
 
 /// The tokens of `text` for `model`, exactly as `agent-context count`

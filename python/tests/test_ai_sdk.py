@@ -69,3 +69,14 @@ def test_a_chat_builds_from_its_store_not_from_messages(tmp_path):
     engine = ac.Engine(str(tmp_path / "chat.db"), "c1")
     with pytest.raises(ac.InputError, match="from_ai_sdk"):
         engine.build(input="ai-sdk")
+
+
+def test_a_history_appended_from_its_place_has_the_ids_of_a_whole_read():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        whole = ac.from_ai_sdk(HISTORY)
+        first = ac.from_ai_sdk(HISTORY[:2])
+        rest = ac.from_ai_sdk(HISTORY[2:], start=2)
+    assert first["chunks"] + rest["chunks"] == whole["chunks"]
+    plain = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    assert [c["id"] for c in ac.from_ai_sdk(plain[1:], start=1)["chunks"]] == ["m1"]

@@ -52,7 +52,7 @@ mod openai_chat;
 mod openai_responses;
 
 pub use ai_sdk::ai_sdk_request;
-pub use ai_sdk_input::{AiSdkHistory, from_ai_sdk};
+pub use ai_sdk_input::{AiSdkHistory, from_ai_sdk, from_ai_sdk_at};
 pub use anthropic_messages::anthropic_request;
 pub use cache_breakpoints::CacheBreakpoint;
 pub use native_request::{NativeOptions, NativeRequest};

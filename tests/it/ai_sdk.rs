@@ -3,7 +3,7 @@
 //! `ModelMessage` and `UIMessage` histories; a history of the SDK's own
 //! comes back as it went in.
 
-use agent_context::adapter::from_ai_sdk;
+use agent_context::adapter::{from_ai_sdk, from_ai_sdk_at};
 use agent_context::command::{self, BuildOptions, Output};
 use agent_context::{ErrorKind, MemoryState};
 use proptest::prelude::*;
@@ -405,4 +405,31 @@ fn the_cli_reads_and_prints_the_sdk_messages() {
     // A session given as AI SDK messages is refused by its shape, not read.
     let session = run(&["build", "--input", "ai-sdk"], r#"{"chunks": []}"#);
     assert_eq!(session.code, 2, "{}", session.stderr);
+}
+
+#[test]
+fn a_history_read_turn_by_turn_from_its_place_has_the_ids_of_a_whole_read() {
+    let history = json!([
+        {"role": "user", "content": "List the files."},
+        {"role": "assistant", "content": [
+            {"type": "tool-call", "toolCallId": "c1", "toolName": "ls", "input": {}}]},
+        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1",
+            "toolName": "ls", "output": {"type": "text", "value": "a.rs"}}]},
+        {"role": "assistant", "content": "One file."},
+        {"role": "user", "content": "Read it."}
+    ]);
+    let whole = from_ai_sdk(&history).expect("valid").state;
+    let messages = history.as_array().expect("an array");
+    let mut chunks = Vec::new();
+    for (first, turn) in [(0, &messages[..3]), (3, &messages[3..])] {
+        let read = from_ai_sdk_at(&Value::Array(turn.to_vec()), first).expect("valid");
+        chunks.extend(read.state.chunks);
+    }
+    assert_eq!(chunks, whole.chunks);
+    let ids: Vec<&str> = chunks.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["m0", "m1.0", "m2.0", "m3", "m4"]);
+    // An error names the message by its place in what was given.
+    let bad = json!([{"role": "user"}]);
+    let error = from_ai_sdk_at(&bad, 7).expect_err("refused");
+    assert!(error.to_string().contains("messages[0]"), "{error}");
 }

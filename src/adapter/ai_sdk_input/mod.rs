@@ -54,8 +54,23 @@ pub struct AiSdkHistory {
 /// .content[1].toolCallId`) that is not what the SDK's types say; then
 /// as [`MemoryState::from_json_value`].
 pub fn from_ai_sdk(value: &Value) -> Result<AiSdkHistory> {
+    from_ai_sdk_at(value, 0)
+}
+
+/// [`from_ai_sdk`] of the messages of a history from its message `first`
+/// on: their chunk ids are those a read of the whole history gives them
+/// (`m{first}.0` for the first), so a runtime appends each turn's new
+/// messages to a session or a stored chat and its ids never meet.
+///
+/// # Errors
+///
+/// As [`from_ai_sdk`]; an error names the message by its place in `value`.
+pub fn from_ai_sdk_at(value: &Value, first: usize) -> Result<AiSdkHistory> {
     let (system, messages) = split_input(value)?;
-    let mut history = History::default();
+    let mut history = History {
+        first,
+        ..History::default()
+    };
     history.system.extend(system);
     for (index, message) in messages.iter().enumerate() {
         history.message(index, message)?;
@@ -93,6 +108,8 @@ struct History {
     chunks: Vec<Value>,
     /// Part types left out, with how many of each.
     left_out: BTreeMap<String, usize>,
+    /// The place in the whole history of the first message read.
+    first: usize,
 }
 
 /// Where a part is: its chunk id and the path errors name.
@@ -108,16 +125,17 @@ impl History {
             .as_object()
             .ok_or_else(|| invalid(&path, "expected a message object"))?;
         let role = string_at(object, "role", &path)?;
+        let number = index + self.first;
         if let Some(parts) = object.get("parts") {
             let parts = array_of(parts, &format!("{path}.parts"))?;
             let base = match object.get("id").and_then(Value::as_str) {
                 Some(id) if !id.is_empty() => id.to_owned(),
-                _ => format!("m{index}"),
+                _ => format!("m{number}"),
             };
             return self.ui_message(role, &base, parts, &path);
         }
         match object.get("content") {
-            Some(content) => self.model_message(role, index, content, &path),
+            Some(content) => self.model_message(role, number, content, &path),
             None => Err(invalid(
                 &path,
                 "a message needs `content` (a ModelMessage) or `parts` (a UIMessage)",

@@ -8,11 +8,12 @@ use super::{
 use crate::error::Result;
 
 impl History {
-    /// A `ModelMessage`: content as a string, or its parts in order.
+    /// A `ModelMessage`, the `number`th of the history: content as a
+    /// string, or its parts in order.
     pub(super) fn model_message(
         &mut self,
         role: &str,
-        index: usize,
+        number: usize,
         content: &Value,
         path: &str,
     ) -> Result<()> {
@@ -20,7 +21,7 @@ impl History {
         let path = format!("{path}.content");
         if let Value::String(text) = content {
             let place = Place {
-                id: format!("m{index}"),
+                id: format!("m{number}"),
                 path,
             };
             return match role {
@@ -43,7 +44,7 @@ impl History {
         }
         for (j, part) in array_of(content, &path)?.iter().enumerate() {
             let place = Place {
-                id: format!("m{index}.{j}"),
+                id: format!("m{number}.{j}"),
                 path: format!("{path}[{j}]"),
             };
             self.model_part(role, part, &place)?;
