@@ -1,8 +1,8 @@
 //! `Session`: a conversation built turn after turn, at the cost of what
 //! is new. Synchronous: the per-turn path of an agent loop.
 
-use agent_context::command::{self, Body, Output};
-use agent_context::{ContextSession, MemoryState, parse_json};
+use agent_context::command::{self, Body, Output, OutputSession};
+use agent_context::{MemoryState, parse_json};
 use napi_derive::napi;
 
 use crate::builder::{NativeBuilder, with_output};
@@ -17,24 +17,10 @@ use crate::rows::RowCache;
 /// session's previous build.
 #[napi]
 pub struct NativeSession {
-    session: ContextSession,
+    session: OutputSession,
     call: Call,
-    /// The output whose builder settings the session was compiled with.
-    compiled_for: Output,
     /// The last report's or messages' rows, as the JavaScript holds them.
     rows: RowCache,
-}
-
-/// Outputs that build alike share a builder: what `BuildOptions::builder`
-/// sets by the output. Anthropic's need the history to start with the
-/// user, native ones their protocol, and Anthropic's native one a default
-/// reserve.
-fn builder_class(output: Output) -> (bool, bool, bool) {
-    (
-        matches!(output, Output::Anthropic | Output::AnthropicNative),
-        output.is_native(),
-        output == Output::AnthropicNative,
-    )
 }
 
 /// What the last build did (`ContextSession::stats`).
@@ -64,12 +50,10 @@ impl NativeSession {
                 Some(text) => MemoryState::from_json_str_with(&text, parse_options(lossy_unicode))?,
                 None => MemoryState::new(),
             };
-            let session = ContextSession::new(call.options.builder()?, state)?;
-            let compiled_for = call.options.output;
+            let session = OutputSession::new(&call.options, state)?;
             Ok(NativeSession {
                 session,
                 call,
-                compiled_for,
                 rows: RowCache::default(),
             })
         })
@@ -82,7 +66,7 @@ impl NativeSession {
         guarded(|| {
             let value = parse_json(&chunk, parse_options(lossy_unicode))?;
             let chunk = command::chat::one_chunk(value)?;
-            self.session.push(chunk)
+            self.session.session_mut().push(chunk)
         })
     }
 
@@ -92,7 +76,7 @@ impl NativeSession {
         guarded(|| {
             let value = parse_json(&chunks, parse_options(lossy_unicode))?;
             let chunks = command::chat::chunk_array(value)?;
-            self.session.extend(chunks)
+            self.session.session_mut().extend(chunks)
         })
     }
 
@@ -104,11 +88,7 @@ impl NativeSession {
             let options = with_output(&self.call.options, output.as_deref())?;
             let explain = self.call.explain;
             guarded(|| {
-                if builder_class(options.output) != builder_class(self.compiled_for) {
-                    self.session.set_builder(&options.builder()?)?;
-                    self.compiled_for = options.output;
-                }
-                let result = self.session.build()?;
+                let result = self.session.build(&options)?;
                 if options.output == Output::AiSdk {
                     let mut printed = command::print(&result, &options)?;
                     let body = std::mem::replace(&mut printed.body, Body::Text(String::new()));
@@ -150,11 +130,7 @@ impl NativeSession {
                 also: &COMPACTION_KEYS,
             };
             crate::options::build_options(&Call::default(), &map, &takes)?;
-            guarded(|| {
-                self.own_settings()?;
-                self.session.plan_compaction(&compaction)
-            })
-            .and_then(|plan| to_json(&plan))
+            guarded(|| self.session.plan_compaction(&compaction)).and_then(|plan| to_json(&plan))
         })
     }
 
@@ -169,24 +145,21 @@ impl NativeSession {
     ) -> Result<String> {
         caught(|| {
             let summary = summary_of(summary, native.as_deref(), &Call::default())?;
-            guarded(|| {
-                self.own_settings()?;
-                self.session.apply_compaction(&plan, summary)
-            })
-            .and_then(|applied| to_json(&applied))
+            guarded(|| self.session.apply_compaction(&plan, summary))
+                .and_then(|applied| to_json(&applied))
         })
     }
 
     /// The session as JSON: what `build` would take.
     #[napi]
     pub fn state(&self) -> Result<String> {
-        caught(|| to_json(self.session.state()))
+        caught(|| to_json(self.session.session().state()))
     }
 
     /// What the last build did.
     #[napi]
     pub fn stats(&self) -> Stats {
-        let stats = self.session.stats();
+        let stats = self.session.session().stats();
         Stats {
             chunks_rendered: stats.chunks_rendered as f64,
             tokens_counted: stats.tokens_counted as f64,
@@ -200,22 +173,7 @@ impl NativeSession {
     /// The chunks in the session.
     #[napi(getter)]
     pub fn length(&self) -> f64 {
-        self.session.state().chunks.len() as f64
-    }
-}
-
-impl NativeSession {
-    /// Compiles the session back to its builder's settings if a build of
-    /// another output changed them: a compaction is planned and applied
-    /// under the builder's settings, so a plan holds across builds of
-    /// other outputs.
-    fn own_settings(&mut self) -> agent_context::Result<()> {
-        let output = self.call.options.output;
-        if builder_class(output) != builder_class(self.compiled_for) {
-            self.session.set_builder(&self.call.options.builder()?)?;
-            self.compiled_for = output;
-        }
-        Ok(())
+        self.session.session().state().chunks.len() as f64
     }
 }
 

@@ -3,8 +3,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use agent_context::command::{self, Output};
-use agent_context::{ContextSession, ErrorKind, MemoryState, parse_json};
+use agent_context::command::{self, Output, OutputSession};
+use agent_context::{ErrorKind, MemoryState, parse_json};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -36,22 +36,8 @@ pub struct Session {
 }
 
 struct Inner {
-    session: ContextSession,
+    session: OutputSession,
     call: Call,
-    /// The output whose builder settings the session was compiled with.
-    compiled_for: Output,
-}
-
-/// Outputs that build alike share a builder: Anthropic's need the
-/// history to start with the user, native ones their protocol, and
-/// Anthropic's native one a default reserve.
-fn builder_class(output: Output) -> u8 {
-    match output {
-        Output::Anthropic => 1,
-        Output::OpenaiNative | Output::OpenaiResponses | Output::AiSdk => 2,
-        Output::AnthropicNative => 3,
-        _ => 0,
-    }
 }
 
 #[pymethods]
@@ -77,13 +63,8 @@ impl Session {
                 Some(text) => MemoryState::from_json_str_with(&text, parse_options(lossy_unicode))?,
                 None => MemoryState::new(),
             };
-            let session = ContextSession::new(call.options.builder()?, state)?;
-            let compiled_for = call.options.output;
-            Ok(Inner {
-                session,
-                call,
-                compiled_for,
-            })
+            let session = OutputSession::new(&call.options, state)?;
+            Ok(Inner { session, call })
         })?;
         Ok(Session {
             inner: Mutex::new(inner),
@@ -99,7 +80,7 @@ impl Session {
         detached(py, || {
             let value = parse_json(&text, parse_options(lossy_unicode))?;
             let chunk = command::chat::one_chunk(value)?;
-            self.lock()?.session.push(chunk)
+            self.lock()?.session.session_mut().push(chunk)
         })
     }
 
@@ -115,7 +96,7 @@ impl Session {
         detached(py, || {
             let value = parse_json(&text, parse_options(lossy_unicode))?;
             let chunks = command::chat::chunk_array(value)?;
-            self.lock()?.session.extend(chunks)
+            self.lock()?.session.session_mut().extend(chunks)
         })
     }
 
@@ -136,11 +117,7 @@ impl Session {
                 }
                 None => inner.call.options.clone(),
             };
-            if builder_class(options.output) != builder_class(inner.compiled_for) {
-                inner.session.set_builder(&options.builder()?)?;
-                inner.compiled_for = options.output;
-            }
-            let result = inner.session.build()?;
+            let result = inner.session.build(&options)?;
             let explain = inner.call.explain;
             if RowCache::handles(options.output) {
                 // The cache shapes these from the build itself; a report's
@@ -178,7 +155,6 @@ impl Session {
         no_more_keywords(rest, "plan_compaction", &COMPACTION_KEYWORDS)?;
         let value = detached(py, || {
             let mut inner = self.lock()?;
-            inner.own_settings()?;
             let plan = inner.session.plan_compaction(&compaction)?;
             Ok(serde_json::to_value(plan).unwrap_or_default())
         })?;
@@ -206,7 +182,6 @@ impl Session {
         let summary = summary_of(summary, native, &Call::default())?;
         let value = detached(py, || {
             let mut inner = self.lock()?;
-            inner.own_settings()?;
             let applied = inner.session.apply_compaction(&plan, summary)?;
             Ok(serde_json::to_value(applied).unwrap_or_default())
         })?;
@@ -217,14 +192,14 @@ impl Session {
     fn state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         // A copy, converted once the lock is let go: converting runs Python,
         // which may switch to a thread waiting for the lock with the GIL.
-        let state = detached(py, || Ok(self.lock()?.session.state().clone()))?;
+        let state = detached(py, || Ok(self.lock()?.session.session().state().clone()))?;
         Ok(to_python(py, &state)?.unbind())
     }
 
     /// What the last build did: chunks rendered and cached, tokens
     /// counted, and whether it extended (or planned again) the build before.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {
-        let stats = self.lock().map_err(to_py)?.session.stats();
+        let stats = self.lock().map_err(to_py)?.session.session().stats();
         let dict = PyDict::new(py);
         dict.set_item("chunks_rendered", stats.chunks_rendered)?;
         dict.set_item("tokens_counted", stats.tokens_counted)?;
@@ -236,7 +211,14 @@ impl Session {
     }
 
     fn __len__(&self) -> PyResult<usize> {
-        Ok(self.lock().map_err(to_py)?.session.state().chunks.len())
+        Ok(self
+            .lock()
+            .map_err(to_py)?
+            .session
+            .session()
+            .state()
+            .chunks
+            .len())
     }
 }
 
@@ -251,21 +233,6 @@ impl Session {
             }
             .into()
         })
-    }
-}
-
-impl Inner {
-    /// Compiles the session back to its builder's settings if a build of
-    /// another output changed them: a compaction is planned and applied
-    /// under the builder's settings, whatever output was built last, so a
-    /// plan holds across builds of other outputs.
-    fn own_settings(&mut self) -> agent_context::Result<()> {
-        let output = self.call.options.output;
-        if builder_class(output) != builder_class(self.compiled_for) {
-            self.session.set_builder(&self.call.options.builder()?)?;
-            self.compiled_for = output;
-        }
-        Ok(())
     }
 }
 

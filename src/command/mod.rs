@@ -35,6 +35,7 @@ mod input_format;
 mod management_option;
 mod options;
 mod output;
+mod output_session;
 
 /// Whether two number texts are the same value: what the bindings ask
 /// before they hand a JSON number over as a native float.
@@ -51,6 +52,7 @@ pub use options::{
     parse_framing, parse_kind, parse_threads, unused_factor_warning,
 };
 pub use output::{Body, Output, Printed, print};
+pub use output_session::OutputSession;
 
 use crate::{ContextConfig, ErrorKind, MemoryState, Result};
 
