@@ -94,8 +94,8 @@ pub fn build_async(
 pub fn from_ai_sdk(messages: String, start: u32, lossy_unicode: bool) -> Result<Outcome> {
     caught(|| {
         guarded(|| {
-            let value = agent_context::parse_json(&messages, parse_options(lossy_unicode))?;
-            let history = agent_context::adapter::from_ai_sdk_at(&value, start as usize)?;
+            let options = parse_options(lossy_unicode);
+            let history = command::read_ai_sdk(&messages, start as usize, options)?;
             let json = serde_json::to_string(&history.state).unwrap_or_default();
             Ok(Outcome::json(json).after(history.warnings))
         })

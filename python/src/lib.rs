@@ -91,8 +91,7 @@ fn from_ai_sdk(
 ) -> PyResult<Py<PyAny>> {
     let text = json_text(messages, "messages")?;
     let history = detached(py, || {
-        let value = agent_context::parse_json(&text, parse_options(lossy_unicode))?;
-        agent_context::adapter::from_ai_sdk_at(&value, start)
+        command::read_ai_sdk(&text, start, parse_options(lossy_unicode))
     })?;
     errors::warn(py, &history.warnings)?;
     Ok(to_python::to_python(py, &history.state)?.unbind())

@@ -1,6 +1,6 @@
 //! What a command's input file is: a session, or the AI SDK's messages.
 
-use crate::adapter::from_ai_sdk;
+use crate::adapter::{AiSdkHistory, from_ai_sdk_at};
 use crate::{MemoryState, ParseOptions, Result, parse_json};
 
 /// The format of `build`'s, `render`'s and `replay`'s input (`--input`).
@@ -57,8 +57,19 @@ pub fn read_session(
     match format {
         InputFormat::Session => Ok((MemoryState::from_json_str_with(text, options)?, Vec::new())),
         InputFormat::AiSdk => {
-            let history = from_ai_sdk(&parse_json(text, options)?)?;
+            let history = read_ai_sdk(text, 0, options)?;
             Ok((history.state, history.warnings))
         }
     }
+}
+
+/// The JSON text of AI SDK messages read from their place `first` in the
+/// whole history (see [`from_ai_sdk_at`]): a binding's `fromAiSdk`.
+///
+/// # Errors
+///
+/// Malformed JSON, with line and column; messages that break the SDK's
+/// types, naming where.
+pub fn read_ai_sdk(text: &str, first: usize, options: ParseOptions) -> Result<AiSdkHistory> {
+    from_ai_sdk_at(&parse_json(text, options)?, first)
 }

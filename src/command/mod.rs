@@ -44,7 +44,7 @@ pub use crate::syntax::json_input::MAX_JSON_DEPTH;
 pub use crate::syntax::json_number::same_value;
 pub use count::{CountOptions, count};
 pub use error_class::{ErrorClass, error_class};
-pub use input_format::{InputFormat, read_session};
+pub use input_format::{InputFormat, read_ai_sdk, read_session};
 pub use management_option::read_context_management;
 pub use options::{
     ANTHROPIC_DEFAULT_RESERVE, BuildOptions, DEFAULT_LOW_WATER, parse_cap, parse_compact_at,
