@@ -19,12 +19,7 @@ use agent_context::{
 use serde_json::{Value, json};
 
 fn builder(max_tokens: usize) -> ContextBuilder {
-    let mut builder = ContextBuilder::new();
-    builder
-        .model("gpt-4o")
-        .max_tokens(max_tokens)
-        .reserve_output(500);
-    builder
+    crate::common::gpt_4o(max_tokens, 500)
 }
 
 /// A generated agent loop of `steps` model calls, results of 40 bytes to

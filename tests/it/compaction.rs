@@ -14,12 +14,7 @@ use serde_json::Value;
 const BUDGET: usize = 16_000;
 
 fn builder(max_tokens: usize) -> ContextBuilder {
-    let mut builder = ContextBuilder::new();
-    builder
-        .model("gpt-4o")
-        .max_tokens(max_tokens)
-        .reserve_output(500);
-    builder
+    crate::common::gpt_4o(max_tokens, 500)
 }
 
 /// A session of an autonomous loop of `steps` model calls.

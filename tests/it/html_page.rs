@@ -81,12 +81,7 @@ fn hostile_steps() -> (MemoryState, Vec<Vec<MemoryChunk>>) {
 }
 
 fn builder() -> ContextBuilder {
-    let mut builder = ContextBuilder::new();
-    builder
-        .model("gpt-4o")
-        .max_tokens(3_000)
-        .reserve_output(400);
-    builder
+    crate::common::gpt_4o(3_000, 400)
 }
 
 /// How often `needle` occurs in `page`.

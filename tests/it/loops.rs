@@ -18,12 +18,7 @@ pub(crate) const BUDGETS: [usize; 3] = [12_000, 32_000, 128_000];
 pub(crate) const RESERVE: usize = 1_000;
 
 pub(crate) fn builder(max_tokens: usize) -> ContextBuilder {
-    let mut builder = ContextBuilder::new();
-    builder
-        .model("gpt-4o")
-        .max_tokens(max_tokens)
-        .reserve_output(RESERVE);
-    builder
+    crate::common::gpt_4o(max_tokens, RESERVE)
 }
 
 /// The one-shot build of `state` given `previous`, as a session's turn is.

@@ -16,7 +16,9 @@ use std::collections::{HashMap, HashSet};
 
 use agent_context::budget::{Decision, StubReason};
 use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
-use agent_context::{BuildResult, ChunkId, ChunkKind, MemoryChunk, MemoryState, Retention};
+use agent_context::{
+    BuildResult, ChunkId, ChunkKind, ContextBuilder, MemoryChunk, MemoryState, Retention,
+};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -32,6 +34,17 @@ pub const OUTPUTS: [&str; 8] = [
     "anthropic-native",
     "ai-sdk",
 ];
+
+/// A `gpt-4o` builder of `max_tokens` with `reserve` held back for the
+/// reply: the settings most tests build with.
+pub fn gpt_4o(max_tokens: usize, reserve: usize) -> ContextBuilder {
+    let mut builder = ContextBuilder::new();
+    builder
+        .model("gpt-4o")
+        .max_tokens(max_tokens)
+        .reserve_output(reserve);
+    builder
+}
 
 /// The ids of a report's view as strings, to compare with literals.
 pub fn ids<'a>(ids: impl Iterator<Item = &'a ChunkId>) -> Vec<&'a str> {
