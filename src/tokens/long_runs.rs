@@ -23,8 +23,6 @@
 
 use std::ops::Range;
 
-use super::parts::is_cut;
-
 /// Bytes in a run of one class from which a segment is counted by the
 /// linear encoder. Below it `tiktoken` is as fast or faster.
 pub(crate) const LONG_RUN: usize = 256;
@@ -52,7 +50,7 @@ const DIGIT: u8 = 3;
 /// aside) at or after `from`. Such a run holds a whole aligned block of
 /// half that length, so only blocks are tested, each up to its first byte
 /// of another class: a few bytes a block in ordinary text.
-fn next_long_run(bytes: &[u8], from: usize) -> Option<Range<usize>> {
+pub(crate) fn next_long_run(bytes: &[u8], from: usize) -> Option<Range<usize>> {
     const BLOCK: usize = LONG_RUN / 2;
     let class = |at: usize| CLASS[bytes[at] as usize];
     let mut block = from.div_ceil(BLOCK) * BLOCK;
@@ -79,67 +77,22 @@ fn next_long_run(bytes: &[u8], from: usize) -> Option<Range<usize>> {
     None
 }
 
-/// The byte ranges of `text`, cut where counts add up, that hold a run of at
-/// least [`LONG_RUN`] bytes of one class (digits aside), ascending and
-/// apart; none for most texts. Linear: each byte is looked at a bounded
-/// number of times.
-pub(crate) fn long_segments(text: &str) -> Vec<Range<usize>> {
-    let bytes = text.as_bytes();
-    let mut segments: Vec<Range<usize>> = Vec::new();
-    if bytes.len() < LONG_RUN {
-        return segments;
-    }
-    let mut from = 0;
-    while let Some(run) = next_long_run(bytes, from) {
-        // Back no further than the last segment, forward past the run: the
-        // next scan starts where this segment ends.
-        let floor = segments.last().map_or(0, |last| last.end);
-        let segment = cut_before(text, run.start, floor)..cut_after(text, run.end);
-        from = segment.end;
-        match segments.last_mut() {
-            Some(last) if last.end >= segment.start => last.end = segment.end,
-            _ => segments.push(segment),
-        }
-    }
-    segments
-}
-
-/// The last cut in `floor..=at`, else `floor`.
-fn cut_before(text: &str, at: usize, floor: usize) -> usize {
-    (floor + 1..=at)
-        .rev()
-        .find(|&i| is_cut(text, i))
-        .unwrap_or(floor)
-}
-
-/// The first cut at or after `at`, else the end.
-fn cut_after(text: &str, at: usize) -> usize {
-    (at..text.len())
-        .find(|&i| is_cut(text, i))
-        .unwrap_or(text.len())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn ordinary_text_has_no_long_segment() {
+    fn ordinary_text_has_no_long_run() {
         let text = "fn main() {\n    println!(\"hi\");\n}\n".repeat(200);
-        assert!(long_segments(&text).is_empty());
-        assert!(long_segments(&"1234567890".repeat(100)).is_empty());
+        assert_eq!(next_long_run(text.as_bytes(), 0), None);
+        assert_eq!(next_long_run("1234567890".repeat(100).as_bytes(), 0), None);
     }
 
     #[test]
-    fn a_long_run_takes_what_lies_between_the_cuts_around_it() {
+    fn a_run_is_found_whole_from_where_it_is_asked() {
         let text = format!("first line\n{}\nlast line\n", "A".repeat(300));
-        let segments = long_segments(&text);
-        assert_eq!(segments, vec![(11..311)]);
-        assert!(text[segments[0].clone()].starts_with("AAA"));
-        let json = format!("{{\"key\": \"({})\", \"n\": 1}}", "=".repeat(300));
-        assert_eq!(long_segments(&json), vec![(5..316)]);
-        // Runs in one segment, or in touching ones, become one.
-        let two = format!("{0} {0}", "=".repeat(300));
-        assert_eq!(long_segments(&two), vec![(0..two.len())]);
+        assert_eq!(next_long_run(text.as_bytes(), 0), Some(11..311));
+        assert_eq!(next_long_run(text.as_bytes(), 40), Some(40..311));
+        assert_eq!(next_long_run(text.as_bytes(), 311), None);
     }
 }

@@ -13,7 +13,9 @@ pub(crate) mod parts;
 mod repeats;
 #[cfg(test)]
 mod routing_tests;
+mod segments;
 mod tiktoken;
+mod wide_spaces;
 
 use std::fmt;
 use std::sync::Arc;

@@ -21,8 +21,8 @@ use bpe_openai::Tokenizer;
 use rustc_hash::FxHashMap;
 use tiktoken::CoreBpe;
 
-use super::long_runs::long_segments;
 use super::repeats;
+use super::segments::segments;
 
 use crate::error::Result;
 use crate::tokens::{Encoding, TokenCounter};
@@ -126,17 +126,18 @@ impl TiktokenCounter {
         total
     }
 
-    /// Calls `each` on the segments of `text` in order, cut where counts add up,
-    /// with the linear encoder for those that hold a long run (see
-    /// `long_runs`): counts and tokens add up over them.
+    /// Calls `each` on the parts of `text` in order, cut where counts add up,
+    /// with the linear encoder for those that need it (see `segments`):
+    /// counts and tokens add up over them.
     fn by_segment(&self, text: &str, mut each: impl FnMut(&str, Option<&'static Tokenizer>)) {
         let mut at = 0;
-        for segment in long_segments(text) {
-            if at < segment.start {
-                each(&text[at..segment.start], None);
+        for segment in segments(text) {
+            let range = segment.range;
+            if at < range.start {
+                each(&text[at..range.start], None);
             }
-            each(&text[segment.clone()], Some(self.linear()));
-            at = segment.end;
+            each(&text[range.clone()], segment.linear.then(|| self.linear()));
+            at = range.end;
         }
         if at < text.len() || text.is_empty() {
             each(&text[at..], None);

@@ -199,3 +199,21 @@ fn a_megabyte_of_one_punctuation_character() {
         }
     }
 }
+
+/// Whitespace outside ASCII between other characters, a megabyte of it:
+/// each such piece once cost the `tiktoken` crate the length of the rest of
+/// the text (300 KB of `"1\u{a0}"` took 10 s), so this counted for minutes.
+/// Exact against tiktoken-rs, in segments around the spaces and alone.
+#[test]
+fn a_megabyte_of_whitespace_outside_ascii() {
+    let texts = [
+        "1\u{a0}".repeat(350_000),
+        "x \u{3000}\n".repeat(170_000),
+        format!("{}\u{2028}", "word\u{a0}\u{a0}, and more.\n".repeat(50_000)),
+    ];
+    for encoding in ENCODINGS {
+        for text in &texts {
+            assert_tokens(encoding, text, &reference(encoding).encode_ordinary(text));
+        }
+    }
+}
