@@ -109,6 +109,14 @@ pub const DEFAULT_LOW_WATER: f64 = 0.8;
 /// each chunk in order is what a cold build waits on.
 const MAX_DEFAULT_THREADS: usize = 4;
 
+/// The threads a build or a count uses unless told: the machine's
+/// parallelism, at most [`MAX_DEFAULT_THREADS`].
+pub(crate) fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_DEFAULT_THREADS)
+}
+
 /// The reply's tokens an Anthropic native request holds back (its
 /// `max_tokens`) when no reserve is given.
 pub const ANTHROPIC_DEFAULT_RESERVE: usize = 4096;
@@ -172,11 +180,7 @@ impl BuildOptions {
             builder.policy_mut().context_management = Some(management.clone());
         }
         builder.policy_mut().compact_at = self.compact_at;
-        builder.threads(self.threads.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map_or(1, |n| n.get())
-                .min(MAX_DEFAULT_THREADS)
-        }));
+        builder.threads(self.threads.unwrap_or_else(default_threads));
         for (name, tokens) in &self.caps {
             let target = builder.cap_target(name)?;
             builder.policy_mut().caps.set(target, *tokens);

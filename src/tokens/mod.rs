@@ -9,6 +9,7 @@ mod estimate;
 mod framing;
 mod long_runs;
 mod model;
+mod parallel;
 pub(crate) mod parts;
 mod repeats;
 #[cfg(test)]
@@ -25,6 +26,7 @@ pub use estimate::{EstimateCounter, EstimateFactor};
 pub use framing::Framing;
 pub use model::Encoding;
 pub(crate) use model::{Route, model_info, route};
+pub(crate) use parallel::count_on_threads;
 pub use tiktoken::TiktokenCounter;
 
 use crate::error::Result;

@@ -6,26 +6,56 @@
 //! `wide_spaces`). Counts add up at the cuts [`parts`](super::parts) finds
 //! (after a newline before anything but whitespace or `/`, after a word
 //! before whitespace or punctuation), so the text around each is cut there
-//! into a segment of its own, most of them a few words long. A segment that
-//! holds a long run, or that is longer than [`LONG_RUN`] bytes, is counted
-//! by `bpe-openai`'s backtracking encoder, linear by construction; a short
-//! one around a wide space by the crate alone, where what follows the space
-//! is short; and the text between segments by the crate. Every encoder
-//! gives tiktoken's tokens exactly, so which one counts a segment changes
-//! only the time.
+//! into a segment of its own, most of them a few words long (see [`Route`]
+//! for which encoder counts each). Every encoder gives tiktoken's tokens
+//! exactly, so which one counts a segment changes only the time.
 
 use std::ops::Range;
 
-use super::long_runs::{LONG_RUN, next_long_run};
+use super::long_runs::next_long_run;
 use super::parts::is_cut;
 use super::wide_spaces::next_wide_space;
+
+/// The longest segment around whitespace outside ASCII that the crate
+/// counts: each such piece costs it what follows in the segment, at most
+/// this much.
+const WIDE_SPACES_ALONE_MAX: usize = 1024;
 
 /// A part of a text to count on its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Segment {
     pub range: Range<usize>,
-    /// Whether the linear encoder counts it.
-    pub linear: bool,
+    /// Whether it holds a long run of one class of bytes.
+    pub long_run: bool,
+    /// Whether it holds whitespace outside ASCII.
+    pub wide_space: bool,
+}
+
+/// Which encoder counts a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// The crate, on the segment alone: short, around wide spaces.
+    Alone,
+    /// `bpe-openai`'s backtracking encoder: wide spaces in a long segment,
+    /// which would cost the crate the square of its length.
+    Linear,
+    /// A long run: the linear encoder counts it several times faster, but
+    /// the crate counts a few short ones without loading a second set of
+    /// tables, in time that grows only with the log of a run's length; the
+    /// counter chooses.
+    LongRun,
+}
+
+impl Segment {
+    pub(crate) fn route(&self) -> Route {
+        if self.wide_space && self.range.len() > WIDE_SPACES_ALONE_MAX {
+            Route::Linear
+        } else if self.long_run {
+            Route::LongRun
+        } else {
+            Route::Alone
+        }
+    }
 }
 
 /// The next place, at or after where the last search left off, where one
@@ -78,11 +108,13 @@ pub(crate) fn segments(text: &str) -> Vec<Segment> {
         match segments.last_mut() {
             Some(last) if last.range.end >= range.start => {
                 last.range.end = range.end;
-                last.linear |= is_run || last.range.len() > LONG_RUN;
+                last.long_run |= is_run;
+                last.wide_space |= !is_run;
             }
             _ => segments.push(Segment {
-                linear: is_run || range.len() > LONG_RUN,
                 range,
+                long_run: is_run,
+                wide_space: !is_run,
             }),
         }
     }
@@ -108,11 +140,11 @@ fn cut_after(text: &str, at: usize) -> usize {
 mod tests {
     use super::*;
 
-    fn linear(range: Range<usize>) -> Segment {
-        Segment {
-            range,
-            linear: true,
-        }
+    fn routes(text: &str) -> Vec<(Range<usize>, Route)> {
+        segments(text)
+            .into_iter()
+            .map(|segment| (segment.range.clone(), segment.route()))
+            .collect()
     }
 
     #[test]
@@ -126,27 +158,28 @@ mod tests {
     #[test]
     fn a_long_run_takes_what_lies_between_the_cuts_around_it() {
         let text = format!("first line\n{}\nlast line\n", "A".repeat(300));
-        assert_eq!(segments(&text), vec![linear(11..311)]);
+        assert_eq!(routes(&text), vec![(11..311, Route::LongRun)]);
         let json = format!("{{\"key\": \"({})\", \"n\": 1}}", "=".repeat(300));
-        assert_eq!(segments(&json), vec![linear(5..316)]);
+        assert_eq!(routes(&json), vec![(5..316, Route::LongRun)]);
         // Runs in one segment, or in touching ones, become one.
         let two = format!("{0} {0}", "=".repeat(300));
-        assert_eq!(segments(&two), vec![linear(0..two.len())]);
+        assert_eq!(routes(&two), vec![(0..two.len(), Route::LongRun)]);
     }
 
     #[test]
     fn a_wide_space_is_counted_alone_and_linear_when_long() {
         let text = "one line\nword\u{a0}\u{a0}, more\nlast line\n";
         let at = text.find("word").unwrap();
-        let short = segments(text);
-        assert_eq!(short.len(), 1);
-        assert!(!short[0].linear);
-        assert_eq!(short[0].range, at..text.find("\nlast").unwrap());
+        let end = text.find("\nlast").unwrap();
+        assert_eq!(routes(text), vec![(at..end, Route::Alone)]);
         // No cut anywhere: the whole text, too long for the crate alone.
         let hostile = "1\u{a0}".repeat(1000);
-        assert_eq!(segments(&hostile), vec![linear(0..hostile.len())]);
+        assert_eq!(routes(&hostile), vec![(0..hostile.len(), Route::Linear)]);
         // Many short segments that touch become one long one.
-        let dense = "a\u{a0} ".repeat(200);
-        assert_eq!(segments(&dense), vec![linear(0..dense.len())]);
+        let dense = "a\u{a0} ".repeat(300);
+        assert_eq!(routes(&dense), vec![(0..dense.len(), Route::Linear)]);
+        // With a long run too.
+        let both = format!("{}\u{a0}.", "=".repeat(300));
+        assert_eq!(routes(&both), vec![(0..both.len(), Route::LongRun)]);
     }
 }

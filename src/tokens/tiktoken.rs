@@ -14,7 +14,7 @@
 //! `count` and `encode`, which read `<|endoftext|>` as ordinary text. So we
 //! count with it and maintain no encoder of our own.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use bpe_openai::Tokenizer;
@@ -22,7 +22,7 @@ use rustc_hash::FxHashMap;
 use tiktoken::CoreBpe;
 
 use super::repeats;
-use super::segments::segments;
+use super::segments::{Route, Segment, segments};
 
 use crate::error::Result;
 use crate::tokens::{Encoding, TokenCounter};
@@ -132,16 +132,36 @@ impl TiktokenCounter {
     fn by_segment(&self, text: &str, mut each: impl FnMut(&str, Option<&'static Tokenizer>)) {
         let mut at = 0;
         for segment in segments(text) {
+            let linear = self.linear_for(&segment);
             let range = segment.range;
             if at < range.start {
                 each(&text[at..range.start], None);
             }
-            each(&text[range.clone()], segment.linear.then(|| self.linear()));
+            each(&text[range.clone()], linear);
             at = range.end;
         }
         if at < text.len() || text.is_empty() {
             each(&text[at..], None);
         }
+    }
+
+    /// The linear encoder where `segment` is counted by it (see [`Route`]).
+    /// Long runs go to the crate until the process has met
+    /// [`LONG_RUN_BYTES_BEFORE_LINEAR`] bytes of them, then to the linear
+    /// encoder: the few a real text holds (a ruled line, a column of blank
+    /// lines) are not worth the second encoder's tables, 85 MB and 40 ms to
+    /// load, and the crate never spends more than a few milliseconds on them.
+    fn linear_for(&self, segment: &Segment) -> Option<&'static Tokenizer> {
+        static RUN_BYTES: AtomicUsize = AtomicUsize::new(0);
+        let linear = match segment.route() {
+            Route::Alone => false,
+            Route::Linear => true,
+            Route::LongRun => {
+                let len = segment.range.len();
+                RUN_BYTES.fetch_add(len, Ordering::Relaxed) + len >= LONG_RUN_BYTES_BEFORE_LINEAR
+            }
+        };
+        linear.then(|| self.linear())
     }
 
     /// The linear-time encoder of the same encoding (`bpe-openai`'s tables
@@ -161,6 +181,10 @@ impl std::fmt::Debug for TiktokenCounter {
             .finish()
     }
 }
+
+/// Bytes of long runs the crate counts in a process before the linear
+/// encoder counts them: at the crate's slowest on runs (5 MB/s), 20 ms.
+const LONG_RUN_BYTES_BEFORE_LINEAR: usize = 128 * 1024;
 
 /// Texts up to this many bytes are memoized: closing tags with their
 /// separator, role names and markers recur in every build, and for them the
@@ -238,6 +262,28 @@ mod tests {
                     .encode_ordinary("a <|endoftext|> b")
                     .len()
             );
+        }
+    }
+
+    /// Long runs go to either encoder (see `linear_for`): both give the
+    /// same tokens, whichever the process happens to use.
+    #[test]
+    fn both_encoders_give_the_same_tokens_on_long_runs() {
+        let texts = [
+            format!("a {} b\n", "x".repeat(300)),
+            format!("rule\n{}\n", "═".repeat(400)),
+            format!("{}x", " ".repeat(1000)),
+            "漢字かな".repeat(100),
+            format!("{}\u{a0}.", "=".repeat(300)),
+        ];
+        for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+            let counter = TiktokenCounter::new(encoding).unwrap();
+            for text in &texts {
+                let mut linear = Vec::new();
+                repeats::encode(counter.linear(), text, &mut linear);
+                assert_eq!(linear, counter.bpe().encode(text), "{encoding:?}");
+                assert_eq!(counter.encode(text), linear, "{encoding:?}");
+            }
         }
     }
 

@@ -125,11 +125,15 @@ pub(crate) fn read_input(file: &str, limit: &InputLimit, expected: Expected) -> 
         if let Some(hint) = terminal_hint(stdin.is_terminal(), expected) {
             eprintln!("{hint}");
         }
-        let bytes = read_bounded(stdin.lock(), limit.max_input_bytes, expected);
+        let bytes = read_bounded(stdin.lock(), limit.max_input_bytes, expected, 0);
         ("reading standard input".to_owned(), bytes)
     } else {
-        let bytes = File::open(file)
-            .and_then(|opened| read_bounded(opened, limit.max_input_bytes, expected));
+        let bytes = File::open(file).and_then(|opened| {
+            // Read into a buffer of the file's size: grown by doubling, a
+            // large input would briefly need three times its size.
+            let size = opened.metadata().map_or(0, |meta| meta.len());
+            read_bounded(opened, limit.max_input_bytes, expected, size)
+        });
         (format!("reading {file}"), bytes)
     };
     let bytes = bytes.map_err(|source| ErrorKind::Io {
@@ -155,11 +159,17 @@ pub(crate) fn terminal_hint(is_terminal: bool, expected: Expected) -> Option<Str
     })
 }
 
-/// Reads at most `limit` bytes; for JSON, stops at the first significant
-/// byte that cannot start it instead of reading on.
-fn read_bounded(reader: impl Read, limit: u64, expected: Expected) -> io::Result<Vec<u8>> {
+/// Reads at most `limit` bytes, into a buffer of `size` bytes to begin
+/// with (the file's size, where there is one); for JSON, stops at the first
+/// significant byte that cannot start it instead of reading on.
+fn read_bounded(
+    reader: impl Read,
+    limit: u64,
+    expected: Expected,
+    size: u64,
+) -> io::Result<Vec<u8>> {
     let mut reader = reader.take(limit.saturating_add(1));
-    let mut bytes = Vec::new();
+    let mut bytes = Vec::with_capacity(usize::try_from(size.min(limit)).unwrap_or(0));
     if expected != Expected::Text {
         let mut chunk = [0u8; 8192];
         let mut start = StartScanner::default();
@@ -344,7 +354,7 @@ mod tests {
     use super::*;
 
     fn refusal(reader: impl Read, limit: u64, expected: Expected) -> String {
-        match read_bounded(reader, limit, expected) {
+        match read_bounded(reader, limit, expected, 0) {
             Ok(bytes) => panic!("read {} bytes", bytes.len()),
             Err(error) => error.to_string(),
         }
@@ -379,11 +389,11 @@ mod tests {
         let error = refusal(&bom_then_bad[..], 100, Expected::Session);
         assert!(error.contains("'x' (byte 0x78) at offset 6"), "{error}");
         assert_eq!(StartScanner::default().scan(b"\xEF\xBB"), None);
-        let ok = read_bounded(&b"\xEF\xBB\xBF{}"[..], 5, Expected::Session).unwrap();
+        let ok = read_bounded(&b"\xEF\xBB\xBF{}"[..], 5, Expected::Session, 0).unwrap();
         assert_eq!(ok, b"\xEF\xBB\xBF{}");
         // Exactly at the limit is allowed.
-        assert!(read_bounded(&b"{}"[..], 2, Expected::Session).is_ok());
-        assert!(read_bounded(&b"{} "[..], 2, Expected::Session).is_err());
+        assert!(read_bounded(&b"{}"[..], 2, Expected::Session, 2).is_ok());
+        assert!(read_bounded(&b"{} "[..], 2, Expected::Session, 3).is_err());
     }
 
     /// The offset `scan` finds when `input` arrives in pieces of `piece`

@@ -4,7 +4,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use agent_context::command::DEFAULT_MODEL;
-use agent_context::command::{self, CountOptions, Output, Printed, parse_estimate_factor};
+use agent_context::command::{
+    self, CountOptions, Output, Printed, parse_estimate_factor, parse_threads,
+};
 use agent_context::content::{
     ContentFormat, Rendered, blocks_from_value, render_blocks, render_text,
 };
@@ -81,6 +83,9 @@ struct CountArgs {
     /// Estimates count F × o200k_base (default 1.6; from 1.0 to 16).
     #[arg(long, value_name = "F", value_parser = parse_estimate_factor)]
     estimate_factor: Option<EstimateFactor>,
+    /// Threads a long text is counted on (default: the machine's, at most 4).
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
+    threads: Option<usize>,
     #[command(flatten)]
     input: InputLimit,
 }
@@ -287,6 +292,7 @@ fn count(args: CountArgs) -> agent_context::Result<String> {
     options.model = args.model;
     options.estimate_factor = args.estimate_factor;
     options.json = args.json;
+    options.threads = args.threads;
     if options.model.is_empty() {
         // Refused before the input is read.
         command::count("", &options)?;
