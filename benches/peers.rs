@@ -1,93 +1,27 @@
 //! Exact `o200k_base` counting against the peers, on the same bytes.
 //!
-//! `cargo bench --features bench --bench peers`. Three corpora, built deterministically:
-//! *mixed* (~4 MB of generated agent session text: prose, code, JSON, logs,
-//! CJK, emoji), *minified JSON* (~1 MB: a generated session serialized
-//! compactly) and *Rust source* (~1 MB: this crate's `src/`, files in path
-//! order, repeated). Before anything is timed every peer must give our count
-//! on every corpus; a peer that differs stops the bench.
+//! `cargo bench --features bench --bench peers`. Four corpora, built
+//! deterministically (`examples/support/corpora.rs`): *mixed* (4 MB of
+//! generated agent session text: prose, code, JSON, logs, CJK, emoji),
+//! *minified JSON* (1 MB: a generated session serialized compactly), *Rust
+//! source* (1 MB: this crate's `src/`, files in path order, repeated) and
+//! *real files* (4 MB of this machine's text files: the cargo registry's
+//! sources, the Python standard library and /usr/share/doc, shuffled with a
+//! fixed seed). Each is counted in one call, on one thread. Before anything
+//! is timed every peer must give our count on every corpus; a peer that
+//! differs stops the bench. Whole processes counting files are in the
+//! `count_files` bench.
 
+#[path = "../examples/support/corpora.rs"]
+mod corpora;
 #[path = "../examples/support/session_gen.rs"]
 mod session_gen;
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agent_context::MemoryState;
 use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-
-const MIXED_BYTES: usize = 4_000_000;
-const JSON_BYTES: usize = 1_000_000;
-const RUST_BYTES: usize = 1_000_000;
-
-/// Generated turns, one at a time, until `enough` says the session is large.
-fn grown_session(seed: u64, enough: impl Fn(&MemoryState) -> bool) -> MemoryState {
-    let mut rng = session_gen::Rng::new(seed);
-    let mut state = MemoryState::new();
-    let mut turn = 0;
-    while !enough(&state) {
-        // Size checks are costly for JSON; ten turns between them.
-        for _ in 0..10 {
-            session_gen::push_turn(&mut state, &mut rng, turn, 1);
-            turn += 1;
-        }
-    }
-    state
-}
-
-fn chunk_texts(state: &MemoryState) -> impl Iterator<Item = &str> {
-    state.chunks.iter().filter_map(|c| c.text.as_deref())
-}
-
-/// The text bodies of a generated session, joined by blank lines.
-fn mixed() -> String {
-    let state = grown_session(1, |s| {
-        chunk_texts(s).map(|t| t.len() + 2).sum::<usize>() >= MIXED_BYTES
-    });
-    chunk_texts(&state).collect::<Vec<_>>().join("\n\n")
-}
-
-/// A generated session as compact JSON.
-fn minified_json() -> String {
-    let json = |s: &MemoryState| serde_json::to_string(s).expect("a session serializes");
-    json(&grown_session(2, |s| json(s).len() >= JSON_BYTES))
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// This crate's sources in path order, repeated up to the size.
-fn rust_source() -> String {
-    let mut files = Vec::new();
-    rust_files(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-        &mut files,
-    );
-    files.sort();
-    let once: String = files
-        .iter()
-        .map(|path| std::fs::read_to_string(path).expect("sources are readable"))
-        .collect();
-    assert!(!once.is_empty(), "src/ holds Rust files");
-    let mut text = String::with_capacity(RUST_BYTES + once.len());
-    while text.len() < RUST_BYTES {
-        text.push_str(&once);
-    }
-    text
-}
 
 /// A counter under test: its name and how it counts `o200k_base` tokens.
 type Peer = (&'static str, Box<dyn Fn(&str) -> usize>);
@@ -110,9 +44,10 @@ fn peers() -> Vec<Peer> {
 
 fn compare(c: &mut Criterion) {
     let corpora = [
-        ("mixed", mixed()),
-        ("minified-json", minified_json()),
-        ("rust-source", rust_source()),
+        ("mixed", corpora::mixed(4_000_000)),
+        ("minified-json", corpora::minified_json(1_000_000)),
+        ("rust-source", corpora::rust_source(1_000_000)),
+        ("real-files", corpora::real_files(4_000_000)),
     ];
     let peers = peers();
     for (corpus, text) in &corpora {
