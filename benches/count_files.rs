@@ -81,7 +81,10 @@ fn command(counter: &str, file: &Path) -> Command {
 
 /// One run: the count printed, the wall time from start to exit, and the
 /// process's peak resident memory in KiB.
-#[allow(clippy::zombie_processes, reason = "reaped by `wait4`, which reports the peak")]
+#[allow(
+    clippy::zombie_processes,
+    reason = "reaped by `wait4`, which reports the peak"
+)]
 fn run(counter: &str, file: &Path) -> (usize, Duration, u64) {
     use std::io::Read;
     let start = Instant::now();
