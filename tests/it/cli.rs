@@ -1424,6 +1424,14 @@ fn replay_prints_a_line_per_turn_and_a_summary() {
     for turn in &turns[1..4] {
         assert!(turn["stable_prefix_tokens"].as_u64().unwrap() > 0, "{turn}");
     }
+    // Four turns: one a quarter, each quarter's median and mean its time.
+    let quarters = turns[4]["summary"]["quarters"].as_array().unwrap();
+    assert_eq!(quarters.len(), 4);
+    for (quarter, turn) in quarters.iter().zip(&turns[..4]) {
+        assert_eq!(quarter["median_build_us"], turn["build_us"]);
+        assert_eq!(quarter["mean_build_us"], turn["build_us"]);
+    }
+    assert_eq!(lines[1]["summary"]["quarters"], serde_json::json!([]));
     let cached: u64 = turns[..4]
         .iter()
         .map(|t| t["new_tokens_counted"].as_u64().unwrap())

@@ -145,9 +145,35 @@ impl Run {
             "tokens_counted": self.tokens_counted,
             "prefix_changes": turns.iter().filter(|t| t.broke()).count(),
             "compactions": turns.iter().filter(|t| t.compacted).count(),
+            "quarters": quarters(times),
             "cache": self.cache,
         }})
     }
+}
+
+/// The median and mean build time of each quarter of the turns (the last
+/// quarter takes what does not divide evenly), to show whether a turn late
+/// in the run costs what one early did; empty below four turns.
+fn quarters(times: &[u128]) -> Vec<serde_json::Value> {
+    let quarter = times.len() / 4;
+    if quarter == 0 {
+        return Vec::new();
+    }
+    (0..4)
+        .map(|q| {
+            let end = if q == 3 {
+                times.len()
+            } else {
+                (q + 1) * quarter
+            };
+            let mut part = times[q * quarter..end].to_vec();
+            part.sort_unstable();
+            json!({
+                "median_build_us": part[part.len() / 2],
+                "mean_build_us": part.iter().sum::<u128>() / part.len() as u128,
+            })
+        })
+        .collect()
 }
 
 /// Plans a compaction of `session`, summarizes it with the stand-in and
