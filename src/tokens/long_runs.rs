@@ -10,16 +10,15 @@
 //! and common in hostile text (a minified bundle, base64 without breaks, a
 //! log line of padding).
 //!
-//! Counts add up at the cuts [`parts`](super::parts) finds (after a
-//! newline before anything but whitespace or `/`, after a word before
-//! whitespace or punctuation), so a text splits into segments there, most of them short:
-//! the segments that hold a long run are counted by `bpe-openai`, whose
-//! backtracking encoder is linear by construction, and the rest by
-//! `tiktoken`. A piece of such a segment that is one character repeated is
-//! encoded from a short stand-in (see [`repeats`](super::repeats)). All of
-//! them give tiktoken's tokens exactly (`tests/it/encoder.rs` holds them to
-//! tiktoken-rs on long runs of letters, digits, spaces, punctuation, CJK
-//! and emoji); which one counts a segment changes only the time.
+//! The segments of text around such runs, cut where counts add up, are
+//! counted on their own (see [`segments`](super::segments)), by
+//! `bpe-openai`'s backtracking encoder, linear by construction, once a
+//! process has met enough of them. A piece of such a segment that is one
+//! character repeated is encoded from a short stand-in (see
+//! [`repeats`](super::repeats)). All of them give tiktoken's tokens exactly
+//! (`tests/it/encoder.rs` holds them to tiktoken-rs on long runs of
+//! letters, digits, spaces, punctuation, CJK and emoji); which one counts a
+//! segment changes only the time.
 
 use std::ops::Range;
 

@@ -33,9 +33,11 @@ use crate::tokens::{Encoding, TokenCounter};
 /// are shared by every counter: making a counter costs nothing, so a
 /// command that never counts (an export, a listing) never loads them.
 /// Counting runs in linear time on every shape of text (a million spaces,
-/// megabytes of one letter, base64, CJK without spaces): the segments that
-/// hold a long run are counted by `bpe-openai`'s linear encoder, whose
-/// tables load the first time one is met (see `long_runs`).
+/// megabytes of one letter, base64, CJK without spaces, no-break spaces):
+/// the segments around a long run or whitespace outside ASCII are counted
+/// on their own, by `bpe-openai`'s linear encoder where the `tiktoken`
+/// crate would not be linear, whose tables load the first time one needs
+/// it (see `segments`).
 #[derive(Clone, Copy)]
 pub struct TiktokenCounter {
     encoding: Encoding,
@@ -149,7 +151,7 @@ impl TiktokenCounter {
     /// Long runs go to the crate until the process has met
     /// [`LONG_RUN_BYTES_BEFORE_LINEAR`] bytes of them, then to the linear
     /// encoder: the few a real text holds (a ruled line, a column of blank
-    /// lines) are not worth the second encoder's tables, 85 MB and 40 ms to
+    /// lines) are not worth the second encoder's tables, 66 MB and 40 ms to
     /// load, and the crate never spends more than a few milliseconds on them.
     fn linear_for(&self, segment: &Segment) -> Option<&'static Tokenizer> {
         static RUN_BYTES: AtomicUsize = AtomicUsize::new(0);
