@@ -555,3 +555,29 @@ fn writers_killed_at_random_moments_leave_whole_batches() {
         started.elapsed()
     );
 }
+
+/// The backends named `app`, by pid.
+fn backend_pids(admin: &mut Client, app: &str) -> Vec<i32> {
+    let sql = "SELECT pid FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid";
+    let rows = admin.query(sql, &[&app]).expect("pg_stat_activity reads");
+    rows.iter().map(|row| row.get(0)).collect()
+}
+
+/// A store reads and writes on the connection it opened to check its
+/// schema: a process that builds once connects once, and the server
+/// starts no second backend for it.
+#[test]
+fn a_store_works_on_the_connection_it_opened() {
+    use agent_context::store::Store;
+    let schema = Schema::new("one_connection");
+    let app = app_name("one_connection");
+    let mut admin = schema.client();
+    let store = PostgresStore::open(&named(schema.url(), &app)).expect("the store opens");
+    let opened = backend_pids(&mut admin, &app);
+    assert_eq!(opened.len(), 1, "open keeps its connection: {opened:?}");
+    store.open_chat(CHAT).expect("a chat is created");
+    assert_eq!(store.chats().expect("chats list").len(), 1);
+    assert_eq!(backend_pids(&mut admin, &app), opened, "the same backend");
+    drop(store);
+    wait_gone(&mut admin, &app);
+}

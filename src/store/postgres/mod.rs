@@ -6,9 +6,11 @@ mod location;
 mod schema;
 mod statements;
 
-use postgres::{IsolationLevel, NoTls};
+use std::sync::{Mutex, PoisonError};
+
+use postgres::{Client, IsolationLevel, NoTls};
 use r2d2_postgres::PostgresConnectionManager;
-use r2d2_postgres::r2d2::{Pool, PooledConnection};
+use r2d2_postgres::r2d2::{ManageConnection, Pool, PooledConnection};
 
 use super::backend::Backend;
 use super::errors::store_error;
@@ -40,7 +42,7 @@ use statements::PgTx;
 ///   for `sslmode=require` fails to connect.
 #[derive(Debug)]
 pub struct PostgresStore {
-    pool: Pool<PostgresConnectionManager<NoTls>>,
+    pool: Pool<Connections>,
     location: String,
     schema: String,
 }
@@ -80,15 +82,18 @@ impl PostgresStore {
             pool_size,
             display,
         } = Location::parse(url)?;
+        // Connected here, not by the pool, so that a server that is down
+        // or refuses fails at once with the driver's reason.
         let mut client = config.connect(NoTls).map_err(db_error(&display))?;
         schema::migrate(&mut client, &schema, &display, create)?;
-        // The pool keeps the connection it was given no use: it opens its
-        // own, lazily, and checks each before lending it.
-        drop(client);
+        let connections = Connections {
+            manager: PostgresConnectionManager::new(config, NoTls),
+            opened: Mutex::new(Some(client)),
+        };
         let pool = Pool::builder()
             .max_size(pool_size)
             .min_idle(Some(0))
-            .build_unchecked(PostgresConnectionManager::new(config, NoTls));
+            .build_unchecked(connections);
         Ok(PostgresStore {
             pool,
             location: display,
@@ -96,13 +101,53 @@ impl PostgresStore {
         })
     }
 
-    fn client(&self) -> Result<PooledConnection<PostgresConnectionManager<NoTls>>> {
+    fn client(&self) -> Result<PooledConnection<Connections>> {
         self.pool.get().map_err(|e| {
             store_error(
                 &self.location,
                 format!("no connection to the server: {e}; check that it is up and reachable"),
             )
         })
+    }
+}
+
+/// The pool's connections: the first it lends is the one the store opened
+/// to check its schema, so that a process that builds once connects once
+/// (a connection costs the server a process: about 5 ms on loopback); the
+/// others it opens lazily, and it checks each before lending it.
+struct Connections {
+    manager: PostgresConnectionManager<NoTls>,
+    opened: Mutex<Option<Client>>,
+}
+
+impl ManageConnection for Connections {
+    type Connection = Client;
+    type Error = postgres::Error;
+
+    fn connect(&self) -> std::result::Result<Client, postgres::Error> {
+        let opened = self
+            .opened
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match opened {
+            Some(client) if !client.is_closed() => Ok(client),
+            _ => self.manager.connect(),
+        }
+    }
+
+    fn is_valid(&self, client: &mut Client) -> std::result::Result<(), postgres::Error> {
+        self.manager.is_valid(client)
+    }
+
+    fn has_broken(&self, client: &mut Client) -> bool {
+        self.manager.has_broken(client)
+    }
+}
+
+impl std::fmt::Debug for Connections {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connections").finish_non_exhaustive()
     }
 }
 
