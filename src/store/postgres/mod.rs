@@ -24,7 +24,8 @@ use statements::PgTx;
 /// (without TLS: see below), creates the store's tables in their own
 /// schema if missing (`agent_context`, or `?schema=name`) and migrates a
 /// store written by an earlier version. It keeps a pool of connections
-/// (at most 8, or `?pool_size=n`) for the threads that share it. The
+/// (at most 8, or `?pool_size=n`) for the threads that share it, the
+/// first of them the one it opened to check the schema. The
 /// driver's own URL parameters (`connect_timeout`, `application_name`,
 /// …) are passed on.
 ///
