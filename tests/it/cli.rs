@@ -683,6 +683,36 @@ fn count_prints_a_bare_integer() {
     assert_eq!(from_file.stdout, "2\n");
 }
 
+/// A long text is counted in shares on several threads, the same count on
+/// any number of them (an estimate is counted whole, never in shares).
+#[test]
+fn count_gives_one_figure_on_any_number_of_threads() {
+    use agent_context::tokens::{Encoding, TiktokenCounter, TokenCounter};
+    let line = "The build log line 42: ok, 3 warnings\n  at src/lib.rs:10 {\"k\": [1, 2]}\n";
+    let text = line.repeat(3_000_000 / line.len());
+    let file = TempFile::new(&text);
+    let exact = TiktokenCounter::new(Encoding::O200kBase)
+        .unwrap()
+        .count(&text);
+    for threads in ["1", "2", "3", "4"] {
+        let out = run(&["count", file.path(), "--threads", threads], "");
+        assert_eq!(out.stdout, format!("{exact}\n"), "--threads {threads}");
+        let estimate = run(
+            &[
+                "count",
+                file.path(),
+                "--threads",
+                threads,
+                "--model",
+                "claude-sonnet-4",
+            ],
+            "",
+        );
+        assert_eq!(estimate.stdout, format!("{}\n", (exact * 8).div_ceil(5)));
+    }
+    assert_failed(&run(&["count", "--threads", "0"], "x"), 2, "--threads");
+}
+
 #[test]
 fn count_json_is_exact_for_openai_models() {
     let out = run(&["count", "--json"], "hello world");
