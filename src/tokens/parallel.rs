@@ -12,12 +12,14 @@ use super::parts::is_cut;
 
 /// The fewest bytes a thread is given to count.
 const SHARE_MIN_BYTES: usize = 512 * 1024;
+/// The most threads one count uses, as a build (`ContextBuilder::MAX_THREADS`).
+const MAX_THREADS: usize = 64;
 
-/// The tokens of `text`, counted on up to `threads` threads when it is long
-/// and `counter` is exact and adds up at clean cuts; on the caller's thread
-/// otherwise. The count is the same either way.
+/// The tokens of `text`, counted on up to `threads` threads (at most 64)
+/// when it is long and `counter` is exact and adds up at clean cuts; on the
+/// caller's thread otherwise. The count is the same either way.
 pub(crate) fn count_on_threads(counter: &dyn TokenCounter, text: &str, threads: usize) -> usize {
-    let shares = threads.min(text.len() / SHARE_MIN_BYTES);
+    let shares = threads.min(MAX_THREADS).min(text.len() / SHARE_MIN_BYTES);
     if shares < 2 || !counter.is_exact() || !counter.additive_at_clean_cuts() {
         return counter.count(text);
     }
