@@ -67,7 +67,7 @@ pub fn count(text: &str, options: &CountOptions) -> Result<(usize, Printed)> {
             counter.is_exact(),
         ))
         .collect();
-    let threads = options.threads.unwrap_or_else(default_threads);
+    let threads = || options.threads.unwrap_or_else(default_threads);
     let tokens = count_on_threads(counter.as_ref(), text, threads);
     let body = if options.json {
         Body::Json(json!({

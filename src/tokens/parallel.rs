@@ -15,12 +15,23 @@ const SHARE_MIN_BYTES: usize = 512 * 1024;
 /// The most threads one count uses, as a build (`ContextBuilder::MAX_THREADS`).
 const MAX_THREADS: usize = 64;
 
-/// The tokens of `text`, counted on up to `threads` threads (at most 64)
+/// The tokens of `text`, counted on up to `threads()` threads (at most 64)
 /// when it is long and `counter` is exact and adds up at clean cuts; on the
-/// caller's thread otherwise. The count is the same either way.
-pub(crate) fn count_on_threads(counter: &dyn TokenCounter, text: &str, threads: usize) -> usize {
-    let shares = threads.min(MAX_THREADS).min(text.len() / SHARE_MIN_BYTES);
-    if shares < 2 || !counter.is_exact() || !counter.additive_at_clean_cuts() {
+/// caller's thread otherwise. The count is the same either way. `threads`
+/// is asked only for a long text: finding the machine's parallelism reads
+/// the process's cgroup files, tens of microseconds, more than counting a
+/// short text takes.
+pub(crate) fn count_on_threads(
+    counter: &dyn TokenCounter,
+    text: &str,
+    threads: impl FnOnce() -> usize,
+) -> usize {
+    let most = text.len() / SHARE_MIN_BYTES;
+    if most < 2 || !counter.is_exact() || !counter.additive_at_clean_cuts() {
+        return counter.count(text);
+    }
+    let shares = threads().min(MAX_THREADS).min(most);
+    if shares < 2 {
         return counter.count(text);
     }
     let bounds = share_bounds(text, shares);
@@ -74,8 +85,19 @@ mod tests {
         assert!(bounds[1..4].iter().all(|&at| is_cut(&text, at)));
         let whole = counter.count(&text);
         for threads in [1, 2, 3, 4] {
-            assert_eq!(count_on_threads(&counter, &text, threads), whole);
+            assert_eq!(count_on_threads(&counter, &text, || threads), whole);
         }
+    }
+
+    #[test]
+    fn a_short_text_never_asks_for_threads() {
+        let counter = TiktokenCounter::new(Encoding::O200kBase).unwrap();
+        let text = "word ".repeat(SHARE_MIN_BYTES / 5);
+        let asked = || panic!("the threads of a short text were asked for");
+        assert_eq!(
+            count_on_threads(&counter, &text, asked),
+            counter.count(&text)
+        );
     }
 
     #[test]
@@ -83,7 +105,10 @@ mod tests {
         let text = "ab".repeat(SHARE_MIN_BYTES * 2);
         assert_eq!(share_bounds(&text, 2), vec![0, text.len()]);
         let counter = TiktokenCounter::new(Encoding::O200kBase).unwrap();
-        assert_eq!(count_on_threads(&counter, &text, 2), counter.count(&text));
+        assert_eq!(
+            count_on_threads(&counter, &text, || 2),
+            counter.count(&text)
+        );
     }
 
     #[test]
@@ -91,6 +116,9 @@ mod tests {
         // Rounded up share by share, an estimate would grow.
         let text = "word ".repeat(SHARE_MIN_BYTES);
         let estimate = EstimateCounter::new().unwrap();
-        assert_eq!(count_on_threads(&estimate, &text, 4), estimate.count(&text));
+        assert_eq!(
+            count_on_threads(&estimate, &text, || 4),
+            estimate.count(&text)
+        );
     }
 }
