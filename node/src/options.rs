@@ -64,11 +64,6 @@ pub const BUILD_KEYS: [&str; 20] = [
     "input",
 ];
 
-/// The flags' own names, read as the options above: `--cap` (repeatable)
-/// is `caps`, `--exclude-kind` is `excludeKinds`, `--no-cache-control` the
-/// negation of `cacheControl`.
-const ALIASES: [&str; 3] = ["cap", "excludeKind", "noCacheControl"];
-
 /// Build options a compaction takes no part of: it prints no build.
 const NOT_COMPACTION: [&str; 4] = ["output", "explain", "cacheControl", "input"];
 
@@ -106,14 +101,17 @@ impl Takes<'_> {
         ))
     }
 
+    /// Whether the call takes `key`, or the option it is the flag's own
+    /// name for: `--cap` (repeatable) is `caps`, `--exclude-kind` is
+    /// `excludeKinds`, `--no-cache-control` the negation of `cacheControl`.
     fn allows(&self, key: &str) -> bool {
-        let alias_of = match key {
+        let option = match key {
             "cap" => "caps",
             "excludeKind" => "excludeKinds",
             "noCacheControl" => "cacheControl",
             other => other,
         };
-        self.keys.contains(&alias_of) && (key == alias_of || ALIASES.contains(&key))
+        self.keys.contains(&option)
     }
 }
 
