@@ -54,7 +54,7 @@ impl OutputSession {
     ///
     /// As [`ContextSession::build`].
     pub fn build(&mut self, options: &BuildOptions) -> Result<BuildResult> {
-        self.compile_for(options)?;
+        self.compile_for(Some(options))?;
         self.session.build()
     }
 
@@ -64,7 +64,7 @@ impl OutputSession {
     ///
     /// As [`ContextSession::plan_compaction`].
     pub fn plan_compaction(&mut self, options: &CompactionOptions) -> Result<CompactionPlan> {
-        self.compile_for(&self.own.clone())?;
+        self.compile_for(None)?;
         self.session.plan_compaction(options)
     }
 
@@ -78,11 +78,14 @@ impl OutputSession {
         plan: &str,
         summary: CompactionSummary,
     ) -> Result<AppliedCompaction> {
-        self.compile_for(&self.own.clone())?;
+        self.compile_for(None)?;
         self.session.apply_compaction(plan, summary)
     }
 
-    fn compile_for(&mut self, options: &BuildOptions) -> Result<()> {
+    /// Compiles the session for `options` (`None`: the builder's own) if
+    /// they build otherwise than the options it is compiled for.
+    fn compile_for(&mut self, options: Option<&BuildOptions>) -> Result<()> {
+        let options = options.unwrap_or(&self.own);
         if builder_class(options.output) != builder_class(self.compiled_for) {
             self.session.set_builder(&options.builder()?)?;
             self.compiled_for = options.output;
