@@ -24,6 +24,7 @@ import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 
 import { ContextBuilder, Session, count } from "../index.mjs";
+import { mulberry32 } from "../test/random.mjs";
 import { AIMessage, HumanMessage, ToolMessage, trimMessages } from "@langchain/core/messages";
 import { Tiktoken } from "js-tiktoken/lite";
 import o200k from "js-tiktoken/ranks/o200k_base";
@@ -35,16 +36,9 @@ const WORDS = (
   "crate version compile link pass fail assert expected found index item"
 ).split(" ");
 
-/** A seeded generator (mulberry32): the same loop on every run. */
+/** Seeded numbers (see `random.mjs`): the same loop on every run. */
 function rng(seed) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   return {
     random: next,
     int: (lo, hi) => lo + Math.floor(next() * (hi - lo + 1)),

@@ -15,6 +15,7 @@ import { z } from 'zod';
 
 import { ContextBuilder, InputError, Session, build, fromAiSdk, toAiSdk } from '../index.mjs';
 import { DATA, cliJson, loopChunks } from './helpers.mjs';
+import { mulberry32 } from './random.mjs';
 
 const messagesSchema = z.array(modelMessageSchema);
 
@@ -41,16 +42,9 @@ function assertValid(body, what) {
   });
 }
 
-/** A seeded generator (mulberry32). */
+/** Seeded random values (see `random.mjs`). */
 function rng(seed) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   const int = (n) => Math.floor(next() * n);
   const pick = (xs) => xs[int(xs.length)];
   const ALPHABET = 'abcdefghij KLMNO 0123 <>&"\'{}[]\n\t-é漢🙂';
