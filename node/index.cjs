@@ -217,6 +217,14 @@ function onlyOptions(options, function_, only) {
   return splitOptions(given).own;
 }
 
+/** `base` with the callbacks `given` sets: a call's own replace its
+ * builder's or session's. */
+function withCallbacks(base, given) {
+  const own = { ...base };
+  for (const key of CALLBACKS) if (given[key]) own[key] = given[key];
+  return own;
+}
+
 // ---------------------------------------------------------------- values out
 
 /**
@@ -317,9 +325,7 @@ class ContextBuilder {
   }
 
   #call(session, options) {
-    const given = onlyOptions(options, 'build', BUILDER_CALL);
-    const own = { ...this.#own };
-    for (const key of CALLBACKS) if (given[key]) own[key] = given[key];
+    const own = withCallbacks(this.#own, onlyOptions(options, 'build', BUILDER_CALL));
     const opts = optionsObject(options);
     const args = [outputOption(opts.output), previousText(opts.previous), booleanOption(opts.lossyUnicode, 'lossyUnicode')];
     return [jsonText(session, 'session'), own, args];
@@ -363,9 +369,7 @@ class Session {
 
   constructor(builder, state, options) {
     const { native: nativeBuilder, own } = builderOf(builder);
-    const given = onlyOptions(options, 'Session', ['lossyUnicode']);
-    this.#own = { ...own };
-    for (const key of CALLBACKS) if (given[key]) this.#own[key] = given[key];
+    this.#own = withCallbacks(own, onlyOptions(options, 'Session', ['lossyUnicode']));
     const text = state === undefined || state === null ? undefined : jsonText(state, 'state');
     const lossy = booleanOption(optionsObject(options).lossyUnicode, 'lossyUnicode');
     this.#native = call(() => new native.NativeSession(nativeBuilder, text, lossy));
@@ -387,9 +391,7 @@ class Session {
 
   /** This turn's prompt, in `output` (the builder's by default). */
   build(options) {
-    const given = onlyOptions(options, 'build', ['output']);
-    const own = { ...this.#own };
-    for (const key of CALLBACKS) if (given[key]) own[key] = given[key];
+    const own = withCallbacks(this.#own, onlyOptions(options, 'build', ['output']));
     const output = outputOption(optionsObject(options).output);
     const outcome = call(() => this.#native.build(output));
     if (!outcome.rows) return deliver(outcome, own);
