@@ -8,7 +8,7 @@
 //! than it saves.
 
 use super::TokenCounter;
-use super::parts::is_cut;
+use super::parts::next_cut;
 
 /// The fewest bytes a thread is given to count.
 const SHARE_MIN_BYTES: usize = 512 * 1024;
@@ -63,7 +63,7 @@ fn share_bounds(text: &str, shares: usize) -> Vec<usize> {
     let mut bounds = vec![0];
     for share in 1..shares {
         let from = (text.len() / shares * share).max(bounds[bounds.len() - 1] + 1);
-        if let Some(cut) = (from..text.len()).find(|&at| is_cut(text, at)) {
+        if let Some(cut) = next_cut(text, from) {
             bounds.push(cut);
         }
     }
@@ -74,6 +74,7 @@ fn share_bounds(text: &str, shares: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tokens::parts::is_cut;
     use crate::tokens::{Encoding, EstimateCounter, TiktokenCounter};
 
     #[test]

@@ -170,6 +170,11 @@ pub(super) fn is_cut(text: &str, at: usize) -> bool {
             && (after.is_ascii_whitespace() || (after.is_ascii_punctuation() && after != b'\'')))
 }
 
+/// Byte offset of the first cut at or after `at` (see [`is_cut`]).
+pub(super) fn next_cut(text: &str, at: usize) -> Option<usize> {
+    (at..text.len()).find(|&i| is_cut(text, i))
+}
+
 /// Byte offset of the last cut in `text` (see [`is_cut`]), else 0.
 fn last_cut(text: &str) -> usize {
     (1..text.len())

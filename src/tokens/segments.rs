@@ -13,7 +13,7 @@
 use std::ops::Range;
 
 use super::long_runs::next_long_run;
-use super::parts::is_cut;
+use super::parts::{is_cut, next_cut};
 use super::wide_spaces::next_wide_space;
 
 /// The longest segment around whitespace outside ASCII that the crate
@@ -103,7 +103,8 @@ pub(crate) fn segments(text: &str) -> Vec<Segment> {
         // Back no further than the last segment, forward past the hazard:
         // the next search starts where this segment ends.
         let floor = segments.last().map_or(0, |last| last.range.end);
-        let range = cut_before(text, hazard.start, floor)..cut_after(text, hazard.end);
+        let end = next_cut(text, hazard.end).unwrap_or(text.len());
+        let range = cut_before(text, hazard.start, floor)..end;
         from = range.end;
         match segments.last_mut() {
             Some(last) if last.range.end >= range.start => {
@@ -127,13 +128,6 @@ fn cut_before(text: &str, at: usize, floor: usize) -> usize {
         .rev()
         .find(|&i| is_cut(text, i))
         .unwrap_or(floor)
-}
-
-/// The first cut at or after `at`, else the end.
-fn cut_after(text: &str, at: usize) -> usize {
-    (at..text.len())
-        .find(|&i| is_cut(text, i))
-        .unwrap_or(text.len())
 }
 
 #[cfg(test)]
