@@ -38,6 +38,7 @@
 
 mod caps;
 mod decision;
+mod edit_tally;
 pub(crate) mod elision;
 mod fate;
 mod fold;
@@ -52,6 +53,7 @@ mod units;
 pub use crate::model::context_management::{AppliedEdit, ContextManagement};
 pub use caps::{CapTarget, Caps};
 pub use decision::{ChunkDecision, Decision, DropReason, StubReason};
+pub(crate) use edit_tally::{Tally, UseChunks};
 pub(crate) use elision::Elision;
 pub(crate) use fate::{Fate, fates_after};
 pub(crate) use fold::{Fold, is_compaction, kept_from, span_ends};

@@ -5,7 +5,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::budget::{Fate, Policy, PreviousCut, Timeline};
+use crate::budget::{Fate, Policy, PreviousCut, Tally, Timeline};
 use crate::model::rows::Rows;
 use crate::output::cache::stable_prefix;
 use crate::output::message::{ContextMessage, MessageFingerprint, Summary};
@@ -53,6 +53,9 @@ pub(crate) struct LastBuild {
     /// `BuildResult::untrimmed_tokens`), once a turn asked: a turn that
     /// extends it adds what it appends, since an extension cuts nothing.
     pub(crate) untrimmed: Option<u64>,
+    /// What its lone `clear_tool_uses` edit measured and cleared, when it
+    /// applied: a turn that only appends carries the edit on from it.
+    pub(crate) tally: Option<Tally>,
 }
 
 impl From<&BuildResult> for LastBuild {
@@ -72,6 +75,7 @@ impl From<&BuildResult> for LastBuild {
             system_chunks: Vec::new(),
             squeezed: false,
             untrimmed: None,
+            tally: None,
         }
     }
 }

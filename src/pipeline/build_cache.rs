@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::ready::PreparedChunk;
-use crate::budget::{Decision, MIN_CAP};
+use crate::budget::{Decision, MIN_CAP, Tally};
 use crate::error::Result;
 use crate::model::chunk_id::ChunkId;
 use crate::model::memory::MemoryState;
@@ -46,6 +46,9 @@ pub struct BuildCache {
     /// The compiled settings the slots were rendered under (see
     /// [`follow`](BuildCache::follow)).
     rendered_under: Option<u64>,
+    /// What the last build's `clear_tool_uses` edit measured and cleared,
+    /// for a session to carry on (see `pipeline::clear`).
+    pub(crate) tally: Option<Tally>,
 }
 
 /// Laid out small: a session holds one per chunk.
@@ -364,6 +367,7 @@ impl BuildCache {
     /// chunks (see [`reserve`](BuildCache::reserve)).
     pub(crate) fn start_build(&mut self, capacity: usize) {
         self.stats = BuildStats::default();
+        self.tally = None;
         self.reserve(capacity);
     }
 

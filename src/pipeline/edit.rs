@@ -13,8 +13,8 @@ use smallvec::SmallVec;
 use super::history::{History, release};
 use super::{Build, Ladder};
 use crate::budget::{
-    AppliedEdit, ContextManagement, Decision, DropReason, Fate, Item, Planner, Step, answered_call,
-    call_id_of, is_tool_use, protects_itself,
+    AppliedEdit, ContextManagement, Decision, DropReason, Fate, Item, Planner, Step, Tally,
+    all_start_clean, answered_call, call_id_of, is_tool_use, protects_itself,
 };
 use crate::model::context_management::{ClearThinking, ClearToolUses, ContextEdit};
 use crate::model::memory::MemoryState;
@@ -71,7 +71,38 @@ impl Build<'_> {
                 edited.applied.push(applied);
             }
         }
+        self.keep_tally(management, history, (unedited, &edited));
         edited
+    }
+
+    /// Keeps in the cache what a lone `clear_tool_uses` edit that applied
+    /// measured and cleared, for a session's next turn to carry on, when
+    /// the turn's extension can follow it: every part starts cleanly and
+    /// no compaction or chunk outside the state moves an item.
+    fn keep_tally(
+        &mut self,
+        management: &ContextManagement,
+        history: &History<'_>,
+        (unedited, edited): (usize, &Edited),
+    ) {
+        let ([ContextEdit::ClearToolUses(edit)], [applied]) =
+            (&management.edits[..], &edited.applied[..])
+        else {
+            return;
+        };
+        let AppliedEdit::ClearToolUses {
+            cleared_tool_uses, ..
+        } = applied
+        else {
+            return;
+        };
+        let follows = self.compaction.is_none()
+            && self.outside.chunks == 0
+            && all_start_clean(&history.items);
+        if follows {
+            let (items, tokens) = ((&history.items[..], self.state), (unedited, edited.tokens));
+            self.cache.tally = Some(Tally::of(edit, items, tokens, *cleared_tool_uses));
+        }
     }
 
     /// Exact tokens of the prompt of `items` with `steps` applied, every

@@ -12,8 +12,10 @@
 //! budget, they are the pipeline's result, byte for byte; `tests/it/session.rs`
 //! holds the two equal on random sessions. When they do not fit, or a unit
 //! whose protection lifts reaches back before the last turn, the plan runs
-//! again over the last prompt ([`replan`](super::replan)). Everything else
-//! runs the full pipeline: edits and removals, a custom renderer that is
+//! again over the last prompt ([`replan`](super::replan)). Under a lone
+//! `clear_tool_uses` edit, the uses leaving `keep`'s window are stubbed in
+//! place ([`clear`](super::clear)). Everything else runs the full
+//! pipeline: other edits, removals, a custom renderer that is
 //! not [deterministic](crate::render::ChunkRenderer::deterministic), a summarizer, a changed policy or counter, a new chunk that shares a call
 //! id with an old one or renders into the system message, caps that name
 //! chunks or tools (their warnings depend on the chunks), a last build
@@ -113,6 +115,7 @@ impl LastBuild {
             system_chunks,
             squeezed,
             untrimmed: None,
+            tally: None,
             result,
         }
     }
@@ -183,26 +186,38 @@ impl<'a> Build<'a> {
         let framing = framing_table(self.settings.framing, counter);
         let lifted = self.lifted(carry, &timeline);
         let growth = grow(&carry.result, &appended, &framing);
-        let Some(lifted) = lifted.filter(|_| growth.total <= carry.result.budget) else {
-            let turn = (&appended[..], timeline);
-            let previous = carry.result.clone();
-            carry.untrimmed = None;
-            let trigger = self.compaction_trigger();
-            let mut replanned = self.replan(carry, turn)?;
-            if let Some(result) = &mut replanned {
-                let stable = result.stable_prefix_tokens.unwrap_or_default();
-                result.cache = Some(result.cache_over(&previous, stable));
-                result.compaction_due = trigger.map(|t| result.untrimmed_tokens() > t);
-                carry.result.cache.clone_from(&result.cache);
-                carry.result.compaction_due = result.compaction_due;
+        let clearing = match self.management() {
+            Some(_) => {
+                let grew = growth.total as isize - carry.result.token_count as isize;
+                let closed = growth.joined_before.is_none() && !growth.groups.is_empty();
+                match self.clearing(carry, &appended, (&timeline, grew, closed))? {
+                    Some(clearing) => Some(clearing),
+                    None => return Ok(None),
+                }
             }
-            return Ok(replanned);
+            None => None,
+        };
+        let total = clearing
+            .as_ref()
+            .map_or(growth.total as isize, |c| c.total(growth.total));
+        let Some(lifted) = lifted.filter(|_| total <= carry.result.budget as isize) else {
+            // The plan again, edits and all, is the full pipeline's.
+            if clearing.is_some() {
+                return Ok(None);
+            }
+            return self.replan_turn(carry, (&appended, timeline));
         };
         // Nothing fails from here: the last build becomes this one.
         let old_total = carry.result.token_count as u64;
+        let previous = (clearing.as_ref())
+            .filter(|c| c.rewrites())
+            .map(|_| carry.result.clone());
         self.apply(carry, &growth, &framing);
         for (index, row) in lifted {
             carry.result.decisions.set(index, row);
+        }
+        if let Some(clearing) = clearing {
+            carry.clear(clearing, previous.as_ref());
         }
         carry.record_rows(&appended);
         carry.planned.extend(
@@ -221,6 +236,28 @@ impl<'a> Build<'a> {
         Ok(Some(carry.result.clone()))
     }
 
+    /// This turn's build planned again over `carry`'s prompt with the
+    /// `appended` chunks (see `replan`), with what its prompt shares with
+    /// `carry`'s.
+    fn replan_turn(
+        self,
+        carry: &mut LastBuild,
+        turn: (&[Appended<'_>], Timeline),
+    ) -> Result<Option<BuildResult>> {
+        let previous = carry.result.clone();
+        carry.untrimmed = None;
+        let trigger = self.compaction_trigger();
+        let mut replanned = self.replan(carry, turn)?;
+        if let Some(result) = &mut replanned {
+            let stable = result.stable_prefix_tokens.unwrap_or_default();
+            result.cache = Some(result.cache_over(&previous, stable));
+            result.compaction_due = trigger.map(|t| result.untrimmed_tokens() > t);
+            carry.result.cache.clone_from(&result.cache);
+            carry.result.compaction_due = result.compaction_due;
+        }
+        Ok(replanned)
+    }
+
     /// Whether this build's settings, state and policy are ones an
     /// extension of `carry` can build (the rest is checked as the chunks
     /// are read).
@@ -230,7 +267,8 @@ impl<'a> Build<'a> {
         carry.extendable
             && self.settings.renderers.all_deterministic()
             && !carry.squeezed
-            && self.management().is_none()
+            && (self.management())
+                .is_none_or(|m| carry.tally.as_ref().is_some_and(|t| t.follows(m)))
             && policy.plans_like(&carry.policy)
             && !policy.caps.names_chunks_or_tools()
             && state.chunks.len() >= carry.chunks

@@ -23,6 +23,7 @@ mod ahead;
 mod alone;
 mod assemble;
 mod build_cache;
+mod clear;
 mod edit;
 mod extend;
 mod forecast;

@@ -353,7 +353,8 @@ impl ContextSession {
         let result = self.config.build_with(&self.state, pass)?;
         let cached = &mut self.cache.stats.chunks_cached;
         *cached = cached.saturating_sub(rendered_before);
-        let last = LastBuild::of_session(result.clone(), &self.state, policy, settings);
+        let mut last = LastBuild::of_session(result.clone(), &self.state, policy, settings);
+        last.tally = self.cache.tally.take();
         self.last = Some(last);
         Ok(result)
     }

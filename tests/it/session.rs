@@ -113,7 +113,7 @@ proptest! {
             0..3,
         ),
         estimated in any::<bool>(),
-        edits_from in prop::option::of(0u64..4),
+        edits in prop::option::of((0u64..4, 0u64..3, any::<bool>(), any::<bool>())),
         custom in any::<bool>(),
     ) {
         let mut builder = ContextBuilder::new();
@@ -134,12 +134,18 @@ proptest! {
         if let Some(priority) = thinking_priority {
             policy.set_priority(ChunkKind::Thinking, priority);
         }
-        if let Some(uses) = edits_from {
-            policy.context_management = Some(serde_json::from_value(serde_json::json!({"edits": [
-                {"type": "clear_thinking_20251015"},
-                {"type": "clear_tool_uses_20250919", "trigger": {"type": "tool_uses", "value": uses},
-                 "keep": {"type": "tool_uses", "value": 1}, "clear_tool_inputs": true},
-            ]})).unwrap());
+        // A lone `clear_tool_uses` edit is carried on by extensions; with
+        // `clear_thinking` beside it, every turn runs the full pipeline.
+        if let Some((uses, keep, inputs, thinking)) = edits {
+            let clear = serde_json::json!({"type": "clear_tool_uses_20250919",
+                "trigger": {"type": "tool_uses", "value": uses},
+                "keep": {"type": "tool_uses", "value": keep}, "clear_tool_inputs": inputs});
+            let edits = match thinking {
+                true => serde_json::json!([{"type": "clear_thinking_20251015"}, clear]),
+                false => serde_json::json!([clear]),
+            };
+            policy.context_management =
+                Some(serde_json::from_value(serde_json::json!({"edits": edits})).unwrap());
         }
         let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
         let mut previous: Option<BuildResult> = None;
@@ -689,6 +695,51 @@ fn turns_an_extension_cannot_build_are_planned_again_or_run_the_full_pipeline() 
         turn_paths(&builder, &turns),
         [
             Full, Full, Extended, Full, Extended, Full, Replanned, Extended, Replanned, Extended
+        ]
+    );
+}
+
+#[test]
+fn a_lone_clear_tool_uses_edit_is_carried_on_by_extensions() {
+    let mut builder = ContextBuilder::new();
+    builder.policy_mut().context_management = Some(
+        serde_json::from_value(serde_json::json!({"edits": [{"type": "clear_tool_uses_20250919",
+            "trigger": {"type": "tool_uses", "value": 1}, "keep": {"type": "tool_uses", "value": 2}}]}))
+        .unwrap(),
+    );
+    let step = |n: usize| {
+        [
+            call(&format!("w{n}"), &format!("k{n}")),
+            result(&format!("r{n}"), &format!("k{n}"), 40),
+        ]
+    };
+    let turns = [
+        serde_json::json!([user("u1", 5), step(1)[0], step(1)[1]]),
+        // The edit fires but clears nothing, then clears r1.
+        serde_json::json!(step(2)),
+        serde_json::json!(step(3)),
+        // Clears r2 in place, in a message before the last.
+        serde_json::json!(step(4)),
+        // Two parallel calls: r3 and r4 leave `keep`'s window, r4 from the
+        // last message, which the new assistant message closes.
+        serde_json::json!([step(5)[0], step(6)[0], step(5)[1], step(6)[1]]),
+        // A user message joins the last message; nothing new is cleared.
+        serde_json::json!([user("u2", 5)]),
+        serde_json::json!(step(7)),
+        // r6 is cleared while u3 joins the last message.
+        serde_json::json!([user("u3", 5), step(8)[0], step(8)[1]]),
+        serde_json::json!([step(9)[0], step(10)[0], step(9)[1], step(10)[1]]),
+        // r9, in the last message, is cleared while u4 joins it: the full
+        // pipeline builds it.
+        serde_json::json!([user("u4", 5), step(11)[0], step(11)[1]]),
+        serde_json::json!(step(12)),
+    ];
+    use Path::*;
+    assert_eq!(
+        turn_paths(&builder, &turns),
+        [
+            Full, Full, Full, Extended, Extended, Extended, Extended, Extended, Extended, Full,
+            Extended
         ]
     );
 }

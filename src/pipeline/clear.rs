@@ -1,0 +1,355 @@
+//! A session's turn under a lone `clear_tool_uses` edit, made as an
+//! extension of its last build (see `extend`).
+//!
+//! The full pipeline measures the whole history every turn: a session of a
+//! million tokens under the edit would cost the session's size each turn.
+//! When a turn only appended chunks, what the edit does differs from the
+//! last build's by the tool uses that left `keep`'s window: they are
+//! stubbed in place in the last prompt (their messages written again, the
+//! others as they were), and the two measures the edit reports (the prompt
+//! with every item kept, before the edit and after it) grow by what the turn
+//! appended. The last build's [`Tally`] comes from the full pipeline's edit
+//! stage. Whatever the tally cannot follow sends the turn to the full
+//! pipeline, which makes a new one: an edit that did not apply, a use to
+//! clear among the new chunks, in the last build's last message or in the
+//! newest tool use, a stub that does not start cleanly, a last build whose
+//! last part is not its last item, an edited prompt that no longer fits.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+use super::Build;
+use super::extend::Appended;
+use crate::budget::{
+    AppliedEdit, ChunkDecision, Decision, DropReason, StubReason, Tally, Timeline, UseChunks,
+    protects_itself,
+};
+use crate::error::Result;
+use crate::model::context_management::ClearToolUses;
+use crate::model::roles::Role;
+use crate::output::cache::stable_prefix;
+use crate::output::last_build::LastBuild;
+use crate::output::message::MessageFingerprint;
+use crate::output::result::BuildResult;
+use crate::tokens::parts::CountedText;
+
+/// A chunk this turn's edit stubs, and where the last prompt shows it.
+struct Cleared {
+    index: usize,
+    role: Role,
+    part: Arc<CountedText>,
+    stub: Arc<CountedText>,
+    /// The message and span of its body, when the last prompt kept it
+    /// whole; else it was stubbed for the budget or dropped, and the
+    /// prompt stays as it is.
+    shown: Option<(usize, usize)>,
+}
+
+/// What this turn's edit does to the last build.
+pub(super) struct Clearing {
+    tally: Tally,
+    cleared: Vec<Cleared>,
+    /// Tokens the new stubs save in the prompt.
+    saved: isize,
+}
+
+impl Clearing {
+    /// Tokens of the prompt grown to `grown` once the new stubs stand in.
+    pub(super) fn total(&self, grown: usize) -> isize {
+        grown as isize - self.saved
+    }
+
+    /// Whether the last prompt changes before its last message.
+    pub(super) fn rewrites(&self) -> bool {
+        self.cleared.iter().any(|c| c.shown.is_some())
+    }
+}
+
+impl Build<'_> {
+    /// What the edit does this turn to `carry`, which the `appended` chunks
+    /// (their steps in `timeline`) grew by `growth` tokens, in new messages
+    /// only when `closed`; `None` when the full pipeline must build it.
+    ///
+    /// # Errors
+    ///
+    /// As the pipeline, for a chunk rendered again.
+    pub(super) fn clearing(
+        &mut self,
+        carry: &LastBuild,
+        appended: &[Appended<'_>],
+        (timeline, growth, closed): (&Timeline, isize, bool),
+    ) -> Result<Option<Clearing>> {
+        let Some(mut tally) = carry.tally.clone() else {
+            return Ok(None);
+        };
+        if !self.last_part_is_last_item(carry) {
+            return Ok(None);
+        }
+        let new = appended.iter().filter(|a| a.part.is_some());
+        tally.take_uses(new.map(|a| a.index), self.state);
+        let mut cleared = Vec::new();
+        for tool_use in tally.spare_newest() {
+            let before = cleared.len();
+            if !self.clear_use((carry, &tally.edit), &tool_use, timeline, &mut cleared)? {
+                return Ok(None);
+            }
+            tally.cleared += usize::from(cleared.len() > before);
+        }
+        let edited_saving: isize = cleared
+            .iter()
+            .map(|c| saving(c, self.next_is_same_role(carry, appended, c)))
+            .sum();
+        tally.unedited = tally.unedited.saturating_add_signed(growth);
+        tally.edited =
+            (tally.edited.saturating_add_signed(growth)).saturating_add_signed(-edited_saving);
+        let freed = tally.unedited as i64 - tally.edited as i64;
+        let at_least = i64::try_from(tally.edit.at_least()).unwrap_or(i64::MAX);
+        if !tally.edit.fires(tally.unedited, tally.uses) || freed < at_least {
+            return Ok(None);
+        }
+        let messages = &carry.result.messages;
+        // The last message may change only when the turn starts a new one.
+        let last = messages.len() - 1;
+        if !closed
+            && cleared
+                .iter()
+                .any(|c| c.shown.is_some_and(|(m, _)| m == last))
+        {
+            return Ok(None);
+        }
+        let saved = cleared
+            .iter()
+            .filter_map(|c| {
+                let (message, span) = c.shown?;
+                let message = &messages[message];
+                Some(saving(c, message.spans[span].end < message.content.len()))
+            })
+            .sum();
+        Ok(Some(Clearing {
+            tally,
+            cleared,
+            saved,
+        }))
+    }
+
+    /// Adds to `cleared` what clearing `tool_use` stubs; `false` when the
+    /// extension cannot follow it.
+    fn clear_use(
+        &mut self,
+        (carry, edit): (&LastBuild, &ClearToolUses),
+        tool_use: &UseChunks,
+        timeline: &Timeline,
+        cleared: &mut Vec<Cleared>,
+    ) -> Result<bool> {
+        let state = self.state;
+        let members = || std::iter::once(tool_use.call).chain(tool_use.results.iter().copied());
+        // New chunks or the newest tool use: the full pipeline.
+        if members().any(|i| i >= carry.chunks || timeline.anchors(i, &state.chunks[i])) {
+            return Ok(false);
+        }
+        let tool = tool_use.tool.as_deref();
+        if edit.excludes(tool) || members().any(|i| protects_itself(&state.chunks[i])) {
+            return Ok(true);
+        }
+        let mut stubs: SmallVec<[usize; 3]> = tool_use.results.iter().copied().collect();
+        if edit.clears_input(tool) {
+            stubs.push(tool_use.call);
+        }
+        for index in stubs {
+            let chunk = &state.chunks[index];
+            let prepared = self.prepared(index, chunk)?;
+            let renderer = self.settings.renderers.renderer_for(chunk);
+            let Some(stub) = self.preparer.stub_always(chunk, renderer, &prepared.part) else {
+                continue;
+            };
+            let shown = match carry.result.decisions[index].decision {
+                Decision::Kept | Decision::Truncated { .. } => match shown_at(carry, index) {
+                    Some(place) => Some(place),
+                    None => return Ok(false),
+                },
+                Decision::Stubbed {
+                    reason: StubReason::Budget,
+                    ..
+                }
+                | Decision::Dropped {
+                    reason: DropReason::Budget,
+                } => None,
+                _ => return Ok(false),
+            };
+            if !stub.clean_start {
+                return Ok(false);
+            }
+            cleared.push(Cleared {
+                index,
+                role: prepared.role,
+                part: prepared.part,
+                stub,
+                shown,
+            });
+        }
+        Ok(true)
+    }
+
+    /// Whether the last build's last item, every item kept, is its prompt's
+    /// last part: then what the turn appends grows the prompt with every
+    /// item kept, edited or not, by what it grows the prompt.
+    fn last_part_is_last_item(&self, carry: &LastBuild) -> bool {
+        let rows = &carry.result.decisions;
+        let last = (0..carry.chunks).rev().find(|&i| self.is_item(&rows[i], i));
+        let (Some(last), Some(message)) = (last, carry.result.messages.last()) else {
+            return false;
+        };
+        matches!(
+            rows[last].decision,
+            Decision::Kept | Decision::Truncated { .. }
+        ) && message.chunk_ids.last() == Some(&rows[last].id)
+            && message.spans.last().map(|s| s.end) == Some(message.content.len())
+    }
+
+    /// Whether the chunk at `index`, judged as `row`, is a planner item:
+    /// in the history (not filtered out, orphaned or folded) outside the
+    /// system message.
+    fn is_item(&self, row: &ChunkDecision, index: usize) -> bool {
+        let chunk = &self.state.chunks[index];
+        let history = match row.decision {
+            Decision::Dropped { reason } => reason == DropReason::Budget,
+            _ => true,
+        };
+        history && self.settings.renderers.renderer_for(chunk).role(chunk) != Role::System
+    }
+
+    /// Whether the item after `cleared`, every item kept, shares its
+    /// message: it has the same role.
+    fn next_is_same_role(
+        &self,
+        carry: &LastBuild,
+        appended: &[Appended<'_>],
+        cleared: &Cleared,
+    ) -> bool {
+        let rows = &carry.result.decisions;
+        let old = (cleared.index + 1..carry.chunks).find(|&i| self.is_item(&rows[i], i));
+        let role = match old {
+            Some(i) => {
+                let chunk = &self.state.chunks[i];
+                Some(self.settings.renderers.renderer_for(chunk).role(chunk))
+            }
+            None => appended
+                .iter()
+                .find_map(|a| a.part.as_ref().map(|(role, _)| *role)),
+        };
+        role == Some(cleared.role)
+    }
+}
+
+/// Tokens `cleared`'s stub saves over its body in a message, followed by
+/// another part or not.
+fn saving(cleared: &Cleared, followed: bool) -> isize {
+    let cost = |text: &CountedText| match followed {
+        true => text.joined(),
+        false => text.alone(),
+    };
+    cost(&cleared.part) as isize - cost(&cleared.stub) as isize
+}
+
+/// The message of the last prompt and the span in it where the chunk at
+/// `index` shows.
+fn shown_at(carry: &LastBuild, index: usize) -> Option<(usize, usize)> {
+    let id = &carry.result.decisions[index].id;
+    let messages = &carry.result.messages;
+    (0..messages.len()).rev().find_map(|m| {
+        let message = &messages[m];
+        let span = message.chunk_ids.iter().position(|c| c == id)?;
+        (message.spans.len() == message.chunk_ids.len()).then_some((m, span))
+    })
+}
+
+impl LastBuild {
+    /// Applies `clearing` to this build, grown by the turn: the new stubs'
+    /// rows, messages and tokens, the edit's report, and what the prompt
+    /// shares with `previous` (the last build) when its messages changed.
+    pub(super) fn clear(&mut self, clearing: Clearing, previous: Option<&BuildResult>) {
+        let Clearing {
+            tally,
+            cleared,
+            saved,
+        } = clearing;
+        let mut untrimmed_added = 0;
+        for c in &cleared {
+            let mut row = self.result.decisions[c.index].clone();
+            if let Decision::Truncated { tokens_before, .. } = row.decision {
+                row.truncated_from = Some(tokens_before);
+            }
+            if c.shown.is_some() {
+                untrimmed_added += (c.part.alone()).saturating_sub(c.stub.alone()) as u64;
+            }
+            if !matches!(row.decision, Decision::Dropped { .. }) {
+                row.decision = Decision::Stubbed {
+                    tokens_before: c.part.alone(),
+                    tokens_after: c.stub.alone(),
+                    reason: StubReason::ClearToolUses,
+                };
+                row.tokens = c.stub.alone();
+            }
+            self.cut.record(c.index, &row);
+            self.result.decisions.set(c.index, row);
+        }
+        let mut by_message: FxHashMap<usize, SmallVec<[(usize, &Cleared); 2]>> =
+            FxHashMap::default();
+        for c in &cleared {
+            if let Some((message, span)) = c.shown {
+                by_message.entry(message).or_default().push((span, c));
+            }
+        }
+        for (message, stubs) in by_message {
+            self.rewrite(message, &stubs);
+        }
+        let result = &mut self.result;
+        result.token_count = result.token_count.saturating_add_signed(-saved);
+        result.applied_edits = vec![AppliedEdit::ClearToolUses {
+            cleared_tool_uses: tally.cleared,
+            cleared_input_tokens: tally.unedited as i64 - tally.edited as i64,
+        }];
+        self.untrimmed = self.untrimmed.map(|u| u + untrimmed_added);
+        self.tally = Some(tally);
+        if let Some(previous) = previous {
+            let result = &mut self.result;
+            let old = previous.fingerprints.iter();
+            let stable = stable_prefix(&result.messages, &result.fingerprints, old);
+            result.stable_prefix_tokens = Some(stable);
+            result.cache = Some(result.cache_over(previous, stable));
+        }
+    }
+
+    /// Writes message `m` again with the `stubs` (by span) in place of
+    /// their bodies, with its tokens and fingerprint.
+    fn rewrite(&mut self, m: usize, stubs: &[(usize, &Cleared)]) {
+        let mut message = self.result.messages[m].clone();
+        let mut growable = self.result.fingerprints[m].growable;
+        let old = message.content.clone();
+        let mut text = String::with_capacity(old.len());
+        let mut at = 0;
+        for (k, span) in message.spans.iter_mut().enumerate() {
+            text.push_str(&old[at..span.start]);
+            let start = text.len();
+            let followed = span.end < old.len();
+            match stubs.iter().find(|(s, _)| *s == k) {
+                Some((_, c)) => {
+                    text.push_str(&c.stub.text);
+                    message.tokens = message.tokens.saturating_add_signed(-saving(c, followed));
+                    let head = |t: &CountedText| if followed { t.joined() } else { t.head() };
+                    growable = (growable + head(&c.stub)).saturating_sub(head(&c.part));
+                }
+                None => text.push_str(&old[span.clone()]),
+            }
+            at = span.end;
+            *span = start..text.len();
+        }
+        text.push_str(&old[at..]);
+        message.content = text.into();
+        let print = MessageFingerprint::of(&message, growable);
+        self.result.fingerprints.set(m, print);
+        self.result.messages.set(m, message);
+    }
+}
