@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use crate::budget::{ContextManagement, Item, answered_call, call_id_of, is_tool_use};
-use crate::model::context_management::{ClearToolUses, ContextEdit};
+use crate::model::context_management::{ClearToolInputs, ClearToolUses, ContextEdit};
 use crate::model::memory::MemoryState;
 
 /// One tool use by chunk index: its call and the results that answer it.
@@ -61,6 +61,17 @@ impl Tally {
     /// Whether `management` is this tally's edit alone.
     pub(crate) fn follows(&self, management: &ContextManagement) -> bool {
         matches!(&management.edits[..], [ContextEdit::ClearToolUses(edit)] if *edit == self.edit)
+    }
+
+    /// Whether a warning of the last build about `tool`, which the edit
+    /// names, may go now that a chunk has it (see
+    /// `ContextManagement::unknown_tool_warnings`).
+    pub(crate) fn may_unwarn(&self, tool: &str, warnings: &[String]) -> bool {
+        let named = self.edit.exclude_tools.iter().flatten().any(|t| t == tool)
+            || matches!(&self.edit.clear_tool_inputs,
+                Some(ClearToolInputs::Tools(tools)) if tools.iter().any(|t| t == tool));
+        let warning = format!("names tool {tool:?}");
+        named && warnings.iter().any(|w| w.contains(&warning))
     }
 
     /// Takes in the tool uses among the items at `indices`, as the edit

@@ -35,23 +35,32 @@ use crate::output::message::MessageFingerprint;
 use crate::output::result::BuildResult;
 use crate::tokens::parts::CountedText;
 
-/// A chunk this turn's edit stubs, and where the last prompt shows it.
+/// A chunk this turn's edit stubs, and where it stands.
 struct Cleared {
     index: usize,
     role: Role,
     part: Arc<CountedText>,
     stub: Arc<CountedText>,
-    /// The message and span of its body, when the last prompt kept it
-    /// whole; else it was stubbed for the budget or dropped, and the
-    /// prompt stays as it is.
-    shown: Option<(usize, usize)>,
+    place: Place,
+}
+
+/// Where a chunk the turn's edit stubs stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Kept whole in the last prompt: in this message, at this span.
+    Shown(usize, usize),
+    /// Stubbed for the budget or dropped in the last prompt, which shows
+    /// it as before.
+    Hidden,
+    /// Appended this turn: it joins the prompt as its stub.
+    New,
 }
 
 /// What this turn's edit does to the last build.
 pub(super) struct Clearing {
     tally: Tally,
     cleared: Vec<Cleared>,
-    /// Tokens the new stubs save in the prompt.
+    /// Tokens the new stubs of old chunks save in the prompt.
     saved: isize,
 }
 
@@ -63,14 +72,14 @@ impl Clearing {
 
     /// Whether the last prompt changes before its last message.
     pub(super) fn rewrites(&self) -> bool {
-        self.cleared.iter().any(|c| c.shown.is_some())
+        (self.cleared.iter()).any(|c| matches!(c.place, Place::Shown(..)))
     }
 }
 
 impl Build<'_> {
-    /// What the edit does this turn to `carry`, which the `appended` chunks
-    /// (their steps in `timeline`) grew by `growth` tokens, in new messages
-    /// only when `closed`; `None` when the full pipeline must build it.
+    /// What the edit does this turn to `carry`, the `appended` chunks (their
+    /// steps in `timeline`) given: those it clears are appended as their
+    /// stubs. `None` when the full pipeline must build it.
     ///
     /// # Errors
     ///
@@ -78,13 +87,18 @@ impl Build<'_> {
     pub(super) fn clearing(
         &mut self,
         carry: &LastBuild,
-        appended: &[Appended<'_>],
-        (timeline, growth, closed): (&Timeline, isize, bool),
+        appended: &mut [Appended<'_>],
+        timeline: &Timeline,
     ) -> Result<Option<Clearing>> {
         let Some(mut tally) = carry.tally.clone() else {
             return Ok(None);
         };
-        if !self.last_part_is_last_item(carry) {
+        // A warning about a tool the edit names may go with a new chunk.
+        let warnings = &carry.result.warnings;
+        let tools = appended.iter().filter_map(|a| a.chunk.tool.as_deref());
+        if !self.last_part_is_last_item(carry)
+            || tools.into_iter().any(|t| tally.may_unwarn(t, warnings))
+        {
             return Ok(None);
         }
         let new = appended.iter().filter(|a| a.part.is_some());
@@ -92,61 +106,77 @@ impl Build<'_> {
         let mut cleared = Vec::new();
         for tool_use in tally.spare_newest() {
             let before = cleared.len();
-            if !self.clear_use((carry, &tally.edit), &tool_use, timeline, &mut cleared)? {
+            let turn = (carry, &mut *appended);
+            if !self.clear_use(turn, (&tally.edit, &tool_use), timeline, &mut cleared)? {
                 return Ok(None);
             }
             tally.cleared += usize::from(cleared.len() > before);
         }
-        let edited_saving: isize = cleared
-            .iter()
-            .map(|c| saving(c, self.next_is_same_role(carry, appended, c)))
-            .sum();
-        tally.unedited = tally.unedited.saturating_add_signed(growth);
-        tally.edited =
-            (tally.edited.saturating_add_signed(growth)).saturating_add_signed(-edited_saving);
-        let freed = tally.unedited as i64 - tally.edited as i64;
-        let at_least = i64::try_from(tally.edit.at_least()).unwrap_or(i64::MAX);
-        if !tally.edit.fires(tally.unedited, tally.uses) || freed < at_least {
-            return Ok(None);
-        }
-        let messages = &carry.result.messages;
-        // The last message may change only when the turn starts a new one.
-        let last = messages.len() - 1;
-        if !closed
-            && cleared
-                .iter()
-                .any(|c| c.shown.is_some_and(|(m, _)| m == last))
-        {
-            return Ok(None);
-        }
-        let saved = cleared
-            .iter()
-            .filter_map(|c| {
-                let (message, span) = c.shown?;
-                let message = &messages[message];
-                Some(saving(c, message.spans[span].end < message.content.len()))
-            })
-            .sum();
         Ok(Some(Clearing {
             tally,
             cleared,
-            saved,
+            saved: 0,
         }))
     }
 
-    /// Adds to `cleared` what clearing `tool_use` stubs; `false` when the
-    /// extension cannot follow it.
+    /// Measures `clearing` on `carry` grown by `growth` tokens with the
+    /// `appended` chunks, in new messages only when `closed`: the edit's
+    /// two measures and what the new stubs save. `false` when the edit no
+    /// longer fires or frees too little, or would change the last message
+    /// the turn grows.
+    pub(super) fn measure(
+        &self,
+        clearing: &mut Clearing,
+        (carry, appended): (&LastBuild, &[Appended<'_>]),
+        (growth, closed): (isize, bool),
+    ) -> bool {
+        let (mut unedited, mut edited) = (growth, growth);
+        for c in &clearing.cleared {
+            let saving = saving(c, self.next_is_same_role(carry, appended, c));
+            match c.place {
+                Place::New => unedited += saving,
+                Place::Shown(..) | Place::Hidden => edited -= saving,
+            }
+        }
+        let tally = &mut clearing.tally;
+        tally.unedited = tally.unedited.saturating_add_signed(unedited);
+        tally.edited = tally.edited.saturating_add_signed(edited);
+        let freed = tally.unedited as i64 - tally.edited as i64;
+        let at_least = i64::try_from(tally.edit.at_least()).unwrap_or(i64::MAX);
+        if !tally.edit.fires(tally.unedited, tally.uses) || freed < at_least {
+            return false;
+        }
+        let messages = &carry.result.messages;
+        let mut saved = 0;
+        for c in &clearing.cleared {
+            let Place::Shown(m, span) = c.place else {
+                continue;
+            };
+            // The last message may change only when the turn starts a new one.
+            if m + 1 == messages.len() && !closed {
+                return false;
+            }
+            let message = &messages[m];
+            saved += saving(c, message.spans[span].end < message.content.len());
+        }
+        clearing.saved = saved;
+        true
+    }
+
+    /// Adds to `cleared` what clearing `tool_use` stubs, giving the new
+    /// chunks among them their stubs; `false` when the extension cannot
+    /// follow it.
     fn clear_use(
         &mut self,
-        (carry, edit): (&LastBuild, &ClearToolUses),
-        tool_use: &UseChunks,
+        (carry, appended): (&LastBuild, &mut [Appended<'_>]),
+        (edit, tool_use): (&ClearToolUses, &UseChunks),
         timeline: &Timeline,
         cleared: &mut Vec<Cleared>,
     ) -> Result<bool> {
         let state = self.state;
         let members = || std::iter::once(tool_use.call).chain(tool_use.results.iter().copied());
-        // New chunks or the newest tool use: the full pipeline.
-        if members().any(|i| i >= carry.chunks || timeline.anchors(i, &state.chunks[i])) {
+        // The newest tool use's protection and squeeze: the full pipeline.
+        if members().any(|i| timeline.anchors(i, &state.chunks[i])) {
             return Ok(false);
         }
         let tool = tool_use.tool.as_deref();
@@ -159,34 +189,33 @@ impl Build<'_> {
         }
         for index in stubs {
             let chunk = &state.chunks[index];
-            let prepared = self.prepared(index, chunk)?;
-            let renderer = self.settings.renderers.renderer_for(chunk);
-            let Some(stub) = self.preparer.stub_always(chunk, renderer, &prepared.part) else {
-                continue;
-            };
-            let shown = match carry.result.decisions[index].decision {
-                Decision::Kept | Decision::Truncated { .. } => match shown_at(carry, index) {
-                    Some(place) => Some(place),
+            let (role, part) = match index.checked_sub(carry.chunks) {
+                Some(new) => match &appended[new].part {
+                    Some((role, part)) => (*role, Arc::clone(part)),
                     None => return Ok(false),
                 },
-                Decision::Stubbed {
-                    reason: StubReason::Budget,
-                    ..
+                None => {
+                    let prepared = self.prepared(index, chunk)?;
+                    (prepared.role, prepared.part)
                 }
-                | Decision::Dropped {
-                    reason: DropReason::Budget,
-                } => None,
-                _ => return Ok(false),
             };
-            if !stub.clean_start {
+            let renderer = self.settings.renderers.renderer_for(chunk);
+            let Some(stub) = self.preparer.stub_always(chunk, renderer, &part) else {
+                continue;
+            };
+            let Some(place) = place_of(carry, index).filter(|_| stub.clean_start) else {
                 return Ok(false);
+            };
+            if let Some(a) = (place == Place::New).then(|| &mut appended[index - carry.chunks]) {
+                stub_row(&mut a.row, (&part, &stub));
+                a.part = Some((role, Arc::clone(&stub)));
             }
             cleared.push(Cleared {
                 index,
-                role: prepared.role,
-                part: prepared.part,
+                role,
+                part,
                 stub,
-                shown,
+                place,
             });
         }
         Ok(true)
@@ -235,8 +264,8 @@ impl Build<'_> {
                 let chunk = &self.state.chunks[i];
                 Some(self.settings.renderers.renderer_for(chunk).role(chunk))
             }
-            None => appended
-                .iter()
+            None => (appended.iter())
+                .filter(|a| a.index > cleared.index)
                 .find_map(|a| a.part.as_ref().map(|(role, _)| *role)),
         };
         role == Some(cleared.role)
@@ -253,15 +282,52 @@ fn saving(cleared: &Cleared, followed: bool) -> isize {
     cost(&cleared.part) as isize - cost(&cleared.stub) as isize
 }
 
-/// The message of the last prompt and the span in it where the chunk at
-/// `index` shows.
-fn shown_at(carry: &LastBuild, index: usize) -> Option<(usize, usize)> {
+/// Records in `row` (as prepared, or as a budget stub) that the edit
+/// stubbed its chunk, rendered as `part`, to `stub`.
+fn stub_row(row: &mut ChunkDecision, (part, stub): (&CountedText, &CountedText)) {
+    if let Decision::Truncated { tokens_before, .. } = row.decision {
+        row.truncated_from = Some(tokens_before);
+    }
+    row.decision = Decision::Stubbed {
+        tokens_before: part.alone(),
+        tokens_after: stub.alone(),
+        reason: StubReason::ClearToolUses,
+    };
+    row.tokens = stub.alone();
+}
+
+/// Where the chunk at `index` stands in `carry`'s prompt; `None` where the
+/// extension cannot follow it.
+fn place_of(carry: &LastBuild, index: usize) -> Option<Place> {
+    let Some(row) = carry
+        .result
+        .decisions
+        .get(index)
+        .filter(|_| index < carry.chunks)
+    else {
+        return Some(Place::New);
+    };
+    match row.decision {
+        Decision::Kept | Decision::Truncated { .. } => shown_at(carry, index),
+        Decision::Stubbed {
+            reason: StubReason::Budget,
+            ..
+        }
+        | Decision::Dropped {
+            reason: DropReason::Budget,
+        } => Some(Place::Hidden),
+        _ => None,
+    }
+}
+
+/// Where the last prompt shows the chunk at `index`: its message and span.
+fn shown_at(carry: &LastBuild, index: usize) -> Option<Place> {
     let id = &carry.result.decisions[index].id;
     let messages = &carry.result.messages;
     (0..messages.len()).rev().find_map(|m| {
         let message = &messages[m];
         let span = message.chunk_ids.iter().position(|c| c == id)?;
-        (message.spans.len() == message.chunk_ids.len()).then_some((m, span))
+        (message.spans.len() == message.chunk_ids.len()).then_some(Place::Shown(m, span))
     })
 }
 
@@ -277,28 +343,22 @@ impl LastBuild {
         } = clearing;
         let mut untrimmed_added = 0;
         for c in &cleared {
-            let mut row = self.result.decisions[c.index].clone();
-            if let Decision::Truncated { tokens_before, .. } = row.decision {
-                row.truncated_from = Some(tokens_before);
-            }
-            if c.shown.is_some() {
+            if c.place != Place::Hidden {
                 untrimmed_added += (c.part.alone()).saturating_sub(c.stub.alone()) as u64;
             }
-            if !matches!(row.decision, Decision::Dropped { .. }) {
-                row.decision = Decision::Stubbed {
-                    tokens_before: c.part.alone(),
-                    tokens_after: c.stub.alone(),
-                    reason: StubReason::ClearToolUses,
-                };
-                row.tokens = c.stub.alone();
-            }
+            // A new chunk's row comes with it; a dropped one stays dropped.
+            let row = (self.result.decisions.get(c.index)).filter(|_| c.place != Place::New);
+            let Some(mut row) = row.filter(|row| row.is_included()).cloned() else {
+                continue;
+            };
+            stub_row(&mut row, (&c.part, &c.stub));
             self.cut.record(c.index, &row);
             self.result.decisions.set(c.index, row);
         }
         let mut by_message: FxHashMap<usize, SmallVec<[(usize, &Cleared); 2]>> =
             FxHashMap::default();
         for c in &cleared {
-            if let Some((message, span)) = c.shown {
+            if let Place::Shown(message, span) = c.place {
                 by_message.entry(message).or_default().push((span, c));
             }
         }

@@ -185,18 +185,21 @@ impl<'a> Build<'a> {
         protect(&mut appended, &timeline);
         let framing = framing_table(self.settings.framing, counter);
         let lifted = self.lifted(carry, &timeline);
-        let growth = grow(&carry.result, &appended, &framing);
-        let clearing = match self.management() {
-            Some(_) => {
-                let grew = growth.total as isize - carry.result.token_count as isize;
-                let closed = growth.joined_before.is_none() && !growth.groups.is_empty();
-                match self.clearing(carry, &appended, (&timeline, grew, closed))? {
-                    Some(clearing) => Some(clearing),
-                    None => return Ok(None),
-                }
-            }
+        let mut clearing = match self.management() {
+            Some(_) => match self.clearing(carry, &mut appended, &timeline)? {
+                Some(clearing) => Some(clearing),
+                None => return Ok(None),
+            },
             None => None,
         };
+        let growth = grow(&carry.result, &appended, &framing);
+        if let Some(clearing) = &mut clearing {
+            let grew = growth.total as isize - carry.result.token_count as isize;
+            let closed = growth.joined_before.is_none() && !growth.groups.is_empty();
+            if !self.measure(clearing, (carry, &appended), (grew, closed)) {
+                return Ok(None);
+            }
+        }
         let total = clearing
             .as_ref()
             .map_or(growth.total as isize, |c| c.total(growth.total));

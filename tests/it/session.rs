@@ -168,6 +168,95 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(proptest_config())]
+
+    /// Tool loops under a lone `clear_tool_uses` edit, which extensions
+    /// carry on (uses cleared in place, as they arrive, behind a budget
+    /// stub or a drop): every build equals the cold one, failures included.
+    #[test]
+    fn tool_loops_under_a_lone_clear_tool_uses_edit_build_as_cold_builds(
+        steps in prop::collection::vec((0u8..4, 1usize..4, 1usize..160), 6..40),
+        turn_sizes in prop::collection::vec(1usize..4, 40),
+        max_tokens in 400usize..6000,
+        keep in 0u64..4,
+        trigger in prop_oneof![
+            (0u64..4).prop_map(|value| serde_json::json!({"type": "tool_uses", "value": value})),
+            (0u64..3000).prop_map(|value| serde_json::json!({"type": "input_tokens", "value": value})),
+        ],
+        at_least in prop::option::of(0u64..400),
+        inputs in prop_oneof![Just(serde_json::json!(false)), Just(serde_json::json!(true)),
+            Just(serde_json::json!(["bash"]))],
+        exclude in any::<bool>(),
+        recent_turns in 0usize..3,
+    ) {
+        let mut edit = serde_json::json!({"type": "clear_tool_uses_20250919", "trigger": trigger,
+            "keep": {"type": "tool_uses", "value": keep}, "clear_tool_inputs": inputs});
+        if let Some(value) = at_least {
+            edit["clear_at_least"] = serde_json::json!({"type": "input_tokens", "value": value});
+        }
+        if exclude {
+            edit["exclude_tools"] = serde_json::json!(["grep"]);
+        }
+        let mut builder = ContextBuilder::new();
+        builder.max_tokens(max_tokens);
+        let policy = builder.policy_mut();
+        policy.recent_turns = recent_turns;
+        policy.context_management =
+            Some(serde_json::from_value(serde_json::json!({"edits": [edit]})).unwrap());
+        let chunks = tool_loop(&steps);
+        let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
+        let mut previous: Option<BuildResult> = None;
+        let mut steps = chunks.into_iter();
+        for size in turn_sizes {
+            let turn: Vec<serde_json::Value> = steps.by_ref().take(size).flatten().collect();
+            if turn.is_empty() {
+                break;
+            }
+            let turn = MemoryState::from_json_value(serde_json::json!({ "chunks": turn })).unwrap();
+            session.extend(turn.chunks).unwrap();
+            let expected = cold(&builder, session.state(), previous.as_ref());
+            match (session.build(), expected) {
+                (Ok(result), Ok(expected)) => {
+                    prop_assert_eq!(&result, &expected);
+                    previous = Some(result);
+                }
+                (Err(got), Err(expected)) => {
+                    prop_assert_eq!(got.to_string(), expected.to_string());
+                    break;
+                }
+                (got, expected) => prop_assert!(false, "session {got:?} vs cold {expected:?}"),
+            }
+        }
+    }
+}
+
+/// The chunks of each step of a tool loop, from `(kind, calls, words)`: a
+/// user message, parallel calls with their results (the tools alternate
+/// between `bash` and `grep`), a thought, or one call and its result.
+fn tool_loop(steps: &[(u8, usize, usize)]) -> Vec<Vec<serde_json::Value>> {
+    let tools = ["bash", "grep"];
+    steps
+        .iter()
+        .enumerate()
+        .map(|(n, &(kind, calls, words))| match kind {
+            0 => vec![user(&format!("u{n}"), words)],
+            2 => vec![serde_json::json!({"id": format!("t{n}"), "kind": "thinking",
+                "text": "hmm ".repeat(words)})],
+            _ => {
+                let calls = if kind == 1 { calls } else { 1 };
+                let ids: Vec<String> = (0..calls).map(|c| format!("k{n}-{c}")).collect();
+                let call = |c: usize| serde_json::json!({"id": format!("w{n}-{c}"), "kind": "workflow",
+                    "action": "tool_call", "tool": tools[c % 2], "call_id": ids[c], "data": {"n": n}});
+                let result = |c: usize| serde_json::json!({"id": format!("r{n}-{c}"),
+                    "kind": "environment", "tool": tools[c % 2], "call_id": ids[c],
+                    "text": "out ".repeat(words * (c + 1))});
+                (0..calls).map(call).chain((0..calls).map(result)).collect()
+            }
+        })
+        .collect()
+}
+
 #[test]
 fn an_unchanged_session_renders_nothing_and_keeps_its_prefix() {
     let mut builder = ContextBuilder::new();
@@ -733,13 +822,15 @@ fn a_lone_clear_tool_uses_edit_is_carried_on_by_extensions() {
         // pipeline builds it.
         serde_json::json!([user("u4", 5), step(11)[0], step(11)[1]]),
         serde_json::json!(step(12)),
+        // Four steps at once: the first two are cleared as they arrive.
+        serde_json::json!([step(13), step(14), step(15), step(16)].concat()),
     ];
     use Path::*;
     assert_eq!(
         turn_paths(&builder, &turns),
         [
             Full, Full, Full, Extended, Extended, Extended, Extended, Extended, Extended, Full,
-            Extended
+            Extended, Extended
         ]
     );
 }
