@@ -213,9 +213,12 @@ fn ids_from(result: &BuildResult, index: usize) -> Vec<&ChunkId> {
     messages.flat_map(|m| m.chunk_ids.iter()).collect()
 }
 
-/// The decision on the chunk `id` in `result`, if it read one.
+/// The decision on the chunk `id` in `result`, if it read one. Sought
+/// from the newest: where a turn breaks the prefix, by an edit clearing
+/// the uses that left its window or by a chunk it appended, is most often
+/// near the end of a long session.
 fn decision_of<'a>(result: &'a BuildResult, id: &ChunkId) -> Option<&'a ChunkDecision> {
-    result.decisions.iter().find(|d| &d.id == id)
+    result.decisions.iter().rev().find(|d| &d.id == id)
 }
 
 /// Why message `index` broke the prefix, `chunk` being where.
