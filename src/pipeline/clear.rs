@@ -11,9 +11,12 @@
 //! appended. The last build's [`Tally`] comes from the full pipeline's edit
 //! stage. Whatever the tally cannot follow sends the turn to the full
 //! pipeline, which makes a new one: an edit that did not apply, a use to
-//! clear among the new chunks, in the last build's last message or in the
-//! newest tool use, a stub that does not start cleanly, a last build whose
-//! last part is not its last item, an edited prompt that no longer fits.
+//! clear in the newest tool use or in the last build's last message while
+//! the turn joins it, a stub that does not start cleanly, a last build
+//! whose last part is not its last item, a warning about a named tool that
+//! a new chunk may lift. A use cleared as it arrives joins the prompt as
+//! its stub; an edited prompt that no longer fits is planned again over
+//! the last prompt (`replan`), the edit's stubs first.
 
 use std::sync::Arc;
 
@@ -68,6 +71,11 @@ impl Clearing {
     /// Tokens of the prompt grown to `grown` once the new stubs stand in.
     pub(super) fn total(&self, grown: usize) -> isize {
         grown as isize - self.saved
+    }
+
+    /// The chunks this turn's edit stubs.
+    pub(super) fn chunks(&self) -> impl Iterator<Item = usize> + '_ {
+        self.cleared.iter().map(|c| c.index)
     }
 
     /// Whether the last prompt changes before its last message.
@@ -367,12 +375,8 @@ impl LastBuild {
         }
         let result = &mut self.result;
         result.token_count = result.token_count.saturating_add_signed(-saved);
-        result.applied_edits = vec![AppliedEdit::ClearToolUses {
-            cleared_tool_uses: tally.cleared,
-            cleared_input_tokens: tally.unedited as i64 - tally.edited as i64,
-        }];
         self.untrimmed = self.untrimmed.map(|u| u + untrimmed_added);
-        self.tally = Some(tally);
+        self.report_edit_of(tally);
         if let Some(previous) = previous {
             let result = &mut self.result;
             let old = previous.fingerprints.iter();
@@ -380,6 +384,20 @@ impl LastBuild {
             result.stable_prefix_tokens = Some(stable);
             result.cache = Some(result.cache_over(previous, stable));
         }
+    }
+
+    /// Reports what `clearing`'s edit cleared and freed, and keeps its
+    /// tally for the next turn: the plan ran again with its stubs.
+    pub(super) fn report_edit(&mut self, clearing: Clearing) {
+        self.report_edit_of(clearing.tally);
+    }
+
+    fn report_edit_of(&mut self, tally: Tally) {
+        self.result.applied_edits = vec![AppliedEdit::ClearToolUses {
+            cleared_tool_uses: tally.cleared,
+            cleared_input_tokens: tally.unedited as i64 - tally.edited as i64,
+        }];
+        self.tally = Some(tally);
     }
 
     /// Writes message `m` again with the `stubs` (by span) in place of

@@ -27,6 +27,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 use super::Build;
+use super::clear::Clearing;
 use super::ready::cap_on;
 use crate::budget::planner::role_index;
 use crate::budget::{
@@ -204,11 +205,7 @@ impl<'a> Build<'a> {
             .as_ref()
             .map_or(growth.total as isize, |c| c.total(growth.total));
         let Some(lifted) = lifted.filter(|_| total <= carry.result.budget as isize) else {
-            // The plan again, edits and all, is the full pipeline's.
-            if clearing.is_some() {
-                return Ok(None);
-            }
-            return self.replan_turn(carry, (&appended, timeline));
+            return self.replan_turn(carry, (&appended, timeline), clearing);
         };
         // Nothing fails from here: the last build becomes this one.
         let old_total = carry.result.token_count as u64;
@@ -240,17 +237,18 @@ impl<'a> Build<'a> {
     }
 
     /// This turn's build planned again over `carry`'s prompt with the
-    /// `appended` chunks (see `replan`), with what its prompt shares with
-    /// `carry`'s.
+    /// `appended` chunks and what the edit clears (see `replan`), with what
+    /// its prompt shares with `carry`'s.
     fn replan_turn(
         self,
         carry: &mut LastBuild,
         turn: (&[Appended<'_>], Timeline),
+        clearing: Option<Clearing>,
     ) -> Result<Option<BuildResult>> {
         let previous = carry.result.clone();
         carry.untrimmed = None;
         let trigger = self.compaction_trigger();
-        let mut replanned = self.replan(carry, turn)?;
+        let mut replanned = self.replan(carry, turn, clearing)?;
         if let Some(result) = &mut replanned {
             let stable = result.stable_prefix_tokens.unwrap_or_default();
             result.cache = Some(result.cache_over(&previous, stable));

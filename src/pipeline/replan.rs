@@ -15,13 +15,16 @@
 
 use std::sync::Arc;
 
+use rustc_hash::FxHashSet;
+
 use super::assemble::{Assembly, assemble, record_fate};
+use super::clear::Clearing;
 use super::extend::Appended;
 use super::history::summary_move;
 use super::{Build, Ladder};
 use crate::budget::{
-    Calls, ChunkDecision, Fate, Fold, Item, Layout, NO_UNIT, Planner, Timeline, all_start_clean,
-    call_id_of, group_units, plan_steps, protects_itself,
+    Calls, ChunkDecision, Decision, Fate, Fold, Item, Layout, NO_UNIT, Planner, Step, StubReason,
+    Timeline, all_start_clean, call_id_of, group_units, plan_steps, protects_itself,
 };
 use crate::error::Result;
 use crate::model::roles::Retention;
@@ -36,6 +39,8 @@ use crate::tokens::parts::CountedText;
 struct Window {
     items: Vec<Item>,
     prepared: Vec<ChunkDecision>,
+    /// Per item, whether the `clear_tool_uses` edit stubs it.
+    edited: Vec<bool>,
 }
 
 impl<'a> Build<'a> {
@@ -51,8 +56,10 @@ impl<'a> Build<'a> {
         mut self,
         carry: &mut LastBuild,
         (appended, timeline): (&[Appended<'_>], Timeline),
+        clearing: Option<Clearing>,
     ) -> Result<Option<BuildResult>> {
-        let mut window = self.window(carry, (appended, &timeline))?;
+        let clears: FxHashSet<usize> = clearing.iter().flat_map(Clearing::chunks).collect();
+        let mut window = self.window(carry, (appended, &timeline), &clears)?;
         if !all_start_clean(&window.items) {
             return Ok(None);
         }
@@ -65,7 +72,12 @@ impl<'a> Build<'a> {
             .collect();
         let units = group_units(&mut window.items, chunks, &mut calls);
         let id_of = |chunk: usize| carry.id_of(appended, chunk);
-        let (steps, sticky) = plan_steps(&window.items, &units, (id_of, Some(&carry.cut)), &[]);
+        // The edit's stubs come first, as the pipeline's edit stage puts them.
+        let edits: Vec<Step> = (window.edited.iter().enumerate())
+            .filter(|&(i, &edited)| edited && window.items[i].stub.is_some())
+            .map(|(i, _)| Step::Stub(i))
+            .collect();
+        let (steps, sticky) = plan_steps(&window.items, &units, (id_of, Some(&carry.cut)), &edits);
         let ladder = Ladder {
             units,
             steps,
@@ -99,16 +111,21 @@ impl<'a> Build<'a> {
         let stats = &mut self.cache.stats;
         stats.chunks_cached = carry.chunks - stats.chunks_rendered;
         stats.replanned = true;
+        if let Some(clearing) = clearing {
+            carry.report_edit(clearing);
+        }
         Ok(Some(carry.result.clone()))
     }
 
     /// The planner items of `carry`'s planned chunks and the new chunks in
     /// the prompt, from the build's cache, with protection and (for disposable
-    /// chunks) stubs as the pipeline gives them.
+    /// chunks and those the edit stubs: the chunks it stubbed before and
+    /// `clears`) stubs as the pipeline gives them.
     fn window(
         &mut self,
         carry: &LastBuild,
         (appended, timeline): (&[Appended<'_>], &Timeline),
+        clears: &FxHashSet<usize>,
     ) -> Result<Window> {
         let (state, policy) = (self.state, self.preparer.policy);
         let new = appended
@@ -119,15 +136,22 @@ impl<'a> Build<'a> {
         let mut window = Window {
             items: Vec::with_capacity(carry.planned.len() + appended.len()),
             prepared: Vec::with_capacity(carry.planned.len() + appended.len()),
+            edited: Vec::with_capacity(carry.planned.len() + appended.len()),
         };
         for index in planned {
             let chunk = &state.chunks[index];
             let prepared = self.prepared(index, chunk)?;
             let retention = policy.retention_of(chunk, timeline.steps_after(index));
-            let stub = match retention {
+            let mut stub = match retention {
                 Retention::Disposable => self.stub(index, chunk, &prepared.part),
                 _ => None,
             };
+            let edited = clears.contains(&index) || was_edited(carry, index);
+            if edited && stub.is_none() {
+                let renderer = self.settings.renderers.renderer_for(chunk);
+                stub = self.preparer.stub_always(chunk, renderer, &prepared.part);
+            }
+            window.edited.push(edited);
             let id = carry.id_of(appended, index).clone();
             let mut row = ChunkDecision::filtered(id, chunk, policy);
             row.tokens = prepared.part.alone();
@@ -152,7 +176,8 @@ impl<'a> Build<'a> {
             .filter(|f| carry.planned.binary_search(&f.compaction).is_ok());
         if let Some(moved) = fold.and_then(|fold| summary_move(&window.items, fold)) {
             window.items[moved.clone()].rotate_right(1);
-            window.prepared[moved].rotate_right(1);
+            window.prepared[moved.clone()].rotate_right(1);
+            window.edited[moved].rotate_right(1);
         }
         Ok(window)
     }
@@ -183,6 +208,9 @@ fn record_plan(
     for (i, item) in window.items.iter().enumerate() {
         let mut row = window.prepared[i].clone();
         record_fate(&mut row, item, layout, i);
+        if let (true, Decision::Stubbed { reason, .. }) = (window.edited[i], &mut row.decision) {
+            *reason = StubReason::ClearToolUses;
+        }
         if item.chunk >= carry.chunks {
             new_rows[item.chunk - carry.chunks] = row;
             continue;
@@ -197,6 +225,25 @@ fn record_plan(
         carry.cut.record(index, &row);
         carry.result.decisions.push(row);
     }
+}
+
+/// Whether `carry` shows the chunk at `index` as the `clear_tool_uses`
+/// edit stubbed it.
+fn was_edited(carry: &LastBuild, index: usize) -> bool {
+    let row = carry
+        .result
+        .decisions
+        .get(index)
+        .filter(|_| index < carry.chunks);
+    row.is_some_and(|row| {
+        matches!(
+            row.decision,
+            Decision::Stubbed {
+                reason: StubReason::ClearToolUses,
+                ..
+            }
+        )
+    })
 }
 
 /// The chunks the last build dropped that this plan leaves out, and their
