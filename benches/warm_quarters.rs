@@ -8,13 +8,13 @@
 //! are about 3 KB, so every quarter adds the same kind of text. A session
 //! builds it at 128k one step at a time, as a live loop does; each sample
 //! forks the session at the start of a quarter (untimed) and times every
-//! step of the quarter, pushed and built. After criterion's report, a
-//! table gives the median turn of each quarter and their ratio.
+//! step of the quarter, pushed and built. After criterion's report, rounds
+//! that run every quarter in turn give each quarter's median turn and
+//! median total, and their ratios.
 
 #[path = "../examples/support/session_gen.rs"]
 mod session_gen;
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -57,15 +57,62 @@ fn session_at(
     session
 }
 
-/// Each turn's time, by variant and quarter.
-type Turns = BTreeMap<(&'static str, usize), Vec<Duration>>;
+/// The two variants: without edits, and with `clear_tool_uses`.
+const VARIANTS: [(&str, bool); 2] = [("plain", false), ("clear-tool-uses", true)];
 
-fn quarters(c: &mut Criterion, turns: &RefCell<Turns>) {
-    let shape = LoopShape {
-        result_bytes: (3_000, 3_001),
-        ..LoopShape::new(STEPS)
-    };
-    let agent_loop = agent_loop(43, &shape);
+/// Each quarter's turns, and its totals, by variant and quarter.
+type Timed<'a> = BTreeMap<(&'a str, usize), (Vec<Duration>, Vec<Duration>)>;
+
+/// Interleaved rounds of the table after criterion's report.
+const ROUNDS: usize = 15;
+
+/// A variant's session at the start of a quarter, and the quarter's steps.
+struct Quarter<'a> {
+    variant: &'static str,
+    quarter: usize,
+    base: ContextSession,
+    steps: &'a [Vec<MemoryChunk>],
+}
+
+impl Quarter<'_> {
+    /// Each turn of the quarter on a fork of its session (forked untimed):
+    /// the step pushed and built.
+    fn turns(&self) -> Vec<Duration> {
+        let mut session = self.base.clone();
+        session.reserve(QUARTER * 8);
+        let mut turns = Vec::with_capacity(self.steps.len());
+        for step in self.steps {
+            let started = Instant::now();
+            session.extend(step.iter().cloned()).expect("valid chunks");
+            session.build().expect("the loop fits");
+            turns.push(started.elapsed());
+        }
+        turns
+    }
+}
+
+/// The sessions at the start of the second and the fourth quarter of each
+/// variant.
+fn quarters<'a>(
+    steps: &'a [Vec<MemoryChunk>],
+    opening: &agent_context::MemoryState,
+) -> Vec<Quarter<'a>> {
+    let mut quarters = Vec::new();
+    for (variant, edits) in VARIANTS {
+        for quarter in [2, 4] {
+            let start = (quarter - 1) * QUARTER;
+            quarters.push(Quarter {
+                variant,
+                quarter,
+                base: session_at(&steps[..start], edits, opening),
+                steps: &steps[start..start + QUARTER],
+            });
+        }
+    }
+    quarters
+}
+
+fn criterion_quarters(c: &mut Criterion, quarters: &[Quarter<'_>]) {
     let mut group = c.benchmark_group("warm-quarters");
     group
         .sampling_mode(SamplingMode::Flat)
@@ -73,34 +120,15 @@ fn quarters(c: &mut Criterion, turns: &RefCell<Turns>) {
         .warm_up_time(Duration::from_millis(100))
         .measurement_time(Duration::from_secs(3))
         .throughput(Throughput::Elements(QUARTER as u64));
-    for (variant, edits) in [("plain", false), ("clear-tool-uses", true)] {
-        for quarter in [2, 4] {
-            let start = (quarter - 1) * QUARTER;
-            let base = session_at(&agent_loop.steps[..start], edits, &agent_loop.opening);
-            let steps = &agent_loop.steps[start..start + QUARTER];
-            group.bench_function(format!("{variant}/q{quarter}"), |b| {
-                b.iter_custom(|iters| {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        let mut session = base.clone();
-                        session.reserve(QUARTER * 8);
-                        for step in steps {
-                            let started = Instant::now();
-                            session.extend(step.iter().cloned()).expect("valid chunks");
-                            session.build().expect("the loop fits");
-                            let turn = started.elapsed();
-                            total += turn;
-                            turns
-                                .borrow_mut()
-                                .entry((variant, quarter))
-                                .or_default()
-                                .push(turn);
-                        }
-                    }
-                    total
-                })
-            });
-        }
+    for quarter in quarters {
+        let name = format!("{}/q{}", quarter.variant, quarter.quarter);
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| quarter.turns().iter().sum::<Duration>())
+                    .sum()
+            })
+        });
     }
     group.finish();
 }
@@ -110,24 +138,53 @@ fn median(mut values: Vec<Duration>) -> Duration {
     values[values.len() / 2]
 }
 
-fn main() {
-    let turns = RefCell::new(Turns::new());
-    let mut criterion = Criterion::default().configure_from_args();
-    quarters(&mut criterion, &turns);
-    criterion.final_summary();
-    let turns = turns.into_inner();
-    println!("\n| variant | median turn, Q2 | median turn, Q4 | Q4 / Q2 |");
-    println!("|---|---:|---:|---:|");
-    for variant in ["plain", "clear-tool-uses"] {
+fn micros(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e6
+}
+
+/// Rounds that run every quarter once, in turn, so a noisy moment of the
+/// machine falls on all of them: each quarter's median turn, and the median
+/// of its totals.
+fn interleaved(quarters: &[Quarter<'_>]) {
+    let mut turns = Timed::new();
+    for _ in 0..ROUNDS {
+        for quarter in quarters {
+            let timed = quarter.turns();
+            let entry = turns.entry((quarter.variant, quarter.quarter)).or_default();
+            entry.1.push(timed.iter().sum());
+            entry.0.extend(timed);
+        }
+    }
+    println!("\n{ROUNDS} interleaved rounds:\n");
+    println!("| variant | median turn, Q2 | Q4 | Q4 / Q2 | median quarter, Q2 | Q4 | Q4 / Q2 |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for (variant, _) in VARIANTS {
         let (Some(q2), Some(q4)) = (turns.get(&(variant, 2)), turns.get(&(variant, 4))) else {
             continue;
         };
-        let (q2, q4) = (median(q2.clone()), median(q4.clone()));
+        let (turn2, turn4) = (median(q2.0.clone()), median(q4.0.clone()));
+        let (total2, total4) = (median(q2.1.clone()), median(q4.1.clone()));
         println!(
-            "| {variant} | {:.1} µs | {:.1} µs | {:.2} |",
-            q2.as_secs_f64() * 1e6,
-            q4.as_secs_f64() * 1e6,
-            q4.as_secs_f64() / q2.as_secs_f64()
+            "| {variant} | {:.1} µs | {:.1} µs | {:.2} | {:.1} ms | {:.1} ms | {:.2} |",
+            micros(turn2),
+            micros(turn4),
+            micros(turn4) / micros(turn2),
+            micros(total2) / 1e3,
+            micros(total4) / 1e3,
+            micros(total4) / micros(total2)
         );
     }
+}
+
+fn main() {
+    let shape = LoopShape {
+        result_bytes: (3_000, 3_001),
+        ..LoopShape::new(STEPS)
+    };
+    let agent_loop = agent_loop(43, &shape);
+    let quarters = quarters(&agent_loop.steps, &agent_loop.opening);
+    let mut criterion = Criterion::default().configure_from_args();
+    criterion_quarters(&mut criterion, &quarters);
+    criterion.final_summary();
+    interleaved(&quarters);
 }
