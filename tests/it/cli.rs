@@ -1460,6 +1460,16 @@ fn replay_prints_a_line_per_turn_and_a_summary() {
     for (quarter, turn) in quarters.iter().zip(&turns[..4]) {
         assert_eq!(quarter["median_build_us"], turn["build_us"]);
         assert_eq!(quarter["mean_build_us"], turn["build_us"]);
+        let new = turn["new_tokens_counted"].as_u64().unwrap();
+        assert_eq!(quarter["median_new_tokens"], new);
+        let per_1k = turn["build_us"].as_f64().unwrap() * 1000.0 / new as f64;
+        match new {
+            0 => assert!(quarter["median_us_per_1k_new_tokens"].is_null()),
+            _ => assert_eq!(
+                quarter["median_us_per_1k_new_tokens"],
+                (per_1k * 10.0).round() / 10.0
+            ),
+        }
     }
     assert_eq!(lines[1]["summary"]["quarters"], serde_json::json!([]));
     let cached: u64 = turns[..4]

@@ -61,6 +61,8 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
 
     let mut out = std::io::stdout().lock();
     let mut times = Vec::new();
+    // Per turn, the tokens of what it had to count.
+    let mut counted = Vec::new();
     let mut tokens_counted = 0;
     let mut turns: Vec<ReplayTurn> = Vec::new();
     let mut last: Option<BuildResult> = None;
@@ -87,6 +89,7 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
         let build_us = started.elapsed().as_micros();
         let stats = session.stats();
         times.push(build_us);
+        counted.push(stats.tokens_counted);
         tokens_counted += stats.tokens_counted;
         let mut turn = ReplayTurn::of(times.len(), index + 1, &result, options.low_water);
         let mut line = json!({
@@ -120,7 +123,7 @@ pub(crate) fn run(args: ReplayArgs) -> Result<String, Failure> {
         tokens_counted,
         cache: !args.no_cache,
     };
-    emit(&mut out, &run.summary(&times, &turns))?;
+    emit(&mut out, &run.summary((&times, &counted), &turns))?;
     Ok(String::new())
 }
 
@@ -132,8 +135,13 @@ struct Run {
 }
 
 impl Run {
-    /// The summary line of a run whose turns took `times` and went as `turns`.
-    fn summary(&self, times: &[u128], turns: &[ReplayTurn]) -> serde_json::Value {
+    /// The summary line of a run whose turns took `times`, counted
+    /// `counted` new tokens and went as `turns`.
+    fn summary(
+        &self,
+        (times, counted): (&[u128], &[usize]),
+        turns: &[ReplayTurn],
+    ) -> serde_json::Value {
         let mut sorted = times.to_vec();
         sorted.sort_unstable();
         json!({"summary": {
@@ -145,7 +153,7 @@ impl Run {
             "tokens_counted": self.tokens_counted,
             "prefix_changes": turns.iter().filter(|t| t.broke()).count(),
             "compactions": turns.iter().filter(|t| t.compacted).count(),
-            "quarters": quarters(times),
+            "quarters": quarters(times, counted),
             "cache": self.cache,
         }})
     }
@@ -153,8 +161,11 @@ impl Run {
 
 /// The median and mean build time of each quarter of the turns (the last
 /// quarter takes what does not divide evenly), to show whether a turn late
-/// in the run costs what one early did; empty below four turns.
-fn quarters(times: &[u128]) -> Vec<serde_json::Value> {
+/// in the run costs what one early did; with the median of the new tokens
+/// each turn counted, and of its time per 1,000 of them (over the turns
+/// that counted any), since a turn costs what it must count: a late turn
+/// that counts more is not a slower one. Empty below four turns.
+fn quarters(times: &[u128], counted: &[usize]) -> Vec<serde_json::Value> {
     let quarter = times.len() / 4;
     if quarter == 0 {
         return Vec::new();
@@ -167,10 +178,20 @@ fn quarters(times: &[u128]) -> Vec<serde_json::Value> {
                 (q + 1) * quarter
             };
             let mut part = times[q * quarter..end].to_vec();
+            let turns = times[q * quarter..end].iter().zip(&counted[q * quarter..end]);
+            let mut per_1k: Vec<f64> = turns
+                .filter(|(_, new)| **new > 0)
+                .map(|(us, new)| *us as f64 * 1000.0 / *new as f64)
+                .collect();
+            per_1k.sort_unstable_by(f64::total_cmp);
+            let mut new = counted[q * quarter..end].to_vec();
+            new.sort_unstable();
             part.sort_unstable();
             json!({
                 "median_build_us": part[part.len() / 2],
                 "mean_build_us": part.iter().sum::<u128>() / part.len() as u128,
+                "median_new_tokens": new[new.len() / 2],
+                "median_us_per_1k_new_tokens": per_1k.get(per_1k.len() / 2).map(|m| (m * 10.0).round() / 10.0),
             })
         })
         .collect()
