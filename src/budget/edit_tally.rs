@@ -75,8 +75,10 @@ impl Tally {
     }
 
     /// Takes in the tool uses among the items at `indices`, as the edit
-    /// finds them: a call opens a use (a call id seen before does not), a
-    /// result joins the use of an earlier call it answers.
+    /// finds them: a call opens a use (a call id seen before among them
+    /// does not), a result joins the use of an earlier call among them it
+    /// answers. A turn's new chunks are taken in alone: one sharing a call
+    /// id with an older chunk sends the turn to the full pipeline.
     pub(crate) fn take_uses(&mut self, indices: impl Iterator<Item = usize>, state: &MemoryState) {
         let mut by_call: FxHashMap<&str, usize> = FxHashMap::default();
         for index in indices {

@@ -466,6 +466,7 @@ pub(crate) enum Covers {
     Here,
     /// Also on a branch this state is appended to, which checks them (a
     /// batch for `chat append`): only those in the batch are checked here.
+    #[cfg_attr(not(feature = "command"), allow(dead_code))]
     AlsoBefore,
 }
 

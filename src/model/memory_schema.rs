@@ -138,6 +138,7 @@ pub(crate) fn session_from_value(value: Value) -> Result<MemoryState> {
 
 /// A batch of chunks to append to a branch, read as a session: a
 /// compaction may cover a chunk on the branch, which the append checks.
+#[cfg_attr(not(feature = "command"), allow(dead_code))]
 pub(crate) fn batch_from_value(value: Value) -> Result<MemoryState> {
     session_from_value_with(value, Covers::AlsoBefore)
 }

@@ -51,7 +51,8 @@ pub(crate) struct LastBuild {
     pub(crate) squeezed: bool,
     /// What `result` costs before trimming (see
     /// `BuildResult::untrimmed_tokens`), once a turn asked: a turn that
-    /// extends it adds what it appends, since an extension cuts nothing.
+    /// extends it adds what it appends (an extension drops nothing; the
+    /// bodies an edit stubs in place are added back as it stubs them).
     pub(crate) untrimmed: Option<u64>,
     /// What its lone `clear_tool_uses` edit measured and cleared, when it
     /// applied: a turn that only appends carries the edit on from it.

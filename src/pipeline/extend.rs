@@ -7,7 +7,8 @@
 //! leaves every old chunk as it was: protection only ever lifts (the latest
 //! user turn moves forward; pinned and critical chunks stay so), so each
 //! unit the last build cut is still cut and each chunk it stubbed still
-//! stubbed, and the new chunks, in no unit of the old ones, stay whole.
+//! stubbed, and the new chunks, in no unit of the old ones, stay whole
+//! (but for what a `clear_tool_uses` edit stubs, below).
 //! So when the last build's messages with the new chunks appended fit the
 //! budget, they are the pipeline's result, byte for byte; `tests/it/session.rs`
 //! holds the two equal on random sessions. When they do not fit, or a unit
@@ -576,8 +577,9 @@ fn append_parts(message: &mut ContextMessage, parts: &[&Appended<'_>]) {
 
 impl LastBuild {
     /// What this build, extended from one of `old_total` tokens, costs
-    /// untrimmed: the untrimmed cost of that one plus what was appended
-    /// (counted from the decisions the first time a turn asks).
+    /// untrimmed: the untrimmed cost of that one (with the bodies an edit
+    /// stubbed this turn) plus what was appended (counted from the
+    /// decisions the first time a turn asks).
     fn untrimmed_after(&mut self, old_total: u64) -> u64 {
         let untrimmed = match self.untrimmed {
             Some(before) => (before + self.result.token_count as u64).saturating_sub(old_total),

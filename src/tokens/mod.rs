@@ -9,6 +9,8 @@ mod estimate;
 mod framing;
 mod long_runs;
 mod model;
+// Only `count` (the command) shares a text among threads.
+#[cfg(any(feature = "command", test))]
 mod parallel;
 pub(crate) mod parts;
 mod repeats;
@@ -26,6 +28,7 @@ pub use estimate::{EstimateCounter, EstimateFactor};
 pub use framing::Framing;
 pub use model::Encoding;
 pub(crate) use model::{Route, model_info, route};
+#[cfg(any(feature = "command", test))]
 pub(crate) use parallel::count_on_threads;
 pub use tiktoken::TiktokenCounter;
 

@@ -147,24 +147,9 @@ proptest! {
             policy.context_management =
                 Some(serde_json::from_value(serde_json::json!({"edits": edits})).unwrap());
         }
-        let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
-        let mut previous: Option<BuildResult> = None;
         let mut chunks = state.chunks.into_iter();
-        for size in turn_sizes {
-            session.extend(chunks.by_ref().take(size)).unwrap();
-            let expected = cold(&builder, session.state(), previous.as_ref());
-            match (session.build(), expected) {
-                (Ok(result), Ok(expected)) => {
-                    prop_assert_eq!(&result, &expected);
-                    previous = Some(result);
-                }
-                (Err(got), Err(expected)) => {
-                    prop_assert_eq!(got.to_string(), expected.to_string());
-                    break;
-                }
-                (got, expected) => prop_assert!(false, "session {got:?} vs cold {expected:?}"),
-            }
-        }
+        let turns = turn_sizes.into_iter().map(|size| chunks.by_ref().take(size).collect());
+        turns_build_as_cold(&builder, turns)?;
     }
 }
 
@@ -176,7 +161,7 @@ proptest! {
     /// stub or a drop): every build equals the cold one, failures included.
     #[test]
     fn tool_loops_under_a_lone_clear_tool_uses_edit_build_as_cold_builds(
-        steps in prop::collection::vec((0u8..4, 1usize..4, 1usize..160), 6..40),
+        steps in prop::collection::vec((0u8..5, 1usize..4, 1usize..160), 6..40),
         turn_sizes in prop::collection::vec(1usize..4, 40),
         max_tokens in 400usize..6000,
         keep in 0u64..4,
@@ -189,6 +174,7 @@ proptest! {
             Just(serde_json::json!(["bash"]))],
         exclude in any::<bool>(),
         recent_turns in 0usize..3,
+        compact_at in prop::option::of(0.3f64..1.5),
     ) {
         let mut edit = serde_json::json!({"type": "clear_tool_uses_20250919", "trigger": trigger,
             "keep": {"type": "tool_uses", "value": keep}, "clear_tool_inputs": inputs});
@@ -202,38 +188,52 @@ proptest! {
         builder.max_tokens(max_tokens);
         let policy = builder.policy_mut();
         policy.recent_turns = recent_turns;
+        // A compaction trigger has every build say whether compaction is
+        // due, from the tokens before trimming.
+        policy.compact_at = compact_at.map(agent_context::budget::CompactAt::Fraction);
         policy.context_management =
             Some(serde_json::from_value(serde_json::json!({"edits": [edit]})).unwrap());
-        let chunks = tool_loop(&steps);
-        let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
-        let mut previous: Option<BuildResult> = None;
-        let mut steps = chunks.into_iter();
-        for size in turn_sizes {
+        let mut steps = tool_loop(&steps).into_iter();
+        let turns = turn_sizes.into_iter().map_while(|size| {
             let turn: Vec<serde_json::Value> = steps.by_ref().take(size).flatten().collect();
-            if turn.is_empty() {
+            let state = MemoryState::from_json_value(serde_json::json!({ "chunks": turn })).unwrap();
+            (!state.chunks.is_empty()).then_some(state.chunks)
+        });
+        turns_build_as_cold(&builder, turns)?;
+    }
+}
+
+/// Pushes each of `turns` to a session built with `builder` and checks
+/// every build against the cold one given the same previous build,
+/// failures included.
+fn turns_build_as_cold(
+    builder: &ContextBuilder,
+    turns: impl Iterator<Item = Vec<MemoryChunk>>,
+) -> Result<(), TestCaseError> {
+    let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
+    let mut previous: Option<BuildResult> = None;
+    for turn in turns {
+        session.extend(turn).unwrap();
+        let expected = cold(builder, session.state(), previous.as_ref());
+        match (session.build(), expected) {
+            (Ok(result), Ok(expected)) => {
+                prop_assert_eq!(&result, &expected);
+                previous = Some(result);
+            }
+            (Err(got), Err(expected)) => {
+                prop_assert_eq!(got.to_string(), expected.to_string());
                 break;
             }
-            let turn = MemoryState::from_json_value(serde_json::json!({ "chunks": turn })).unwrap();
-            session.extend(turn.chunks).unwrap();
-            let expected = cold(&builder, session.state(), previous.as_ref());
-            match (session.build(), expected) {
-                (Ok(result), Ok(expected)) => {
-                    prop_assert_eq!(&result, &expected);
-                    previous = Some(result);
-                }
-                (Err(got), Err(expected)) => {
-                    prop_assert_eq!(got.to_string(), expected.to_string());
-                    break;
-                }
-                (got, expected) => prop_assert!(false, "session {got:?} vs cold {expected:?}"),
-            }
+            (got, expected) => prop_assert!(false, "session {got:?} vs cold {expected:?}"),
         }
     }
+    Ok(())
 }
 
 /// The chunks of each step of a tool loop, from `(kind, calls, words)`: a
 /// user message, parallel calls with their results (the tools alternate
-/// between `bash` and `grep`), a thought, or one call and its result.
+/// between `bash` and `grep`), a thought, one call and its result, or one
+/// call and its pinned result.
 fn tool_loop(steps: &[(u8, usize, usize)]) -> Vec<Vec<serde_json::Value>> {
     let tools = ["bash", "grep"];
     steps
@@ -250,7 +250,7 @@ fn tool_loop(steps: &[(u8, usize, usize)]) -> Vec<Vec<serde_json::Value>> {
                     "action": "tool_call", "tool": tools[c % 2], "call_id": ids[c], "data": {"n": n}});
                 let result = |c: usize| serde_json::json!({"id": format!("r{n}-{c}"),
                     "kind": "environment", "tool": tools[c % 2], "call_id": ids[c],
-                    "text": "out ".repeat(words * (c + 1))});
+                    "text": "out ".repeat(words * (c + 1)), "pinned": kind == 4});
                 (0..calls).map(call).chain((0..calls).map(result)).collect()
             }
         })
