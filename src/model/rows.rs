@@ -179,6 +179,24 @@ mod iter {
         fn size_hint(&self) -> (usize, Option<usize>) {
             (self.left, Some(self.left))
         }
+
+        /// Skips whole leaves: `skip(n)` costs n / 64 steps, not n.
+        fn nth(&mut self, mut n: usize) -> Option<&'a T> {
+            while n >= self.front.len() {
+                n -= self.front.len();
+                self.left -= self.front.len();
+                self.front = match self.leaves.next() {
+                    Some(leaf) => leaf.iter(),
+                    // Only what the back took is left.
+                    None => std::mem::replace(&mut self.back, [].iter()),
+                };
+                if self.front.len() == 0 {
+                    return None;
+                }
+            }
+            self.left -= n + 1;
+            self.front.nth(n)
+        }
     }
 
     impl<T: Clone> DoubleEndedIterator for RowsIter<'_, T> {
@@ -347,6 +365,21 @@ mod tests {
                     .chain(back.into_iter().rev())
                     .eq(slice.iter())
             );
+        }
+        for skip in [0, 1, 63, 64, 65, 700, 1499, 1500, 1501] {
+            assert!(
+                rows.iter().skip(skip).eq(slice.iter().skip(skip)),
+                "skip {skip}"
+            );
+            let mut iter = rows.iter();
+            let back: Vec<&u32> = iter.by_ref().rev().take(100).collect();
+            assert_eq!(
+                iter.nth(skip),
+                slice[..1400].get(skip),
+                "nth {skip} after the back"
+            );
+            assert_eq!(iter.len(), 1400usize.saturating_sub(skip + 1));
+            assert_eq!(back.len(), 100);
         }
         let mut iter = rows.iter();
         for left in (0..1500).rev() {

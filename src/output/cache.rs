@@ -89,7 +89,20 @@ impl BuildResult {
     /// [`cache_since`](BuildResult::cache_since) for a build that counted
     /// its stable prefix over `previous` already (`stable_prefix_tokens`).
     pub(crate) fn cache_over(&self, previous: &BuildResult, stable: usize) -> CacheReport {
-        let sent: usize = previous.messages.iter().map(|m| m.tokens).sum();
+        self.cache_after(previous, stable, Unchanged::default())
+    }
+
+    /// [`cache_over`](BuildResult::cache_over) for a build whose first
+    /// messages are known to be `previous`'s, `unchanged`: its scans start
+    /// after them.
+    pub(crate) fn cache_after(
+        &self,
+        previous: &BuildResult,
+        stable: usize,
+        unchanged: Unchanged,
+    ) -> CacheReport {
+        let rest = previous.messages.iter().skip(unchanged.messages);
+        let sent = unchanged.tokens + rest.map(|m| m.tokens).sum::<usize>();
         // A provider caches a prefix for one model: nothing carries over.
         if (&previous.model, &previous.encoding) != (&self.model, &self.encoding) {
             let broke_at = (!previous.messages.is_empty()).then_some(CacheBreak {
@@ -104,7 +117,7 @@ impl BuildResult {
             };
         }
         let stable_prefix_tokens = stable;
-        let broke_at = first_break(previous, self).map(|message| {
+        let broke_at = first_break(previous, self, unchanged.messages).map(|message| {
             let chunk = chunk_at(previous, self, message);
             CacheBreak {
                 message,
@@ -132,8 +145,32 @@ pub(crate) fn stable_prefix<'a>(
     fingerprints: &crate::Rows<MessageFingerprint>,
     old: impl Iterator<Item = &'a MessageFingerprint>,
 ) -> usize {
-    let mut stable = 0;
-    for ((new, print), old) in messages.iter().zip(fingerprints).zip(old) {
+    stable_prefix_after(messages, fingerprints, old, Unchanged::default())
+}
+
+/// The first messages of a build known to be the previous build's,
+/// unchanged, and their tokens: a scan for what the two share starts after
+/// them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Unchanged {
+    pub(crate) messages: usize,
+    pub(crate) tokens: usize,
+}
+
+/// [`stable_prefix`] when the first messages are known to be `unchanged`.
+pub(crate) fn stable_prefix_after<'a>(
+    messages: &crate::Rows<ContextMessage>,
+    fingerprints: &crate::Rows<MessageFingerprint>,
+    old: impl Iterator<Item = &'a MessageFingerprint>,
+    unchanged: Unchanged,
+) -> usize {
+    let mut stable = unchanged.tokens;
+    let skip = unchanged.messages;
+    let new = messages
+        .iter()
+        .skip(skip)
+        .zip(fingerprints.iter().skip(skip));
+    for ((new, print), old) in new.zip(old.skip(skip)) {
         if print.role != old.role {
             break;
         }
@@ -163,18 +200,15 @@ fn grew(message: &ContextMessage, old: &MessageFingerprint) -> bool {
 /// The first message of `current` that breaks `previous`'s prefix: one
 /// that differs from the previous message at its place, unless it is the
 /// previous prompt's last message grown. `None` when every previous
-/// message carried over.
-fn first_break(previous: &BuildResult, current: &BuildResult) -> Option<usize> {
+/// message carried over. The first `from` are known to carry over.
+fn first_break(previous: &BuildResult, current: &BuildResult, from: usize) -> Option<usize> {
     let old = &previous.fingerprints;
     let same = |(print, old): (&MessageFingerprint, &MessageFingerprint)| {
         print.role == old.role && print.len == old.len && print.hash == old.hash
     };
-    let matching = current
-        .fingerprints
-        .iter()
-        .zip(old)
-        .take_while(|&p| same(p));
-    let index = matching.count();
+    let new = current.fingerprints.iter().skip(from);
+    let matching = new.zip(old.iter().skip(from)).take_while(|&p| same(p));
+    let index = from + matching.count();
     let last_grew = index + 1 == old.len()
         && (current.messages.get(index)).is_some_and(|m| grew(m, &old[index]));
     (index < old.len() && !last_grew).then_some(index)

@@ -32,7 +32,7 @@ use crate::budget::{
 use crate::error::Result;
 use crate::model::context_management::ClearToolUses;
 use crate::model::roles::Role;
-use crate::output::cache::stable_prefix;
+use crate::output::cache::{Unchanged, stable_prefix_after};
 use crate::output::last_build::LastBuild;
 use crate::output::message::MessageFingerprint;
 use crate::output::result::BuildResult;
@@ -370,6 +370,7 @@ impl LastBuild {
                 by_message.entry(message).or_default().push((span, c));
             }
         }
+        let first_rewritten = by_message.keys().copied().min();
         for (message, stubs) in by_message {
             self.rewrite(message, &stubs);
         }
@@ -377,12 +378,8 @@ impl LastBuild {
         result.token_count = result.token_count.saturating_add_signed(-saved);
         self.untrimmed = self.untrimmed.map(|u| u + untrimmed_added);
         self.report_edit_of(tally);
-        if let Some(previous) = previous {
-            let result = &mut self.result;
-            let old = previous.fingerprints.iter();
-            let stable = stable_prefix(&result.messages, &result.fingerprints, old);
-            result.stable_prefix_tokens = Some(stable);
-            result.cache = Some(result.cache_over(previous, stable));
+        if let (Some(previous), Some(first)) = (previous, first_rewritten) {
+            self.report_cache(previous, first);
         }
     }
 
@@ -398,6 +395,22 @@ impl LastBuild {
             cleared_input_tokens: tally.unedited as i64 - tally.edited as i64,
         }];
         self.tally = Some(tally);
+    }
+
+    /// What the prompt shares with `previous`, whose messages before
+    /// `first` it shows unchanged.
+    fn report_cache(&mut self, previous: &BuildResult, first: usize) {
+        let before = previous.messages.iter().take(first);
+        let unchanged = Unchanged {
+            messages: first,
+            tokens: before.map(|m| m.tokens).sum(),
+        };
+        let result = &mut self.result;
+        let (messages, prints) = (&result.messages, &result.fingerprints);
+        let old = previous.fingerprints.iter();
+        let stable = stable_prefix_after(messages, prints, old, unchanged);
+        result.stable_prefix_tokens = Some(stable);
+        result.cache = Some(result.cache_after(previous, stable, unchanged));
     }
 
     /// Writes message `m` again with the `stubs` (by span) in place of
