@@ -232,41 +232,37 @@ mod iter {
         pub(super) imbl::vector::ConsumingIter<T, imbl::shared_ptr::DefaultSharedPtr>,
     );
 
-    /// The consuming iterator passes every call on to the persistent
-    /// vector's own.
-    macro_rules! forward_iterator {
-        ($iter:ident $(<$life:lifetime>)?, $item:ty) => {
-            impl<$($life,)? T: Clone> Iterator for $iter<$($life,)? T> {
-                type Item = $item;
+    // The consuming iterator passes every call on to the persistent
+    // vector's own.
+    impl<T: Clone> Iterator for RowsIntoIter<T> {
+        type Item = T;
 
-                fn next(&mut self) -> Option<Self::Item> {
-                    self.0.next()
-                }
+        fn next(&mut self) -> Option<T> {
+            self.0.next()
+        }
 
-                fn size_hint(&self) -> (usize, Option<usize>) {
-                    self.0.size_hint()
-                }
-            }
-
-            impl<$($life,)? T: Clone> DoubleEndedIterator for $iter<$($life,)? T> {
-                fn next_back(&mut self) -> Option<Self::Item> {
-                    self.0.next_back()
-                }
-            }
-
-            impl<$($life,)? T: Clone> ExactSizeIterator for $iter<$($life,)? T> {}
-
-            impl<$($life,)? T: Clone> std::iter::FusedIterator for $iter<$($life,)? T> {}
-
-            impl<$($life,)? T: Clone + fmt::Debug> fmt::Debug for $iter<$($life,)? T> {
-                fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                    f.debug_struct(stringify!($iter)).field("remaining", &self.0.len()).finish()
-                }
-            }
-        };
+        fn size_hint(&self) -> (usize, Option<usize>) {
+            self.0.size_hint()
+        }
     }
 
-    forward_iterator!(RowsIntoIter, T);
+    impl<T: Clone> DoubleEndedIterator for RowsIntoIter<T> {
+        fn next_back(&mut self) -> Option<T> {
+            self.0.next_back()
+        }
+    }
+
+    impl<T: Clone> ExactSizeIterator for RowsIntoIter<T> {}
+
+    impl<T: Clone> std::iter::FusedIterator for RowsIntoIter<T> {}
+
+    impl<T: Clone + fmt::Debug> fmt::Debug for RowsIntoIter<T> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            (f.debug_struct("RowsIntoIter"))
+                .field("remaining", &self.0.len())
+                .finish()
+        }
+    }
 }
 
 use iter::{RowsIntoIter, RowsIter};
