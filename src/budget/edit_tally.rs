@@ -1,6 +1,8 @@
-//! What a `clear_tool_uses` edit measured and cleared in one build, kept
-//! so a session's next turn can carry the edit on without measuring the
-//! whole history again (see `pipeline::clear`).
+//! The tool uses a `clear_tool_uses` edit finds and what it stubs of each,
+//! which the full pipeline's edit stage and a session's turn share; and
+//! what the edit measured and cleared in one build, kept so a session's
+//! next turn can carry the edit on without measuring the whole history
+//! again (see `pipeline::clear`).
 
 use std::collections::VecDeque;
 
@@ -9,14 +11,68 @@ use smallvec::SmallVec;
 
 use crate::budget::{ContextManagement, Item, answered_call, call_id_of, is_tool_use};
 use crate::model::context_management::{ClearToolInputs, ClearToolUses, ContextEdit};
-use crate::model::memory::MemoryState;
+use crate::model::memory::{MemoryChunk, MemoryState};
 
-/// One tool use by chunk index: its call and the results that answer it.
+/// One tool use: its call and the results that answer it, by the index
+/// the caller gave each (an item's position, or a chunk's).
 #[derive(Debug, Clone)]
-pub(crate) struct UseChunks {
+pub(crate) struct ToolUse {
     pub(crate) call: usize,
     pub(crate) results: SmallVec<[usize; 2]>,
-    pub(crate) tool: Option<Box<str>>,
+}
+
+impl ToolUse {
+    /// What `edit` stubs of this use, whose call names `tool`: its results,
+    /// and its call when the edit clears that tool's inputs. `None` when
+    /// the edit spares it: an excluded tool, or a member that `pinned`
+    /// says protects itself (the caller's `keep` decides the rest, even
+    /// inside the newest tool use, as Anthropic counts parallel calls one
+    /// by one).
+    pub(crate) fn stubbed_by(
+        &self,
+        edit: &ClearToolUses,
+        tool: Option<&str>,
+        pinned: impl Fn(usize) -> bool,
+    ) -> Option<SmallVec<[usize; 3]>> {
+        let members = std::iter::once(self.call).chain(self.results.iter().copied());
+        if edit.excludes(tool) || members.clone().any(pinned) {
+            return None;
+        }
+        let mut stubs: SmallVec<[usize; 3]> = self.results.iter().copied().collect();
+        if edit.clears_input(tool) {
+            stubs.push(self.call);
+        }
+        Some(stubs)
+    }
+}
+
+/// The tool uses among `entries` (each chunk with the index to name it
+/// by), oldest first, as the edit finds them: a call opens a use (a call
+/// id seen before among them does not), a result joins the use of an
+/// earlier call among them that it answers.
+pub(crate) fn tool_uses<'s>(
+    entries: impl IntoIterator<Item = (usize, &'s MemoryChunk)>,
+) -> Vec<ToolUse> {
+    let mut uses: Vec<ToolUse> = Vec::new();
+    let mut by_call: FxHashMap<&'s str, usize> = FxHashMap::default();
+    for (index, chunk) in entries {
+        if is_tool_use(chunk) {
+            let call_id = call_id_of(chunk);
+            if call_id.is_some_and(|id| by_call.contains_key(id)) {
+                continue;
+            }
+            if let Some(id) = call_id {
+                by_call.insert(id, uses.len());
+            }
+            uses.push(ToolUse {
+                call: index,
+                results: SmallVec::new(),
+            });
+        } else if let Some(&u) = answered_call(chunk).and_then(|id| by_call.get(id)) {
+            uses[u].results.push(index);
+        }
+    }
+    uses
 }
 
 /// What a build's lone `clear_tool_uses` edit measured and cleared: what
@@ -32,8 +88,9 @@ pub(crate) struct Tally {
     pub(crate) uses: usize,
     /// Of them, those the edit cleared (the report's figure).
     pub(crate) cleared: usize,
-    /// The newest uses, which `keep` spares (at most `keep`), oldest first.
-    pub(crate) recent: VecDeque<UseChunks>,
+    /// The newest uses by chunk index, which `keep` spares (at most
+    /// `keep`), oldest first.
+    pub(crate) recent: VecDeque<ToolUse>,
 }
 
 impl Tally {
@@ -74,38 +131,17 @@ impl Tally {
         named && warnings.iter().any(|w| w.contains(&warning))
     }
 
-    /// Takes in the tool uses among the items at `indices`, as the edit
-    /// finds them: a call opens a use (a call id seen before among them
-    /// does not), a result joins the use of an earlier call among them it
-    /// answers. A turn's new chunks are taken in alone: one sharing a call
-    /// id with an older chunk sends the turn to the full pipeline.
+    /// Takes in the tool uses among the items at `indices` (see
+    /// [`tool_uses`]). A turn's new chunks are taken in alone: one sharing
+    /// a call id with an older chunk sends the turn to the full pipeline.
     pub(crate) fn take_uses(&mut self, indices: impl Iterator<Item = usize>, state: &MemoryState) {
-        let mut by_call: FxHashMap<&str, usize> = FxHashMap::default();
-        for index in indices {
-            let chunk = &state.chunks[index];
-            if is_tool_use(chunk) {
-                let id = call_id_of(chunk);
-                if id.is_some_and(|id| by_call.contains_key(id)) {
-                    continue;
-                }
-                let position = self.recent.len();
-                if let Some(id) = id {
-                    by_call.insert(id, position);
-                }
-                self.recent.push_back(UseChunks {
-                    call: index,
-                    results: SmallVec::new(),
-                    tool: chunk.tool.clone(),
-                });
-                self.uses += 1;
-            } else if let Some(&u) = answered_call(chunk).and_then(|id| by_call.get(id)) {
-                self.recent[u].results.push(index);
-            }
-        }
+        let uses = tool_uses(indices.map(|index| (index, &state.chunks[index])));
+        self.uses += uses.len();
+        self.recent.extend(uses);
     }
 
     /// Lets go of the uses `keep` no longer spares, returning them.
-    pub(crate) fn spare_newest(&mut self) -> Vec<UseChunks> {
+    pub(crate) fn spare_newest(&mut self) -> Vec<ToolUse> {
         let leaving = self.recent.len().saturating_sub(self.edit.keeps());
         self.recent.drain(..leaving).collect()
     }

@@ -53,7 +53,7 @@ mod units;
 pub use crate::model::context_management::{AppliedEdit, ContextManagement};
 pub use caps::{CapTarget, Caps};
 pub use decision::{ChunkDecision, Decision, DropReason, StubReason};
-pub(crate) use edit_tally::{Tally, UseChunks};
+pub(crate) use edit_tally::{Tally, ToolUse, tool_uses};
 pub(crate) use elision::Elision;
 pub(crate) use fate::{Fate, fates_after};
 pub(crate) use fold::{Fold, is_compaction, kept_from, span_ends};

@@ -26,7 +26,7 @@ use smallvec::SmallVec;
 use super::Build;
 use super::extend::Appended;
 use crate::budget::{
-    AppliedEdit, ChunkDecision, Decision, DropReason, StubReason, Tally, Timeline, UseChunks,
+    AppliedEdit, ChunkDecision, Decision, DropReason, StubReason, Tally, Timeline, ToolUse,
     protects_itself,
 };
 use crate::error::Result;
@@ -177,7 +177,7 @@ impl Build<'_> {
     fn clear_use(
         &mut self,
         (carry, appended): (&LastBuild, &mut [Appended<'_>]),
-        (edit, tool_use): (&ClearToolUses, &UseChunks),
+        (edit, tool_use): (&ClearToolUses, &ToolUse),
         timeline: &Timeline,
         cleared: &mut Vec<Cleared>,
     ) -> Result<bool> {
@@ -187,14 +187,11 @@ impl Build<'_> {
         if members().any(|i| timeline.anchors(i, &state.chunks[i])) {
             return Ok(false);
         }
-        let tool = tool_use.tool.as_deref();
-        if edit.excludes(tool) || members().any(|i| protects_itself(&state.chunks[i])) {
+        let tool = state.chunks[tool_use.call].tool.as_deref();
+        let pinned = |i: usize| protects_itself(&state.chunks[i]);
+        let Some(stubs) = tool_use.stubbed_by(edit, tool, pinned) else {
             return Ok(true);
-        }
-        let mut stubs: SmallVec<[usize; 3]> = tool_use.results.iter().copied().collect();
-        if edit.clears_input(tool) {
-            stubs.push(tool_use.call);
-        }
+        };
         for index in stubs {
             let chunk = &state.chunks[index];
             let (role, part) = match index.checked_sub(carry.chunks) {

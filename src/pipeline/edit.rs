@@ -7,17 +7,15 @@
 
 use std::sync::Arc;
 
-use rustc_hash::{FxHashMap, FxHashSet};
-use smallvec::SmallVec;
+use rustc_hash::FxHashSet;
 
 use super::history::{History, release};
 use super::{Build, Ladder};
 use crate::budget::{
     AppliedEdit, ContextManagement, Decision, DropReason, Fate, Item, Planner, Step, Tally,
-    all_start_clean, answered_call, call_id_of, is_tool_use, protects_itself,
+    all_start_clean, protects_itself, tool_uses,
 };
 use crate::model::context_management::{ClearThinking, ClearToolUses, ContextEdit};
-use crate::model::memory::MemoryState;
 use crate::model::roles::ChunkKind;
 use crate::tokens::parts::CountedText;
 
@@ -33,13 +31,6 @@ pub(super) struct Edited {
     /// Exact tokens of the prompt with the edits so far, every other item
     /// kept: what the next edit measures what it frees against.
     tokens: usize,
-}
-
-/// A tool call with its results, as items.
-struct ToolUse<'s> {
-    call: usize,
-    results: SmallVec<[usize; 2]>,
-    tool: Option<&'s str>,
 }
 
 impl Build<'_> {
@@ -188,25 +179,21 @@ impl Build<'_> {
         (system, unedited): (&[Arc<CountedText>], usize),
         edited: &mut Edited,
     ) -> Option<AppliedEdit> {
-        let uses = tool_uses(&history.items, self.state);
+        let chunks = &self.state.chunks;
+        let items = history.items.iter().enumerate();
+        let uses = tool_uses(items.map(|(i, item)| (i, &chunks[item.chunk])));
         if !edit.fires(unedited, uses.len()) {
             return None;
         }
         let old = uses.len().saturating_sub(edit.keeps());
         let (mut steps, mut forced, mut cleared) = (Vec::new(), Vec::new(), 0);
         for tool_use in &uses[..old] {
-            let members = || std::iter::once(tool_use.call).chain(tool_use.results.iter().copied());
-            // The caller's `keep` decides, even inside the newest tool use
-            // (Anthropic counts its parallel calls one by one); only what
-            // protects itself stays.
-            let pinned = |i: usize| protects_itself(&self.state.chunks[history.items[i].chunk]);
-            if edit.excludes(tool_use.tool) || members().any(pinned) {
+            let chunk_of = |i: usize| &chunks[history.items[i].chunk];
+            let tool = chunk_of(tool_use.call).tool.as_deref();
+            let pinned = |i: usize| protects_itself(chunk_of(i));
+            let Some(mut stubs) = tool_use.stubbed_by(edit, tool, pinned) else {
                 continue;
-            }
-            let mut stubs: SmallVec<[usize; 3]> = tool_use.results.iter().copied().collect();
-            if edit.clears_input(tool_use.tool) {
-                stubs.push(tool_use.call);
-            }
+            };
             // What an earlier edit cleared is not this edit's to report.
             stubs.retain(|i| !edited.cleared.contains(i));
             let before = steps.len();
@@ -263,31 +250,4 @@ impl Build<'_> {
         }
         item.stub.is_some()
     }
-}
-
-/// The tool uses among `items`, oldest first: each tool call with the
-/// results that share its call id.
-fn tool_uses<'s>(items: &[Item], state: &'s MemoryState) -> Vec<ToolUse<'s>> {
-    let mut uses: Vec<ToolUse<'s>> = Vec::new();
-    let mut by_call: FxHashMap<&'s str, usize> = FxHashMap::default();
-    for (i, item) in items.iter().enumerate() {
-        let chunk = &state.chunks[item.chunk];
-        if is_tool_use(chunk) {
-            let call_id = call_id_of(chunk);
-            if call_id.is_some_and(|id| by_call.contains_key(id)) {
-                continue;
-            }
-            if let Some(id) = call_id {
-                by_call.insert(id, uses.len());
-            }
-            uses.push(ToolUse {
-                call: i,
-                results: SmallVec::new(),
-                tool: chunk.tool.as_deref(),
-            });
-        } else if let Some(&u) = answered_call(chunk).and_then(|id| by_call.get(id)) {
-            uses[u].results.push(i);
-        }
-    }
-    uses
 }
