@@ -57,7 +57,10 @@ pub(crate) use edit_tally::{Tally, ToolUse, tool_uses};
 pub(crate) use elision::Elision;
 pub(crate) use fate::{Fate, fates_after};
 pub(crate) use fold::{Fold, is_compaction, kept_from, span_ends};
-pub(crate) use planner::{Layout, Planner, Slot, all_start_clean, framing_table};
+pub(crate) use planner::{
+    Layout, Planner, Slot, all_start_clean, elided_marker, fewest_steps_within, framing_table,
+    trim_target,
+};
 pub use policy::{CompactAt, Policy, PriorityTarget, Summarizer};
 pub(crate) use previous_cut::{PreviousCut, fate_of};
 pub(crate) use rules::{

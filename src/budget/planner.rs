@@ -127,8 +127,10 @@ impl Planner<'_> {
                 Err(bare.total)
             };
         }
-        let target = self.trim_target(last);
-        let steps = self.fewest_steps_within(&probe, self.sticky + 1, all, target);
+        let target = trim_target(self.available, self.low_water, last);
+        let total_at = |steps: usize| Some(self.total_at(&probe, steps, true));
+        let steps =
+            fewest_steps_within((self.sticky + 1, all, all), target, total_at).unwrap_or(all);
         let mut layout = self.layout(steps, true);
         layout.trim_target = Some(target);
         // The search trusted the probe; the tests hold the two to each other.
@@ -143,53 +145,6 @@ impl Planner<'_> {
             "probe and layout disagree"
         );
         Ok(layout)
-    }
-
-    /// How far a trim goes: down to the low-water mark, but never deeper than
-    /// the fully trimmed prompt would sit at that mark. Without that floor a
-    /// session whose protected content is just above the mark would lose all
-    /// its history, and a larger budget could keep less (the target must grow
-    /// with the budget: it is continuous and non-decreasing in it).
-    fn trim_target(&self, fully_trimmed: usize) -> usize {
-        let budget = self.available as f64;
-        let mark = budget * self.low_water;
-        let floor = budget.min(fully_trimmed as f64 / self.low_water);
-        // Rounding down keeps the target within the budget.
-        mark.max(floor) as usize
-    }
-
-    /// The layout of the fewest steps in `lo..=hi` whose total is within
-    /// `limit`; the total at `hi` must be.
-    ///
-    /// Each step makes the prompt shorter, except that the first dropped unit
-    /// brings in the marker, so totals fall with the number of steps nearly
-    /// everywhere: a binary search finds the point, and short scans cover the
-    /// rare place where they do not.
-    fn fewest_steps_within(
-        &self,
-        probe: &Probe,
-        start: usize,
-        mut hi: usize,
-        limit: usize,
-    ) -> usize {
-        let mut lo = start;
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if self.total_at(probe, mid, true) <= limit {
-                hi = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
-        // The marker can make one step cost more than it saves: look back
-        // over it, then forward past any step the search jumped wrongly.
-        while lo > start && self.total_at(probe, lo - 1, true) <= limit {
-            lo -= 1;
-        }
-        while lo < self.steps.len() && self.total_at(probe, lo, true) > limit {
-            lo += 1;
-        }
-        lo
     }
 
     /// The total of [`layout`](Planner::layout)`(steps, with_marker)`
@@ -277,8 +232,7 @@ impl Planner<'_> {
 
     /// The elided-history marker for `chunks` chunks of `tokens` tokens.
     fn marker(&self, chunks: usize, tokens: usize) -> CountedText {
-        let text = format!("<{ELIDED_TAG} chunks=\"{chunks}\" tokens=\"{tokens}\"/>");
-        CountedText::new(history_note(self.protocol, text), self.counter)
+        elided_marker(self.protocol, self.counter, (chunks, tokens))
     }
 
     /// Each item's fate after the first `steps` steps of the ladder, and
@@ -390,6 +344,80 @@ impl Planner<'_> {
             Slot::HistoryStart => &self.history_start,
         }
     }
+}
+
+/// The elided-history marker for `chunks` chunks of `tokens` tokens.
+pub(crate) fn elided_marker(
+    protocol: Protocol,
+    counter: &dyn TokenCounter,
+    (chunks, tokens): (usize, usize),
+) -> CountedText {
+    let text = format!("<{ELIDED_TAG} chunks=\"{chunks}\" tokens=\"{tokens}\"/>");
+    CountedText::new(history_note(protocol, text), counter)
+}
+
+/// How far a trim of a prompt of `available` tokens goes: down to the
+/// low-water mark, but never deeper than the fully trimmed prompt (of
+/// `fully_trimmed` tokens) would sit at that mark. Without that floor a
+/// session whose protected content is just above the mark would lose all
+/// its history, and a larger budget could keep less (the target must grow
+/// with the budget: it is continuous and non-decreasing in it). It is
+/// non-decreasing in `fully_trimmed` too, and the mark itself at 0.
+pub(crate) fn trim_target(available: usize, low_water: f64, fully_trimmed: usize) -> usize {
+    let budget = available as f64;
+    let mark = budget * low_water;
+    let floor = budget.min(fully_trimmed as f64 / low_water);
+    // Rounding down keeps the target within the budget.
+    mark.max(floor) as usize
+}
+
+/// The fewest steps from `start` on whose total (`total_at`) is within
+/// `limit`, where the total at `hi` (at most `len`, the ladder's length)
+/// is.
+///
+/// Each step makes the prompt shorter, except that the first dropped unit
+/// brings in the marker, so totals fall with the number of steps nearly
+/// everywhere. The search gallops out from `start` (+0, +2, +6, +14, ...),
+/// so every probe sits within about twice the answer's distance from it,
+/// then halves; short scans cover the rare place where totals do not fall.
+/// Probing near `start` lets a session's turn, whose answer is a few steps
+/// past the last cut, work the totals out from those steps alone
+/// (`pipeline::trim`). `None` when `total_at` has no answer for a probe.
+pub(crate) fn fewest_steps_within(
+    (start, mut hi, len): (usize, usize, usize),
+    limit: usize,
+    mut total_at: impl FnMut(usize) -> Option<usize>,
+) -> Option<usize> {
+    let (mut lo, mut stride) = (start, 1usize);
+    loop {
+        let probe = lo.saturating_add(stride - 1);
+        if probe >= hi {
+            break;
+        }
+        if total_at(probe)? <= limit {
+            hi = probe;
+            break;
+        }
+        lo = probe + 1;
+        stride = stride.saturating_mul(2);
+    }
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if total_at(mid)? <= limit {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    // The marker can make one step cost more than it saves: look back
+    // over it, then forward past any step the search jumped wrongly.
+    while lo > start && total_at(lo - 1)? <= limit {
+        lo -= 1;
+    }
+    while lo < len && total_at(lo)? > limit {
+        lo += 1;
+    }
+    Some(lo)
 }
 
 /// Whether every item's body and stub starts cleanly after a separator, so

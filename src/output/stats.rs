@@ -22,7 +22,8 @@ pub struct BuildStats {
     pub extended: bool,
     /// Whether the build planned again only the chunks of the last prompt
     /// and the new ones, the rest dropped as before: the turn only appended
-    /// chunks and the last cut no longer fit (see
-    /// docs/sessions.md).
+    /// chunks and the last cut no longer fit. When the plan's answer is a
+    /// few cuts beyond the last one, they are made in place, without
+    /// planning the prompt again (see docs/sessions.md).
     pub replanned: bool,
 }

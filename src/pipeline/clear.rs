@@ -212,7 +212,7 @@ impl Build<'_> {
                 return Ok(false);
             };
             if let Some(a) = (place == Place::New).then(|| &mut appended[index - carry.chunks]) {
-                stub_row(&mut a.row, (&part, &stub));
+                stub_row(&mut a.row, (&part, &stub), StubReason::ClearToolUses);
                 a.part = Some((role, Arc::clone(&stub)));
             }
             cleared.push(Cleared {
@@ -277,26 +277,53 @@ impl Build<'_> {
     }
 }
 
+/// A body and the stub that replaces it in a message.
+pub(super) struct StubbedPart<'a> {
+    pub(super) part: &'a CountedText,
+    pub(super) stub: &'a CountedText,
+}
+
+impl StubbedPart<'_> {
+    /// Tokens the stub saves over the body in a message, followed by
+    /// another part or not.
+    fn saving(&self, followed: bool) -> isize {
+        let cost = |text: &CountedText| match followed {
+            true => text.joined(),
+            false => text.alone(),
+        };
+        cost(self.part) as isize - cost(self.stub) as isize
+    }
+}
+
+impl Cleared {
+    fn stubbed(&self) -> StubbedPart<'_> {
+        StubbedPart {
+            part: &self.part,
+            stub: &self.stub,
+        }
+    }
+}
+
 /// Tokens `cleared`'s stub saves over its body in a message, followed by
 /// another part or not.
 fn saving(cleared: &Cleared, followed: bool) -> isize {
-    let cost = |text: &CountedText| match followed {
-        true => text.joined(),
-        false => text.alone(),
-    };
-    cost(&cleared.part) as isize - cost(&cleared.stub) as isize
+    cleared.stubbed().saving(followed)
 }
 
-/// Records in `row` (as prepared, or as a budget stub) that the edit
-/// stubbed its chunk, rendered as `part`, to `stub`.
-fn stub_row(row: &mut ChunkDecision, (part, stub): (&CountedText, &CountedText)) {
+/// Records in `row` (as prepared, or as a budget stub) that its chunk,
+/// rendered as `part`, was stubbed to `stub`, and why.
+pub(super) fn stub_row(
+    row: &mut ChunkDecision,
+    (part, stub): (&CountedText, &CountedText),
+    reason: StubReason,
+) {
     if let Decision::Truncated { tokens_before, .. } = row.decision {
         row.truncated_from = Some(tokens_before);
     }
     row.decision = Decision::Stubbed {
         tokens_before: part.alone(),
         tokens_after: stub.alone(),
-        reason: StubReason::ClearToolUses,
+        reason,
     };
     row.tokens = stub.alone();
 }
@@ -338,9 +365,9 @@ fn shown_at(carry: &LastBuild, index: usize) -> Option<Place> {
 
 impl LastBuild {
     /// Applies `clearing` to this build, grown by the turn: the new stubs'
-    /// rows, messages and tokens, the edit's report, and what the prompt
-    /// shares with `previous` (the last build) when its messages changed.
-    pub(super) fn clear(&mut self, clearing: Clearing, previous: Option<&BuildResult>) {
+    /// rows, messages and tokens, and the edit's report. Returns the first
+    /// message written again.
+    pub(super) fn clear(&mut self, clearing: Clearing) -> Option<usize> {
         let Clearing {
             tally,
             cleared,
@@ -356,15 +383,18 @@ impl LastBuild {
             let Some(mut row) = row.filter(|row| row.is_included()).cloned() else {
                 continue;
             };
-            stub_row(&mut row, (&c.part, &c.stub));
+            stub_row(&mut row, (&c.part, &c.stub), StubReason::ClearToolUses);
             self.cut.record(c.index, &row);
             self.result.decisions.set(c.index, row);
         }
-        let mut by_message: FxHashMap<usize, SmallVec<[(usize, &Cleared); 2]>> =
+        let mut by_message: FxHashMap<usize, SmallVec<[(usize, StubbedPart<'_>); 2]>> =
             FxHashMap::default();
         for c in &cleared {
             if let Place::Shown(message, span) = c.place {
-                by_message.entry(message).or_default().push((span, c));
+                by_message
+                    .entry(message)
+                    .or_default()
+                    .push((span, c.stubbed()));
             }
         }
         let first_rewritten = by_message.keys().copied().min();
@@ -375,9 +405,7 @@ impl LastBuild {
         result.token_count = result.token_count.saturating_add_signed(-saved);
         self.untrimmed = self.untrimmed.map(|u| u + untrimmed_added);
         self.report_edit_of(tally);
-        if let (Some(previous), Some(first)) = (previous, first_rewritten) {
-            self.report_cache(previous, first);
-        }
+        first_rewritten
     }
 
     /// Reports what `clearing`'s edit cleared and freed, and keeps its
@@ -396,7 +424,7 @@ impl LastBuild {
 
     /// What the prompt shares with `previous`, whose messages before
     /// `first` it shows unchanged.
-    fn report_cache(&mut self, previous: &BuildResult, first: usize) {
+    pub(super) fn report_cache(&mut self, previous: &BuildResult, first: usize) {
         let before = previous.messages.iter().take(first);
         let unchanged = Unchanged {
             messages: first,
@@ -412,7 +440,7 @@ impl LastBuild {
 
     /// Writes message `m` again with the `stubs` (by span) in place of
     /// their bodies, with its tokens and fingerprint.
-    fn rewrite(&mut self, m: usize, stubs: &[(usize, &Cleared)]) {
+    pub(super) fn rewrite(&mut self, m: usize, stubs: &[(usize, StubbedPart<'_>)]) {
         let mut message = self.result.messages[m].clone();
         let mut growable = self.result.fingerprints[m].growable;
         let old = message.content.clone();
@@ -425,9 +453,9 @@ impl LastBuild {
             match stubs.iter().find(|(s, _)| *s == k) {
                 Some((_, c)) => {
                     text.push_str(&c.stub.text);
-                    message.tokens = message.tokens.saturating_add_signed(-saving(c, followed));
+                    message.tokens = message.tokens.saturating_add_signed(-c.saving(followed));
                     let head = |t: &CountedText| if followed { t.joined() } else { t.head() };
-                    growable = (growable + head(&c.stub)).saturating_sub(head(&c.part));
+                    growable = (growable + head(c.stub)).saturating_sub(head(c.part));
                 }
                 None => text.push_str(&old[span.clone()]),
             }

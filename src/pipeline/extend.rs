@@ -11,9 +11,11 @@
 //! (but for what a `clear_tool_uses` edit stubs, below).
 //! So when the last build's messages with the new chunks appended fit the
 //! budget, they are the pipeline's result, byte for byte; `tests/it/session.rs`
-//! holds the two equal on random sessions. When they do not fit, or a unit
-//! whose protection lifts reaches back before the last turn, the plan runs
-//! again over the last prompt ([`replan`](super::replan)). Under a lone
+//! holds the two equal on random sessions. When they do not fit, the cuts
+//! the plan would add are made in place when they are few and simple
+//! ([`trim`](super::trim)); otherwise, or when a unit whose protection
+//! lifts reaches back before the last turn, the plan runs again over the
+//! last prompt ([`replan`](super::replan)). Under a lone
 //! `clear_tool_uses` edit, the uses leaving `keep`'s window are stubbed in
 //! place ([`clear`](super::clear)). Everything else runs the full
 //! pipeline: other edits, removals, a custom renderer that is
@@ -30,6 +32,7 @@ use smallvec::SmallVec;
 use super::Build;
 use super::clear::Clearing;
 use super::ready::cap_on;
+use super::trim::Trim;
 use crate::budget::planner::role_index;
 use crate::budget::{
     Calls, ChunkDecision, Decision, DropReason, MIN_CAP, NO_UNIT, Policy, PreviousCut, Timeline,
@@ -151,6 +154,18 @@ pub(super) struct Appended<'s> {
     pub(super) part: Option<(Role, Arc<CountedText>)>,
 }
 
+/// What a turn that extends the last build does to it.
+struct Extension<'t> {
+    appended: &'t [Appended<'t>],
+    timeline: Timeline,
+    growth: Growth<'t>,
+    /// Old rows whose protection lifted.
+    lifted: Vec<(usize, ChunkDecision)>,
+    clearing: Option<Clearing>,
+    /// The stubs that make it fit, when it overflows.
+    trim: Option<Trim>,
+}
+
 /// The new items grouped into messages: the first group may extend the
 /// last build's last message.
 struct Growth<'a> {
@@ -173,7 +188,7 @@ impl<'a> Build<'a> {
     /// As the pipeline: a new chunk's cap too small, a tokenizer that fails
     /// to load.
     pub(crate) fn extend(mut self, carry: &mut LastBuild) -> Result<Option<BuildResult>> {
-        let (state, counter) = (self.state, self.preparer.counter);
+        let counter = self.preparer.counter;
         if !self.extends(carry) {
             return Ok(None);
         }
@@ -205,36 +220,89 @@ impl<'a> Build<'a> {
         let total = clearing
             .as_ref()
             .map_or(growth.total as isize, |c| c.total(growth.total));
-        let Some(lifted) = lifted.filter(|_| total <= carry.result.budget as isize) else {
+        let Some(lifted) = lifted else {
             return self.replan_turn(carry, (&appended, timeline), clearing);
         };
-        // Nothing fails from here: the last build becomes this one.
+        let mut trim = None;
+        if total > carry.result.budget as isize {
+            let turn = (&appended[..], &timeline);
+            trim = self.trim_turn(carry, turn, (&lifted, clearing.as_ref()), (total, &growth));
+            if trim.is_none() {
+                return self.replan_turn(carry, (&appended, timeline), clearing);
+            }
+        }
+        let extension = Extension {
+            appended: &appended,
+            timeline,
+            growth,
+            lifted,
+            clearing,
+            trim,
+        };
+        Ok(Some(self.extended(carry, extension, &framing)))
+    }
+
+    /// The trim of a turn whose grown prompt, of `total` tokens, overflows,
+    /// when stubs in place make it (see `trim`).
+    fn trim_turn(
+        &mut self,
+        carry: &LastBuild,
+        turn: (&[Appended<'_>], &Timeline),
+        (lifted, clearing): (&[(usize, ChunkDecision)], Option<&Clearing>),
+        (total, growth): (isize, &Growth<'_>),
+    ) -> Option<Trim> {
+        let clears: FxHashSet<usize> = clearing.iter().flat_map(|c| c.chunks()).collect();
+        let grown = usize::try_from(total).ok()?;
+        let joins = growth.joined_before.is_some();
+        self.trim_in_place(carry, turn, (lifted, &clears), (grown, joins))
+    }
+
+    /// `carry` extended by the turn: it becomes this turn's build, which
+    /// is returned.
+    fn extended(
+        self,
+        carry: &mut LastBuild,
+        extension: Extension<'_>,
+        framing: &[usize; 3],
+    ) -> BuildResult {
+        let Extension {
+            appended,
+            timeline,
+            growth,
+            lifted,
+            clearing,
+            trim,
+        } = extension;
         let old_total = carry.result.token_count as u64;
-        let previous = (clearing.as_ref())
-            .filter(|c| c.rewrites())
-            .map(|_| carry.result.clone());
-        self.apply(carry, &growth, &framing);
+        let rewrites = clearing.as_ref().is_some_and(Clearing::rewrites) || trim.is_some();
+        let previous = rewrites.then(|| carry.result.clone());
+        self.apply(carry, &growth, framing);
         for (index, row) in lifted {
             carry.result.decisions.set(index, row);
         }
-        if let Some(clearing) = clearing {
-            carry.clear(clearing, previous.as_ref());
+        let cleared_from = clearing.and_then(|clearing| carry.clear(clearing));
+        let trimmed = trim.is_some();
+        let trimmed_from = trim.and_then(|trim| carry.trim(trim, self.cache));
+        let first = [cleared_from, trimmed_from].into_iter().flatten().min();
+        if let (Some(previous), Some(first)) = (&previous, first) {
+            carry.report_cache(previous, first);
         }
-        carry.record_rows(&appended);
+        carry.record_rows(appended);
         carry.planned.extend(
             appended
                 .iter()
                 .filter(|a| a.part.is_some())
                 .map(|a| a.index),
         );
-        carry.grow_to(state, &appended, timeline);
+        carry.grow_to(self.state, appended, timeline);
         // Every chunk this build did not render came from the last one.
         let stats = &mut self.cache.stats;
         stats.chunks_cached = carry.chunks - stats.chunks_rendered;
-        stats.extended = true;
+        stats.extended = !trimmed;
+        stats.replanned = trimmed;
         let due = (self.compaction_trigger()).map(|t| carry.untrimmed_after(old_total) > t);
         carry.result.compaction_due = due;
-        Ok(Some(carry.result.clone()))
+        carry.result.clone()
     }
 
     /// This turn's build planned again over `carry`'s prompt with the

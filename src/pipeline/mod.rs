@@ -36,6 +36,7 @@ mod replan;
 mod report;
 mod squeeze;
 mod stored;
+mod trim;
 
 use std::sync::Arc;
 
