@@ -5,6 +5,10 @@ use std::ops::Index;
 
 use serde::{Serialize, Serializer};
 
+/// The most rows [`Rows::splice`] moves one by one rather than join two
+/// trees.
+const ROWS_MOVED_ONE_BY_ONE: usize = 256;
+
 /// A list in a [`BuildResult`](crate::BuildResult) (one decision per chunk,
 /// the ids left out, the truncations) that a session carries over from one
 /// turn to the next instead of rebuilding it.
@@ -98,6 +102,56 @@ impl<T: Clone> Rows<T> {
     /// Replaces the row at `index` (which must exist).
     pub(crate) fn set(&mut self, index: usize, row: T) {
         self.0.set(index, row);
+    }
+
+    /// Replaces the rows of each range of `edits` (ascending, apart, and
+    /// existing) by its rows. Rows set in place cost a path of the tree
+    /// each; splitting and joining the tree costs far more, so the ranges
+    /// whose length changes are written in one stretch.
+    pub(crate) fn splice(&mut self, edits: Vec<(std::ops::RangeInclusive<usize>, Vec<T>)>) {
+        let mut changed: Vec<(usize, usize, Vec<T>)> = Vec::new();
+        for (range, rows) in edits {
+            let (start, end) = (*range.start(), range.end() + 1);
+            if rows.len() == end - start {
+                for (at, row) in (start..end).zip(rows) {
+                    self.0.set(at, row);
+                }
+            } else {
+                changed.push((start, end, rows));
+            }
+        }
+        let (Some(&(first, ..)), Some(&(_, last, _))) = (changed.first(), changed.last()) else {
+            return;
+        };
+        let mut rest = self.0.split_off(first);
+        let tail = rest.split_off(last - first);
+        let mut old = RowsIter::new(&rest);
+        let mut at = first;
+        for (start, end, rows) in changed {
+            self.0.extend(old.by_ref().take(start - at).cloned());
+            self.0.extend(rows);
+            old.nth(end - start - 1);
+            at = end;
+        }
+        // Joining two trees rebalances them, which costs more than moving
+        // a few hundred rows one by one onto the larger.
+        let (head, mut tail) = (std::mem::take(&mut self.0), tail);
+        self.0 = match (head.len(), tail.len()) {
+            (h, t) if h <= t && h <= ROWS_MOVED_ONE_BY_ONE => {
+                head.into_iter().rev().for_each(|row| tail.push_front(row));
+                tail
+            }
+            (_, t) if t <= ROWS_MOVED_ONE_BY_ONE => {
+                let mut head = head;
+                head.extend(tail);
+                head
+            }
+            _ => {
+                let mut head = head;
+                head.append(tail);
+                head
+            }
+        };
     }
 }
 

@@ -34,9 +34,9 @@ pub(crate) struct LastBuild {
     /// The steps, latest user message and newest tool use then.
     pub(crate) timeline: Timeline,
     /// The fingerprint of each call id among those chunks, with the first
-    /// chunk that has it (ids sharing a fingerprint share the entry, which
-    /// only ever sends a turn to the full pipeline).
-    pub(crate) calls: FxHashMap<u64, usize>,
+    /// and the last chunk that have it (ids sharing a fingerprint share the
+    /// entry, which only ever sends a turn to the full pipeline).
+    pub(crate) calls: FxHashMap<u64, (usize, usize)>,
     /// The policy it was planned with.
     pub(crate) policy: Policy,
     /// The chunks the next plan starts from, ascending: those in the prompt

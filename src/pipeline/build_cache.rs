@@ -318,6 +318,20 @@ impl BuildCache {
         }
     }
 
+    /// Lets go of the texts of the chunk at `index`, its rendering and its
+    /// stub, keeping their counts: the prompt no longer shows it.
+    pub(crate) fn release_texts(&mut self, index: usize) {
+        let Some(entry) = self.slots.get_mut(index).and_then(Option::as_mut) else {
+            return;
+        };
+        if !entry.part.is_released() {
+            entry.part = Arc::new(entry.part.released());
+        }
+        if let Some(stub) = entry.stub.as_mut().filter(|s| !s.is_released()) {
+            *stub = Arc::new(stub.released());
+        }
+    }
+
     /// Empties the slot of the chunk at `index` (its id stays): it is
     /// rendered again by the next call to [`prepared`](BuildCache::prepared).
     pub(crate) fn forget_rendering(&mut self, index: usize) {

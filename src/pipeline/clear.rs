@@ -39,6 +39,7 @@ use crate::output::result::BuildResult;
 use crate::tokens::parts::CountedText;
 
 /// A chunk this turn's edit stubs, and where it stands.
+#[derive(Clone)]
 struct Cleared {
     index: usize,
     role: Role,
@@ -60,6 +61,7 @@ enum Place {
 }
 
 /// What this turn's edit does to the last build.
+#[derive(Clone)]
 pub(super) struct Clearing {
     tally: Tally,
     cleared: Vec<Cleared>,
@@ -76,6 +78,16 @@ impl Clearing {
     /// The chunks this turn's edit stubs.
     pub(super) fn chunks(&self) -> impl Iterator<Item = usize> + '_ {
         self.cleared.iter().map(|c| c.index)
+    }
+
+    /// The stubs this turn's edit puts in place of bodies the last
+    /// prompt shows, by chunk.
+    pub(super) fn stubs(&self) -> FxHashMap<usize, Arc<CountedText>> {
+        let shown = self
+            .cleared
+            .iter()
+            .filter(|c| matches!(c.place, Place::Shown(..)));
+        shown.map(|c| (c.index, Arc::clone(&c.stub))).collect()
     }
 
     /// Whether the last prompt changes before its last message.

@@ -68,7 +68,8 @@ impl LastBuild {
         let (mut first_dropped, mut squeezed) = (None, false);
         for (index, (chunk, row)) in state.chunks.iter().zip(result.decisions.iter()).enumerate() {
             if let Some(call) = tool_call(chunk) {
-                calls.entry(fingerprint(call)).or_insert(index);
+                let entry = calls.entry(fingerprint(call)).or_insert((index, index));
+                entry.1 = index;
             }
             match row.decision {
                 Decision::Dropped {
@@ -239,7 +240,7 @@ impl<'a> Build<'a> {
             clearing,
             trim,
         };
-        Ok(Some(self.extended(carry, extension, &framing)))
+        self.extended(carry, extension, &framing)
     }
 
     /// The trim of a turn whose grown prompt, of `total` tokens, overflows,
@@ -251,20 +252,25 @@ impl<'a> Build<'a> {
         (lifted, clearing): (&[(usize, ChunkDecision)], Option<&Clearing>),
         (total, growth): (isize, &Growth<'_>),
     ) -> Option<Trim> {
-        let clears: FxHashSet<usize> = clearing.iter().flat_map(|c| c.chunks()).collect();
+        let _ = growth;
         let grown = usize::try_from(total).ok()?;
-        let joins = growth.joined_before.is_some();
-        self.trim_in_place(carry, turn, (lifted, &clears), (grown, joins))
+        let (appended, timeline) = turn;
+        let turn = self.trim_turn_of(carry, appended, clearing);
+        self.trim_in_place(&turn, (timeline, lifted), grown)
     }
 
     /// `carry` extended by the turn: it becomes this turn's build, which
     /// is returned.
+    ///
+    /// # Errors
+    ///
+    /// As [`replan`](Build::replan), should a trim not write.
     fn extended(
-        self,
+        mut self,
         carry: &mut LastBuild,
         extension: Extension<'_>,
         framing: &[usize; 3],
-    ) -> BuildResult {
+    ) -> Result<Option<BuildResult>> {
         let Extension {
             appended,
             timeline,
@@ -273,7 +279,15 @@ impl<'a> Build<'a> {
             clearing,
             trim,
         } = extension;
+        // A trim's writes are planned from the ladder: should one not fit
+        // the prompt, the turn is planned again from the last build.
+        let fallback =
+            (trim.is_some()).then(|| (carry.clone(), clearing.clone(), timeline.clone()));
         let old_total = carry.result.token_count as u64;
+        // The messages the turn leaves as they were: all the last build's
+        // but the one it grows.
+        let grows_last = usize::from(growth.joined_before.is_some());
+        let kept = carry.result.messages.len().saturating_sub(grows_last);
         let rewrites = clearing.as_ref().is_some_and(Clearing::rewrites) || trim.is_some();
         let previous = rewrites.then(|| carry.result.clone());
         self.apply(carry, &growth, framing);
@@ -281,12 +295,6 @@ impl<'a> Build<'a> {
             carry.result.decisions.set(index, row);
         }
         let cleared_from = clearing.and_then(|clearing| carry.clear(clearing));
-        let trimmed = trim.is_some();
-        let trimmed_from = trim.and_then(|trim| carry.trim(trim, self.cache));
-        let first = [cleared_from, trimmed_from].into_iter().flatten().min();
-        if let (Some(previous), Some(first)) = (&previous, first) {
-            carry.report_cache(previous, first);
-        }
         carry.record_rows(appended);
         carry.planned.extend(
             appended
@@ -294,6 +302,21 @@ impl<'a> Build<'a> {
                 .filter(|a| a.part.is_some())
                 .map(|a| a.index),
         );
+        let mut trimmed_from = None;
+        if let (Some(trim), Some((last, clearing, timeline))) = (trim, fallback) {
+            let Some(first) = self.write_trim(carry, &trim, appended) else {
+                debug_assert!(false, "a trim that does not write");
+                *carry = last;
+                return self.replan_turn(carry, (appended, timeline), clearing);
+            };
+            trimmed_from = Some(first);
+        }
+        let trimmed = trimmed_from.is_some();
+        let first = [cleared_from, trimmed_from].into_iter().flatten().min();
+        let first = first.map(|first| first.min(kept));
+        if let (Some(previous), Some(first)) = (&previous, first) {
+            carry.report_cache(previous, first);
+        }
         carry.grow_to(self.state, appended, timeline);
         // Every chunk this build did not render came from the last one.
         let stats = &mut self.cache.stats;
@@ -302,7 +325,7 @@ impl<'a> Build<'a> {
         stats.replanned = trimmed;
         let due = (self.compaction_trigger()).map(|t| carry.untrimmed_after(old_total) > t);
         carry.result.compaction_due = due;
-        carry.result.clone()
+        Ok(Some(carry.result.clone()))
     }
 
     /// This turn's build planned again over `carry`'s prompt with the
@@ -455,7 +478,7 @@ impl<'a> Build<'a> {
                     if carry
                         .calls
                         .get(&fingerprint(call))
-                        .is_none_or(|&f| f < first)
+                        .is_none_or(|&(f, _)| f < first)
                     {
                         return None;
                     }
@@ -683,7 +706,11 @@ impl LastBuild {
     ) {
         for a in appended {
             if let Some(call) = tool_call(a.chunk) {
-                self.calls.entry(fingerprint(call)).or_insert(a.index);
+                let entry = self
+                    .calls
+                    .entry(fingerprint(call))
+                    .or_insert((a.index, a.index));
+                entry.1 = a.index;
             }
         }
         self.chunks = state.chunks.len();

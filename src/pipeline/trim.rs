@@ -1,182 +1,445 @@
-//! A session's turn whose grown prompt no longer fits, when stubbing more
-//! old bodies is what the plan would do: the stubs are written in place.
+//! A session's turn whose grown prompt no longer fits, when the cuts the
+//! plan adds are a few steps of its ladder past the last cut: they are
+//! found from those steps alone and made in place (`trim_write`).
 //!
 //! The plan of such a turn (`replan`) repeats the last cut, then stubs
-//! disposable bodies oldest first, then drops units, until the prompt is
-//! within the trim target. Its search probes step counts from the last cut
-//! outward ([`fewest_steps_within`]); while every probe is a stub of a
-//! body in the last prompt, no probe needs the plan:
+//! disposable bodies oldest first, then drops units, lowest priority
+//! first, then oldest, until the prompt is within the trim target. Its
+//! search probes step counts from the last cut outward
+//! ([`fewest_steps_within`]), and a probe's total follows from the steps
+//! before it, without the plan:
 //!
-//! - a stub leaves every message where it was, and every part starts
-//!   cleanly, so a probe's total is the grown prompt's less what each stub
-//!   before it saves in its message (its body's tokens less its own,
-//!   joined or alone);
+//! - messages group the history's parts by role, and every part starts
+//!   cleanly, so the prompt costs each part (followed by another of its
+//!   message or not) plus each message's framing;
+//! - a stub changes one part's cost, and leaves every message where it
+//!   was;
+//! - a dropped part changes only its neighbours' costs and messages (two
+//!   messages of one role around it join), and the marker's count;
 //! - the target is the low-water mark whenever the protected items alone,
 //!   with the marker of all the rest, would sit below the mark at the mark
 //!   ([`trim_target`] is non-decreasing in the fully trimmed total, and the
 //!   mark at 0): their sum bounds that total.
 //!
-//! So the turn reads the session's rows once (the protected items, the
-//! bodies a stub may replace: a few nanoseconds each) and renders only the
-//! stubs its probes reach; the chosen stubs are written in place, as
-//! `clear` writes the edit's. A probe past those stubs, a target the bound
-//! cannot settle, or anything unusual (a compaction in effect, a stub that
-//! does not start cleanly, a body in the turn's own chunks) sends the turn
-//! to the plan, which gives the same answer the long way.
+//! So the turn reads the window's rows once (a few nanoseconds each) and
+//! renders and counts only the parts its probes reach. Whatever it does
+//! not follow sends the turn to the plan, which gives the same answer the
+//! long way: a compaction in effect, a target the bound does not settle, a
+//! part that does not start cleanly, no marker yet, a drop before the
+//! marker or of the history's first or last part, a unit that is not what
+//! its call says.
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashSet;
+use rustc_hash::FxHashMap;
 
 use super::Build;
-use super::clear::{StubbedPart, stub_row};
+use super::clear::Clearing;
 use super::extend::Appended;
+use crate::budget::planner::role_index;
 use crate::budget::{
-    ChunkDecision, Decision, StubReason, Timeline, elided_marker, fewest_steps_within,
-    framing_table, trim_target,
+    ChunkDecision, Decision, Elision, Timeline, call_id_of, elided_marker, fewest_steps_within,
+    framing_table, tool_call, trim_target,
 };
-use crate::model::roles::Retention;
+use crate::model::chunk_id::fingerprint;
+use crate::model::roles::{Retention, Role};
 use crate::output::last_build::LastBuild;
-use crate::tokens::parts::CountedText;
+use crate::tokens::parts::{CountedText, SEPARATOR};
 
-/// The budget's new stubs of a turn, and the prompt they leave.
-pub(super) struct Trim {
-    stubs: Vec<BudgetStub>,
-    /// Tokens of the prompt with them.
-    total: usize,
-    /// The trim target the plan would report.
-    target: usize,
+use super::trim_write::{first_ordinals, locate};
+
+/// What a place of the window shows in the last prompt, grown by the turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Shows {
+    Body,
+    Stub,
+    Nothing,
 }
 
-/// A body in the last prompt that the turn stubs for the budget.
-struct BudgetStub {
-    index: usize,
-    /// Where the last prompt shows it: message and span.
-    message: usize,
-    span: usize,
-    part: Arc<CountedText>,
-    stub: Arc<CountedText>,
+/// One chunk of the window: the last prompt's planned chunks, then the
+/// turn's new ones in the prompt.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Place {
+    pub(super) chunk: usize,
+    pub(super) shows: Shows,
+    protected: bool,
 }
 
-/// What one read of the rows finds: the bodies the plan may stub first, in
-/// order, and what bounds the fully trimmed prompt.
-struct Rows {
-    /// Unprotected disposable bodies kept in the last prompt, oldest first,
-    /// each with its place among the chunks the history messages show.
-    stubbable: Vec<(usize, usize)>,
+/// What the trim reads of the window, once.
+pub(super) struct Window {
+    pub(super) places: Vec<Place>,
+    /// Places below are the last build's chunks.
+    pub(super) old: usize,
+    /// The marker's place: the first chunk the last build dropped, if it
+    /// dropped any.
+    pub(super) marker: Option<usize>,
+    /// Unprotected disposable bodies, oldest first: the stub steps.
+    stubbable: Vec<usize>,
+    /// The first place of each droppable unit, by priority (ascending),
+    /// each in order: the drop steps.
+    heads: Vec<(i64, Vec<usize>)>,
     /// Tokens the protected items cost at most, framing included.
-    protected: usize,
+    protected_cost: usize,
     /// Chunks and tokens the fully trimmed prompt drops besides those
     /// already elided.
-    dropped: (usize, usize),
+    droppable: (usize, usize),
 }
 
-/// The state of the search's walk over the last prompt: the stubs it has
-/// rendered, what each saves, and where it has read the messages to.
+/// The turn's cuts, and the prompt they leave.
+pub(super) struct Trim {
+    pub(super) window: Window,
+    /// The turn's new chunks in the prompt and its edit's stubs (see
+    /// [`Turn`]).
+    pub(super) new: Vec<usize>,
+    pub(super) cleared: FxHashMap<usize, Arc<CountedText>>,
+    /// New stubs: the place, its body and its stub.
+    pub(super) stubs: Vec<(usize, Arc<CountedText>, Arc<CountedText>)>,
+    /// The same, by place.
+    pub(super) stubbed: FxHashMap<usize, Arc<CountedText>>,
+    /// Places dropped, in order, and whether each place is.
+    pub(super) drops: Vec<usize>,
+    pub(super) dropped: Vec<bool>,
+    /// The last prompt's message that shows the marker, when drops change it.
+    pub(super) marker_message: Option<usize>,
+    /// The marker's place once trimmed: the first dropped chunk's.
+    pub(super) marker_at: Option<usize>,
+    /// The places of the unit dropped there, when it is new.
+    pub(super) marker_unit: Vec<usize>,
+    /// What the prompt elides then, and its marker.
+    pub(super) elided: Option<(Elision, CountedText)>,
+    pub(super) total: usize,
+    pub(super) target: usize,
+}
+
+/// The turn as the trim reads it.
+pub(super) struct Turn<'t> {
+    pub(super) carry: &'t LastBuild,
+    pub(super) appended: &'t [Appended<'t>],
+    /// The appended chunks in the prompt, by place past the old ones.
+    pub(super) new: Vec<usize>,
+    /// The stubs the turn's edit puts in, by chunk.
+    pub(super) cleared: FxHashMap<usize, Arc<CountedText>>,
+    /// The marker as the last prompt shows it (or, if it shows none, one
+    /// of no chunks): the walk counts it so, and counts it again once.
+    marker: Arc<CountedText>,
+}
+
+impl Trim {
+    /// The places of the chunks the history showed before the trim, in
+    /// order.
+    pub(super) fn shown_places(&self) -> Vec<usize> {
+        let places = self.window.places.iter().enumerate();
+        let shown = places.filter(|(_, p)| p.shows != Shows::Nothing);
+        shown.map(|(place, _)| place).collect()
+    }
+
+    /// Whether the next plan starts from the chunk at `place`: the prompt
+    /// shows it, or it is of the unit the marker stands for.
+    pub(super) fn still_planned(&self, place: usize) -> bool {
+        let moved = self.marker_at != self.window.marker;
+        match (self.dropped[place], self.window.places[place].shows) {
+            (true, _) => self.marker_unit.contains(&place),
+            (false, Shows::Nothing) => !moved,
+            (false, _) => true,
+        }
+    }
+
+    /// Whether the prompt shows the chunk at `place` once trimmed.
+    pub(super) fn shows_after(&self, place: usize) -> bool {
+        self.window.places[place].shows != Shows::Nothing && !self.dropped[place]
+    }
+
+    /// Where the window's parts come from once trimmed, the turn having
+    /// appended `appended`.
+    pub(super) fn sources<'s>(&'s self, appended: &'s [Appended<'s>]) -> Sources<'s> {
+        Sources {
+            appended,
+            new: &self.new,
+            cleared: &self.cleared,
+            stubbed: &self.stubbed,
+            marker: None,
+        }
+    }
+}
+
+/// Where the parts of the window come from besides the cache: the
+/// turn's new chunks, its edit's stubs, the trim's own, and the marker.
+pub(super) struct Sources<'s> {
+    pub(super) appended: &'s [Appended<'s>],
+    pub(super) new: &'s [usize],
+    pub(super) cleared: &'s FxHashMap<usize, Arc<CountedText>>,
+    pub(super) stubbed: &'s FxHashMap<usize, Arc<CountedText>>,
+    /// The marker, and its place (the first dropped chunk's).
+    pub(super) marker: Option<(&'s Arc<CountedText>, usize)>,
+}
+
+impl<'t> Turn<'t> {
+    /// The turn's sources as `walk` left them.
+    fn sources<'s>(&'s self, walk: &'s Walk) -> Sources<'s>
+    where
+        't: 's,
+    {
+        Sources {
+            appended: self.appended,
+            new: &self.new,
+            cleared: &self.cleared,
+            stubbed: &walk.stubbed,
+            marker: walk.marker.map(|place| (&self.marker, place)),
+        }
+    }
+}
+
+/// The search's walk along the ladder past the last cut: the stubs and
+/// drops it has taken, and what each saves.
 struct Walk {
-    stubs: Vec<BudgetStub>,
+    stubs: Vec<(usize, Arc<CountedText>, Arc<CountedText>)>,
     /// Tokens saved by the first `k` stubs, at `k`.
     saved: Vec<usize>,
-    /// Next of `Rows::stubbable` to look at.
-    next: usize,
-    /// The message and the place of its first chunk among those shown.
-    message: usize,
-    first_shown: usize,
+    /// Next of `Window::stubbable` to look at.
+    next_stub: usize,
+    stubs_done: bool,
+    /// Per place: stubbed by the walk, dropped by it.
+    stubbed: FxHashMap<usize, Arc<CountedText>>,
+    removed: Vec<bool>,
+    /// Where the marker stands: at the first chunk dropped.
+    marker: Option<usize>,
+    /// Per drop, the unit it belongs to (the units' order).
+    units_of_drops: Vec<usize>,
+    /// Next unit to drop: its priority class and its rank there.
+    next_unit: (usize, usize),
+    drops: Vec<usize>,
+    /// After each number of units dropped, from none.
+    after: Vec<Dropped>,
 }
 
-impl Build<'_> {
-    /// This turn's trim as stubs in place, when the plan would only stub
-    /// bodies of `carry`'s prompt: the turn appended `appended` (its steps
-    /// in `timeline`), lifted the protection of `lifted`, and its edit
-    /// clears `clears`; the grown prompt costs `grown` tokens and its
-    /// first new part joins the last message when `joins_last`. `None`
-    /// when the plan must run.
+impl Walk {
+    /// Where the marker stands once the walk's drops are in: at the first
+    /// dropped chunk (else where it stood), and the places of the unit
+    /// dropped there, which the next plan starts from.
+    fn marker_after(&self, window: &Window) -> (Option<usize>, Vec<usize>) {
+        let at = match (self.drops.iter().copied().min(), window.marker) {
+            (Some(dropped), Some(marker)) => Some(dropped.min(marker)),
+            (dropped, marker) => dropped.or(marker),
+        };
+        let drops = || self.drops.iter().zip(&self.units_of_drops);
+        let unit = drops()
+            .find(|(place, _)| Some(**place) == at)
+            .map(|(_, u)| *u);
+        let places = drops().filter(|(_, u)| Some(**u) == unit);
+        (at, places.map(|(place, _)| *place).collect())
+    }
+}
+
+/// Where the walk stands after dropping some units.
+#[derive(Debug, Clone, Copy, Default)]
+struct Dropped {
+    /// What the drops changed the prompt's tokens by, the marker's count
+    /// aside.
+    changed: isize,
+    /// The chunks and tokens they left out.
+    counts: (usize, usize),
+    /// Whether the marker's message goes on after it.
+    followed: bool,
+    /// How many places they took out.
+    places: usize,
+}
+
+impl<'a> Build<'a> {
+    /// This turn's cuts, when the plan's are a few steps of its ladder
+    /// past `turn`'s last cut; the prompt grown by the turn (and its edit)
+    /// costs `grown` tokens. `None` when the plan must run.
     pub(super) fn trim_in_place(
         &mut self,
-        carry: &LastBuild,
-        (appended, timeline): (&[Appended<'_>], &Timeline),
-        (lifted, clears): (&[(usize, ChunkDecision)], &FxHashSet<usize>),
-        (grown, joins_last): (usize, bool),
+        turn: &Turn<'_>,
+        (timeline, lifted): (&Timeline, &[(usize, ChunkDecision)]),
+        grown: usize,
     ) -> Option<Trim> {
-        if carry.result.compaction.is_some() {
+        if turn.carry.result.compaction.is_some() {
             return None;
         }
-        let rows = self.read_rows(carry, (appended, timeline), (lifted, clears))?;
-        let target = self.settled_target(carry, &rows)?;
+        let window = self.read_window(turn, timeline, lifted)?;
+        let target = self.settled_target(turn, &window)?;
         let mut walk = Walk {
             stubs: Vec::new(),
             saved: vec![0],
-            next: 0,
-            message: usize::from(carry.result.system_message().is_some()),
-            first_shown: 0,
+            next_stub: 0,
+            stubs_done: false,
+            stubbed: FxHashMap::default(),
+            removed: vec![false; window.places.len()],
+            marker: window.marker,
+            units_of_drops: Vec::new(),
+            next_unit: (0, 0),
+            drops: Vec::new(),
+            after: vec![Dropped::default()],
         };
-        let total_at = |k: usize| {
-            while walk.saved.len() <= k {
-                self.walk_on(carry, &rows, &mut walk, joins_last)?;
-            }
-            grown.checked_sub(walk.saved[k])
+        let total_at = |steps: usize| self.total_after(turn, &window, &mut walk, (steps, grown));
+        let steps = fewest_steps_within((1, usize::MAX, usize::MAX), target, total_at)?;
+        let total = self.total_after(turn, &window, &mut walk, (steps, grown))?;
+        let stubs = walk.stubs.len().min(steps);
+        walk.stubs.truncate(stubs);
+        let dropped = walk.after[steps - stubs];
+        walk.drops.truncate(dropped.places);
+        let marker_message = match walk.drops.is_empty() || window.marker.is_none() {
+            true => None,
+            false => Some(self.marker_message(turn, &window)?),
         };
-        let k = fewest_steps_within((1, usize::MAX, usize::MAX), target, total_at)?;
-        walk.stubs.truncate(k);
+        let (marker_at, marker_unit) = walk.marker_after(&window);
+        let mut mask = vec![false; window.places.len()];
+        walk.drops.iter().for_each(|&p| mask[p] = true);
+        let stubbed = (walk.stubs.iter())
+            .map(|(place, _, stub)| (*place, Arc::clone(stub)))
+            .collect();
+        let elided = (!walk.drops.is_empty()).then(|| {
+            let before = turn.carry.result.elided;
+            let (chunks, tokens) = before.map_or((0, 0), |e| (e.chunks, e.tokens));
+            let counts = (chunks + dropped.counts.0, tokens + dropped.counts.1);
+            let elision = Elision {
+                chunks: counts.0,
+                tokens: counts.1,
+                marker: true,
+                summary: false,
+            };
+            (elision, self.marker_of(counts))
+        });
         Some(Trim {
-            total: grown - walk.saved[k],
+            window,
+            new: turn.new.clone(),
+            cleared: turn.cleared.clone(),
             stubs: walk.stubs,
+            stubbed,
+            drops: walk.drops,
+            dropped: mask,
+            marker_message,
+            marker_at,
+            marker_unit,
+            elided,
+            total,
             target,
         })
     }
 
-    /// Reads `carry`'s planned rows and the turn's new ones (see [`Rows`]);
-    /// `None` for a row the trim does not follow.
-    fn read_rows(
+    /// The turn as the trim reads it, its edit's stubs given.
+    pub(super) fn trim_turn_of<'t>(
+        &self,
+        carry: &'t LastBuild,
+        appended: &'t [Appended<'t>],
+        clearing: Option<&Clearing>,
+    ) -> Turn<'t> {
+        let new = (appended.iter().enumerate())
+            .filter(|(_, a)| a.part.is_some())
+            .map(|(i, _)| i)
+            .collect();
+        let cleared = clearing.map(Clearing::stubs).unwrap_or_default();
+        let elided = (carry.result.elided).map_or((0, 0), |e| (e.chunks, e.tokens));
+        let marker = Arc::new(self.marker_of(elided));
+        Turn {
+            carry,
+            appended,
+            new,
+            cleared,
+            marker,
+        }
+    }
+
+    /// The elided-history marker for `chunks` chunks of `tokens` tokens.
+    fn marker_of(&self, counts: (usize, usize)) -> CountedText {
+        let protocol = self.settings.renderers.protocol();
+        elided_marker(protocol, self.preparer.counter, counts)
+    }
+
+    /// Reads the window's rows (see [`Window`]); `None` for one the trim
+    /// does not follow.
+    fn read_window(
         &mut self,
-        carry: &LastBuild,
-        (appended, timeline): (&[Appended<'_>], &Timeline),
-        (lifted, clears): (&[(usize, ChunkDecision)], &FxHashSet<usize>),
-    ) -> Option<Rows> {
-        let (state, policy) = (self.state, self.preparer.policy);
-        let mut rows = Rows {
+        turn: &Turn<'_>,
+        timeline: &Timeline,
+        lifted: &[(usize, ChunkDecision)],
+    ) -> Option<Window> {
+        let carry = turn.carry;
+        let old = carry.planned.len();
+        let mut window = Window {
+            places: Vec::with_capacity(old + turn.new.len()),
+            old,
+            marker: None,
             stubbable: Vec::new(),
-            protected: 0,
-            dropped: (0, 0),
+            heads: Vec::new(),
+            protected_cost: 0,
+            droppable: (0, 0),
         };
         let mut decisions = carry.result.decisions.iter();
-        let (mut at, mut shown) = (0, 0);
+        let mut at = 0;
         for &index in &carry.planned {
             let row = decisions.nth(index.checked_sub(at)?)?;
             at = index + 1;
-            let row = lifted
-                .iter()
-                .find(|(i, _)| *i == index)
-                .map_or(row, |(_, lifted)| lifted);
-            let kept = match row.decision {
-                Decision::Dropped { .. } => continue,
-                Decision::Stubbed { .. } => false,
-                Decision::Kept | Decision::Truncated { .. } => true,
+            let row = (lifted.iter().find(|(i, _)| *i == index)).map_or(row, |(_, lifted)| lifted);
+            let shows = match row.decision {
+                Decision::Dropped { .. } => Shows::Nothing,
+                Decision::Stubbed { .. } => Shows::Stub,
+                _ if turn.cleared.contains_key(&index) => Shows::Stub,
+                Decision::Kept | Decision::Truncated { .. } => Shows::Body,
             };
-            shown += 1;
-            let chunk = &state.chunks[index];
-            if row.protected {
-                // The protected stay as they are: stubbed only by an edit,
-                // which clears no protected use.
-                let prepared = self.prepared(index, chunk).ok().filter(|_| kept)?;
-                rows.protected += self.most_a_part_costs(&prepared.part);
-                continue;
+            if shows == Shows::Nothing && window.marker.is_none() {
+                window.marker = Some(window.places.len());
             }
-            rows.dropped = (rows.dropped.0 + 1, rows.dropped.1 + body_tokens(row));
-            let disposable = policy.retention_of(chunk, timeline.steps_after(index));
-            if kept && !clears.contains(&index) && disposable == Retention::Disposable {
-                rows.stubbable.push((index, shown - 1));
+            self.read_place(&mut window, (index, row, shows), timeline)?;
+        }
+        for &i in &turn.new {
+            let a = &turn.appended[i];
+            let shows = match a.row.decision {
+                Decision::Stubbed { .. } => Shows::Stub,
+                _ => Shows::Body,
+            };
+            self.read_place(&mut window, (a.index, &a.row, shows), timeline)?;
+        }
+        // The marker stands where the first dropped chunk was.
+        let marked = turn.carry.result.elided.is_some();
+        (window.marker.is_some() == marked).then_some(window)
+    }
+
+    /// Takes the chunk at `index`, judged as `row`, into `window`.
+    fn read_place(
+        &mut self,
+        window: &mut Window,
+        (index, row, shows): (usize, &ChunkDecision, Shows),
+        timeline: &Timeline,
+    ) -> Option<()> {
+        let place = window.places.len();
+        let chunk = &self.state.chunks[index];
+        window.places.push(Place {
+            chunk: index,
+            shows,
+            protected: row.protected,
+        });
+        if shows == Shows::Nothing {
+            return Some(());
+        }
+        if row.protected {
+            // The protected stay as they are: stubbed by no edit (it
+            // clears no protected use).
+            let prepared = self.prepared(index, chunk).ok()?;
+            let cost = (shows == Shows::Body).then(|| self.most_a_part_costs(&prepared.part))?;
+            window.protected_cost += cost;
+            return Some(());
+        }
+        let tokens = body_tokens(row);
+        window.droppable = (window.droppable.0 + 1, window.droppable.1 + tokens);
+        let policy = self.preparer.policy;
+        if shows == Shows::Body
+            && policy.retention_of(chunk, timeline.steps_after(index)) == Retention::Disposable
+        {
+            window.stubbable.push(place);
+        }
+        // A unit drops from its first member: its call, or the chunk alone.
+        if tool_call(chunk).is_none() || call_id_of(chunk).is_some() {
+            match window.heads.iter_mut().find(|(p, _)| *p == row.priority) {
+                Some((_, heads)) => heads.push(place),
+                None => {
+                    window.heads.push((row.priority, vec![place]));
+                    window.heads.sort_by_key(|(p, _)| *p);
+                }
             }
         }
-        for a in appended {
-            let Some((_, part)) = &a.part else { continue };
-            if a.row.protected {
-                rows.protected += self.most_a_part_costs(part);
-            } else {
-                rows.dropped = (rows.dropped.0 + 1, rows.dropped.1 + body_tokens(&a.row));
-            }
-        }
-        Some(rows)
+        Some(())
     }
 
     /// The most a part costs in a message of any role: framing, and its
@@ -188,16 +451,12 @@ impl Build<'_> {
 
     /// The plan's trim target when the bound of the fully trimmed prompt
     /// settles it at the low-water mark; `None` otherwise.
-    fn settled_target(&self, carry: &LastBuild, rows: &Rows) -> Option<usize> {
-        let (settings, counter) = (self.settings, self.preparer.counter);
-        let protocol = settings.renderers.protocol();
-        let elided = carry.result.elided.map_or((0, 0), |e| (e.chunks, e.tokens));
-        let marker = elided_marker(
-            protocol,
-            counter,
-            (elided.0 + rows.dropped.0, elided.1 + rows.dropped.1),
-        );
-        let system = carry.result.system_message().map_or(0, |m| m.tokens);
+    fn settled_target(&self, turn: &Turn<'_>, window: &Window) -> Option<usize> {
+        let settings = self.settings;
+        let elided = (turn.carry.result.elided).map_or((0, 0), |e| (e.chunks, e.tokens));
+        let (chunks, tokens) = window.droppable;
+        let marker = self.marker_of((elided.0 + chunks, elided.1 + tokens));
+        let system = turn.carry.result.system_message().map_or(0, |m| m.tokens);
         // A history-start message, should the fully trimmed history not
         // open with the user's.
         let start = match settings.user_first {
@@ -206,7 +465,7 @@ impl Build<'_> {
         };
         let bound = system
             + settings.framing.priming()
-            + rows.protected
+            + window.protected_cost
             + self.most_a_part_costs(&marker)
             + start;
         let (available, low_water) = (self.budget.available, self.preparer.policy.low_water);
@@ -214,59 +473,58 @@ impl Build<'_> {
         (bound <= available && target == trim_target(available, low_water, 0)).then_some(target)
     }
 
-    /// Takes the next body of `rows` that has a stub into `walk`, with what
-    /// stubbing it saves; `None` when there is none or the trim cannot
-    /// follow it.
-    fn walk_on(
-        &mut self,
-        carry: &LastBuild,
-        rows: &Rows,
-        walk: &mut Walk,
-        joins_last: bool,
-    ) -> Option<()> {
-        let chunks = &self.state.chunks;
-        loop {
-            let &(index, shown) = rows.stubbable.get(walk.next)?;
-            walk.next += 1;
-            let chunk = &chunks[index];
-            let part = self.prepared(index, chunk).ok()?.part;
-            let Some(mut stub) = self.stub(index, chunk, &part) else {
-                continue;
-            };
-            if !stub.clean_start {
-                return None;
+    /// The last prompt's message that shows the marker: with the part
+    /// before it, with the part after it, or alone.
+    fn marker_message(&self, turn: &Turn<'_>, window: &Window) -> Option<usize> {
+        let carry = turn.carry;
+        let (marker, text) = (window.marker?, &turn.marker.text);
+        let firsts = first_ordinals(carry);
+        let places = &window.places[..marker];
+        let before = places.iter().filter(|p| p.shows != Shows::Nothing).count();
+        let messages = &carry.result.messages;
+        let previous = before.checked_sub(1).and_then(|o| locate(&firsts, o));
+        if let Some((m, k)) = previous {
+            let message = &messages[m];
+            let rest = &message.content[message.spans[k].end..];
+            let rest = rest
+                .strip_prefix(SEPARATOR)
+                .and_then(|r| r.strip_prefix(text.as_str()));
+            if rest.is_some_and(|r| r.is_empty() || r.starts_with(SEPARATOR)) {
+                return Some(m);
             }
-            if stub.is_released() {
-                self.cache.forget_stub(index);
-                stub = self.stub(index, chunk, &part)?;
-            }
-            let (message, span) = place_of_shown(carry, walk, shown)?;
-            let content = &carry.result.messages[message];
-            if content.chunk_ids[span] != carry.result.decisions[index].id {
-                return None;
-            }
-            let last = message + 1 == carry.result.messages.len();
-            let followed = content.spans[span].end < content.content.len() || last && joins_last;
-            let cost = |text: &CountedText| match followed {
-                true => text.joined(),
-                false => text.alone(),
-            };
-            let saved = cost(&part).checked_sub(cost(&stub))?;
-            let so_far = walk.saved.last().copied().unwrap_or(0);
-            walk.saved.push(so_far + saved);
-            walk.stubs.push(BudgetStub {
-                index,
-                message,
-                span,
-                part,
-                stub,
-            });
-            return Some(());
         }
+        if let Some((m, k)) = locate(&firsts, before) {
+            let message = &messages[m];
+            let head = &message.content[..message.spans[k].start];
+            let head = head
+                .strip_suffix(SEPARATOR)
+                .and_then(|h| h.strip_suffix(text.as_str()));
+            if head.is_some_and(|h| h.is_empty() || h.ends_with(SEPARATOR)) {
+                return Some(m);
+            }
+        }
+        let m = match previous {
+            Some((m, _)) => m + 1,
+            None => self.first_trimmable(carry),
+        };
+        let message = messages.get(m)?;
+        (message.chunk_ids.is_empty() && message.content[..] == *text.as_str()).then_some(m)
+    }
+
+    /// The first message of `carry`'s history that a trim may write again:
+    /// after the system message and any history-start message.
+    pub(super) fn first_trimmable(&self, carry: &LastBuild) -> usize {
+        let first = usize::from(carry.result.system_message().is_some());
+        let opens = (carry.result.messages.get(first)).is_some_and(|m| {
+            self.settings.user_first
+                && m.chunk_ids.is_empty()
+                && m.content[..] == *self.history_start().text.as_str()
+        });
+        first + usize::from(opens)
     }
 
     /// The history-start note a user-first prompt opens with.
-    fn history_start(&self) -> CountedText {
+    pub(super) fn history_start(&self) -> CountedText {
         let protocol = self.settings.renderers.protocol();
         let text = format!("<{}/>", crate::budget::HISTORY_START_TAG);
         CountedText::new(
@@ -274,66 +532,265 @@ impl Build<'_> {
             self.preparer.counter,
         )
     }
+
+    /// The total after `steps` steps past the last cut, the grown prompt
+    /// costing `grown`: walking on as far as they reach.
+    fn total_after(
+        &mut self,
+        turn: &Turn<'_>,
+        window: &Window,
+        walk: &mut Walk,
+        (steps, grown): (usize, usize),
+    ) -> Option<usize> {
+        while walk.saved.len() <= steps && !walk.stubs_done {
+            self.stub_on(turn, window, walk)?;
+        }
+        if steps < walk.saved.len() {
+            return grown.checked_sub(walk.saved[steps]);
+        }
+        let units = steps - (walk.saved.len() - 1);
+        while walk.after.len() <= units {
+            self.drop_on(turn, window, walk)?;
+        }
+        let dropped = walk.after[units];
+        let elided = (turn.carry.result.elided).map_or((0, 0), |e| (e.chunks, e.tokens));
+        let counts = dropped.counts;
+        let marker = self.marker_of((elided.0 + counts.0, elided.1 + counts.1));
+        let old = &turn.marker;
+        let cost = |text: &CountedText| match dropped.followed {
+            true => text.joined() as isize,
+            false => text.alone() as isize,
+        };
+        let stubbed = grown as isize - *walk.saved.last()? as isize;
+        usize::try_from(stubbed + dropped.changed + cost(&marker) - cost(old)).ok()
+    }
+
+    /// Takes the next stub step into `walk`, or notes there is none.
+    fn stub_on(&mut self, turn: &Turn<'_>, window: &Window, walk: &mut Walk) -> Option<()> {
+        let chunks = &self.state.chunks;
+        let Some(&place) = window.stubbable.get(walk.next_stub) else {
+            walk.stubs_done = true;
+            return Some(());
+        };
+        walk.next_stub += 1;
+        let index = window.places[place].chunk;
+        let chunk = &chunks[index];
+        let (role, part) = self.shown(&turn.sources(walk), window, place)?;
+        let Some(mut stub) = self.stub(index, chunk, &part) else {
+            return Some(());
+        };
+        if !stub.clean_start {
+            return None;
+        }
+        if stub.is_released() {
+            self.cache.forget_stub(index);
+            stub = self.stub(index, chunk, &part)?;
+        }
+        let next = next_present(window, walk, place);
+        let followed = match next {
+            Some(next) => self.shown(&turn.sources(walk), window, next)?.0 == role,
+            None => false,
+        };
+        let cost = |text: &CountedText| {
+            if followed {
+                text.joined()
+            } else {
+                text.alone()
+            }
+        };
+        let saved = cost(&part).checked_sub(cost(&stub))?;
+        walk.saved.push(walk.saved.last()? + saved);
+        walk.stubbed.insert(place, Arc::clone(&stub));
+        walk.stubs.push((place, part, stub));
+        Some(())
+    }
+
+    /// Takes the next drop step into `walk`: the next unit, every member
+    /// taken out of its message, the marker moved to the first dropped.
+    fn drop_on(&mut self, turn: &Turn<'_>, window: &Window, walk: &mut Walk) -> Option<()> {
+        let (class, rank) = walk.next_unit;
+        let (_, heads) = window.heads.get(class)?;
+        let Some(&head) = heads.get(rank) else {
+            walk.next_unit = (class + 1, 0);
+            return Some(());
+        };
+        walk.next_unit = (class, rank + 1);
+        let members = self.members(turn, window, head)?;
+        let mut dropped = *walk.after.last()?;
+        for place in members {
+            if window.places[place].protected || !is_present(window, walk, place) {
+                return None;
+            }
+            dropped.changed += self.drop_change(turn, window, walk, place)?;
+            walk.removed[place] = true;
+            walk.drops.push(place);
+            walk.units_of_drops.push(walk.after.len());
+            let row = self.row_of(turn, window, place)?;
+            dropped.counts = (dropped.counts.0 + 1, dropped.counts.1 + body_tokens(row));
+            if walk.marker.is_none_or(|marker| place < marker) {
+                dropped.changed += self.move_marker(turn, window, walk, place)?;
+            }
+        }
+        dropped.places = walk.drops.len();
+        dropped.followed = match next_present(window, walk, walk.marker?) {
+            Some(next) => self.shown(&turn.sources(walk), window, next)?.0 == Role::User,
+            None => false,
+        };
+        walk.after.push(dropped);
+        Some(())
+    }
+
+    /// What moving the marker to `place` (a chunk just dropped) changes
+    /// the prompt's tokens by: it leaves its place, if it had one, and
+    /// comes in at `place`.
+    fn move_marker(
+        &mut self,
+        turn: &Turn<'_>,
+        window: &Window,
+        walk: &mut Walk,
+        place: usize,
+    ) -> Option<isize> {
+        let mut changed = 0;
+        if let Some(old) = walk.marker {
+            changed += self.drop_change(turn, window, walk, old)?;
+        }
+        walk.marker = Some(place);
+        // Coming in costs what going out would save.
+        Some(changed - self.drop_change(turn, window, walk, place)?)
+    }
+
+    /// What taking the part at `place` out of the prompt changes its
+    /// tokens by: its own cost and its message's framing go, the part
+    /// before it may end its message now, and two messages of one role
+    /// around it join.
+    fn drop_change(
+        &mut self,
+        turn: &Turn<'_>,
+        window: &Window,
+        walk: &Walk,
+        place: usize,
+    ) -> Option<isize> {
+        let before = previous_present(window, walk, place)?;
+        let after = next_present(window, walk, place)?;
+        let (role, part) = self.shown(&turn.sources(walk), window, place)?;
+        let (before_role, before_part) = self.shown(&turn.sources(walk), window, before)?;
+        let after_role = self.shown(&turn.sources(walk), window, after)?.0;
+        let framing = framing_table(self.settings.framing, self.preparer.counter);
+        let frame = |role: Role| framing[role_index(role)] as isize;
+        let cost = |text: &CountedText, followed: bool| match followed {
+            true => text.joined() as isize,
+            false => text.alone() as isize,
+        };
+        let starts = |role: Role, after: Role| if role == after { 0 } else { frame(role) };
+        let old = cost(&before_part, before_role == role)
+            + cost(&part, role == after_role)
+            + starts(role, before_role)
+            + starts(after_role, role);
+        let new = cost(&before_part, before_role == after_role) + starts(after_role, before_role);
+        Some(new - old)
+    }
+
+    /// The places of the unit whose first member is at `head`.
+    fn members(&self, turn: &Turn<'_>, window: &Window, head: usize) -> Option<Vec<usize>> {
+        let chunks = &self.state.chunks;
+        let first = window.places[head].chunk;
+        let Some(call) = tool_call(&chunks[first]) else {
+            return Some(vec![head]);
+        };
+        // Old units end at their last chunk; new ones within the turn.
+        let last = match head < window.old {
+            true => {
+                let &(since, last) = turn.carry.calls.get(&fingerprint(call))?;
+                (since == first).then_some(last)?
+            }
+            false => usize::MAX,
+        };
+        let end = if head < window.old {
+            window.old
+        } else {
+            window.places.len()
+        };
+        let members = (head..end)
+            .take_while(|&p| window.places[p].chunk <= last)
+            .filter(|&p| tool_call(&chunks[window.places[p].chunk]) == Some(call));
+        Some(members.collect())
+    }
+
+    /// The row of the chunk at `place` as the turn left it.
+    fn row_of<'t>(
+        &self,
+        turn: &'t Turn<'_>,
+        window: &Window,
+        place: usize,
+    ) -> Option<&'t ChunkDecision> {
+        match place.checked_sub(window.old) {
+            Some(new) => Some(&turn.appended[*turn.new.get(new)?].row),
+            None => turn.carry.result.decisions.get(window.places[place].chunk),
+        }
+    }
+
+    /// The role and the text (body or stub) the part at `place` shows
+    /// with the stubs of `sources`.
+    pub(super) fn shown(
+        &mut self,
+        sources: &Sources<'_>,
+        window: &Window,
+        place: usize,
+    ) -> Option<(Role, Arc<CountedText>)> {
+        if let Some((marker, at)) = sources.marker
+            && at == place
+        {
+            return Some((Role::User, Arc::clone(marker)));
+        }
+        let index = window.places[place].chunk;
+        if let Some(new) = place.checked_sub(window.old) {
+            let (role, part) = sources.appended[*sources.new.get(new)?].part.as_ref()?;
+            let shown = sources.stubbed.get(&place).unwrap_or(part);
+            return Some((*role, Arc::clone(shown)));
+        }
+        let chunk = &self.state.chunks[index];
+        let prepared = self.prepared(index, chunk).ok()?;
+        let shown = match (sources.stubbed.get(&place), window.places[place].shows) {
+            (Some(stub), _) => Arc::clone(stub),
+            (None, Shows::Body) => prepared.part,
+            (None, Shows::Stub) => match sources.cleared.get(&index) {
+                Some(stub) => Arc::clone(stub),
+                // An edit's stub is the budget's, whatever it saves.
+                None => match self.stub(index, chunk, &prepared.part) {
+                    Some(stub) => stub,
+                    None => {
+                        let renderer = self.settings.renderers.renderer_for(chunk);
+                        self.preparer.stub_always(chunk, renderer, &prepared.part)?
+                    }
+                },
+            },
+            (None, Shows::Nothing) => return None,
+        };
+        Some((prepared.role, shown))
+    }
 }
 
-/// Where `carry`'s history messages show the `shown`-th of the chunks they
-/// show, reading on from where `walk` stopped.
-fn place_of_shown(carry: &LastBuild, walk: &mut Walk, shown: usize) -> Option<(usize, usize)> {
-    let messages = &carry.result.messages;
-    loop {
-        let message = messages.get(walk.message)?;
-        let span = shown.checked_sub(walk.first_shown)?;
-        if span < message.chunk_ids.len() {
-            return (message.spans.len() == message.chunk_ids.len())
-                .then_some((walk.message, span));
-        }
-        walk.first_shown += message.chunk_ids.len();
-        walk.message += 1;
-    }
+/// The nearest place before `place` that the prompt shows, the walk's
+/// drops taken out (the marker's included).
+fn previous_present(window: &Window, walk: &Walk, place: usize) -> Option<usize> {
+    (0..place).rev().find(|&p| is_present(window, walk, p))
+}
+
+/// The nearest place after `place` that the prompt shows.
+fn next_present(window: &Window, walk: &Walk, place: usize) -> Option<usize> {
+    (place + 1..window.places.len()).find(|&p| is_present(window, walk, p))
+}
+
+fn is_present(window: &Window, walk: &Walk, place: usize) -> bool {
+    Some(place) == walk.marker
+        || (window.places[place].shows != Shows::Nothing && !walk.removed[place])
 }
 
 /// Tokens of the body a row stands for, stubbed or not: what dropping its
 /// chunk elides.
-fn body_tokens(row: &ChunkDecision) -> usize {
+pub(super) fn body_tokens(row: &ChunkDecision) -> usize {
     match row.decision {
         Decision::Stubbed { tokens_before, .. } => tokens_before,
         _ => row.tokens,
-    }
-}
-
-impl LastBuild {
-    /// Writes `trim`'s stubs in place in this build, grown by the turn:
-    /// their rows, messages, the prompt's tokens and trim target. Returns
-    /// the first message written again.
-    pub(super) fn trim(&mut self, trim: Trim, cache: &mut super::BuildCache) -> Option<usize> {
-        let mut untrimmed_added = 0;
-        let mut by_message: Vec<(usize, Vec<(usize, StubbedPart<'_>)>)> = Vec::new();
-        for s in &trim.stubs {
-            let mut row = self.result.decisions[s.index].clone();
-            stub_row(&mut row, (&s.part, &s.stub), StubReason::Budget);
-            untrimmed_added += s.part.alone().saturating_sub(s.stub.alone()) as u64;
-            self.cut.record(s.index, &row);
-            self.result.decisions.set(s.index, row);
-            cache.hold_released(s.index, &Arc::new(s.part.released()), Some(&s.stub));
-            let part = StubbedPart {
-                part: &s.part,
-                stub: &s.stub,
-            };
-            match by_message.last_mut() {
-                Some((m, parts)) if *m == s.message => parts.push((s.span, part)),
-                _ => by_message.push((s.message, vec![(s.span, part)])),
-            }
-        }
-        let first = by_message.first().map(|(m, _)| *m);
-        for (message, parts) in &by_message {
-            self.rewrite(*message, parts);
-        }
-        // The turn's cost untrimmed grows by the prompt's tokens (see
-        // `untrimmed_after`), less than what the stubs left out.
-        self.untrimmed = self.untrimmed.map(|u| u + untrimmed_added);
-        let result = &mut self.result;
-        result.token_count = trim.total;
-        result.trim_target = Some(trim.target);
-        first
     }
 }
