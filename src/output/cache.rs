@@ -220,14 +220,18 @@ fn first_break(previous: &BuildResult, current: &BuildResult, from: usize) -> Op
 /// agree, the first chunk of message `index` whose text or decision
 /// changed. `None` when none did (the fragments, a marker).
 fn chunk_at(previous: &BuildResult, current: &BuildResult, index: usize) -> Option<ChunkId> {
-    let (old_ids, new_ids) = (ids_from(previous, index), ids_from(current, index));
-    let differs = old_ids.iter().zip(&new_ids).find(|(old, new)| old != new);
-    if let Some((&old, &new)) = differs {
-        let stayed = decision_of(current, old).is_some_and(ChunkDecision::is_included);
-        return Some(if stayed { new } else { old }.clone());
-    }
-    if new_ids.len() < old_ids.len() {
-        return old_ids.get(new_ids.len()).map(|&id| id.clone());
+    let (mut old_ids, mut new_ids) = (ids_from(previous, index), ids_from(current, index));
+    loop {
+        match (old_ids.next(), new_ids.next()) {
+            (Some(old), Some(new)) if old == new => {}
+            (Some(old), Some(new)) => {
+                let stayed = decision_of(current, old).is_some_and(ChunkDecision::is_included);
+                return Some(if stayed { new } else { old }.clone());
+            }
+            // The new prompt ends first: its next chunk left.
+            (Some(old), None) => return Some(old.clone()),
+            (None, _) => break,
+        }
     }
     let (old, new) = (previous.messages.get(index)?, current.messages.get(index)?);
     let texts = old.chunk_texts().zip(new.chunk_texts());
@@ -242,9 +246,9 @@ fn chunk_at(previous: &BuildResult, current: &BuildResult, index: usize) -> Opti
 }
 
 /// The ids of the chunks in `result`'s messages from message `index` on.
-fn ids_from(result: &BuildResult, index: usize) -> Vec<&ChunkId> {
+fn ids_from(result: &BuildResult, index: usize) -> impl Iterator<Item = &ChunkId> {
     let messages = result.messages.iter().skip(index);
-    messages.flat_map(|m| m.chunk_ids.iter()).collect()
+    messages.flat_map(|m| m.chunk_ids.iter())
 }
 
 /// The decision on the chunk `id` in `result`, if it read one. Sought

@@ -22,8 +22,11 @@ pub struct BuildStats {
     pub extended: bool,
     /// Whether the build planned again only the chunks of the last prompt
     /// and the new ones, the rest dropped as before: the turn only appended
-    /// chunks and the last cut no longer fit. When the plan's answer is a
-    /// few cuts beyond the last one, they are made in place, without
-    /// planning the prompt again (see docs/sessions.md).
+    /// chunks and the last cut no longer fit (see docs/sessions.md).
     pub replanned: bool,
+    /// Of the builds [`replanned`](BuildStats::replanned), whether this one
+    /// found the plan's cuts from the steps past the last cut alone and
+    /// made them in place, writing only the messages they change (see
+    /// docs/sessions.md).
+    pub trimmed: bool,
 }

@@ -323,6 +323,7 @@ impl<'a> Build<'a> {
         stats.chunks_cached = carry.chunks - stats.chunks_rendered;
         stats.extended = !trimmed;
         stats.replanned = trimmed;
+        stats.trimmed = trimmed;
         let due = (self.compaction_trigger()).map(|t| carry.untrimmed_after(old_total) > t);
         carry.result.compaction_due = due;
         Ok(Some(carry.result.clone()))

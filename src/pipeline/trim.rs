@@ -38,11 +38,11 @@ use super::clear::Clearing;
 use super::extend::Appended;
 use crate::budget::planner::role_index;
 use crate::budget::{
-    ChunkDecision, Decision, Elision, Timeline, call_id_of, elided_marker, fewest_steps_within,
-    framing_table, tool_call, trim_target,
+    ChunkDecision, Decision, Elision, Timeline, elided_marker, fewest_steps_within, framing_table,
+    tool_call, trim_target,
 };
 use crate::model::chunk_id::fingerprint;
-use crate::model::roles::{Retention, Role};
+use crate::model::roles::{ChunkKind, Retention::Disposable, Role};
 use crate::output::last_build::LastBuild;
 use crate::tokens::parts::{CountedText, SEPARATOR};
 
@@ -83,6 +83,8 @@ pub(super) struct Window {
     /// Chunks and tokens the fully trimmed prompt drops besides those
     /// already elided.
     droppable: (usize, usize),
+    /// Framing tokens of a message of each role, by `role_index`.
+    framing: [usize; 3],
 }
 
 /// The turn's cuts, and the prompt they leave.
@@ -365,6 +367,7 @@ impl<'a> Build<'a> {
             heads: Vec::new(),
             protected_cost: 0,
             droppable: (0, 0),
+            framing: framing_table(self.settings.framing, self.preparer.counter),
         };
         let mut decisions = carry.result.decisions.iter();
         let mut at = 0;
@@ -404,7 +407,7 @@ impl<'a> Build<'a> {
         timeline: &Timeline,
     ) -> Option<()> {
         let place = window.places.len();
-        let chunk = &self.state.chunks[index];
+        let chunks = &self.state.chunks;
         window.places.push(Place {
             chunk: index,
             shows,
@@ -416,21 +419,23 @@ impl<'a> Build<'a> {
         if row.protected {
             // The protected stay as they are: stubbed by no edit (it
             // clears no protected use).
-            let prepared = self.prepared(index, chunk).ok()?;
-            let cost = (shows == Shows::Body).then(|| self.most_a_part_costs(&prepared.part))?;
+            let prepared = self.prepared(index, &chunks[index]).ok()?;
+            let framing = window.framing;
+            let cost =
+                (shows == Shows::Body).then(|| most_a_part_costs(framing, &prepared.part))?;
             window.protected_cost += cost;
             return Some(());
         }
         let tokens = body_tokens(row);
         window.droppable = (window.droppable.0 + 1, window.droppable.1 + tokens);
         let policy = self.preparer.policy;
-        if shows == Shows::Body
-            && policy.retention_of(chunk, timeline.steps_after(index)) == Retention::Disposable
-        {
+        let steps = || timeline.steps_after(index);
+        if shows == Shows::Body && policy.retention_of(&chunks[index], steps()) == Disposable {
             window.stubbable.push(place);
         }
-        // A unit drops from its first member: its call, or the chunk alone.
-        if tool_call(chunk).is_none() || call_id_of(chunk).is_some() {
+        // A unit drops from its first member: its call, or the chunk alone
+        // (anything but a result that answers a call).
+        if row.kind != ChunkKind::Environment || chunks[index].call_id.is_none() {
             match window.heads.iter_mut().find(|(p, _)| *p == row.priority) {
                 Some((_, heads)) => heads.push(place),
                 None => {
@@ -440,13 +445,6 @@ impl<'a> Build<'a> {
             }
         }
         Some(())
-    }
-
-    /// The most a part costs in a message of any role: framing, and its
-    /// tokens alone or followed by another.
-    fn most_a_part_costs(&self, part: &CountedText) -> usize {
-        let framing = framing_table(self.settings.framing, self.preparer.counter);
-        framing.iter().max().copied().unwrap_or(0) + part.alone().max(part.joined())
     }
 
     /// The plan's trim target when the bound of the fully trimmed prompt
@@ -460,13 +458,13 @@ impl<'a> Build<'a> {
         // A history-start message, should the fully trimmed history not
         // open with the user's.
         let start = match settings.user_first {
-            true => self.most_a_part_costs(&self.history_start()),
+            true => most_a_part_costs(window.framing, &self.history_start()),
             false => 0,
         };
         let bound = system
             + settings.framing.priming()
             + window.protected_cost
-            + self.most_a_part_costs(&marker)
+            + most_a_part_costs(window.framing, &marker)
             + start;
         let (available, low_water) = (self.budget.available, self.preparer.policy.low_water);
         let target = trim_target(available, low_water, bound);
@@ -675,8 +673,7 @@ impl<'a> Build<'a> {
         let (role, part) = self.shown(&turn.sources(walk), window, place)?;
         let (before_role, before_part) = self.shown(&turn.sources(walk), window, before)?;
         let after_role = self.shown(&turn.sources(walk), window, after)?.0;
-        let framing = framing_table(self.settings.framing, self.preparer.counter);
-        let frame = |role: Role| framing[role_index(role)] as isize;
+        let frame = |role: Role| window.framing[role_index(role)] as isize;
         let cost = |text: &CountedText, followed: bool| match followed {
             true => text.joined() as isize,
             false => text.alone() as isize,
@@ -768,6 +765,12 @@ impl<'a> Build<'a> {
         };
         Some((prepared.role, shown))
     }
+}
+
+/// The most a part costs in a message of any role, whose framing is
+/// `framing`: framing, and its tokens alone or followed by another.
+fn most_a_part_costs(framing: [usize; 3], part: &CountedText) -> usize {
+    framing.iter().max().copied().unwrap_or(0) + part.alone().max(part.joined())
 }
 
 /// The nearest place before `place` that the prompt shows, the walk's

@@ -659,6 +659,9 @@ enum Path {
     Extended,
     /// The last prompt's chunks planned again with the new ones.
     Replanned,
+    /// The cuts the plan adds made in place, found from the steps past
+    /// the last cut.
+    Trimmed,
 }
 
 /// Pushes each turn of `turns` (chunks as JSON) to a session built with
@@ -691,15 +694,69 @@ fn turn_paths_with(
         );
         assert_eq!(result, expected, "turn {}", paths.len());
         assert_within_budget(&result);
-        let stats = session.stats();
-        paths.push(match (stats.extended, stats.replanned) {
-            (true, _) => Path::Extended,
-            (_, true) => Path::Replanned,
-            _ => Path::Full,
-        });
+        paths.push(path_of(session.stats()));
         previous = Some(result);
     }
     paths
+}
+
+/// How a session built its last turn, by its statistics.
+fn path_of(stats: agent_context::BuildStats) -> Path {
+    match (stats.extended, stats.replanned, stats.trimmed) {
+        (true, ..) => Path::Extended,
+        (_, _, true) => Path::Trimmed,
+        (_, true, _) => Path::Replanned,
+        _ => Path::Full,
+    }
+}
+
+/// A long tool loop at a budget it overflows every few turns, the task
+/// protected at its start: each overflowing turn finds the plan's cuts
+/// from the ladder's steps past the last cut and makes them in place
+/// (stubs while stale results last, then drops, the marker written again
+/// and moved to the first dropped chunk), and every build equals the cold
+/// one with the same previous build.
+#[test]
+fn a_long_tool_loop_trims_in_place_as_the_plan_would() {
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(6_000);
+    builder.policy_mut().recent_turns = 1;
+    // A task, then parallel calls, single calls and thoughts, results of
+    // varied sizes.
+    let steps: Vec<(u8, usize, usize)> = (0..160)
+        .map(|n| match n {
+            0 => (0, 1, 30),
+            _ if n % 5 == 0 => (2, 1, 20 + n % 40),
+            _ => (1 + 2 * (n % 2) as u8, 1 + n % 3, 10 + (n * 37) % 120),
+        })
+        .collect();
+    let mut session = ContextSession::new(builder.clone(), MemoryState::new()).unwrap();
+    let mut previous: Option<BuildResult> = None;
+    let (mut trims, mut replans, mut dropping_trims) = (0, 0, 0);
+    for step in tool_loop(&steps) {
+        let chunks = MemoryState::from_json_value(serde_json::json!({ "chunks": step }));
+        session.extend(chunks.unwrap().chunks).unwrap();
+        let result = session.build().unwrap();
+        let expected = cold(&builder, session.state(), previous.as_ref()).unwrap();
+        assert_eq!(result, expected, "step {}", trims + replans);
+        assert_within_budget(&result);
+        let elided = |r: Option<&BuildResult>| r.and_then(|r| r.elided).map_or(0, |e| e.chunks);
+        match path_of(session.stats()) {
+            Path::Trimmed => {
+                trims += 1;
+                dropping_trims += usize::from(elided(Some(&result)) > elided(previous.as_ref()));
+            }
+            Path::Replanned => replans += 1,
+            _ => {}
+        }
+        previous = Some(result);
+    }
+    assert!(trims >= 20, "{trims} trims, {replans} plans");
+    assert!(replans <= trims / 10, "{trims} trims, {replans} plans");
+    assert!(
+        dropping_trims >= 10,
+        "{dropping_trims} of {trims} trims dropped"
+    );
 }
 
 fn user(id: &str, words: usize) -> serde_json::Value {
@@ -743,7 +800,8 @@ fn a_turn_that_only_appends_extends_the_last_build_or_plans_its_prompt_again() {
     assert!(!rest.contains(&Path::Full), "{paths:?}");
     // Each turn adds ~250 tokens; a trim makes 20% of 3,000 tokens of
     // room, which lasts two or three turns.
-    let replanned = rest.iter().filter(|p| **p == Path::Replanned).count();
+    let planned = |p: &&Path| matches!(p, Path::Replanned | Path::Trimmed);
+    let replanned = rest.iter().filter(planned).count();
     assert!(replanned >= 8, "the cut had to move: {paths:?}");
     assert!(replanned <= rest.len() / 2, "most turns extend: {paths:?}");
 }
