@@ -15,7 +15,9 @@
 //! - a stub changes one part's cost, and leaves every message where it
 //!   was;
 //! - a dropped part changes only its neighbours' costs and messages (two
-//!   messages of one role around it join), and the marker's count;
+//!   messages of one role around it join), and the marker's count; the
+//!   marker stands at the first dropped chunk, so a drop before it moves
+//!   it there (out of its place, into the new one, each a local change);
 //! - the target is the low-water mark whenever the protected items alone,
 //!   with the marker of all the rest, would sit below the mark at the mark
 //!   ([`trim_target`] is non-decreasing in the fully trimmed total, and the
@@ -25,9 +27,10 @@
 //! renders and counts only the parts its probes reach. Whatever it does
 //! not follow sends the turn to the plan, which gives the same answer the
 //! long way: a compaction in effect, a target the bound does not settle, a
-//! part that does not start cleanly, no marker yet, a drop before the
-//! marker or of the history's first or last part, a unit that is not what
-//! its call says.
+//! part that does not start cleanly, a drop of the history's first or last
+//! part, a unit that is not what its call says. Should the writing of the
+//! cuts not follow the prompt (it always has in the tests), the turn is
+//! planned again from the last build, kept for that.
 
 use std::sync::Arc;
 
