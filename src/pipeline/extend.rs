@@ -163,7 +163,7 @@ struct Extension<'t> {
     /// Old rows whose protection lifted.
     lifted: Vec<(usize, ChunkDecision)>,
     clearing: Option<Clearing>,
-    /// The stubs that make it fit, when it overflows.
+    /// The cuts that make it fit, when it overflows.
     trim: Option<Trim>,
 }
 
@@ -227,7 +227,7 @@ impl<'a> Build<'a> {
         let mut trim = None;
         if total > carry.result.budget as isize {
             let turn = (&appended[..], &timeline);
-            trim = self.trim_turn(carry, turn, (&lifted, clearing.as_ref()), (total, &growth));
+            trim = self.trim_turn(carry, turn, (&lifted, clearing.as_ref()), total);
             if trim.is_none() {
                 return self.replan_turn(carry, (&appended, timeline), clearing);
             }
@@ -244,15 +244,14 @@ impl<'a> Build<'a> {
     }
 
     /// The trim of a turn whose grown prompt, of `total` tokens, overflows,
-    /// when stubs in place make it (see `trim`).
+    /// when cuts made in place are the plan's (see `trim`).
     fn trim_turn(
         &mut self,
         carry: &LastBuild,
         turn: (&[Appended<'_>], &Timeline),
         (lifted, clearing): (&[(usize, ChunkDecision)], Option<&Clearing>),
-        (total, growth): (isize, &Growth<'_>),
+        total: isize,
     ) -> Option<Trim> {
-        let _ = growth;
         let grown = usize::try_from(total).ok()?;
         let (appended, timeline) = turn;
         let turn = self.trim_turn_of(carry, appended, clearing);

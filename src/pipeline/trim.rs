@@ -27,8 +27,10 @@
 //! renders and counts only the parts its probes reach. Whatever it does
 //! not follow sends the turn to the plan, which gives the same answer the
 //! long way: a compaction in effect, a target the bound does not settle, a
-//! part that does not start cleanly, a drop of the history's first or last
-//! part, a unit that is not what its call says. Should the writing of the
+//! part that does not start cleanly (only custom or native renderers write
+//! one, and then every part is checked), a drop of the history's first or
+//! last part, a unit that is not what its call says or whose call is in
+//! the system message. Should the writing of the
 //! cuts not follow the prompt (it always has in the tests), the turn is
 //! planned again from the last build, kept for that.
 
@@ -47,6 +49,7 @@ use crate::budget::{
 use crate::model::chunk_id::fingerprint;
 use crate::model::roles::{ChunkKind, Retention::Disposable, Role};
 use crate::output::last_build::LastBuild;
+use crate::render::Protocol;
 use crate::tokens::parts::{CountedText, SEPARATOR};
 
 use super::trim_write::{first_ordinals, locate};
@@ -88,14 +91,17 @@ pub(super) struct Window {
     droppable: (usize, usize),
     /// Framing tokens of a message of each role, by `role_index`.
     framing: [usize; 3],
+    /// Whether parts may not start cleanly (custom or native renderers),
+    /// so that each is checked.
+    checks_starts: bool,
 }
 
 /// The turn's cuts, and the prompt they leave.
 pub(super) struct Trim {
     pub(super) window: Window,
-    /// The turn's new chunks in the prompt and its edit's stubs (see
-    /// [`Turn`]).
+    /// The turn's new chunks in the prompt (see [`Turn`]).
     pub(super) new: Vec<usize>,
+    /// The stubs the turn's edit puts in, by chunk.
     pub(super) cleared: FxHashMap<usize, Arc<CountedText>>,
     /// New stubs: the place, its body and its stub.
     pub(super) stubs: Vec<(usize, Arc<CountedText>, Arc<CountedText>)>,
@@ -262,6 +268,15 @@ impl<'a> Build<'a> {
         if turn.carry.result.compaction.is_some() {
             return None;
         }
+        // A call in the system message leaves a unit of results alone.
+        let chunks = &self.state.chunks;
+        let system = &turn.carry.system_chunks;
+        if system
+            .iter()
+            .any(|&i| chunks[i].kind == ChunkKind::Workflow)
+        {
+            return None;
+        }
         let window = self.read_window(turn, timeline, lifted)?;
         let target = self.settled_target(turn, &window)?;
         let mut walk = Walk {
@@ -362,6 +377,7 @@ impl<'a> Build<'a> {
     ) -> Option<Window> {
         let carry = turn.carry;
         let old = carry.planned.len();
+        let renderers = &self.settings.renderers;
         let mut window = Window {
             places: Vec::with_capacity(old + turn.new.len()),
             old,
@@ -371,6 +387,7 @@ impl<'a> Build<'a> {
             protected_cost: 0,
             droppable: (0, 0),
             framing: framing_table(self.settings.framing, self.preparer.counter),
+            checks_starts: !renderers.only_default() || renderers.protocol() != Protocol::Text,
         };
         let mut decisions = carry.result.decisions.iter();
         let mut at = 0;
@@ -387,7 +404,7 @@ impl<'a> Build<'a> {
             if shows == Shows::Nothing && window.marker.is_none() {
                 window.marker = Some(window.places.len());
             }
-            self.read_place(&mut window, (index, row, shows), timeline)?;
+            self.read_place((turn, &mut window), (index, row, shows), timeline)?;
         }
         for &i in &turn.new {
             let a = &turn.appended[i];
@@ -395,7 +412,7 @@ impl<'a> Build<'a> {
                 Decision::Stubbed { .. } => Shows::Stub,
                 _ => Shows::Body,
             };
-            self.read_place(&mut window, (a.index, &a.row, shows), timeline)?;
+            self.read_place((turn, &mut window), (a.index, &a.row, shows), timeline)?;
         }
         // The marker stands where the first dropped chunk was.
         let marked = turn.carry.result.elided.is_some();
@@ -405,7 +422,7 @@ impl<'a> Build<'a> {
     /// Takes the chunk at `index`, judged as `row`, into `window`.
     fn read_place(
         &mut self,
-        window: &mut Window,
+        (turn, window): (&Turn<'_>, &mut Window),
         (index, row, shows): (usize, &ChunkDecision, Shows),
         timeline: &Timeline,
     ) -> Option<()> {
@@ -418,6 +435,11 @@ impl<'a> Build<'a> {
         });
         if shows == Shows::Nothing {
             return Some(());
+        }
+        // Totals add up part by part only where every part starts cleanly:
+        // the default text renderers' do (each opens with its tag).
+        if window.checks_starts && !self.starts_clean(&turn.cleared, (index, shows))? {
+            return None;
         }
         if row.protected {
             // The protected stay as they are: stubbed by no edit (it
@@ -437,7 +459,8 @@ impl<'a> Build<'a> {
             window.stubbable.push(place);
         }
         // A unit drops from its first member: its call, or the chunk alone
-        // (anything but a result that answers a call).
+        // (anything but a result that answers a call; `members` sends a
+        // unit whose result comes first to the plan).
         if row.kind != ChunkKind::Environment || chunks[index].call_id.is_none() {
             match window.heads.iter_mut().find(|(p, _)| *p == row.priority) {
                 Some((_, heads)) => heads.push(place),
@@ -448,6 +471,41 @@ impl<'a> Build<'a> {
             }
         }
         Some(())
+    }
+
+    /// Whether the part the chunk at `index` shows (its body or its stub)
+    /// starts cleanly; `None` when it cannot be told.
+    fn starts_clean(
+        &mut self,
+        cleared: &FxHashMap<usize, Arc<CountedText>>,
+        (index, shows): (usize, Shows),
+    ) -> Option<bool> {
+        let part = self.prepared(index, &self.state.chunks[index]).ok()?.part;
+        let shown = match shows {
+            Shows::Stub => self.stub_shown(cleared, index, &part)?,
+            _ => part,
+        };
+        Some(shown.clean_start)
+    }
+
+    /// The stub the last prompt shows for the chunk at `index`, rendered
+    /// as `part`: the edit's this turn, or the budget's (an edit's earlier
+    /// is the same text, whatever it saves).
+    fn stub_shown(
+        &mut self,
+        cleared: &FxHashMap<usize, Arc<CountedText>>,
+        index: usize,
+        part: &CountedText,
+    ) -> Option<Arc<CountedText>> {
+        if let Some(stub) = cleared.get(&index) {
+            return Some(Arc::clone(stub));
+        }
+        let chunk = &self.state.chunks[index];
+        if let Some(stub) = self.stub(index, chunk, part) {
+            return Some(stub);
+        }
+        let renderer = self.settings.renderers.renderer_for(chunk);
+        self.preparer.stub_always(chunk, renderer, part)
     }
 
     /// The plan's trim target when the bound of the fully trimmed prompt
@@ -697,23 +755,20 @@ impl<'a> Build<'a> {
         let Some(call) = tool_call(&chunks[first]) else {
             return Some(vec![head]);
         };
-        // Old units end at their last chunk; new ones within the turn.
-        let last = match head < window.old {
+        // An old unit spans its call id's chunks; a new one is the turn's.
+        let (from, end, last) = match head < window.old {
             true => {
                 let &(since, last) = turn.carry.calls.get(&fingerprint(call))?;
-                (since == first).then_some(last)?
+                (head, window.old, (since == first).then_some(last)?)
             }
-            false => usize::MAX,
+            false => (window.old, window.places.len(), usize::MAX),
         };
-        let end = if head < window.old {
-            window.old
-        } else {
-            window.places.len()
-        };
-        let members = (head..end)
+        let members: Vec<usize> = (from..end)
             .take_while(|&p| window.places[p].chunk <= last)
-            .filter(|&p| tool_call(&chunks[window.places[p].chunk]) == Some(call));
-        Some(members.collect())
+            .filter(|&p| tool_call(&chunks[window.places[p].chunk]) == Some(call))
+            .collect();
+        // A unit whose result comes before its call drops from the result.
+        (members.first() == Some(&head)).then_some(members)
     }
 
     /// The row of the chunk at `place` as the turn left it.
@@ -753,17 +808,7 @@ impl<'a> Build<'a> {
         let shown = match (sources.stubbed.get(&place), window.places[place].shows) {
             (Some(stub), _) => Arc::clone(stub),
             (None, Shows::Body) => prepared.part,
-            (None, Shows::Stub) => match sources.cleared.get(&index) {
-                Some(stub) => Arc::clone(stub),
-                // An edit's stub is the budget's, whatever it saves.
-                None => match self.stub(index, chunk, &prepared.part) {
-                    Some(stub) => stub,
-                    None => {
-                        let renderer = self.settings.renderers.renderer_for(chunk);
-                        self.preparer.stub_always(chunk, renderer, &prepared.part)?
-                    }
-                },
-            },
+            (None, Shows::Stub) => self.stub_shown(sources.cleared, index, &prepared.part)?,
             (None, Shows::Nothing) => return None,
         };
         Some((prepared.role, shown))

@@ -289,6 +289,10 @@ fn message_of(
             part.counts.joined()
         };
     }
+    // As assembly: nothing is known to stay where parts do not add up.
+    if parts.iter().skip(1).any(|p| !p.counts.clean_start) {
+        growable = 0;
+    }
     let message = ContextMessage {
         role,
         content: content.into(),

@@ -773,6 +773,32 @@ fn result(id: &str, call_id: &str, words: usize) -> serde_json::Value {
         "text": "out ".repeat(words)})
 }
 
+/// A turn whose lowest-priority unit has its result before its call: the
+/// plan drops the unit from the result, which a trim does not follow, so
+/// the turn is planned again, as the cold build plans it.
+#[test]
+fn a_unit_whose_result_comes_first_is_planned_again_not_trimmed() {
+    let mut builder = ContextBuilder::new();
+    builder.max_tokens(3_000);
+    builder.policy_mut().recent_turns = 0;
+    let mut turns = agent_turns(8);
+    // The unit of priority 1 drops first; its result has no stub.
+    let lowest = |mut chunk: serde_json::Value| {
+        chunk["priority"] = serde_json::json!(1);
+        chunk["retention"] = serde_json::json!("compressible");
+        chunk
+    };
+    turns.push(serde_json::json!([
+        lowest(result("rx", "kx", 1500)),
+        lowest(call("wx", "kx")),
+        user("ux", 5),
+        call("wy", "ky"),
+        result("ry", "ky", 20),
+    ]));
+    let paths = turn_paths(&builder, &turns);
+    assert_eq!(paths.last(), Some(&Path::Replanned), "{paths:?}");
+}
+
 /// `count` turns of a user message, a thought, a tool call and its
 /// result, and an answer: about 250 tokens each.
 fn agent_turns(count: usize) -> Vec<serde_json::Value> {
