@@ -120,7 +120,9 @@ impl Build<'_> {
         let (elision, marker) = trim.elided.as_ref()?;
         let elided_before = carry.result.elided.map_or(0, |e| e.tokens);
         *untrimmed += elision.tokens as i64 - elided_before as i64;
-        let mut affected: Vec<usize> = Vec::with_capacity(trim.drops.len() + 1);
+        // Each message a drop touches, and whether its neighbours may join
+        // it: it empties, or the marker comes in or goes out.
+        let mut affected: Vec<(usize, bool)> = Vec::with_capacity(trim.drops.len() + 1);
         for &place in &trim.drops {
             let index = trim.window.places[place].chunk;
             let row = dropped_row(&carry.result.decisions[index]);
@@ -128,9 +130,13 @@ impl Build<'_> {
             carry.cut.record(index, &row);
             carry.result.decisions.set(index, row);
             self.cache.release_texts(index);
-            affected.push(locate(&shown.firsts, shown.ordinal(place)?)?.0);
+            let message = locate(&shown.firsts, shown.ordinal(place)?)?.0;
+            affected.push((
+                message,
+                shown.empties(trim, message)? || trim.marker_at == Some(place),
+            ));
         }
-        affected.extend(trim.marker_message);
+        affected.extend(trim.marker_message.map(|m| (m, true)));
         // The next plan starts from what the prompt shows and the unit
         // the marker stands for.
         let mut place = 0;
@@ -202,6 +208,13 @@ impl Shown<'_> {
     /// The place among the chunks the history showed of the one at `place`.
     fn ordinal(&self, place: usize) -> Option<usize> {
         self.places.binary_search(&place).ok()
+    }
+
+    /// Whether `trim` drops every chunk of message `m`.
+    fn empties(&self, trim: &Trim, m: usize) -> Option<bool> {
+        let &(first, count) = self.firsts.get(m)?;
+        let places = self.places.get(first..first + count)?;
+        Some(places.iter().all(|&place| trim.dropped[place]))
     }
 }
 
@@ -305,14 +318,22 @@ fn message_of(
 }
 
 /// The ranges of messages to write again around the `affected` ones: each
-/// with its neighbours (the messages a part's drop may join), overlapping
+/// with its neighbours when they may join it, overlapping and adjacent
 /// ranges merged, within the history from `first`.
-fn ranges_around(affected: &[usize], first: usize, len: usize) -> Vec<RangeInclusive<usize>> {
-    let mut sorted: SmallVec<[usize; 16]> = affected.iter().copied().collect();
-    sorted.sort_unstable();
+fn ranges_around(
+    affected: &[(usize, bool)],
+    first: usize,
+    len: usize,
+) -> Vec<RangeInclusive<usize>> {
+    let mut spans: SmallVec<[(usize, usize); 16]> = (affected.iter())
+        .map(|&(m, joins)| match joins {
+            true => (m.saturating_sub(1).max(first), (m + 1).min(len - 1)),
+            false => (m, m),
+        })
+        .collect();
+    spans.sort_unstable();
     let mut ranges: Vec<RangeInclusive<usize>> = Vec::new();
-    for m in sorted {
-        let (lo, hi) = (m.saturating_sub(1).max(first), (m + 1).min(len - 1));
+    for (lo, hi) in spans {
         match ranges.last_mut() {
             Some(last) if lo <= *last.end() + 1 => *last = *last.start()..=hi.max(*last.end()),
             _ => ranges.push(lo..=hi),
