@@ -394,6 +394,37 @@ mod tests {
     }
 
     #[test]
+    fn rows_splice_as_a_vec_does_wherever_the_ranges_fall() {
+        // Ranges near either end (rows moved one by one onto the larger
+        // side) and in the middle (two trees joined), growing, shrinking
+        // and keeping their length.
+        let cases: [&[(usize, usize, usize)]; 5] = [
+            &[(3, 5, 1)],
+            &[(1990, 1995, 9)],
+            &[(900, 902, 0), (950, 950, 4)],
+            &[(10, 11, 2), (500, 503, 4), (1800, 1800, 0)],
+            &[(0, 0, 3), (1999, 1999, 1)],
+        ];
+        for edits in cases {
+            let mut rows: Rows<u32> = (0..2000).collect();
+            let mut expected: Vec<u32> = (0..2000).collect();
+            let mut spliced = Vec::new();
+            for (k, &(start, end, len)) in edits.iter().enumerate() {
+                let new: Vec<u32> = (0..len as u32)
+                    .map(|n| 10_000 * (k as u32 + 1) + n)
+                    .collect();
+                spliced.push((start..=end, new));
+            }
+            for (range, new) in spliced.iter().rev() {
+                expected.splice(range.clone(), new.iter().copied());
+            }
+            rows.splice(spliced);
+            assert_eq!(rows.to_vec(), expected, "{edits:?}");
+            assert!(rows.iter().eq(expected.iter()), "{edits:?}");
+        }
+    }
+
+    #[test]
     fn rows_iterate_as_a_slice_does_from_either_end() {
         let mut rows: Rows<u32> = (0..700).collect();
         for row in 700..1500 {
