@@ -253,7 +253,7 @@ fn spans_of(parts: &[&CountedText], is_chunk: impl Fn(usize) -> bool) -> ChunkSp
 /// Content tokens of a message that a later build leaves in place when it
 /// appends parts to it: every part but the last with its separator, and the
 /// last one up to its final cut. Zero when the parts do not add up.
-fn growable_prefix(parts: &[&CountedText]) -> usize {
+pub(super) fn growable_prefix(parts: &[&CountedText]) -> usize {
     let Some((last, rest)) = parts.split_last() else {
         return 0;
     };

@@ -299,11 +299,7 @@ impl StubbedPart<'_> {
     /// Tokens the stub saves over the body in a message, followed by
     /// another part or not.
     fn saving(&self, followed: bool) -> isize {
-        let cost = |text: &CountedText| match followed {
-            true => text.joined(),
-            false => text.alone(),
-        };
-        cost(self.part) as isize - cost(self.stub) as isize
+        self.part.in_message(followed) as isize - self.stub.in_message(followed) as isize
     }
 }
 

@@ -68,8 +68,7 @@ impl LastBuild {
         let (mut first_dropped, mut squeezed) = (None, false);
         for (index, (chunk, row)) in state.chunks.iter().zip(result.decisions.iter()).enumerate() {
             if let Some(call) = tool_call(chunk) {
-                let entry = calls.entry(fingerprint(call)).or_insert((index, index));
-                entry.1 = index;
+                note_call(&mut calls, call, index);
             }
             match row.decision {
                 Decision::Dropped {
@@ -136,6 +135,13 @@ impl LastBuild {
             false => &appended[index - self.chunks].row.id,
         }
     }
+}
+
+/// Notes in `calls` (see `LastBuild::calls`) that the chunk at `index`,
+/// the newest so far, has the call id `call`.
+fn note_call(calls: &mut FxHashMap<u64, (usize, usize)>, call: &str, index: usize) {
+    let entry = calls.entry(fingerprint(call)).or_insert((index, index));
+    entry.1 = index;
 }
 
 /// Whether the build's filters left the chunk of `row` out.
@@ -255,7 +261,7 @@ impl<'a> Build<'a> {
         let grown = usize::try_from(total).ok()?;
         let (appended, timeline) = turn;
         let turn = self.trim_turn_of(carry, appended, clearing);
-        self.trim_in_place(&turn, (timeline, lifted), grown)
+        self.trim_in_place(turn, (timeline, lifted), grown)
     }
 
     /// `carry` extended by the turn: it becomes this turn's build, which
@@ -706,11 +712,7 @@ impl LastBuild {
     ) {
         for a in appended {
             if let Some(call) = tool_call(a.chunk) {
-                let entry = self
-                    .calls
-                    .entry(fingerprint(call))
-                    .or_insert((a.index, a.index));
-                entry.1 = a.index;
+                note_call(&mut self.calls, call, a.index);
             }
         }
         self.chunks = state.chunks.len();

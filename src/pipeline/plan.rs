@@ -63,6 +63,13 @@ impl<'a> Build<'a> {
         .into()
     }
 
+    /// The history-start note a user-first prompt opens with.
+    pub(super) fn history_start(&self) -> CountedText {
+        let protocol = self.settings.renderers.protocol();
+        let text = history_note(protocol, format!("<{HISTORY_START_TAG}/>"));
+        CountedText::new(text, self.preparer.counter)
+    }
+
     /// The planner of this build over `system` and `ladder`, with
     /// `frozen` chunks and tokens dropped unplanned, before it is given the
     /// items.
@@ -92,10 +99,7 @@ impl<'a> Build<'a> {
             low_water: self.preparer.policy.low_water,
             frozen,
             marker_at: None,
-            history_start: CountedText::new(
-                history_note(protocol, format!("<{HISTORY_START_TAG}/>")),
-                counter,
-            ),
+            history_start: self.history_start(),
             protocol,
         }
     }

@@ -261,7 +261,7 @@ impl<'a> Build<'a> {
     /// costs `grown` tokens. `None` when the plan must run.
     pub(super) fn trim_in_place(
         &mut self,
-        turn: &Turn<'_>,
+        turn: Turn<'_>,
         (timeline, lifted): (&Timeline, &[(usize, ChunkDecision)]),
         grown: usize,
     ) -> Option<Trim> {
@@ -277,8 +277,8 @@ impl<'a> Build<'a> {
         {
             return None;
         }
-        let window = self.read_window(turn, timeline, lifted)?;
-        let target = self.settled_target(turn, &window)?;
+        let window = self.read_window(&turn, timeline, lifted)?;
+        let target = self.settled_target(&turn, &window)?;
         let mut walk = Walk {
             stubs: Vec::new(),
             saved: vec![0],
@@ -292,16 +292,16 @@ impl<'a> Build<'a> {
             drops: Vec::new(),
             after: vec![Dropped::default()],
         };
-        let total_at = |steps: usize| self.total_after(turn, &window, &mut walk, (steps, grown));
+        let total_at = |steps: usize| self.total_after(&turn, &window, &mut walk, (steps, grown));
         let steps = fewest_steps_within((1, usize::MAX, usize::MAX), target, total_at)?;
-        let total = self.total_after(turn, &window, &mut walk, (steps, grown))?;
+        let total = self.total_after(&turn, &window, &mut walk, (steps, grown))?;
         let stubs = walk.stubs.len().min(steps);
         walk.stubs.truncate(stubs);
         let dropped = walk.after[steps - stubs];
         walk.drops.truncate(dropped.places);
         let marker_message = match walk.drops.is_empty() || window.marker.is_none() {
             true => None,
-            false => Some(self.marker_message(turn, &window)?),
+            false => Some(self.marker_message(&turn, &window)?),
         };
         let (marker_at, marker_unit) = walk.marker_after(&window);
         let mut mask = vec![false; window.places.len()];
@@ -310,8 +310,7 @@ impl<'a> Build<'a> {
             .map(|(place, _, stub)| (*place, Arc::clone(stub)))
             .collect();
         let elided = (!walk.drops.is_empty()).then(|| {
-            let before = turn.carry.result.elided;
-            let (chunks, tokens) = before.map_or((0, 0), |e| (e.chunks, e.tokens));
+            let (chunks, tokens) = elided_counts(turn.carry);
             let counts = (chunks + dropped.counts.0, tokens + dropped.counts.1);
             let elision = Elision {
                 chunks: counts.0,
@@ -323,8 +322,8 @@ impl<'a> Build<'a> {
         });
         Some(Trim {
             window,
-            new: turn.new.clone(),
-            cleared: turn.cleared.clone(),
+            new: turn.new,
+            cleared: turn.cleared,
             stubs: walk.stubs,
             stubbed,
             drops: walk.drops,
@@ -350,8 +349,7 @@ impl<'a> Build<'a> {
             .map(|(i, _)| i)
             .collect();
         let cleared = clearing.map(Clearing::stubs).unwrap_or_default();
-        let elided = (carry.result.elided).map_or((0, 0), |e| (e.chunks, e.tokens));
-        let marker = Arc::new(self.marker_of(elided));
+        let marker = Arc::new(self.marker_of(elided_counts(carry)));
         Turn {
             carry,
             appended,
@@ -512,7 +510,7 @@ impl<'a> Build<'a> {
     /// settles it at the low-water mark; `None` otherwise.
     fn settled_target(&self, turn: &Turn<'_>, window: &Window) -> Option<usize> {
         let settings = self.settings;
-        let elided = (turn.carry.result.elided).map_or((0, 0), |e| (e.chunks, e.tokens));
+        let elided = elided_counts(turn.carry);
         let (chunks, tokens) = window.droppable;
         let marker = self.marker_of((elided.0 + chunks, elided.1 + tokens));
         let system = turn.carry.result.system_message().map_or(0, |m| m.tokens);
@@ -582,16 +580,6 @@ impl<'a> Build<'a> {
         first + usize::from(opens)
     }
 
-    /// The history-start note a user-first prompt opens with.
-    pub(super) fn history_start(&self) -> CountedText {
-        let protocol = self.settings.renderers.protocol();
-        let text = format!("<{}/>", crate::budget::HISTORY_START_TAG);
-        CountedText::new(
-            crate::render::history_note(protocol, text),
-            self.preparer.counter,
-        )
-    }
-
     /// The total after `steps` steps past the last cut, the grown prompt
     /// costing `grown`: walking on as far as they reach.
     fn total_after(
@@ -612,14 +600,11 @@ impl<'a> Build<'a> {
             self.drop_on(turn, window, walk)?;
         }
         let dropped = walk.after[units];
-        let elided = (turn.carry.result.elided).map_or((0, 0), |e| (e.chunks, e.tokens));
+        let elided = elided_counts(turn.carry);
         let counts = dropped.counts;
         let marker = self.marker_of((elided.0 + counts.0, elided.1 + counts.1));
         let old = &turn.marker;
-        let cost = |text: &CountedText| match dropped.followed {
-            true => text.joined() as isize,
-            false => text.alone() as isize,
-        };
+        let cost = |text: &CountedText| text.in_message(dropped.followed) as isize;
         let stubbed = grown as isize - *walk.saved.last()? as isize;
         usize::try_from(stubbed + dropped.changed + cost(&marker) - cost(old)).ok()
     }
@@ -650,14 +635,7 @@ impl<'a> Build<'a> {
             Some(next) => self.shown(&turn.sources(walk), window, next)?.0 == role,
             None => false,
         };
-        let cost = |text: &CountedText| {
-            if followed {
-                text.joined()
-            } else {
-                text.alone()
-            }
-        };
-        let saved = cost(&part).checked_sub(cost(&stub))?;
+        let saved = (part.in_message(followed)).checked_sub(stub.in_message(followed))?;
         walk.saved.push(walk.saved.last()? + saved);
         walk.stubbed.insert(place, Arc::clone(&stub));
         walk.stubs.push((place, part, stub));
@@ -735,10 +713,7 @@ impl<'a> Build<'a> {
         let (before_role, before_part) = self.shown(&turn.sources(walk), window, before)?;
         let after_role = self.shown(&turn.sources(walk), window, after)?.0;
         let frame = |role: Role| window.framing[role_index(role)] as isize;
-        let cost = |text: &CountedText, followed: bool| match followed {
-            true => text.joined() as isize,
-            false => text.alone() as isize,
-        };
+        let cost = |text: &CountedText, followed: bool| text.in_message(followed) as isize;
         let starts = |role: Role, after: Role| if role == after { 0 } else { frame(role) };
         let old = cost(&before_part, before_role == role)
             + cost(&part, role == after_role)
@@ -813,6 +788,11 @@ impl<'a> Build<'a> {
         };
         Some((prepared.role, shown))
     }
+}
+
+/// The chunks and tokens `carry`'s prompt elides (none without a marker).
+fn elided_counts(carry: &LastBuild) -> (usize, usize) {
+    (carry.result.elided).map_or((0, 0), |e| (e.chunks, e.tokens))
 }
 
 /// The most a part costs in a message of any role, whose framing is

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::Build;
+use super::assemble::growable_prefix;
 use super::clear::{StubbedPart, stub_row};
 use super::extend::Appended;
 use super::trim::{Sources, Trim, body_tokens};
@@ -279,7 +280,6 @@ fn message_of(
     let mut spans = ChunkSpans::new();
     let mut chunk_ids = ChunkIds::default();
     let mut tokens = framing[role_index(role)];
-    let mut growable = 0;
     for (k, part) in parts.iter().enumerate() {
         if k > 0 {
             content.push_str(SEPARATOR);
@@ -290,22 +290,10 @@ fn message_of(
             spans.push(start..content.len());
             chunk_ids.extend([id.clone()]);
         }
-        let last = k + 1 == parts.len();
-        tokens += if last {
-            part.counts.alone()
-        } else {
-            part.counts.joined()
-        };
-        growable += if last {
-            part.counts.head()
-        } else {
-            part.counts.joined()
-        };
+        tokens += part.counts.in_message(k + 1 < parts.len());
     }
-    // As assembly: nothing is known to stay where parts do not add up.
-    if parts.iter().skip(1).any(|p| !p.counts.clean_start) {
-        growable = 0;
-    }
+    let counts: SmallVec<[&CountedText; 8]> = parts.iter().map(|p| &*p.counts).collect();
+    let growable = growable_prefix(&counts);
     let message = ContextMessage {
         role,
         content: content.into(),

@@ -126,6 +126,17 @@ impl CountedText {
     pub(crate) fn joined(&self) -> usize {
         self.head + self.tail_joined
     }
+
+    /// Tokens of the text in a message that goes on after it (`followed`:
+    /// [`joined`](CountedText::joined)) or ends with it
+    /// ([`alone`](CountedText::alone)).
+    pub(crate) fn in_message(&self, followed: bool) -> usize {
+        if followed {
+            self.joined()
+        } else {
+            self.alone()
+        }
+    }
 }
 
 /// Tokens of `tail` followed by the separator. Tails are mostly closing tags,
