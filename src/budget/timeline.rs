@@ -69,6 +69,27 @@ pub(crate) struct Timeline {
     newest_use_step: usize,
 }
 
+/// A cursor over a [`Timeline`]'s steps: the ages of chunks in
+/// ascending order (see [`Timeline::ages`]).
+pub(crate) struct Ages<'t> {
+    starts: &'t [usize],
+    /// How many steps start at or before the last chunk asked for.
+    passed: usize,
+}
+
+impl Ages<'_> {
+    /// The age of the chunk at `index`; one before the last asked for is
+    /// sought afresh.
+    pub(crate) fn of(&mut self, index: usize) -> usize {
+        if self.passed > 0 && self.starts[self.passed - 1] > index {
+            self.passed = self.starts.partition_point(|&start| start <= index);
+        }
+        let ahead = &self.starts[self.passed..];
+        self.passed += ahead.iter().take_while(|&&start| start <= index).count();
+        self.starts.len() - self.passed
+    }
+}
+
 impl Timeline {
     /// The timeline of `chunks`, of which `selected` says which count.
     pub(crate) fn of(chunks: &[MemoryChunk], selected: impl Fn(usize) -> bool) -> Self {
@@ -109,6 +130,16 @@ impl Timeline {
     /// How many model calls start after the chunk at `index`: its age.
     pub(crate) fn steps_after(&self, index: usize) -> usize {
         self.step_starts.len() - self.step_starts.partition_point(|&start| start <= index)
+    }
+
+    /// The ages ([`steps_after`](Timeline::steps_after)) of chunks asked
+    /// for in ascending order, each in constant time (amortized) where a
+    /// search costs a logarithm: for a pass over the window.
+    pub(crate) fn ages(&self) -> Ages<'_> {
+        Ages {
+            starts: &self.step_starts,
+            passed: 0,
+        }
     }
 
     /// The latest user message.
@@ -191,6 +222,15 @@ mod tests {
         assert_eq!(timeline.steps_after(3), 2);
         assert_eq!(timeline.steps_after(6), 1);
         assert_eq!(timeline.steps_after(8), 0);
+        let mut ages = timeline.ages();
+        let forward: Vec<usize> = (0..10).map(|index| ages.of(index)).collect();
+        let sought: Vec<usize> = (0..10).map(|index| timeline.steps_after(index)).collect();
+        assert_eq!(forward, sought, "read forward");
+        assert_eq!(
+            (ages.of(3), ages.of(9), ages.of(0)),
+            (2, 0, sought[0]),
+            "read back"
+        );
         assert_eq!(timeline.latest_user(), Some(0));
     }
 

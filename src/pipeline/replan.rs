@@ -138,10 +138,11 @@ impl<'a> Build<'a> {
             prepared: Vec::with_capacity(carry.planned.len() + appended.len()),
             edited: Vec::with_capacity(carry.planned.len() + appended.len()),
         };
+        let mut ages = timeline.ages();
         for index in planned {
             let chunk = &state.chunks[index];
             let prepared = self.prepared(index, chunk)?;
-            let retention = policy.retention_of(chunk, timeline.steps_after(index));
+            let retention = policy.retention_of(chunk, ages.of(index));
             let mut stub = match retention {
                 Retention::Disposable => self.stub(index, chunk, &prepared.part),
                 _ => None,

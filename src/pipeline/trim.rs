@@ -43,8 +43,8 @@ use super::clear::Clearing;
 use super::extend::Appended;
 use crate::budget::planner::role_index;
 use crate::budget::{
-    ChunkDecision, Decision, Elision, Timeline, elided_marker, fewest_steps_within, framing_table,
-    tool_call, trim_target,
+    Ages, ChunkDecision, Decision, Elision, Timeline, elided_marker, fewest_steps_within,
+    framing_table, tool_call, trim_target,
 };
 use crate::model::chunk_id::fingerprint;
 use crate::model::roles::{ChunkKind, Retention::Disposable, Role};
@@ -388,6 +388,7 @@ impl<'a> Build<'a> {
             checks_starts: !renderers.only_default() || renderers.protocol() != Protocol::Text,
         };
         let mut decisions = carry.result.decisions.iter();
+        let mut ages = timeline.ages();
         let mut at = 0;
         for &index in &carry.planned {
             let row = decisions.nth(index.checked_sub(at)?)?;
@@ -402,7 +403,7 @@ impl<'a> Build<'a> {
             if shows == Shows::Nothing && window.marker.is_none() {
                 window.marker = Some(window.places.len());
             }
-            self.read_place((turn, &mut window), (index, row, shows), timeline)?;
+            self.read_place((turn, &mut window), (index, row, shows), &mut ages)?;
         }
         for &i in &turn.new {
             let a = &turn.appended[i];
@@ -410,7 +411,7 @@ impl<'a> Build<'a> {
                 Decision::Stubbed { .. } => Shows::Stub,
                 _ => Shows::Body,
             };
-            self.read_place((turn, &mut window), (a.index, &a.row, shows), timeline)?;
+            self.read_place((turn, &mut window), (a.index, &a.row, shows), &mut ages)?;
         }
         // The marker stands where the first dropped chunk was.
         let marked = turn.carry.result.elided.is_some();
@@ -422,7 +423,7 @@ impl<'a> Build<'a> {
         &mut self,
         (turn, window): (&Turn<'_>, &mut Window),
         (index, row, shows): (usize, &ChunkDecision, Shows),
-        timeline: &Timeline,
+        ages: &mut Ages<'_>,
     ) -> Option<()> {
         let place = window.places.len();
         let chunks = &self.state.chunks;
@@ -452,8 +453,8 @@ impl<'a> Build<'a> {
         let tokens = body_tokens(row);
         window.droppable = (window.droppable.0 + 1, window.droppable.1 + tokens);
         let policy = self.preparer.policy;
-        let steps = || timeline.steps_after(index);
-        if shows == Shows::Body && policy.retention_of(&chunks[index], steps()) == Disposable {
+        if shows == Shows::Body && policy.retention_of(&chunks[index], ages.of(index)) == Disposable
+        {
             window.stubbable.push(place);
         }
         // A unit drops from its first member: its call, or the chunk alone
