@@ -389,11 +389,19 @@ impl<'a> Build<'a> {
         };
         let mut decisions = carry.result.decisions.iter();
         let mut ages = timeline.ages();
+        // The rows whose protection lifts, met in order.
+        let mut lifted: Vec<&(usize, ChunkDecision)> = lifted.iter().collect();
+        lifted.sort_unstable_by_key(|(index, _)| *index);
+        let mut lifted = lifted.into_iter().peekable();
         let mut at = 0;
         for &index in &carry.planned {
-            let row = decisions.nth(index.checked_sub(at)?)?;
+            let mut row = decisions.nth(index.checked_sub(at)?)?;
             at = index + 1;
-            let row = (lifted.iter().find(|(i, _)| *i == index)).map_or(row, |(_, lifted)| lifted);
+            while let Some((passed, lifted)) = lifted.next_if(|(i, _)| *i <= index) {
+                if *passed == index {
+                    row = lifted;
+                }
+            }
             let shows = match row.decision {
                 Decision::Dropped { .. } => Shows::Nothing,
                 Decision::Stubbed { .. } => Shows::Stub,
