@@ -45,6 +45,10 @@ pub(crate) struct LastBuild {
     pub(crate) planned: Vec<usize>,
     /// The chunks in the system message, in order.
     pub(crate) system_chunks: Vec<usize>,
+    /// The chunks whose rows turns wrote since the last trim kept its
+    /// window (see `pipeline::trim_window`); `None` when no kept window
+    /// is this build's.
+    pub(crate) changed_rows: Option<Vec<usize>>,
     /// Whether the build cut a result of its newest tool use below its
     /// cap to fit: the next build renders it under its cap again, so it
     /// cannot extend this one.
@@ -74,6 +78,7 @@ impl From<&BuildResult> for LastBuild {
             policy: Policy::default(),
             planned: Vec::new(),
             system_chunks: Vec::new(),
+            changed_rows: None,
             squeezed: false,
             untrimmed: None,
             tally: None,
@@ -82,6 +87,19 @@ impl From<&BuildResult> for LastBuild {
 }
 
 impl LastBuild {
+    /// Notes that a turn wrote the row of the chunk at `index` (see
+    /// `changed_rows`); past as many as the prompt plans, a trim reads its
+    /// window whole again.
+    pub(crate) fn note_changed(&mut self, index: usize) {
+        let most = self.planned.len().max(64);
+        if let Some(changed) = &mut self.changed_rows {
+            changed.push(index);
+            if changed.len() > most {
+                self.changed_rows = None;
+            }
+        }
+    }
+
     /// A build a store kept (see `engine::record`): its cut by position,
     /// and its messages' fingerprints and summary; not to be extended.
     pub(crate) fn resumed(

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::ready::PreparedChunk;
+use super::trim_window::KeptWindow;
 use crate::budget::{Decision, MIN_CAP, Tally};
 use crate::error::Result;
 use crate::model::chunk_id::ChunkId;
@@ -49,6 +50,8 @@ pub struct BuildCache {
     /// What the last build's `clear_tool_uses` edit measured and cleared,
     /// for a session to carry on (see `pipeline::clear`).
     pub(crate) tally: Option<Tally>,
+    /// The window the last trim left (see `pipeline::trim_window`).
+    window: Option<KeptWindow>,
 }
 
 /// Laid out small: a session holds one per chunk.
@@ -74,6 +77,16 @@ impl Entry {
 }
 
 impl BuildCache {
+    /// Takes the window the last trim kept, if any.
+    pub(super) fn take_window(&mut self) -> Option<KeptWindow> {
+        self.window.take()
+    }
+
+    /// Keeps the window a trim left, for the next.
+    pub(super) fn keep_window(&mut self, window: KeptWindow) {
+        self.window = Some(window);
+    }
+
     /// An empty cache.
     pub fn new() -> Self {
         BuildCache::default()

@@ -394,6 +394,7 @@ impl LastBuild {
             stub_row(&mut row, (&c.part, &c.stub), StubReason::ClearToolUses);
             self.cut.record(c.index, &row);
             self.result.decisions.set(c.index, row);
+            self.note_changed(c.index);
         }
         let mut by_message: FxHashMap<usize, SmallVec<[(usize, StubbedPart<'_>); 2]>> =
             FxHashMap::default();

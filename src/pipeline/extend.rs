@@ -118,6 +118,7 @@ impl LastBuild {
             policy: policy.clone(),
             planned,
             system_chunks,
+            changed_rows: None,
             squeezed,
             untrimmed: None,
             tally: None,
@@ -298,6 +299,7 @@ impl<'a> Build<'a> {
         self.apply(carry, &growth, framing);
         for (index, row) in lifted {
             carry.result.decisions.set(index, row);
+            carry.note_changed(index);
         }
         let cleared_from = clearing.and_then(|clearing| carry.clear(clearing));
         carry.record_rows(appended);
@@ -315,6 +317,7 @@ impl<'a> Build<'a> {
                 return self.replan_turn(carry, (appended, timeline), clearing);
             };
             trimmed_from = Some(first);
+            self.keep_window(carry, trim, &timeline);
         }
         let trimmed = trimmed_from.is_some();
         let first = [cleared_from, trimmed_from].into_iter().flatten().min();
@@ -345,6 +348,8 @@ impl<'a> Build<'a> {
     ) -> Result<Option<BuildResult>> {
         let previous = carry.result.clone();
         carry.untrimmed = None;
+        // The plan writes the prompt anew: the next trim reads it whole.
+        carry.changed_rows = None;
         let trigger = self.compaction_trigger();
         let mut replanned = self.replan(carry, turn, clearing)?;
         if let Some(result) = &mut replanned {

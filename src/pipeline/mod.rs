@@ -37,6 +37,7 @@ mod report;
 mod squeeze;
 mod stored;
 mod trim;
+mod trim_window;
 mod trim_write;
 
 use std::sync::Arc;

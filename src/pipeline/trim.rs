@@ -43,58 +43,16 @@ use super::clear::Clearing;
 use super::extend::Appended;
 use crate::budget::planner::role_index;
 use crate::budget::{
-    Ages, ChunkDecision, Decision, Elision, Timeline, elided_marker, fewest_steps_within,
-    framing_table, tool_call, trim_target,
+    ChunkDecision, Decision, Elision, Timeline, elided_marker, fewest_steps_within, tool_call,
+    trim_target,
 };
 use crate::model::chunk_id::fingerprint;
-use crate::model::roles::{ChunkKind, Retention::Disposable, Role};
+use crate::model::roles::{ChunkKind, Role};
 use crate::output::last_build::LastBuild;
-use crate::render::Protocol;
 use crate::tokens::parts::{CountedText, SEPARATOR};
 
+use super::trim_window::{Shows, Window};
 use super::trim_write::{first_ordinals, locate};
-
-/// What a place of the window shows in the last prompt, grown by the turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Shows {
-    Body,
-    Stub,
-    Nothing,
-}
-
-/// One chunk of the window: the last prompt's planned chunks, then the
-/// turn's new ones in the prompt.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Place {
-    pub(super) chunk: usize,
-    pub(super) shows: Shows,
-    protected: bool,
-}
-
-/// What the trim reads of the window, once.
-pub(super) struct Window {
-    pub(super) places: Vec<Place>,
-    /// Places below are the last build's chunks.
-    pub(super) old: usize,
-    /// The marker's place: the first chunk the last build dropped, if it
-    /// dropped any.
-    pub(super) marker: Option<usize>,
-    /// Unprotected disposable bodies, oldest first: the stub steps.
-    stubbable: Vec<usize>,
-    /// The first place of each droppable unit, by priority (ascending),
-    /// each in order: the drop steps.
-    heads: Vec<(i64, Vec<usize>)>,
-    /// Tokens the protected items cost at most, framing included.
-    protected_cost: usize,
-    /// Chunks and tokens the fully trimmed prompt drops besides those
-    /// already elided.
-    droppable: (usize, usize),
-    /// Framing tokens of a message of each role, by `role_index`.
-    framing: [usize; 3],
-    /// Whether parts may not start cleanly (custom or native renderers),
-    /// so that each is checked.
-    checks_starts: bool,
-}
 
 /// The turn's cuts, and the prompt they leave.
 pub(super) struct Trim {
@@ -277,7 +235,7 @@ impl<'a> Build<'a> {
         {
             return None;
         }
-        let window = self.read_window(&turn, timeline, lifted)?;
+        let window = self.window_of(&turn, timeline, lifted)?;
         let target = self.settled_target(&turn, &window)?;
         let mut walk = Walk {
             stubs: Vec::new(),
@@ -365,140 +323,10 @@ impl<'a> Build<'a> {
         elided_marker(protocol, self.preparer.counter, counts)
     }
 
-    /// Reads the window's rows (see [`Window`]); `None` for one the trim
-    /// does not follow.
-    fn read_window(
-        &mut self,
-        turn: &Turn<'_>,
-        timeline: &Timeline,
-        lifted: &[(usize, ChunkDecision)],
-    ) -> Option<Window> {
-        let carry = turn.carry;
-        let old = carry.planned.len();
-        let renderers = &self.settings.renderers;
-        let mut window = Window {
-            places: Vec::with_capacity(old + turn.new.len()),
-            old,
-            marker: None,
-            stubbable: Vec::new(),
-            heads: Vec::new(),
-            protected_cost: 0,
-            droppable: (0, 0),
-            framing: framing_table(self.settings.framing, self.preparer.counter),
-            checks_starts: !renderers.only_default() || renderers.protocol() != Protocol::Text,
-        };
-        let mut decisions = carry.result.decisions.iter();
-        let mut ages = timeline.ages();
-        // The rows whose protection lifts, met in order.
-        let mut lifted: Vec<&(usize, ChunkDecision)> = lifted.iter().collect();
-        lifted.sort_unstable_by_key(|(index, _)| *index);
-        let mut lifted = lifted.into_iter().peekable();
-        let mut at = 0;
-        for &index in &carry.planned {
-            let mut row = decisions.nth(index.checked_sub(at)?)?;
-            at = index + 1;
-            while let Some((passed, lifted)) = lifted.next_if(|(i, _)| *i <= index) {
-                if *passed == index {
-                    row = lifted;
-                }
-            }
-            let shows = match row.decision {
-                Decision::Dropped { .. } => Shows::Nothing,
-                Decision::Stubbed { .. } => Shows::Stub,
-                _ if turn.cleared.contains_key(&index) => Shows::Stub,
-                Decision::Kept | Decision::Truncated { .. } => Shows::Body,
-            };
-            if shows == Shows::Nothing && window.marker.is_none() {
-                window.marker = Some(window.places.len());
-            }
-            self.read_place((turn, &mut window), (index, row, shows), &mut ages)?;
-        }
-        for &i in &turn.new {
-            let a = &turn.appended[i];
-            let shows = match a.row.decision {
-                Decision::Stubbed { .. } => Shows::Stub,
-                _ => Shows::Body,
-            };
-            self.read_place((turn, &mut window), (a.index, &a.row, shows), &mut ages)?;
-        }
-        // The marker stands where the first dropped chunk was.
-        let marked = turn.carry.result.elided.is_some();
-        (window.marker.is_some() == marked).then_some(window)
-    }
-
-    /// Takes the chunk at `index`, judged as `row`, into `window`.
-    fn read_place(
-        &mut self,
-        (turn, window): (&Turn<'_>, &mut Window),
-        (index, row, shows): (usize, &ChunkDecision, Shows),
-        ages: &mut Ages<'_>,
-    ) -> Option<()> {
-        let place = window.places.len();
-        let chunks = &self.state.chunks;
-        window.places.push(Place {
-            chunk: index,
-            shows,
-            protected: row.protected,
-        });
-        if shows == Shows::Nothing {
-            return Some(());
-        }
-        // Totals add up part by part only where every part starts cleanly:
-        // the default text renderers' do (each opens with its tag).
-        if window.checks_starts && !self.starts_clean(&turn.cleared, (index, shows))? {
-            return None;
-        }
-        if row.protected {
-            // The protected stay as they are: stubbed by no edit (it
-            // clears no protected use).
-            let prepared = self.prepared(index, &chunks[index]).ok()?;
-            let framing = window.framing;
-            let cost =
-                (shows == Shows::Body).then(|| most_a_part_costs(framing, &prepared.part))?;
-            window.protected_cost += cost;
-            return Some(());
-        }
-        let tokens = body_tokens(row);
-        window.droppable = (window.droppable.0 + 1, window.droppable.1 + tokens);
-        let policy = self.preparer.policy;
-        if shows == Shows::Body && policy.retention_of(&chunks[index], ages.of(index)) == Disposable
-        {
-            window.stubbable.push(place);
-        }
-        // A unit drops from its first member: its call, or the chunk alone
-        // (anything but a result that answers a call; `members` sends a
-        // unit whose result comes first to the plan).
-        if row.kind != ChunkKind::Environment || chunks[index].call_id.is_none() {
-            match window.heads.iter_mut().find(|(p, _)| *p == row.priority) {
-                Some((_, heads)) => heads.push(place),
-                None => {
-                    window.heads.push((row.priority, vec![place]));
-                    window.heads.sort_by_key(|(p, _)| *p);
-                }
-            }
-        }
-        Some(())
-    }
-
-    /// Whether the part the chunk at `index` shows (its body or its stub)
-    /// starts cleanly; `None` when it cannot be told.
-    fn starts_clean(
-        &mut self,
-        cleared: &FxHashMap<usize, Arc<CountedText>>,
-        (index, shows): (usize, Shows),
-    ) -> Option<bool> {
-        let part = self.prepared(index, &self.state.chunks[index]).ok()?.part;
-        let shown = match shows {
-            Shows::Stub => self.stub_shown(cleared, index, &part)?,
-            _ => part,
-        };
-        Some(shown.clean_start)
-    }
-
     /// The stub the last prompt shows for the chunk at `index`, rendered
     /// as `part`: the edit's this turn, or the budget's (an edit's earlier
     /// is the same text, whatever it saves).
-    fn stub_shown(
+    pub(super) fn stub_shown(
         &mut self,
         cleared: &FxHashMap<usize, Arc<CountedText>>,
         index: usize,
@@ -806,7 +634,7 @@ fn elided_counts(carry: &LastBuild) -> (usize, usize) {
 
 /// The most a part costs in a message of any role, whose framing is
 /// `framing`: framing, and its tokens alone or followed by another.
-fn most_a_part_costs(framing: [usize; 3], part: &CountedText) -> usize {
+pub(super) fn most_a_part_costs(framing: [usize; 3], part: &CountedText) -> usize {
     framing.iter().max().copied().unwrap_or(0) + part.alone().max(part.joined())
 }
 
