@@ -11,6 +11,12 @@
 //! step of the quarter, pushed and built. After criterion's report, rounds
 //! that run every quarter in turn give each quarter's median turn and
 //! median total, and their ratios.
+//!
+//! With `AGENT_CONTEXT_QUARTER=2` (or `4`) in the environment, it runs that
+//! quarter's turns once instead, inside [`one_quarter`], for an instruction
+//! count under callgrind (`AGENT_CONTEXT_EDITS=1` for `clear_tool_uses`;
+//! the command is in docs/benchmarks.md). A fork runs the quarter first,
+//! so that what loads once per process falls outside the count.
 
 #[path = "../examples/support/session_gen.rs"]
 mod session_gen;
@@ -176,12 +182,47 @@ fn interleaved(quarters: &[Quarter<'_>]) {
     }
 }
 
+/// The turns of `steps` on `session`, once.
+fn turns_of(session: &mut ContextSession, steps: &[Vec<MemoryChunk>]) {
+    for step in steps {
+        session.extend(step.iter().cloned()).expect("valid chunks");
+        session.build().expect("the loop fits");
+    }
+}
+
+/// [`turns_of`], where callgrind counts it.
+#[inline(never)]
+fn one_quarter(session: &mut ContextSession, steps: &[Vec<MemoryChunk>]) {
+    turns_of(session, steps);
+}
+
+/// The quarter `AGENT_CONTEXT_QUARTER` names, run once (see the module
+/// docs); `false` when it names none.
+fn quarter_once(steps: &[Vec<MemoryChunk>], opening: &agent_context::MemoryState) -> bool {
+    let quarter = std::env::var("AGENT_CONTEXT_QUARTER").ok();
+    let Some(quarter) = quarter.and_then(|q| q.parse::<usize>().ok()) else {
+        return false;
+    };
+    let edits = std::env::var_os("AGENT_CONTEXT_EDITS").is_some();
+    let start = (quarter.clamp(1, 4) - 1) * QUARTER;
+    let base = session_at(&steps[..start], edits, opening);
+    let quarter = &steps[start..start + QUARTER];
+    turns_of(&mut base.clone(), quarter);
+    let mut session = base.clone();
+    session.reserve(QUARTER * 8);
+    one_quarter(&mut session, quarter);
+    true
+}
+
 fn main() {
     let shape = LoopShape {
         result_bytes: (3_000, 3_001),
         ..LoopShape::new(STEPS)
     };
     let agent_loop = agent_loop(43, &shape);
+    if quarter_once(&agent_loop.steps, &agent_loop.opening) {
+        return;
+    }
     let quarters = quarters(&agent_loop.steps, &agent_loop.opening);
     let mut criterion = Criterion::default().configure_from_args();
     criterion_quarters(&mut criterion, &quarters);
