@@ -58,10 +58,7 @@ fn session_at(
 ) -> ContextSession {
     let mut session =
         ContextSession::new(builder(edits), opening.clone()).expect("the opening builds");
-    for step in steps {
-        session.extend(step.iter().cloned()).expect("valid chunks");
-        session.build().expect("the loop fits");
-    }
+    turns_of(&mut session, steps);
     session
 }
 
@@ -87,6 +84,7 @@ impl Quarter<'_> {
     /// the step pushed and built.
     fn turns(&self) -> Vec<Duration> {
         let mut session = self.base.clone();
+        // A fork has no spare room: the quarter's chunks would grow it.
         session.reserve(QUARTER * 8);
         let mut turns = Vec::with_capacity(self.steps.len());
         for step in self.steps {
@@ -211,6 +209,7 @@ fn quarter_once(steps: &[Vec<MemoryChunk>], opening: &agent_context::MemoryState
     let quarter = &steps[start..start + QUARTER];
     turns_of(&mut base.clone(), quarter);
     let mut session = base.clone();
+    // As `Quarter::turns` does.
     session.reserve(QUARTER * 8);
     one_quarter(&mut session, quarter);
     true

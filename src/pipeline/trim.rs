@@ -23,8 +23,9 @@
 //!   ([`trim_target`] is non-decreasing in the fully trimmed total, and the
 //!   mark at 0): their sum bounds that total.
 //!
-//! So the turn reads the window's rows once (a few nanoseconds each) and
-//! renders and counts only the parts its probes reach. Whatever it does
+//! So the turn reads the window's rows only where they changed since the
+//! last trim (`trim_window`) and renders and counts only the parts its
+//! probes reach. Whatever it does
 //! not follow sends the turn to the plan, which gives the same answer the
 //! long way: a compaction in effect, a target the bound does not settle, a
 //! part that does not start cleanly (only custom or native renderers write
@@ -43,15 +44,14 @@ use super::clear::Clearing;
 use super::extend::Appended;
 use crate::budget::planner::role_index;
 use crate::budget::{
-    ChunkDecision, Decision, Elision, Timeline, elided_marker, fewest_steps_within, tool_call,
-    trim_target,
+    ChunkDecision, Elision, Timeline, elided_marker, fewest_steps_within, tool_call, trim_target,
 };
 use crate::model::chunk_id::fingerprint;
 use crate::model::roles::{ChunkKind, Role};
 use crate::output::last_build::LastBuild;
 use crate::tokens::parts::{CountedText, SEPARATOR};
 
-use super::trim_window::{Shows, Window};
+use super::trim_window::{Shows, Turn, Window, body_tokens, most_a_part_costs};
 use super::trim_write::{first_ordinals, locate};
 
 /// The turn's cuts, and the prompt they leave.
@@ -80,20 +80,21 @@ pub(super) struct Trim {
     pub(super) target: usize,
 }
 
-/// The turn as the trim reads it.
-pub(super) struct Turn<'t> {
-    pub(super) carry: &'t LastBuild,
-    pub(super) appended: &'t [Appended<'t>],
-    /// The appended chunks in the prompt, by place past the old ones.
-    pub(super) new: Vec<usize>,
-    /// The stubs the turn's edit puts in, by chunk.
-    pub(super) cleared: FxHashMap<usize, Arc<CountedText>>,
-    /// The marker as the last prompt shows it (or, if it shows none, one
-    /// of no chunks): the walk counts it so, and counts it again once.
-    marker: Arc<CountedText>,
-}
-
 impl Trim {
+    /// The trim's window with its cuts, to keep for the next trim (see
+    /// `trim_window`).
+    pub(super) fn into_kept(self) -> (Window, Vec<usize>, Vec<bool>, Vec<usize>) {
+        // Without drops every place stays planned.
+        let stays = match self.drops.is_empty() {
+            true => Vec::new(),
+            false => (0..self.window.places.len())
+                .map(|place| self.still_planned(place))
+                .collect(),
+        };
+        let stubbed = self.stubs.iter().map(|(place, ..)| *place).collect();
+        (self.window, stubbed, stays, self.drops)
+    }
+
     /// The places of the chunks the history showed before the trim, in
     /// order.
     pub(super) fn shown_places(&self) -> Vec<usize> {
@@ -321,26 +322,6 @@ impl<'a> Build<'a> {
     fn marker_of(&self, counts: (usize, usize)) -> CountedText {
         let protocol = self.settings.renderers.protocol();
         elided_marker(protocol, self.preparer.counter, counts)
-    }
-
-    /// The stub the last prompt shows for the chunk at `index`, rendered
-    /// as `part`: the edit's this turn, or the budget's (an edit's earlier
-    /// is the same text, whatever it saves).
-    pub(super) fn stub_shown(
-        &mut self,
-        cleared: &FxHashMap<usize, Arc<CountedText>>,
-        index: usize,
-        part: &CountedText,
-    ) -> Option<Arc<CountedText>> {
-        if let Some(stub) = cleared.get(&index) {
-            return Some(Arc::clone(stub));
-        }
-        let chunk = &self.state.chunks[index];
-        if let Some(stub) = self.stub(index, chunk, part) {
-            return Some(stub);
-        }
-        let renderer = self.settings.renderers.renderer_for(chunk);
-        self.preparer.stub_always(chunk, renderer, part)
     }
 
     /// The plan's trim target when the bound of the fully trimmed prompt
@@ -632,12 +613,6 @@ fn elided_counts(carry: &LastBuild) -> (usize, usize) {
     (carry.result.elided).map_or((0, 0), |e| (e.chunks, e.tokens))
 }
 
-/// The most a part costs in a message of any role, whose framing is
-/// `framing`: framing, and its tokens alone or followed by another.
-pub(super) fn most_a_part_costs(framing: [usize; 3], part: &CountedText) -> usize {
-    framing.iter().max().copied().unwrap_or(0) + part.alone().max(part.joined())
-}
-
 /// The nearest place before `place` that the prompt shows, the walk's
 /// drops taken out (the marker's included).
 fn previous_present(window: &Window, walk: &Walk, place: usize) -> Option<usize> {
@@ -652,13 +627,4 @@ fn next_present(window: &Window, walk: &Walk, place: usize) -> Option<usize> {
 fn is_present(window: &Window, walk: &Walk, place: usize) -> bool {
     Some(place) == walk.marker
         || (window.places[place].shows != Shows::Nothing && !walk.removed[place])
-}
-
-/// Tokens of the body a row stands for, stubbed or not: what dropping its
-/// chunk elides.
-pub(super) fn body_tokens(row: &ChunkDecision) -> usize {
-    match row.decision {
-        Decision::Stubbed { tokens_before, .. } => tokens_before,
-        _ => row.tokens,
-    }
 }

@@ -8,21 +8,39 @@
 //! noted in `LastBuild::changed_rows`), the chunks young enough then to
 //! come of age since, and the chunks planned since. Its sums (what the
 //! protected items cost, what the trim may drop, the stub and drop steps)
-//! are taken again from the judged places, a few instructions each. Where
-//! the kept window does not line up with the last build's planned chunks,
-//! or anything else ran in between (a plan, a build that was not a turn),
-//! the window is read whole again; debug builds hold the two equal.
+//! are taken again from the judged places, a few instructions each. The
+//! window is read whole again when no trim kept one for this build: after
+//! a plan or a full-pipeline build, after more noted rows than the prompt
+//! plans, or when the kept places do not line up with the last build's
+//! planned chunks. Debug builds check every kept window against a whole
+//! read.
+//!
+//! The window lives in the session's `BuildCache`, beside the renderings,
+//! rather than in `LastBuild`, which a trim copies whole as its fallback.
 
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use super::Build;
-use super::trim::{Trim, Turn, body_tokens, most_a_part_costs};
+use super::extend::Appended;
 use crate::budget::{ChunkDecision, Decision, Timeline, framing_table};
 use crate::model::roles::{ChunkKind, Retention::Disposable};
 use crate::output::last_build::LastBuild;
 use crate::render::Protocol;
 use crate::tokens::parts::CountedText;
+
+/// The turn as a trim reads it.
+pub(super) struct Turn<'t> {
+    pub(super) carry: &'t LastBuild,
+    pub(super) appended: &'t [Appended<'t>],
+    /// The appended chunks in the prompt, by place past the old ones.
+    pub(super) new: Vec<usize>,
+    /// The stubs the turn's edit puts in, by chunk.
+    pub(super) cleared: FxHashMap<usize, Arc<CountedText>>,
+    /// The marker as the last prompt shows it (or, if it shows none, one
+    /// of no chunks): the walk counts it so, and counts it again once.
+    pub(super) marker: Arc<CountedText>,
+}
 
 /// What a place of the window shows in the last prompt, grown by the turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +96,26 @@ pub(super) struct Window {
     pub(super) droppable: (usize, usize),
     /// Framing tokens of a message of each role, by `role_index`.
     pub(super) framing: [usize; 3],
+}
+
+/// What judging a place needs of the settings, worked out once a window.
+#[derive(Clone, Copy)]
+struct Reading {
+    /// Framing tokens of a message of each role, by `role_index`.
+    framing: [usize; 3],
+    /// Whether parts may not start cleanly (custom or native renderers),
+    /// so that each is checked: totals add up part by part only where
+    /// every part starts cleanly, as the default text renderers' do.
+    checks_starts: bool,
+}
+
+/// The cuts a trim made, as its window places them: the places it stubbed
+/// and dropped, and whether each place stays planned.
+pub(super) struct Cuts<'c> {
+    pub(super) stubbed: Vec<usize>,
+    pub(super) dropped: &'c [usize],
+    /// Empty when every place stays.
+    pub(super) stays: Vec<bool>,
 }
 
 /// The window a trim left, as the last build's planned chunks stand after
@@ -138,22 +176,29 @@ impl Build<'_> {
         timeline: &Timeline,
         lifted: &[(usize, ChunkDecision)],
     ) -> Option<Window> {
+        let renderers = &self.settings.renderers;
+        let reading = Reading {
+            framing: framing_table(self.settings.framing, self.preparer.counter),
+            checks_starts: !renderers.only_default() || renderers.protocol() != Protocol::Text,
+        };
         let kept = self.cache.take_window();
         let carry = turn.carry;
-        let places = match (kept, &carry.changed_rows) {
-            (Some(kept), Some(changed)) => self.brought_up(kept, (turn, changed), timeline, lifted),
+        let brought_up = match (kept, &carry.changed_rows) {
+            (Some(kept), Some(changed)) => {
+                self.brought_up(kept, (turn, changed), (timeline, reading), lifted)
+            }
             _ => None,
         };
-        let places = match places {
+        let places = match brought_up {
             Some(places) => {
                 debug_assert_eq!(
-                    places,
-                    self.read_places(turn, timeline, lifted)?,
+                    Some(&places),
+                    self.read_places(turn, (timeline, reading), lifted).as_ref(),
                     "a kept window brought up to date reads as the whole"
                 );
                 places
             }
-            None => self.read_places(turn, timeline, lifted)?,
+            None => self.read_places(turn, (timeline, reading), lifted)?,
         };
         let mut window = Window {
             places,
@@ -163,7 +208,7 @@ impl Build<'_> {
             heads: Vec::new(),
             protected_cost: 0,
             droppable: (0, 0),
-            framing: framing_table(self.settings.framing, self.preparer.counter),
+            framing: reading.framing,
         };
         window.sum_up();
         // The marker stands where the first dropped chunk was.
@@ -175,7 +220,7 @@ impl Build<'_> {
     fn read_places(
         &mut self,
         turn: &Turn<'_>,
-        timeline: &Timeline,
+        (timeline, reading): (&Timeline, Reading),
         lifted: &[(usize, ChunkDecision)],
     ) -> Option<Vec<Place>> {
         let carry = turn.carry;
@@ -196,9 +241,10 @@ impl Build<'_> {
                 }
             }
             let shows = shows_of(turn, index, row);
-            places.push(self.judge(turn, (index, row, shows), || ages.of(index))?);
+            let judged = self.judge((turn, reading), (index, row, shows), || ages.of(index));
+            places.push(judged?);
         }
-        for place in self.new_places(turn, timeline) {
+        for place in self.new_places((turn, reading), timeline) {
             places.push(place?);
         }
         Some(places)
@@ -207,7 +253,7 @@ impl Build<'_> {
     /// The places of the turn's new chunks in the prompt.
     fn new_places<'t>(
         &'t mut self,
-        turn: &'t Turn<'_>,
+        (turn, reading): (&'t Turn<'_>, Reading),
         timeline: &'t Timeline,
     ) -> impl Iterator<Item = Option<Place>> + 't {
         turn.new.iter().map(move |&i| {
@@ -216,9 +262,8 @@ impl Build<'_> {
                 Decision::Stubbed { .. } => Shows::Stub,
                 _ => Shows::Body,
             };
-            self.judge(turn, (a.index, &a.row, shows), || {
-                timeline.steps_after(a.index)
-            })
+            let age = || timeline.steps_after(a.index);
+            self.judge((turn, reading), (a.index, &a.row, shows), age)
         })
     }
 
@@ -230,7 +275,7 @@ impl Build<'_> {
         &mut self,
         kept: KeptWindow,
         (turn, changed): (&Turn<'_>, &[usize]),
-        timeline: &Timeline,
+        (timeline, reading): (&Timeline, Reading),
         lifted: &[(usize, ChunkDecision)],
     ) -> Option<Vec<Place>> {
         let carry = turn.carry;
@@ -264,15 +309,16 @@ impl Build<'_> {
             let index = places[place].chunk;
             let row = row_of(index)?;
             let shows = shows_of(turn, index, row);
-            places[place] =
-                self.judge(turn, (index, row, shows), || timeline.steps_after(index))?;
+            let age = || timeline.steps_after(index);
+            places[place] = self.judge((turn, reading), (index, row, shows), age)?;
         }
         for &index in &planned[places.len()..] {
             let row = row_of(index)?;
             let shows = shows_of(turn, index, row);
-            places.push(self.judge(turn, (index, row, shows), || timeline.steps_after(index))?);
+            let age = || timeline.steps_after(index);
+            places.push(self.judge((turn, reading), (index, row, shows), age)?);
         }
-        for place in self.new_places(turn, timeline) {
+        for place in self.new_places((turn, reading), timeline) {
             places.push(place?);
         }
         Some(places)
@@ -282,7 +328,7 @@ impl Build<'_> {
     /// old; `None` for one the trim does not follow.
     fn judge(
         &mut self,
-        turn: &Turn<'_>,
+        (turn, reading): (&Turn<'_>, Reading),
         (index, row, shows): (usize, &ChunkDecision, Shows),
         age: impl FnOnce() -> usize,
     ) -> Option<Place> {
@@ -295,12 +341,7 @@ impl Build<'_> {
         if shows == Shows::Nothing {
             return Some(place);
         }
-        // Totals add up part by part only where every part starts cleanly:
-        // the default text renderers' do (each opens with its tag); custom
-        // or native ones' parts are checked.
-        let renderers = &self.settings.renderers;
-        let checks_starts = !renderers.only_default() || renderers.protocol() != Protocol::Text;
-        if checks_starts && !self.starts_clean(&turn.cleared, (index, shows))? {
+        if reading.checks_starts && !self.starts_clean(&turn.cleared, (index, shows))? {
             return None;
         }
         let chunk = &self.state.chunks[index];
@@ -308,9 +349,8 @@ impl Build<'_> {
             // The protected stay as they are: stubbed by no edit (it
             // clears no protected use).
             let prepared = self.prepared(index, chunk).ok()?;
-            let framing = framing_table(self.settings.framing, self.preparer.counter);
-            place.judged.protected_cost =
-                (shows == Shows::Body).then(|| most_a_part_costs(framing, &prepared.part))?;
+            let cost = most_a_part_costs(reading.framing, &prepared.part);
+            place.judged.protected_cost = (shows == Shows::Body).then_some(cost)?;
             return Some(place);
         }
         let judged = &mut place.judged;
@@ -340,30 +380,48 @@ impl Build<'_> {
         Some(shown.clean_start)
     }
 
-    /// Keeps `trim`'s window, as it left the last build's planned chunks,
-    /// for the next trim; `timeline` is the turn's.
-    pub(super) fn keep_window(&mut self, carry: &mut LastBuild, trim: Trim, timeline: &Timeline) {
-        // Without drops every place stays planned.
-        let stays: Vec<bool> = match trim.drops.is_empty() {
-            true => Vec::new(),
-            false => (0..trim.window.places.len())
-                .map(|place| trim.still_planned(place))
-                .collect(),
-        };
-        let mut places = trim.window.places;
-        for (place, ..) in &trim.stubs {
-            places[*place].shows = Shows::Stub;
-            places[*place].judged.stubbable = false;
+    /// The stub the last prompt shows for the chunk at `index`, rendered
+    /// as `part`: the edit's this turn, or the budget's (an edit's earlier
+    /// is the same text, whatever it saves).
+    pub(super) fn stub_shown(
+        &mut self,
+        cleared: &FxHashMap<usize, Arc<CountedText>>,
+        index: usize,
+        part: &CountedText,
+    ) -> Option<Arc<CountedText>> {
+        if let Some(stub) = cleared.get(&index) {
+            return Some(Arc::clone(stub));
         }
-        for &place in &trim.drops {
+        let chunk = &self.state.chunks[index];
+        if let Some(stub) = self.stub(index, chunk, part) {
+            return Some(stub);
+        }
+        let renderer = self.settings.renderers.renderer_for(chunk);
+        self.preparer.stub_always(chunk, renderer, part)
+    }
+
+    /// Keeps `window`, as a trim's `cuts` left the last build's planned
+    /// chunks, for the next trim; `timeline` is the turn's.
+    pub(super) fn keep_window(
+        &mut self,
+        carry: &mut LastBuild,
+        (window, cuts): (Window, Cuts<'_>),
+        timeline: &Timeline,
+    ) {
+        let mut places = window.places;
+        for &place in &cuts.stubbed {
+            places[place].shows = Shows::Stub;
+            places[place].judged.stubbable = false;
+        }
+        for &place in cuts.dropped {
             places[place].shows = Shows::Nothing;
             places[place].judged = Judged::default();
         }
-        if !stays.is_empty() {
+        if !cuts.stays.is_empty() {
             let mut place = 0;
             places.retain(|_| {
                 place += 1;
-                stays[place - 1]
+                cuts.stays[place - 1]
             });
         }
         let recent = self.preparer.policy.recent_turns;
@@ -371,6 +429,7 @@ impl Build<'_> {
         // With no step young, none comes of age.
         let young_from = (starts.len().checked_sub(recent))
             .map_or(0, |s| starts.get(s).copied().unwrap_or(usize::MAX));
+        carry.changed_rows = None;
         if places.len() == carry.planned.len() {
             self.cache.keep_window(KeptWindow { places, young_from });
             carry.changed_rows = Some(Vec::new());
@@ -386,5 +445,20 @@ fn shows_of(turn: &Turn<'_>, index: usize, row: &ChunkDecision) -> Shows {
         Decision::Stubbed { .. } => Shows::Stub,
         _ if turn.cleared.contains_key(&index) => Shows::Stub,
         Decision::Kept | Decision::Truncated { .. } => Shows::Body,
+    }
+}
+
+/// The most a part costs in a message of any role, whose framing is
+/// `framing`: framing, and its tokens alone or followed by another.
+pub(super) fn most_a_part_costs(framing: [usize; 3], part: &CountedText) -> usize {
+    framing.iter().max().copied().unwrap_or(0) + part.alone().max(part.joined())
+}
+
+/// Tokens of the body a row stands for, stubbed or not: what dropping its
+/// chunk elides.
+pub(super) fn body_tokens(row: &ChunkDecision) -> usize {
+    match row.decision {
+        Decision::Stubbed { tokens_before, .. } => tokens_before,
+        _ => row.tokens,
     }
 }
