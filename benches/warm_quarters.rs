@@ -6,7 +6,7 @@
 //! the deterministic generator (`examples/support/session_gen.rs`):
 //! [`STEPS`] model calls, each with one to three tool calls whose results
 //! are about 3 KB, so every quarter adds the same kind of text (the
-//! fourth quarter's counts 8.8% more tokens in as many bytes; see
+//! fourth quarter's is 2.6% longer and counts 8.8% more tokens; see
 //! docs/benchmarks.md). A session
 //! builds it at 128k one step at a time, as a live loop does; each sample
 //! forks the session at the start of a quarter (untimed) and times every
