@@ -132,6 +132,15 @@ impl Timeline {
         self.step_starts.len() - self.step_starts.partition_point(|&start| start <= index)
     }
 
+    /// The first chunk fewer than `steps` steps old: those before it are
+    /// at least that old, and stay so as steps are added. `usize::MAX`
+    /// when `steps` is 0 (no chunk is younger).
+    pub(crate) fn young_from(&self, steps: usize) -> usize {
+        let starts = &self.step_starts;
+        (starts.len().checked_sub(steps))
+            .map_or(0, |s| starts.get(s).copied().unwrap_or(usize::MAX))
+    }
+
     /// The ages ([`steps_after`](Timeline::steps_after)) of chunks asked
     /// for in ascending order, each in constant time (amortized) where a
     /// search costs a logarithm: for a pass over the window.
@@ -232,6 +241,14 @@ mod tests {
             "read back"
         );
         assert_eq!(timeline.latest_user(), Some(0));
+        for steps in 0..5 {
+            let young = timeline.young_from(steps);
+            let aged = |index: usize| timeline.steps_after(index) >= steps;
+            assert!(
+                (0..9).all(|index| aged(index) == (index < young)),
+                "{steps} steps"
+            );
+        }
     }
 
     #[test]

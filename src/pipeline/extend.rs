@@ -33,7 +33,6 @@ use super::Build;
 use super::clear::Clearing;
 use super::ready::cap_on;
 use super::trim::Trim;
-use super::trim_window::Cuts;
 use crate::budget::planner::role_index;
 use crate::budget::{
     Calls, ChunkDecision, Decision, DropReason, MIN_CAP, NO_UNIT, Policy, PreviousCut, Timeline,
@@ -318,13 +317,7 @@ impl<'a> Build<'a> {
                 return self.replan_turn(carry, (appended, timeline), clearing);
             };
             trimmed_from = Some(first);
-            let (window, stubbed, stays, dropped) = trim.into_kept();
-            let cuts = Cuts {
-                stubbed,
-                dropped: &dropped,
-                stays,
-            };
-            self.keep_window(carry, (window, cuts), &timeline);
+            self.keep_window(carry, trim.into_kept(), &timeline);
         }
         let trimmed = trimmed_from.is_some();
         let first = [cleared_from, trimmed_from].into_iter().flatten().min();

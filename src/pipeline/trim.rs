@@ -51,7 +51,7 @@ use crate::model::roles::{ChunkKind, Role};
 use crate::output::last_build::LastBuild;
 use crate::tokens::parts::{CountedText, SEPARATOR};
 
-use super::trim_window::{Shows, Turn, Window, body_tokens, most_a_part_costs};
+use super::trim_window::{Cuts, Shows, Turn, Window, body_tokens, most_a_part_costs};
 use super::trim_write::{first_ordinals, locate};
 
 /// The turn's cuts, and the prompt they leave.
@@ -83,16 +83,13 @@ pub(super) struct Trim {
 impl Trim {
     /// The trim's window with its cuts, to keep for the next trim (see
     /// `trim_window`).
-    pub(super) fn into_kept(self) -> (Window, Vec<usize>, Vec<bool>, Vec<usize>) {
-        // Without drops every place stays planned.
-        let stays = match self.drops.is_empty() {
-            true => Vec::new(),
-            false => (0..self.window.places.len())
-                .map(|place| self.still_planned(place))
-                .collect(),
-        };
+    pub(super) fn into_kept(self) -> (Window, Cuts) {
         let stubbed = self.stubs.iter().map(|(place, ..)| *place).collect();
-        (self.window, stubbed, stays, self.drops)
+        let cuts = Cuts {
+            stubbed,
+            dropped: self.drops,
+        };
+        (self.window, cuts)
     }
 
     /// The places of the chunks the history showed before the trim, in

@@ -110,12 +110,10 @@ struct Reading {
 }
 
 /// The cuts a trim made, as its window places them: the places it stubbed
-/// and dropped, and whether each place stays planned.
-pub(super) struct Cuts<'c> {
+/// and those it dropped.
+pub(super) struct Cuts {
     pub(super) stubbed: Vec<usize>,
-    pub(super) dropped: &'c [usize],
-    /// Empty when every place stays.
-    pub(super) stays: Vec<bool>,
+    pub(super) dropped: Vec<usize>,
 }
 
 /// The window a trim left, as the last build's planned chunks stand after
@@ -405,7 +403,7 @@ impl Build<'_> {
     pub(super) fn keep_window(
         &mut self,
         carry: &mut LastBuild,
-        (window, cuts): (Window, Cuts<'_>),
+        (window, cuts): (Window, Cuts),
         timeline: &Timeline,
     ) {
         let mut places = window.places;
@@ -413,22 +411,14 @@ impl Build<'_> {
             places[place].shows = Shows::Stub;
             places[place].judged.stubbable = false;
         }
-        for &place in cuts.dropped {
+        for &place in &cuts.dropped {
             places[place].shows = Shows::Nothing;
             places[place].judged = Judged::default();
         }
-        if !cuts.stays.is_empty() {
-            let mut place = 0;
-            places.retain(|_| {
-                place += 1;
-                cuts.stays[place - 1]
-            });
-        }
-        let recent = self.preparer.policy.recent_turns;
-        let starts = timeline.step_starts();
-        // With no step young, none comes of age.
-        let young_from = (starts.len().checked_sub(recent))
-            .map_or(0, |s| starts.get(s).copied().unwrap_or(usize::MAX));
+        // The places of the chunks the trim left planned, both in order.
+        let mut planned = carry.planned.iter().peekable();
+        places.retain(|p| planned.next_if_eq(&&p.chunk).is_some());
+        let young_from = timeline.young_from(self.preparer.policy.recent_turns);
         carry.changed_rows = None;
         if places.len() == carry.planned.len() {
             self.cache.keep_window(KeptWindow { places, young_from });

@@ -16,7 +16,7 @@ use super::extend::Appended;
 use super::trim::{Sources, Trim};
 use super::trim_window::body_tokens;
 use crate::budget::planner::role_index;
-use crate::budget::{ChunkDecision, Decision, DropReason, StubReason, framing_table};
+use crate::budget::{ChunkDecision, Decision, DropReason, StubReason};
 use crate::model::chunk_id::{ChunkId, ChunkIds};
 use crate::model::roles::Role;
 use crate::output::last_build::LastBuild;
@@ -148,11 +148,10 @@ impl Build<'_> {
         });
         let first = self.first_trimmable(carry);
         let ranges = ranges_around(&affected, first, carry.result.messages.len());
-        let framing = framing_table(self.settings.framing, self.preparer.counter);
         let (mut messages, mut prints) = (Vec::new(), Vec::new());
         for range in &ranges {
             let parts = self.parts_of(carry, trim, (range.clone(), shown), marker)?;
-            let (written, printed) = joined(&parts, &framing).into_iter().unzip();
+            let (written, printed) = joined(&parts, &trim.window.framing).into_iter().unzip();
             messages.push((range.clone(), written));
             prints.push((range.clone(), printed));
         }
