@@ -106,20 +106,24 @@ impl<T: Clone> Rows<T> {
 
     /// Replaces the rows of each range of `edits` (ascending, apart, and
     /// existing) by its rows. Rows set in place cost a path of the tree
-    /// each; splitting and joining the tree costs far more, so the ranges
+    /// a leaf; splitting and joining the tree costs far more, so the ranges
     /// whose length changes are written in one stretch.
     pub(crate) fn splice(&mut self, edits: Vec<(std::ops::RangeInclusive<usize>, Vec<T>)>) {
         let mut changed: Vec<(usize, usize, Vec<T>)> = Vec::new();
+        // A focus keeps the leaf it last wrote: rows set in order walk the
+        // tree once a leaf.
+        let mut focus = self.0.focus_mut();
         for (range, rows) in edits {
             let (start, end) = (*range.start(), range.end() + 1);
             if rows.len() == end - start {
                 for (at, row) in (start..end).zip(rows) {
-                    self.0.set(at, row);
+                    focus.set(at, row);
                 }
             } else {
                 changed.push((start, end, rows));
             }
         }
+        drop(focus);
         let (Some(&(first, ..)), Some(&(_, last, _))) = (changed.first(), changed.last()) else {
             return;
         };

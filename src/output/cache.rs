@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::budget::{ChunkDecision, Decision, DropReason, StubReason};
 use crate::model::chunk_id::ChunkId;
 use crate::model::roles::Role;
+use crate::output::earlier::Earlier;
 use crate::output::message::{ContextMessage, MessageFingerprint, content_hash};
 use crate::output::result::BuildResult;
 use crate::tokens::parts::SEPARATOR;
@@ -97,15 +98,16 @@ impl BuildResult {
     /// after them.
     pub(crate) fn cache_after(
         &self,
-        previous: &BuildResult,
+        previous: &impl Earlier,
         stable: usize,
         unchanged: Unchanged,
     ) -> CacheReport {
-        let rest = previous.messages.iter().skip(unchanged.messages);
+        let rest = previous.messages_from(unchanged.messages);
         let sent = unchanged.tokens + rest.map(|m| m.tokens).sum::<usize>();
         // A provider caches a prefix for one model: nothing carries over.
-        if (&previous.model, &previous.encoding) != (&self.model, &self.encoding) {
-            let broke_at = (!previous.messages.is_empty()).then_some(CacheBreak {
+        let head = previous.head();
+        if (head.model, head.encoding) != (self.model.as_str(), self.encoding.as_str()) {
+            let broke_at = (previous.message_count() > 0).then_some(CacheBreak {
                 message: 0,
                 chunk: None,
                 cause: BreakCause::SettingsChanged,
@@ -157,7 +159,8 @@ pub(crate) struct Unchanged {
     pub(crate) tokens: usize,
 }
 
-/// [`stable_prefix`] when the first messages are known to be `unchanged`.
+/// [`stable_prefix`] when the first messages are known to be `unchanged`;
+/// `old` starts after them.
 pub(crate) fn stable_prefix_after<'a>(
     messages: &crate::Rows<ContextMessage>,
     fingerprints: &crate::Rows<MessageFingerprint>,
@@ -170,7 +173,7 @@ pub(crate) fn stable_prefix_after<'a>(
         .iter()
         .skip(skip)
         .zip(fingerprints.iter().skip(skip));
-    for ((new, print), old) in new.zip(old.skip(skip)) {
+    for ((new, print), old) in new.zip(old) {
         if print.role != old.role {
             break;
         }
@@ -201,17 +204,21 @@ fn grew(message: &ContextMessage, old: &MessageFingerprint) -> bool {
 /// that differs from the previous message at its place, unless it is the
 /// previous prompt's last message grown. `None` when every previous
 /// message carried over. The first `from` are known to carry over.
-fn first_break(previous: &BuildResult, current: &BuildResult, from: usize) -> Option<usize> {
-    let old = &previous.fingerprints;
+fn first_break(previous: &impl Earlier, current: &BuildResult, from: usize) -> Option<usize> {
     let same = |(print, old): (&MessageFingerprint, &MessageFingerprint)| {
         print.role == old.role && print.len == old.len && print.hash == old.hash
     };
     let new = current.fingerprints.iter().skip(from);
-    let matching = new.zip(old.iter().skip(from)).take_while(|&p| same(p));
+    let matching = new
+        .zip(previous.fingerprints_from(from))
+        .take_while(|&p| same(p));
     let index = from + matching.count();
-    let last_grew = index + 1 == old.len()
-        && (current.messages.get(index)).is_some_and(|m| grew(m, &old[index]));
-    (index < old.len() && !last_grew).then_some(index)
+    let count = previous.message_count();
+    let last_grew = index + 1 == count
+        && (current.messages.get(index))
+            .zip(previous.fingerprints_from(index).next())
+            .is_some_and(|(m, old)| grew(m, old));
+    (index < count && !last_grew).then_some(index)
 }
 
 /// The chunk where the prompts differ from message `index` on: at the
@@ -219,8 +226,12 @@ fn first_break(previous: &BuildResult, current: &BuildResult, from: usize) -> Op
 /// left the prompt, else the chunk that came in before it; when the ids
 /// agree, the first chunk of message `index` whose text or decision
 /// changed. `None` when none did (the fragments, a marker).
-fn chunk_at(previous: &BuildResult, current: &BuildResult, index: usize) -> Option<ChunkId> {
-    let (mut old_ids, mut new_ids) = (ids_from(previous, index), ids_from(current, index));
+fn chunk_at(previous: &impl Earlier, current: &BuildResult, index: usize) -> Option<ChunkId> {
+    fn ids_of(m: &ContextMessage) -> std::slice::Iter<'_, ChunkId> {
+        m.chunk_ids.iter()
+    }
+    let mut old_ids = previous.messages_from(index).flat_map(ids_of);
+    let mut new_ids = current.messages.iter().skip(index).flat_map(ids_of);
     loop {
         match (old_ids.next(), new_ids.next()) {
             (Some(old), Some(new)) if old == new => {}
@@ -233,7 +244,7 @@ fn chunk_at(previous: &BuildResult, current: &BuildResult, index: usize) -> Opti
             (None, _) => break,
         }
     }
-    let (old, new) = (previous.messages.get(index)?, current.messages.get(index)?);
+    let (old, new) = (previous.message(index)?, current.messages.get(index)?);
     let texts = old.chunk_texts().zip(new.chunk_texts());
     let edited = texts
         .filter(|((a, _), (b, _))| a == b)
@@ -241,43 +252,32 @@ fn chunk_at(previous: &BuildResult, current: &BuildResult, index: usize) -> Opti
     if let Some(((id, _), _)) = edited {
         return Some(id.clone());
     }
-    let changed = |id: &&ChunkId| decision_of(previous, id) != decision_of(current, id);
+    let changed = |id: &&ChunkId| previous.decision_of(id, current) != decision_of(current, id);
     old.chunk_ids.iter().find(changed).cloned()
 }
 
-/// The ids of the chunks in `result`'s messages from message `index` on.
-fn ids_from(result: &BuildResult, index: usize) -> impl Iterator<Item = &ChunkId> {
-    let messages = result.messages.iter().skip(index);
-    messages.flat_map(|m| m.chunk_ids.iter())
-}
-
-/// The decision on the chunk `id` in `result`, if it read one. Sought
-/// from the newest: where a turn breaks the prefix, by an edit clearing
-/// the uses that left its window or by a chunk it appended, is most often
-/// near the end of a long session.
+/// The decision on the chunk `id` in `result`, if it read one.
 fn decision_of<'a>(result: &'a BuildResult, id: &ChunkId) -> Option<&'a ChunkDecision> {
-    result.decisions.iter().rev().find(|d| &d.id == id)
+    result.decision_of(id, result)
 }
 
 /// Why message `index` broke the prefix, `chunk` being where.
 fn cause_of(
-    previous: &BuildResult,
+    previous: &impl Earlier,
     current: &BuildResult,
     index: usize,
     chunk: Option<&ChunkId>,
 ) -> BreakCause {
-    let keys = (previous.settings_key, current.settings_key);
-    let other_key = matches!(keys, (Some(old), Some(new)) if old != new);
-    if other_key || (&previous.model, previous.budget) != (&current.model, current.budget) {
+    let (old, new) = (previous.head(), current.head());
+    let other_key = matches!((old.settings_key, new.settings_key), (Some(o), Some(n)) if o != n);
+    if other_key || (old.model, old.budget) != (new.model, new.budget) {
         return BreakCause::SettingsChanged;
     }
-    let is_system =
-        |result: &BuildResult| (result.messages.get(index)).is_some_and(|m| m.role == Role::System);
-    if is_system(previous) || is_system(current) {
+    let is_system = |m: Option<&ContextMessage>| m.is_some_and(|m| m.role == Role::System);
+    if is_system(previous.message(index)) || is_system(current.messages.get(index)) {
         return BreakCause::SystemChanged;
     }
-    let compacted = current.compaction.as_ref().map(|c| &c.id);
-    if compacted.is_some() && compacted != previous.compaction.as_ref().map(|c| &c.id) {
+    if new.compaction.is_some() && new.compaction != old.compaction {
         return BreakCause::Compaction;
     }
     let now = chunk
@@ -305,7 +305,7 @@ fn cause_of(
         Some(Decision::Dropped {
             reason: DropReason::Compacted,
         }) => BreakCause::Compaction,
-        _ if chunk.is_none() && previous.elided != current.elided => BreakCause::Refilled,
+        _ if chunk.is_none() && old.elided != new.elided => BreakCause::Refilled,
         _ => BreakCause::ChunkChanged,
     }
 }

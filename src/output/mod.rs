@@ -4,6 +4,7 @@
 //! session reads of it (`last_build`).
 
 pub(crate) mod cache;
+pub(crate) mod earlier;
 pub(crate) mod last_build;
 pub(crate) mod message;
 pub(crate) mod message_text;

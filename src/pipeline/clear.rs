@@ -33,9 +33,9 @@ use crate::error::Result;
 use crate::model::context_management::ClearToolUses;
 use crate::model::roles::Role;
 use crate::output::cache::{Unchanged, stable_prefix_after};
+use crate::output::earlier::Earlier;
 use crate::output::last_build::LastBuild;
 use crate::output::message::MessageFingerprint;
-use crate::output::result::BuildResult;
 use crate::tokens::parts::CountedText;
 
 /// A chunk this turn's edit stubs, and where it stands.
@@ -90,9 +90,14 @@ impl Clearing {
         shown.map(|c| (c.index, Arc::clone(&c.stub))).collect()
     }
 
-    /// Whether the last prompt changes before its last message.
-    pub(super) fn rewrites(&self) -> bool {
-        (self.cleared.iter()).any(|c| matches!(c.place, Place::Shown(..)))
+    /// The first message of the last prompt that the edit's stubs write
+    /// again.
+    pub(super) fn first_rewritten(&self) -> Option<usize> {
+        let shown = self.cleared.iter().filter_map(|c| match c.place {
+            Place::Shown(message, _) => Some(message),
+            _ => None,
+        });
+        shown.min()
     }
 }
 
@@ -433,15 +438,15 @@ impl LastBuild {
 
     /// What the prompt shares with `previous`, whose messages before
     /// `first` it shows unchanged.
-    pub(super) fn report_cache(&mut self, previous: &BuildResult, first: usize) {
-        let before = previous.messages.iter().take(first);
+    pub(super) fn report_cache(&mut self, previous: &impl Earlier, first: usize) {
+        let result = &mut self.result;
+        let before = result.messages.iter().take(first);
         let unchanged = Unchanged {
             messages: first,
             tokens: before.map(|m| m.tokens).sum(),
         };
-        let result = &mut self.result;
         let (messages, prints) = (&result.messages, &result.fingerprints);
-        let old = previous.fingerprints.iter();
+        let old = previous.fingerprints_from(first);
         let stable = stable_prefix_after(messages, prints, old, unchanged);
         result.stable_prefix_tokens = Some(stable);
         result.cache = Some(result.cache_after(previous, stable, unchanged));

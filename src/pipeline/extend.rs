@@ -43,6 +43,7 @@ use crate::model::chunk_id::{ChunkId, ChunkIds, fingerprint};
 use crate::model::memory::{MemoryChunk, MemoryState};
 use crate::model::roles::Role;
 use crate::output::cache::CacheReport;
+use crate::output::earlier::Before;
 use crate::output::last_build::LastBuild;
 use crate::output::message::{ChunkSpans, ContextMessage, MessageFingerprint};
 use crate::output::message_text::MessageText;
@@ -294,8 +295,7 @@ impl<'a> Build<'a> {
         // but the one it grows.
         let grows_last = usize::from(growth.joined_before.is_some());
         let kept = carry.result.messages.len().saturating_sub(grows_last);
-        let rewrites = clearing.as_ref().is_some_and(Clearing::rewrites) || trim.is_some();
-        let previous = rewrites.then(|| carry.result.clone());
+        let previous = previous_of(carry, (trim.as_ref(), clearing.as_ref()), &lifted, kept);
         self.apply(carry, &growth, framing);
         for (index, row) in lifted {
             carry.result.decisions.set(index, row);
@@ -322,8 +322,12 @@ impl<'a> Build<'a> {
         let trimmed = trimmed_from.is_some();
         let first = [cleared_from, trimmed_from].into_iter().flatten().min();
         let first = first.map(|first| first.min(kept));
-        if let (Some(previous), Some(first)) = (&previous, first) {
-            carry.report_cache(previous, first);
+        match (&previous, first) {
+            (Some(Previous::Whole(previous)), Some(first)) => {
+                carry.report_cache(&**previous, first)
+            }
+            (Some(Previous::Kept(previous)), Some(first)) => carry.report_cache(previous, first),
+            _ => {}
         }
         carry.grow_to(self.state, appended, timeline);
         // Every chunk this build did not render came from the last one.
@@ -569,6 +573,38 @@ impl<'a> Build<'a> {
         });
         result.trim_target = None;
     }
+}
+
+/// The last build as this turn's cache report reads it (see
+/// `output::earlier`), when the turn writes over its messages.
+enum Previous {
+    /// Whole: a trim writes anywhere in the prompt.
+    Whole(Box<BuildResult>),
+    /// From the first message an edit's stubs write again, the turn's
+    /// messages all after it.
+    Kept(Before),
+}
+
+/// What this turn's cache report needs of `carry`, taken before the turn
+/// writes over it: all of it when a `trim` writes, else the messages from
+/// the first that the `clearing`'s stubs write again (the turn writes none
+/// before; it grows the prompt from message `kept` on) and the old rows
+/// of the chunks the turn changes, the `lifted` ones and the edit's.
+/// `None` when the turn writes over no message.
+fn previous_of(
+    carry: &LastBuild,
+    (trim, clearing): (Option<&Trim>, Option<&Clearing>),
+    lifted: &[(usize, ChunkDecision)],
+    kept: usize,
+) -> Option<Previous> {
+    if trim.is_some() {
+        return Some(Previous::Whole(Box::new(carry.result.clone())));
+    }
+    let clearing = clearing?;
+    let from = clearing.first_rewritten()?.min(kept);
+    let lifted = lifted.iter().map(|(index, _)| *index);
+    let changed: Vec<usize> = lifted.chain(clearing.chunks()).collect();
+    Some(Previous::Kept(Before::keep(&carry.result, from, &changed)))
 }
 
 /// Spreads protection and priority over the new items, as the pipeline
