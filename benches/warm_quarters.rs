@@ -7,7 +7,10 @@
 //! [`STEPS`] model calls, each with one to three tool calls whose results
 //! are about 3 KB, so every quarter adds the same kind of text (the
 //! fourth quarter's is 2.6% longer and counts 8.8% more tokens; see
-//! docs/benchmarks.md). A session
+//! docs/benchmarks.md). A second loop, `repeated`, takes the second
+//! quarter's steps again in every quarter (ids renamed), so that both
+//! quarters add the very same text and only the session's size differs.
+//! A session
 //! builds it at 128k one step at a time, as a live loop does; each sample
 //! forks the session at the start of a quarter (untimed) and times every
 //! step of the quarter, pushed and built. After criterion's report, rounds
@@ -16,8 +19,9 @@
 //!
 //! With `AGENT_CONTEXT_QUARTER=2` (or `4`) in the environment, it runs that
 //! quarter's turns once instead, inside [`one_quarter`], for an instruction
-//! count under callgrind (`AGENT_CONTEXT_EDITS=1` for `clear_tool_uses`;
-//! the command is in docs/benchmarks.md). A fork runs the quarter first,
+//! count under callgrind (`AGENT_CONTEXT_EDITS=1` for `clear_tool_uses`,
+//! `AGENT_CONTEXT_REPEATED=1` for the `repeated` loop; the command is in
+//! docs/benchmarks.md). A fork runs the quarter first,
 //! so that what loads once per process falls outside the count.
 
 #[path = "../examples/support/session_gen.rs"]
@@ -29,7 +33,7 @@ use std::time::{Duration, Instant};
 use agent_context::budget::ContextManagement;
 use agent_context::{ContextBuilder, ContextSession, MemoryChunk};
 use criterion::{Criterion, SamplingMode, Throughput};
-use session_gen::{LoopShape, agent_loop};
+use session_gen::{AgentLoop, LoopShape, agent_loop};
 
 /// Steps of the loop: about 1.0M tokens in all.
 const STEPS: usize = 600;
@@ -65,14 +69,19 @@ fn session_at(
 /// The two variants: without edits, and with `clear_tool_uses`.
 const VARIANTS: [(&str, bool); 2] = [("plain", false), ("clear-tool-uses", true)];
 
-/// Each quarter's turns, and its totals, by variant and quarter.
-type Timed<'a> = BTreeMap<(&'a str, usize), (Vec<Duration>, Vec<Duration>)>;
+/// The two loops: the generator's steps as drawn, and the second
+/// quarter's steps in every quarter.
+const TEXTS: [&str; 2] = ["drawn", "repeated"];
+
+/// Each quarter's turns, and its totals, by text, variant and quarter.
+type Timed<'a> = BTreeMap<(&'a str, &'a str, usize), (Vec<Duration>, Vec<Duration>)>;
 
 /// Interleaved rounds of the table after criterion's report.
 const ROUNDS: usize = 15;
 
 /// A variant's session at the start of a quarter, and the quarter's steps.
 struct Quarter<'a> {
+    text: &'static str,
     variant: &'static str,
     quarter: usize,
     base: ContextSession,
@@ -98,21 +107,22 @@ impl Quarter<'_> {
 }
 
 /// The sessions at the start of the second and the fourth quarter of each
-/// variant.
-fn quarters<'a>(
-    steps: &'a [Vec<MemoryChunk>],
-    opening: &agent_context::MemoryState,
-) -> Vec<Quarter<'a>> {
+/// loop and variant.
+fn quarters(loops: &[AgentLoop; 2]) -> Vec<Quarter<'_>> {
     let mut quarters = Vec::new();
-    for (variant, edits) in VARIANTS {
-        for quarter in [2, 4] {
-            let start = (quarter - 1) * QUARTER;
-            quarters.push(Quarter {
-                variant,
-                quarter,
-                base: session_at(&steps[..start], edits, opening),
-                steps: &steps[start..start + QUARTER],
-            });
+    for (text, agent_loop) in TEXTS.into_iter().zip(loops) {
+        let (steps, opening) = (&agent_loop.steps, &agent_loop.opening);
+        for (variant, edits) in VARIANTS {
+            for quarter in [2, 4] {
+                let start = (quarter - 1) * QUARTER;
+                quarters.push(Quarter {
+                    text,
+                    variant,
+                    quarter,
+                    base: session_at(&steps[..start], edits, opening),
+                    steps: &steps[start..start + QUARTER],
+                });
+            }
         }
     }
     quarters
@@ -127,7 +137,7 @@ fn criterion_quarters(c: &mut Criterion, quarters: &[Quarter<'_>]) {
         .measurement_time(Duration::from_secs(3))
         .throughput(Throughput::Elements(QUARTER as u64));
     for quarter in quarters {
-        let name = format!("{}/q{}", quarter.variant, quarter.quarter);
+        let name = format!("{}/{}/q{}", quarter.text, quarter.variant, quarter.quarter);
         group.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 (0..iters)
@@ -156,22 +166,27 @@ fn interleaved(quarters: &[Quarter<'_>]) {
     for _ in 0..ROUNDS {
         for quarter in quarters {
             let timed = quarter.turns();
-            let entry = turns.entry((quarter.variant, quarter.quarter)).or_default();
+            let key = (quarter.text, quarter.variant, quarter.quarter);
+            let entry = turns.entry(key).or_default();
             entry.1.push(timed.iter().sum());
             entry.0.extend(timed);
         }
     }
     println!("\n{ROUNDS} interleaved rounds:\n");
-    println!("| variant | median turn, Q2 | Q4 | Q4 / Q2 | median quarter, Q2 | Q4 | Q4 / Q2 |");
-    println!("|---|---:|---:|---:|---:|---:|---:|");
-    for (variant, _) in VARIANTS {
-        let (Some(q2), Some(q4)) = (turns.get(&(variant, 2)), turns.get(&(variant, 4))) else {
+    println!(
+        "| text | variant | median turn, Q2 | Q4 | Q4 / Q2 | median quarter, Q2 | Q4 | Q4 / Q2 |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    let variants = TEXTS.iter().flat_map(|t| VARIANTS.map(|(v, _)| (*t, v)));
+    for (text, variant) in variants {
+        let (q2, q4) = (&(text, variant, 2), &(text, variant, 4));
+        let (Some(q2), Some(q4)) = (turns.get(q2), turns.get(q4)) else {
             continue;
         };
         let (turn2, turn4) = (median(q2.0.clone()), median(q4.0.clone()));
         let (total2, total4) = (median(q2.1.clone()), median(q4.1.clone()));
         println!(
-            "| {variant} | {:.1} µs | {:.1} µs | {:.2} | {:.1} ms | {:.1} ms | {:.2} |",
+            "| {text} | {variant} | {:.1} µs | {:.1} µs | {:.2} | {:.1} ms | {:.1} ms | {:.2} |",
             micros(turn2),
             micros(turn4),
             micros(turn4) / micros(turn2),
@@ -198,15 +213,17 @@ fn one_quarter(session: &mut ContextSession, steps: &[Vec<MemoryChunk>]) {
 
 /// The quarter `AGENT_CONTEXT_QUARTER` names, run once (see the module
 /// docs); `false` when it names none.
-fn quarter_once(steps: &[Vec<MemoryChunk>], opening: &agent_context::MemoryState) -> bool {
+fn quarter_once(loops: &[AgentLoop; 2]) -> bool {
     let quarter = std::env::var("AGENT_CONTEXT_QUARTER").ok();
     let Some(quarter) = quarter.and_then(|q| q.parse::<usize>().ok()) else {
         return false;
     };
     let edits = std::env::var_os("AGENT_CONTEXT_EDITS").is_some();
+    let repeated = std::env::var_os("AGENT_CONTEXT_REPEATED").is_some();
+    let agent_loop = &loops[usize::from(repeated)];
     let start = (quarter.clamp(1, 4) - 1) * QUARTER;
-    let base = session_at(&steps[..start], edits, opening);
-    let quarter = &steps[start..start + QUARTER];
+    let base = session_at(&agent_loop.steps[..start], edits, &agent_loop.opening);
+    let quarter = &agent_loop.steps[start..start + QUARTER];
     turns_of(&mut base.clone(), quarter);
     let mut session = base.clone();
     // As `Quarter::turns` does.
@@ -220,11 +237,13 @@ fn main() {
         result_bytes: (3_000, 3_001),
         ..LoopShape::new(STEPS)
     };
-    let agent_loop = agent_loop(43, &shape);
-    if quarter_once(&agent_loop.steps, &agent_loop.opening) {
+    let drawn = agent_loop(43, &shape);
+    let repeated = drawn.repeating(QUARTER..2 * QUARTER);
+    let loops = [drawn, repeated];
+    if quarter_once(&loops) {
         return;
     }
-    let quarters = quarters(&agent_loop.steps, &agent_loop.opening);
+    let quarters = quarters(&loops);
     let mut criterion = Criterion::default().configure_from_args();
     criterion_quarters(&mut criterion, &quarters);
     criterion.final_summary();

@@ -301,6 +301,40 @@ impl AgentLoop {
     }
 }
 
+impl AgentLoop {
+    /// The loop with every step replaced by one of `steps` (indices into
+    /// it), taken in turn: each run of `steps.len()` steps adds the same
+    /// text. Ids and call ids name the new step, so they stay unique.
+    pub fn repeating(&self, steps: std::ops::Range<usize>) -> AgentLoop {
+        let len = steps.len();
+        let repeated = (0..self.steps.len())
+            .map(|step| {
+                let from = steps.start + step % len;
+                (self.steps[from].iter())
+                    .map(|chunk| renamed(chunk, from, step))
+                    .collect()
+            })
+            .collect();
+        AgentLoop {
+            opening: self.opening.clone(),
+            steps: repeated,
+        }
+    }
+}
+
+/// `chunk` of step `from` as a chunk of step `to` (see [`loop_step`]'s ids).
+fn renamed(chunk: &MemoryChunk, from: usize, to: usize) -> MemoryChunk {
+    let mut chunk = chunk.clone();
+    chunk.id = chunk
+        .id
+        .replacen(&format!("s{from}-"), &format!("s{to}-"), 1);
+    if let Some(call) = &chunk.call_id {
+        let call = call.replacen(&format!("call_{from}_"), &format!("call_{to}_"), 1);
+        chunk.call_id = Some(call.into());
+    }
+    chunk
+}
+
 /// A generated agent loop of `shape`.
 pub fn agent_loop(seed: u64, shape: &LoopShape) -> AgentLoop {
     let mut rng = Rng::new(seed);
