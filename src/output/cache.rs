@@ -216,7 +216,7 @@ fn first_break(previous: &impl Earlier, current: &BuildResult, from: usize) -> O
     let count = previous.message_count();
     let last_grew = index + 1 == count
         && (current.messages.get(index))
-            .zip(previous.fingerprints_from(index).next())
+            .zip(previous.fingerprint(index))
             .is_some_and(|(m, old)| grew(m, old));
     (index < count && !last_grew).then_some(index)
 }

@@ -47,6 +47,11 @@ pub(crate) trait Earlier {
     fn message(&self, index: usize) -> Option<&ContextMessage> {
         self.messages_from(index).next()
     }
+
+    /// Its fingerprint of message `index`.
+    fn fingerprint(&self, index: usize) -> Option<&MessageFingerprint> {
+        self.fingerprints_from(index).next()
+    }
 }
 
 impl Earlier for BuildResult {
@@ -75,6 +80,14 @@ impl Earlier for BuildResult {
 
     fn decision_of<'a>(&'a self, id: &ChunkId, _: &'a BuildResult) -> Option<&'a ChunkDecision> {
         self.decisions.iter().rev().find(|row| &row.id == id)
+    }
+
+    fn message(&self, index: usize) -> Option<&ContextMessage> {
+        self.messages.get(index)
+    }
+
+    fn fingerprint(&self, index: usize) -> Option<&MessageFingerprint> {
+        self.fingerprints.get(index)
     }
 }
 
