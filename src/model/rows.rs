@@ -58,6 +58,15 @@ impl<T: Clone> Rows<T> {
         RowsIter::new(&self.0)
     }
 
+    /// The rows from `index` on (none when it is past the end). The first
+    /// is found down the tree, not by stepping over the leaves before it,
+    /// then each row is read through the leaf it falls in: for a scan
+    /// that starts far in and stops soon.
+    pub(crate) fn iter_from(&self, index: usize) -> impl Iterator<Item = &T> + '_ {
+        let start = index.min(self.0.len());
+        self.0.focus().narrow(start..).into_iter()
+    }
+
     /// The rows copied into a `Vec`.
     pub fn to_vec(&self) -> Vec<T> {
         self.0.iter().cloned().collect()
@@ -395,6 +404,19 @@ mod tests {
             serde_json::to_string(&Rows::from(vec![1, 2])).unwrap(),
             "[1,2]"
         );
+    }
+
+    #[test]
+    fn rows_from_an_index_are_the_rows_a_vec_has_from_it() {
+        // A tree of several levels, built by pushes and by a join, so that
+        // its leaves are not all full.
+        let mut rows: Rows<usize> = (0..3000).collect();
+        rows.splice(vec![(100..=130, vec![7; 5]), (2000..=2000, vec![8; 70])]);
+        let vec = rows.to_vec();
+        for index in [0, 1, 63, 64, 65, 100, 1500, 2000, vec.len() - 1, vec.len(), 9999] {
+            let from: Vec<usize> = rows.iter_from(index).copied().collect();
+            assert_eq!(from, vec.get(index..).unwrap_or_default(), "from {index}");
+        }
     }
 
     #[test]

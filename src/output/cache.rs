@@ -102,8 +102,7 @@ impl BuildResult {
         stable: usize,
         unchanged: Unchanged,
     ) -> CacheReport {
-        let rest = previous.messages_from(unchanged.messages);
-        let sent = unchanged.tokens + rest.map(|m| m.tokens).sum::<usize>();
+        let sent = unchanged.tokens + previous.tokens_from(unchanged.messages);
         // A provider caches a prefix for one model: nothing carries over.
         let head = previous.head();
         if (head.model, head.encoding) != (self.model.as_str(), self.encoding.as_str()) {
@@ -169,10 +168,7 @@ pub(crate) fn stable_prefix_after<'a>(
 ) -> usize {
     let mut stable = unchanged.tokens;
     let skip = unchanged.messages;
-    let new = messages
-        .iter()
-        .skip(skip)
-        .zip(fingerprints.iter().skip(skip));
+    let new = messages.iter_from(skip).zip(fingerprints.iter_from(skip));
     for ((new, print), old) in new.zip(old) {
         if print.role != old.role {
             break;
@@ -208,7 +204,7 @@ fn first_break(previous: &impl Earlier, current: &BuildResult, from: usize) -> O
     let same = |(print, old): (&MessageFingerprint, &MessageFingerprint)| {
         print.role == old.role && print.len == old.len && print.hash == old.hash
     };
-    let new = current.fingerprints.iter().skip(from);
+    let new = current.fingerprints.iter_from(from);
     let matching = new
         .zip(previous.fingerprints_from(from))
         .take_while(|&p| same(p));
@@ -231,7 +227,7 @@ fn chunk_at(previous: &impl Earlier, current: &BuildResult, index: usize) -> Opt
         m.chunk_ids.iter()
     }
     let mut old_ids = previous.messages_from(index).flat_map(ids_of);
-    let mut new_ids = current.messages.iter().skip(index).flat_map(ids_of);
+    let mut new_ids = current.messages.iter_from(index).flat_map(ids_of);
     loop {
         match (old_ids.next(), new_ids.next()) {
             (Some(old), Some(new)) if old == new => {}

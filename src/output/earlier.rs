@@ -33,6 +33,12 @@ pub(crate) trait Earlier {
     fn head(&self) -> Head<'_>;
     /// How many messages it had.
     fn message_count(&self) -> usize;
+    /// Tokens of its messages before message `index`.
+    fn tokens_before(&self, index: usize) -> usize;
+    /// Tokens of its messages from message `index` on.
+    fn tokens_from(&self, index: usize) -> usize {
+        self.messages_from(index).map(|m| m.tokens).sum()
+    }
     /// Its messages from `index` on.
     fn messages_from(&self, index: usize) -> impl Iterator<Item = &ContextMessage>;
     /// Its messages' fingerprints from `index` on.
@@ -70,12 +76,20 @@ impl Earlier for BuildResult {
         self.messages.len()
     }
 
+    fn tokens_before(&self, index: usize) -> usize {
+        self.messages.iter().take(index).map(|m| m.tokens).sum()
+    }
+
+    fn tokens_from(&self, index: usize) -> usize {
+        self.messages.iter().skip(index).map(|m| m.tokens).sum()
+    }
+
     fn messages_from(&self, index: usize) -> impl Iterator<Item = &ContextMessage> {
-        self.messages.iter().skip(index)
+        self.messages.iter_from(index)
     }
 
     fn fingerprints_from(&self, index: usize) -> impl Iterator<Item = &MessageFingerprint> {
-        self.fingerprints.iter().skip(index)
+        self.fingerprints.iter_from(index)
     }
 
     fn decision_of<'a>(&'a self, id: &ChunkId, _: &'a BuildResult) -> Option<&'a ChunkDecision> {
@@ -101,8 +115,9 @@ pub(crate) struct Before {
     settings_key: Option<u64>,
     compaction: Option<String>,
     elided: Option<Elision>,
-    /// The first message kept.
+    /// The first message kept, and the tokens of the messages before it.
     from: usize,
+    tokens_before: usize,
     messages: Vec<ContextMessage>,
     fingerprints: Vec<MessageFingerprint>,
     /// The rows the build read.
@@ -112,12 +127,19 @@ pub(crate) struct Before {
 }
 
 impl Before {
-    /// `last` from message `from` on, before a turn that writes no message
-    /// before `from` and, of the rows `last` read, only those of `changed`.
-    pub(crate) fn keep(last: &BuildResult, from: usize, changed: &[usize]) -> Before {
+    /// `last`, whose messages cost `message_tokens` in all, from message
+    /// `from` on, before a turn that writes no message before `from` and,
+    /// of the rows `last` read, only those of `changed`.
+    pub(crate) fn keep(
+        last: &BuildResult,
+        (from, message_tokens): (usize, usize),
+        changed: &[usize],
+    ) -> Before {
         let rows = (changed.iter())
             .filter_map(|&index| Some((index, last.decisions.get(index)?.clone())))
             .collect();
+        let messages: Vec<ContextMessage> = last.messages.iter_from(from).cloned().collect();
+        let kept: usize = messages.iter().map(|m| m.tokens).sum();
         Before {
             model: last.model.clone(),
             encoding: last.encoding.clone(),
@@ -126,8 +148,9 @@ impl Before {
             compaction: last.compaction.as_ref().map(|c| c.id.clone()),
             elided: last.elided,
             from,
-            messages: last.messages.iter().skip(from).cloned().collect(),
-            fingerprints: last.fingerprints.iter().skip(from).cloned().collect(),
+            tokens_before: message_tokens.saturating_sub(kept),
+            messages,
+            fingerprints: last.fingerprints.iter_from(from).cloned().collect(),
             chunks: last.decisions.len(),
             rows,
         }
@@ -154,6 +177,11 @@ impl Earlier for Before {
 
     fn message_count(&self) -> usize {
         self.from + self.messages.len()
+    }
+
+    fn tokens_before(&self, index: usize) -> usize {
+        let kept = self.messages.iter().take(self.past(index));
+        self.tokens_before + kept.map(|m| m.tokens).sum::<usize>()
     }
 
     fn messages_from(&self, index: usize) -> impl Iterator<Item = &ContextMessage> {

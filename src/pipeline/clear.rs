@@ -439,12 +439,11 @@ impl LastBuild {
     /// What the prompt shares with `previous`, whose messages before
     /// `first` it shows unchanged.
     pub(super) fn report_cache(&mut self, previous: &impl Earlier, first: usize) {
-        let result = &mut self.result;
-        let before = result.messages.iter().take(first);
         let unchanged = Unchanged {
             messages: first,
-            tokens: before.map(|m| m.tokens).sum(),
+            tokens: previous.tokens_before(first),
         };
+        let result = &mut self.result;
         let (messages, prints) = (&result.messages, &result.fingerprints);
         let old = previous.fingerprints_from(first);
         let stable = stable_prefix_after(messages, prints, old, unchanged);

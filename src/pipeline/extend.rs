@@ -295,7 +295,9 @@ impl<'a> Build<'a> {
         // but the one it grows.
         let grows_last = usize::from(growth.joined_before.is_some());
         let kept = carry.result.messages.len().saturating_sub(grows_last);
-        let previous = previous_of(carry, (trim.as_ref(), clearing.as_ref()), &lifted, kept);
+        let priming = self.settings.framing.priming();
+        let writes = (trim.as_ref(), clearing.as_ref());
+        let previous = previous_of(carry, writes, &lifted, (kept, priming));
         self.apply(carry, &growth, framing);
         for (index, row) in lifted {
             carry.result.decisions.set(index, row);
@@ -589,13 +591,14 @@ enum Previous {
 /// writes over it: all of it when a `trim` writes, else the messages from
 /// the first that the `clearing`'s stubs write again (the turn writes none
 /// before; it grows the prompt from message `kept` on) and the old rows
-/// of the chunks the turn changes, the `lifted` ones and the edit's.
-/// `None` when the turn writes over no message.
+/// of the chunks the turn changes, the `lifted` ones and the edit's. The
+/// prompt's tokens are its messages' and the reply's `priming`. `None`
+/// when the turn writes over no message.
 fn previous_of(
     carry: &LastBuild,
     (trim, clearing): (Option<&Trim>, Option<&Clearing>),
     lifted: &[(usize, ChunkDecision)],
-    kept: usize,
+    (kept, priming): (usize, usize),
 ) -> Option<Previous> {
     if trim.is_some() {
         return Some(Previous::Whole(Box::new(carry.result.clone())));
@@ -604,7 +607,9 @@ fn previous_of(
     let from = clearing.first_rewritten()?.min(kept);
     let lifted = lifted.iter().map(|(index, _)| *index);
     let changed: Vec<usize> = lifted.chain(clearing.chunks()).collect();
-    Some(Previous::Kept(Before::keep(&carry.result, from, &changed)))
+    let message_tokens = carry.result.token_count.saturating_sub(priming);
+    let kept = Before::keep(&carry.result, (from, message_tokens), &changed);
+    Some(Previous::Kept(kept))
 }
 
 /// Spreads protection and priority over the new items, as the pipeline
