@@ -413,7 +413,19 @@ mod tests {
         let mut rows: Rows<usize> = (0..3000).collect();
         rows.splice(vec![(100..=130, vec![7; 5]), (2000..=2000, vec![8; 70])]);
         let vec = rows.to_vec();
-        for index in [0, 1, 63, 64, 65, 100, 1500, 2000, vec.len() - 1, vec.len(), 9999] {
+        for index in [
+            0,
+            1,
+            63,
+            64,
+            65,
+            100,
+            1500,
+            2000,
+            vec.len() - 1,
+            vec.len(),
+            9999,
+        ] {
             let from: Vec<usize> = rows.iter_from(index).copied().collect();
             assert_eq!(from, vec.get(index..).unwrap_or_default(), "from {index}");
         }

@@ -328,7 +328,7 @@ impl<'a> Build<'a> {
             (Some(Previous::Whole(previous)), Some(first)) => {
                 carry.report_cache(&**previous, first)
             }
-            (Some(Previous::Kept(previous)), Some(first)) => carry.report_cache(previous, first),
+            (Some(Previous::Kept(previous)), Some(first)) => carry.report_cache(&**previous, first),
             _ => {}
         }
         carry.grow_to(self.state, appended, timeline);
@@ -584,7 +584,7 @@ enum Previous {
     Whole(Box<BuildResult>),
     /// From the first message an edit's stubs write again, the turn's
     /// messages all after it.
-    Kept(Before),
+    Kept(Box<Before>),
 }
 
 /// What this turn's cache report needs of `carry`, taken before the turn
@@ -609,7 +609,7 @@ fn previous_of(
     let changed: Vec<usize> = lifted.chain(clearing.chunks()).collect();
     let message_tokens = carry.result.token_count.saturating_sub(priming);
     let kept = Before::keep(&carry.result, (from, message_tokens), &changed);
-    Some(Previous::Kept(kept))
+    Some(Previous::Kept(Box::new(kept)))
 }
 
 /// Spreads protection and priority over the new items, as the pipeline
