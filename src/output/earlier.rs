@@ -109,12 +109,9 @@ impl Earlier for BuildResult {
 /// the messages from the first it writes, their fingerprints, and the old
 /// rows of the chunks it changes (the other rows are the turn's own).
 pub(crate) struct Before {
-    model: String,
-    encoding: String,
-    budget: usize,
-    settings_key: Option<u64>,
-    compaction: Option<String>,
-    elided: Option<Elision>,
+    /// The last build without its rows: its settings, compaction and
+    /// elision.
+    head: BuildResult,
     /// The first message kept, and the tokens of the messages before it.
     from: usize,
     tokens_before: usize,
@@ -140,13 +137,15 @@ impl Before {
             .collect();
         let messages: Vec<ContextMessage> = last.messages.iter_from(from).cloned().collect();
         let kept: usize = messages.iter().map(|m| m.tokens).sum();
+        // Its rows are dropped at once: the turn's writes copy nothing.
+        let head = BuildResult {
+            messages: Rows::new(),
+            fingerprints: Rows::new(),
+            decisions: Rows::new(),
+            ..last.clone()
+        };
         Before {
-            model: last.model.clone(),
-            encoding: last.encoding.clone(),
-            budget: last.budget,
-            settings_key: last.settings_key,
-            compaction: last.compaction.as_ref().map(|c| c.id.clone()),
-            elided: last.elided,
+            head,
             from,
             tokens_before: message_tokens.saturating_sub(kept),
             messages,
@@ -165,14 +164,7 @@ impl Before {
 
 impl Earlier for Before {
     fn head(&self) -> Head<'_> {
-        Head {
-            model: &self.model,
-            encoding: &self.encoding,
-            budget: self.budget,
-            settings_key: self.settings_key,
-            compaction: self.compaction.as_deref(),
-            elided: self.elided,
-        }
+        self.head.head()
     }
 
     fn message_count(&self) -> usize {
