@@ -126,7 +126,8 @@ impl<T: Clone> Rows<T> {
             let (start, end) = (*range.start(), range.end() + 1);
             if rows.len() == end - start {
                 for (at, row) in (start..end).zip(rows) {
-                    focus.set(at, row);
+                    let old = focus.set(at, row);
+                    debug_assert!(old.is_some(), "a row set past the end");
                 }
             } else {
                 changed.push((start, end, rows));
