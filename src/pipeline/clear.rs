@@ -381,6 +381,7 @@ impl LastBuild {
     /// rows, messages and tokens, and the edit's report. Returns the first
     /// message written again.
     pub(super) fn clear(&mut self, clearing: Clearing) -> Option<usize> {
+        let first_rewritten = clearing.first_rewritten();
         let Clearing {
             tally,
             cleared,
@@ -411,7 +412,6 @@ impl LastBuild {
                     .push((span, c.stubbed()));
             }
         }
-        let first_rewritten = by_message.keys().copied().min();
         for (message, stubs) in by_message {
             self.rewrite(message, &stubs);
         }
