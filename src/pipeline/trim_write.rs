@@ -151,7 +151,7 @@ impl Build<'_> {
         let (mut messages, mut prints) = (Vec::new(), Vec::new());
         for range in &ranges {
             let parts = self.parts_of(carry, trim, (range.clone(), shown), marker)?;
-            let (written, printed) = joined(&parts, &trim.window.framing).into_iter().unzip();
+            let (written, printed) = joined(&parts, &trim.window.framing);
             messages.push((range.clone(), written));
             prints.push((range.clone(), printed));
         }
@@ -255,19 +255,24 @@ fn marker_part(marker: &CountedText) -> Part<'_> {
     }
 }
 
-/// `parts` grouped into messages by role, each with its fingerprint.
-fn joined(parts: &[Part<'_>], framing: &[usize; 3]) -> Vec<(ContextMessage, MessageFingerprint)> {
-    let mut messages = Vec::new();
+/// `parts` grouped into messages by role, and their fingerprints.
+fn joined(
+    parts: &[Part<'_>],
+    framing: &[usize; 3],
+) -> (Vec<ContextMessage>, Vec<MessageFingerprint>) {
+    let (mut messages, mut prints) = (Vec::new(), Vec::new());
     let mut start = 0;
     while start < parts.len() {
         let role = parts[start].role;
         let end = (start..parts.len())
             .find(|&k| parts[k].role != role)
             .unwrap_or(parts.len());
-        messages.push(message_of(role, &parts[start..end], framing));
+        let (message, print) = message_of(role, &parts[start..end], framing);
+        messages.push(message);
+        prints.push(print);
         start = end;
     }
-    messages
+    (messages, prints)
 }
 
 /// One message of `parts`, as assembly writes it.
@@ -276,7 +281,9 @@ fn message_of(
     parts: &[Part<'_>],
     framing: &[usize; 3],
 ) -> (ContextMessage, MessageFingerprint) {
-    let mut content = String::new();
+    let texts = parts.iter().map(|part| part.text.len()).sum::<usize>();
+    let separators = SEPARATOR.len() * parts.len().saturating_sub(1);
+    let mut content = String::with_capacity(texts + separators);
     let mut spans = ChunkSpans::new();
     let mut chunk_ids = ChunkIds::default();
     let mut tokens = framing[role_index(role)];
