@@ -172,6 +172,9 @@ struct Walk {
     marker: Option<usize>,
     /// Per drop, the unit it belongs to (the units' order).
     units_of_drops: Vec<usize>,
+    /// Per place, the role and costs of what the last prompt shows there,
+    /// once asked (the walk's stubs and the marker aside).
+    costs: Vec<Option<Costs>>,
     /// Next unit to drop: its priority class and its rank there.
     next_unit: (usize, usize),
     drops: Vec<usize>,
@@ -194,6 +197,31 @@ impl Walk {
             .map(|(_, u)| *u);
         let places = drops().filter(|(_, u)| Some(**u) == unit);
         (at, places.map(|(place, _)| *place).collect())
+    }
+}
+
+/// A part's role and its tokens in its message, alone at its end or
+/// followed by another part.
+#[derive(Debug, Clone, Copy)]
+struct Costs {
+    role: Role,
+    alone: u32,
+    joined: u32,
+}
+
+impl Costs {
+    /// `None` for a part of more than `u32::MAX` tokens, which the plan
+    /// then cuts.
+    fn of(role: Role, part: &CountedText) -> Option<Self> {
+        Some(Costs {
+            role,
+            alone: part.alone().try_into().ok()?,
+            joined: part.joined().try_into().ok()?,
+        })
+    }
+
+    fn in_message(self, followed: bool) -> usize {
+        (if followed { self.joined } else { self.alone }) as usize
     }
 }
 
@@ -244,6 +272,7 @@ impl<'a> Build<'a> {
             removed: vec![false; window.places.len()],
             marker: window.marker,
             units_of_drops: Vec::new(),
+            costs: vec![None; window.places.len()],
             next_unit: (0, 0),
             drops: Vec::new(),
             after: vec![Dropped::default()],
@@ -447,7 +476,7 @@ impl<'a> Build<'a> {
         }
         let next = next_present(window, walk, place);
         let followed = match next {
-            Some(next) => self.shown(&turn.sources(walk), window, next)?.0 == role,
+            Some(next) => self.costs_at(turn, window, walk, next)?.role == role,
             None => false,
         };
         let saved = (part.in_message(followed)).checked_sub(stub.in_message(followed))?;
@@ -485,7 +514,7 @@ impl<'a> Build<'a> {
         }
         dropped.places = walk.drops.len();
         dropped.followed = match next_present(window, walk, walk.marker?) {
-            Some(next) => self.shown(&turn.sources(walk), window, next)?.0 == Role::User,
+            Some(next) => self.costs_at(turn, window, walk, next)?.role == Role::User,
             None => false,
         };
         walk.after.push(dropped);
@@ -519,23 +548,58 @@ impl<'a> Build<'a> {
         &mut self,
         turn: &Turn<'_>,
         window: &Window,
-        walk: &Walk,
+        walk: &mut Walk,
         place: usize,
     ) -> Option<isize> {
         let before = previous_present(window, walk, place)?;
         let after = next_present(window, walk, place)?;
-        let (role, part) = self.shown(&turn.sources(walk), window, place)?;
-        let (before_role, before_part) = self.shown(&turn.sources(walk), window, before)?;
-        let after_role = self.shown(&turn.sources(walk), window, after)?.0;
+        let part = self.costs_at(turn, window, walk, place)?;
+        let before_part = self.costs_at(turn, window, walk, before)?;
+        let after_role = self.costs_at(turn, window, walk, after)?.role;
+        let (role, before_role) = (part.role, before_part.role);
         let frame = |role: Role| window.framing[role_index(role)] as isize;
-        let cost = |text: &CountedText, followed: bool| text.in_message(followed) as isize;
+        let cost = |costs: Costs, followed: bool| costs.in_message(followed) as isize;
         let starts = |role: Role, after: Role| if role == after { 0 } else { frame(role) };
-        let old = cost(&before_part, before_role == role)
-            + cost(&part, role == after_role)
+        let old = cost(before_part, before_role == role)
+            + cost(part, role == after_role)
             + starts(role, before_role)
             + starts(after_role, role);
-        let new = cost(&before_part, before_role == after_role) + starts(after_role, before_role);
+        let new = cost(before_part, before_role == after_role) + starts(after_role, before_role);
         Some(new - old)
+    }
+
+    /// The role and costs of the part at `place` as `walk` left the
+    /// prompt: its stub or the marker if the walk put one there, else what
+    /// the last prompt shows, worked out once a walk.
+    fn costs_at(
+        &mut self,
+        turn: &Turn<'_>,
+        window: &Window,
+        walk: &mut Walk,
+        place: usize,
+    ) -> Option<Costs> {
+        if walk.marker == Some(place) {
+            return Costs::of(Role::User, &turn.marker);
+        }
+        let shown = match walk.costs.get(place).copied().flatten() {
+            Some(shown) => shown,
+            None => {
+                let stubbed = FxHashMap::default();
+                let sources = Sources {
+                    stubbed: &stubbed,
+                    marker: None,
+                    ..turn.sources(walk)
+                };
+                let (role, part) = self.shown(&sources, window, place)?;
+                let shown = Costs::of(role, &part)?;
+                *walk.costs.get_mut(place)? = Some(shown);
+                shown
+            }
+        };
+        match walk.stubbed.get(&place) {
+            Some(stub) => Costs::of(shown.role, stub),
+            None => Some(shown),
+        }
     }
 
     /// The places of the unit whose first member is at `head`.
