@@ -30,7 +30,7 @@ pub struct ContextMessage {
 }
 
 /// Byte ranges of a message's chunks in its content.
-pub(crate) type ChunkSpans = smallvec::SmallVec<[std::ops::Range<usize>; 2]>;
+pub(crate) type ChunkSpans = smallvec::SmallVec<[std::ops::Range<usize>; 4]>;
 
 impl ContextMessage {
     /// Each chunk of the message with its rendered text (tag, body and

@@ -38,6 +38,7 @@
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 use super::Build;
 use super::clear::Clearing;
@@ -51,7 +52,7 @@ use crate::model::roles::{ChunkKind, Role};
 use crate::output::last_build::LastBuild;
 use crate::tokens::parts::{CountedText, SEPARATOR};
 
-use super::trim_window::{Cuts, Shows, Turn, Window, body_tokens, most_a_part_costs};
+use super::trim_window::{Cuts, Shows, Turn, Window, most_a_part_costs};
 use super::trim_write::{first_ordinals, locate};
 
 /// The turn's cuts, and the prompt they leave.
@@ -199,6 +200,9 @@ impl Walk {
         (at, places.map(|(place, _)| *place).collect())
     }
 }
+
+/// The places of one unit: a chunk alone, or a call and its results.
+type Members = SmallVec<[usize; 4]>;
 
 /// A part's role and its tokens in its message, alone at its end or
 /// followed by another part.
@@ -506,8 +510,8 @@ impl<'a> Build<'a> {
             walk.removed[place] = true;
             walk.drops.push(place);
             walk.units_of_drops.push(walk.after.len());
-            let row = self.row_of(turn, window, place)?;
-            dropped.counts = (dropped.counts.0 + 1, dropped.counts.1 + body_tokens(row));
+            let tokens = window.places[place].body_tokens();
+            dropped.counts = (dropped.counts.0 + 1, dropped.counts.1 + tokens);
             if walk.marker.is_none_or(|marker| place < marker) {
                 dropped.changed += self.move_marker(turn, window, walk, place)?;
             }
@@ -603,11 +607,11 @@ impl<'a> Build<'a> {
     }
 
     /// The places of the unit whose first member is at `head`.
-    fn members(&self, turn: &Turn<'_>, window: &Window, head: usize) -> Option<Vec<usize>> {
+    fn members(&self, turn: &Turn<'_>, window: &Window, head: usize) -> Option<Members> {
         let chunks = &self.state.chunks;
         let first = window.places[head].chunk;
         let Some(call) = tool_call(&chunks[first]) else {
-            return Some(vec![head]);
+            return Some(Members::from_elem(head, 1));
         };
         // An old unit spans its call id's chunks; a new one is the turn's.
         let (from, end, last) = match head < window.old {
@@ -617,25 +621,12 @@ impl<'a> Build<'a> {
             }
             false => (window.old, window.places.len(), usize::MAX),
         };
-        let members: Vec<usize> = (from..end)
+        let members: Members = (from..end)
             .take_while(|&p| window.places[p].chunk <= last)
             .filter(|&p| tool_call(&chunks[window.places[p].chunk]) == Some(call))
             .collect();
         // A unit whose result comes before its call drops from the result.
         (members.first() == Some(&head)).then_some(members)
-    }
-
-    /// The row of the chunk at `place` as the turn left it.
-    fn row_of<'t>(
-        &self,
-        turn: &'t Turn<'_>,
-        window: &Window,
-        place: usize,
-    ) -> Option<&'t ChunkDecision> {
-        match place.checked_sub(window.old) {
-            Some(new) => Some(&turn.appended[*turn.new.get(new)?].row),
-            None => turn.carry.result.decisions.get(window.places[place].chunk),
-        }
     }
 
     /// The role and the text (body or stub) the part at `place` shows

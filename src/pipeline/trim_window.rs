@@ -60,6 +60,14 @@ pub(super) struct Place {
     judged: Judged,
 }
 
+impl Place {
+    /// Tokens of its body, what dropping it elides: judged for a place the
+    /// ladder may drop.
+    pub(super) fn body_tokens(&self) -> usize {
+        self.judged.tokens
+    }
+}
+
 /// How the ladder may cut a place the prompt shows (nothing for one it
 /// does not).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
