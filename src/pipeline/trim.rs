@@ -214,8 +214,8 @@ struct Costs {
 }
 
 impl Costs {
-    /// `None` for a part of more than `u32::MAX` tokens, which the plan
-    /// then cuts.
+    /// `None` for a part of more than `u32::MAX` tokens: the trim then
+    /// leaves the turn to the plan.
     fn of(role: Role, part: &CountedText) -> Option<Self> {
         Some(Costs {
             role,
@@ -503,7 +503,12 @@ impl<'a> Build<'a> {
         let members = self.members(turn, window, head)?;
         let mut dropped = *walk.after.last()?;
         for place in members {
-            if window.places[place].protected || !is_present(window, walk, place) {
+            // A place that shows nothing (the marker's) is dropped already.
+            let shows = window.places[place].shows;
+            if window.places[place].protected
+                || shows == Shows::Nothing
+                || !is_present(window, walk, place)
+            {
                 return None;
             }
             dropped.changed += self.drop_change(turn, window, walk, place)?;

@@ -62,7 +62,7 @@ pub(super) struct Place {
 
 impl Place {
     /// Tokens of its body, what dropping it elides: judged for a place the
-    /// ladder may drop.
+    /// ladder may drop, 0 for one protected or showing nothing.
     pub(super) fn body_tokens(&self) -> usize {
         self.judged.tokens
     }
