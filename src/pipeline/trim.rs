@@ -503,12 +503,10 @@ impl<'a> Build<'a> {
         let members = self.members(turn, window, head)?;
         let mut dropped = *walk.after.last()?;
         for place in members {
-            // A place that shows nothing (the marker's) is dropped already.
-            let shows = window.places[place].shows;
-            if window.places[place].protected
-                || shows == Shows::Nothing
-                || !is_present(window, walk, place)
-            {
+            // A member the prompt no longer shows (dropped before, or by
+            // this walk) sends the turn to the plan.
+            let member = &window.places[place];
+            if member.protected || member.shows == Shows::Nothing || walk.removed[place] {
                 return None;
             }
             dropped.changed += self.drop_change(turn, window, walk, place)?;
