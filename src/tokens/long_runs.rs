@@ -11,11 +11,14 @@
 //! log line of padding).
 //!
 //! The segments of text around such runs, cut where counts add up, are
-//! counted on their own (see [`segments`](super::segments)), by
-//! `bpe-openai`'s backtracking encoder, linear by construction, once a
-//! process has met enough of them. A piece of such a segment that is one
-//! character repeated is encoded from a short stand-in (see
-//! [`repeats`](super::repeats)). All of them give tiktoken's tokens exactly
+//! counted on their own (see [`segments`](super::segments)). A segment
+//! whose run is one character (but whitespace, numbers and apostrophes) is
+//! counted by the crate from a copy with a short run (see
+//! [`char_runs`](super::char_runs)); the others by `bpe-openai`'s
+//! backtracking encoder, linear by construction, once a process has met
+//! enough of them, each of their pieces that is one character repeated
+//! from a short stand-in (see [`repeats`](super::repeats)). All of them
+//! give tiktoken's tokens exactly
 //! (`tests/it/encoder.rs` holds them to tiktoken-rs on long runs of
 //! letters, digits, spaces, punctuation, CJK and emoji); which one counts a
 //! segment changes only the time.

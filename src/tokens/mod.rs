@@ -5,6 +5,7 @@
 //! how providers bill it.
 
 mod calibration;
+mod char_runs;
 mod estimate;
 mod framing;
 mod long_runs;

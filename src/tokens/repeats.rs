@@ -25,6 +25,8 @@
 //! tokens tiktoken gives. When no such cycle turns up, the whole piece goes
 //! to the backtracking encoder.
 
+use std::ops::Range;
+
 use bpe_openai::Tokenizer;
 use bpe_openai::byte_pair_encoding::BytePairEncoding;
 use rustc_hash::FxHashMap;
@@ -56,6 +58,17 @@ impl Repeated {
         let cycles = std::iter::repeat_n(&self.cycle, self.repeats).flatten();
         self.head.iter().chain(cycles).chain(&self.tail).copied()
     }
+
+    /// The tokens of a stand-in's encoding `tokens` with `cycle` in it
+    /// `repeats` times more.
+    pub(super) fn around(tokens: &[u32], cycle: &Cycle, repeats: usize) -> Repeated {
+        Repeated {
+            head: tokens[..cycle.end].to_vec(),
+            cycle: tokens[cycle.start..cycle.end].to_vec(),
+            repeats,
+            tail: tokens[cycle.end..].to_vec(),
+        }
+    }
 }
 
 /// A piece as its head, `chars` repeats of one character `unit`, and its
@@ -72,22 +85,26 @@ struct Run<'p> {
 /// and tail, or when the stand-in shows no cycle to repeat.
 pub(crate) fn repeated(bpe: &BytePairEncoding, piece: &str) -> Option<Repeated> {
     let run = run_of(piece)?;
+    let cycles_of = |chars: usize, tokens: &[u32]| {
+        let lens: Vec<usize> = tokens.iter().map(|&t| bpe.token_len(t)).collect();
+        // The tail begins in the piece, so a token that starts right after
+        // the run's last character is on the run's side of a cycle too.
+        let end = run.head.len() + chars * run.unit.len() + 1;
+        cycles(tokens, &lens, run.head.len()..end, run.unit.len())
+    };
     let first = bpe.encode_via_backtracking(&run.stand_in(STAND_IN_CHARS));
-    let width = cycles(bpe, &run, &first, STAND_IN_CHARS)
+    let width = cycles_of(STAND_IN_CHARS, &first)
+        .iter()
         .map(|cycle| cycle.width)
         .min()?;
     // A stand-in whose run is as long as the piece's modulo `width`.
     let chars = STAND_IN_CHARS + (run.chars - STAND_IN_CHARS) % width;
     let tokens = bpe.encode_via_backtracking(&run.stand_in(chars));
     let missing = run.chars - chars;
-    let cycle =
-        cycles(bpe, &run, &tokens, chars).find(|cycle| missing.is_multiple_of(cycle.width))?;
-    Some(Repeated {
-        head: tokens[..cycle.end].to_vec(),
-        cycle: tokens[cycle.start..cycle.end].to_vec(),
-        repeats: missing / cycle.width,
-        tail: tokens[cycle.end..].to_vec(),
-    })
+    let cycle = cycles_of(chars, &tokens)
+        .into_iter()
+        .find(|cycle| missing.is_multiple_of(cycle.width))?;
+    Some(Repeated::around(&tokens, &cycle, missing / cycle.width))
 }
 
 /// The run of one character through the middle of `piece`, when it leaves
@@ -114,7 +131,11 @@ fn run_of(piece: &str) -> Option<Run<'_>> {
 
 /// How many of `chunks` in a row, from the first, are `unit`: compared
 /// 32 units at a time, then one by one.
-fn repeats<'a, I>(bytes: &'a [u8], unit: &[u8], chunks: impl Fn(&'a [u8], usize) -> I) -> usize
+pub(super) fn repeats<'a, I>(
+    bytes: &'a [u8],
+    unit: &[u8],
+    chunks: impl Fn(&'a [u8], usize) -> I,
+) -> usize
 where
     I: Iterator<Item = &'a [u8]>,
 {
@@ -146,45 +167,36 @@ impl Run<'_> {
 
 /// Tokens `start..end` of an encoding, with `tokens[start] ==
 /// tokens[end]`, whose bytes are `width` whole characters of the run.
-struct Cycle {
+pub(super) struct Cycle {
     start: usize,
     end: usize,
-    width: usize,
+    pub(super) width: usize,
 }
 
-/// The cycles of `tokens`, the encoding of `run`'s stand-in with `chars`
-/// characters: for each token that starts on a character of the run or
-/// right after its last one (where the tail begins), back to the last equal
-/// token that did. The bytes between the two are whole characters of the
-/// run either way.
-fn cycles<'a>(
-    bpe: &'a BytePairEncoding,
-    run: &'a Run<'_>,
-    tokens: &'a [u32],
-    chars: usize,
-) -> impl Iterator<Item = Cycle> + 'a {
-    let unit = run.unit.len();
-    let run_end = run.head.len() + chars * unit;
+/// The cycles of `tokens`, `lens` bytes long in turn, the encoding of a
+/// text whose run of `unit`-byte characters may start a token anywhere in
+/// `run` (bytes): for each token that starts on a character there, back to
+/// the last equal token that did. The bytes between the two are whole
+/// characters of the run.
+pub(super) fn cycles(tokens: &[u32], lens: &[usize], run: Range<usize>, unit: usize) -> Vec<Cycle> {
     let mut seen: FxHashMap<u32, (usize, usize)> = FxHashMap::default();
     let mut offset = 0;
-    tokens
-        .iter()
-        .enumerate()
-        .filter_map(move |(index, &token)| {
-            let at = offset;
-            offset += bpe.token_len(token);
-            let in_run =
-                at >= run.head.len() && at <= run_end && (at - run.head.len()).is_multiple_of(unit);
-            if !in_run {
-                return None;
-            }
-            let last = seen.insert(token, (index, at));
-            last.map(|(start, from)| Cycle {
+    let mut found = Vec::new();
+    for (index, (&token, &len)) in tokens.iter().zip(lens).enumerate() {
+        let at = offset;
+        offset += len;
+        if !run.contains(&at) || !(at - run.start).is_multiple_of(unit) {
+            continue;
+        }
+        if let Some((start, from)) = seen.insert(token, (index, at)) {
+            found.push(Cycle {
                 start,
                 end: index,
                 width: (at - from) / unit,
-            })
-        })
+            });
+        }
+    }
+    found
 }
 
 /// Tokens of `text` (a segment holding a long run) with the linear

@@ -39,10 +39,10 @@ pub(crate) enum Route {
     /// `bpe-openai`'s backtracking encoder: wide spaces in a long segment,
     /// which would cost the crate the square of its length.
     Linear,
-    /// A long run: the linear encoder counts it several times faster, but
-    /// the crate counts a few short ones without loading a second set of
-    /// tables, in time that grows only with the log of a run's length; the
-    /// counter chooses.
+    /// A long run: the crate counts a run of one character from a short
+    /// stand-in; the linear encoder counts the others several times faster
+    /// than the crate, which counts a few short ones without loading a
+    /// second set of tables; the counter chooses.
     LongRun,
 }
 

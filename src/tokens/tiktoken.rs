@@ -21,7 +21,8 @@ use bpe_openai::Tokenizer;
 use rustc_hash::FxHashMap;
 use tiktoken::CoreBpe;
 
-use super::repeats;
+use super::char_runs;
+use super::repeats::{self, Repeated};
 use super::segments::{Route, Segment, segments};
 
 use crate::error::Result;
@@ -35,12 +36,24 @@ use crate::tokens::{Encoding, TokenCounter};
 /// Counting runs in linear time on every shape of text (a million spaces,
 /// megabytes of one letter, base64, CJK without spaces, no-break spaces):
 /// the segments around a long run or whitespace outside ASCII are counted
-/// on their own, by `bpe-openai`'s linear encoder where the `tiktoken`
-/// crate would not be linear, whose tables load the first time one needs
-/// it (see `segments`).
+/// on their own, where the `tiktoken` crate would not be linear: a long
+/// run of one character from a short stand-in by the crate (see
+/// `char_runs`), the others by `bpe-openai`'s linear encoder, whose tables
+/// load the first time one needs it (see `segments`).
 #[derive(Clone, Copy)]
 pub struct TiktokenCounter {
     encoding: Encoding,
+}
+
+/// A part of a text and how it is counted.
+enum Part<'t> {
+    /// By the `tiktoken` crate.
+    Crate(&'t str),
+    /// By the linear encoder, each long run of one character through a
+    /// stand-in (see `repeats`).
+    Linear(&'static Tokenizer, &'t str),
+    /// A segment counted through a short stand-in (see `char_runs`).
+    Repeated(Repeated),
 }
 
 /// What the process holds for one kind of table, made on first use:
@@ -109,9 +122,10 @@ impl TiktokenCounter {
     /// The token ids of `text` encoded as ordinary text.
     pub fn encode(&self, text: &str) -> Vec<u32> {
         let mut tokens = Vec::new();
-        self.by_segment(text, |text, linear| match linear {
-            Some(linear) => repeats::encode(linear, text, &mut tokens),
-            None => tokens.extend(self.bpe().encode(text)),
+        self.by_segment(text, |part| match part {
+            Part::Crate(text) => tokens.extend(self.bpe().encode(text)),
+            Part::Linear(linear, text) => repeats::encode(linear, text, &mut tokens),
+            Part::Repeated(repeated) => tokens.extend(repeated.tokens()),
         });
         tokens
     }
@@ -119,36 +133,56 @@ impl TiktokenCounter {
     /// Tokens of `text`, whatever its length, in linear time.
     fn count_any(&self, text: &str) -> usize {
         let mut total = 0;
-        self.by_segment(text, |text, linear| {
-            total += match linear {
-                Some(linear) => repeats::count(linear, text),
-                None => self.bpe().count(text),
+        self.by_segment(text, |part| {
+            total += match part {
+                Part::Crate(text) => self.bpe().count(text),
+                Part::Linear(linear, text) => repeats::count(linear, text),
+                Part::Repeated(repeated) => repeated.count(),
             }
         });
         total
     }
 
     /// Calls `each` on the parts of `text` in order, cut where counts add up,
-    /// with the linear encoder for those that need it (see `segments`):
-    /// counts and tokens add up over them.
-    fn by_segment(&self, text: &str, mut each: impl FnMut(&str, Option<&'static Tokenizer>)) {
+    /// each with the way it is counted (see `segments`): counts and tokens
+    /// add up over them.
+    fn by_segment(&self, text: &str, mut each: impl FnMut(Part<'_>)) {
         let mut at = 0;
         for segment in segments(text) {
-            let linear = self.linear_for(&segment);
-            let range = segment.range;
+            let range = segment.range.clone();
             if at < range.start {
-                each(&text[at..range.start], None);
+                each(Part::Crate(&text[at..range.start]));
             }
-            each(&text[range.clone()], linear);
+            each(self.part_of(&segment, &text[range.clone()]));
             at = range.end;
         }
         if at < text.len() || text.is_empty() {
-            each(&text[at..], None);
+            each(Part::Crate(&text[at..]));
+        }
+    }
+
+    /// How `segment`, whose text is `text`, is counted: a long run of one
+    /// character from a short stand-in by the crate (see `char_runs`),
+    /// else by the encoder [`linear_for`](Self::linear_for) picks.
+    fn part_of<'t>(&self, segment: &Segment, text: &'t str) -> Part<'t> {
+        let stand_in = match segment.route() {
+            Route::LongRun => char_runs::repeated(self.bpe(), text),
+            Route::Alone | Route::Linear => None,
+        };
+        // Asked only when needed: it counts the run toward loading the
+        // linear encoder.
+        match stand_in {
+            Some(repeated) => Part::Repeated(repeated),
+            None => match self.linear_for(segment) {
+                Some(linear) => Part::Linear(linear, text),
+                None => Part::Crate(text),
+            },
         }
     }
 
     /// The linear encoder where `segment` is counted by it (see [`Route`]).
-    /// Long runs go to the crate until the process has met
+    /// Long runs that no stand-in counts (see `part_of`) go to the crate
+    /// until the process has met
     /// [`LONG_RUN_BYTES_BEFORE_LINEAR`] bytes of them, then to the linear
     /// encoder: the few a real text holds (a ruled line, a column of blank
     /// lines) are not worth the second encoder's tables, 66 MB and 40 ms to

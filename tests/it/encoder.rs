@@ -257,6 +257,20 @@ fn long_runs_encode_like_tiktoken() {
     }
 }
 
+/// A run of a contraction's last letter right after it: `cl100k_base`
+/// reads `'re`, `'ll` and the like as pieces of their own, which take the
+/// run's first letters.
+#[test]
+fn runs_after_contractions_encode_like_tiktoken() {
+    for contraction in ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'RE", "'Ll"] {
+        let last = &contraction[contraction.len() - 1..];
+        for chars in [300, 1_000] {
+            assert_same_tokens(&format!("we{contraction}{}", last.repeat(chars)));
+            assert_same_tokens(&format!("{contraction}{}\n", last.repeat(chars)));
+        }
+    }
+}
+
 fn text_with_long_runs() -> impl Strategy<Value = String> {
     let part = prop_oneof![
         3 => prop::sample::select(ATOMS).prop_map(str::to_owned),
