@@ -218,7 +218,9 @@ mod tests {
 
     #[test]
     fn repeated_tokens_equal_the_whole_encoding() {
-        encoders().map(assert_repeated_tokens_equal_the_whole_encoding);
+        encoders()
+            .into_iter()
+            .for_each(assert_repeated_tokens_equal_the_whole_encoding);
     }
 
     #[test]
