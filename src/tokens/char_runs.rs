@@ -121,10 +121,7 @@ fn learn(key: (usize, char), lesson: Option<(usize, usize)>) {
 fn through(bpe: &CoreBpe, run: &Run<'_>, chars: usize, width: usize) -> Option<Repeated> {
     let chars = chars + run.chars.checked_sub(chars)? % width;
     let tokens = bpe.encode(&run.stand_in(chars));
-    let missing = run.chars - chars;
-    let cycle = (run.cycles(bpe, chars, &tokens).into_iter())
-        .find(|cycle| missing.is_multiple_of(cycle.width))?;
-    Some(Repeated::around(&tokens, &cycle, missing / cycle.width))
+    Repeated::stretched(&tokens, run.cycles(bpe, chars, &tokens), run.chars - chars)
 }
 
 /// The segment's one long run, when it is one character that lies in one

@@ -59,15 +59,18 @@ impl Repeated {
         self.head.iter().chain(cycles).chain(&self.tail).copied()
     }
 
-    /// The tokens of a stand-in's encoding `tokens` with `cycle` in it
-    /// `repeats` times more.
-    pub(super) fn around(tokens: &[u32], cycle: &Cycle, repeats: usize) -> Repeated {
-        Repeated {
+    /// The tokens of a text whose run is `missing` characters longer than
+    /// that of the stand-in `tokens` encode: the first of the stand-in's
+    /// `cycles` whose width divides `missing`, repeated as often as it
+    /// takes; `None` when no width does.
+    pub(super) fn stretched(tokens: &[u32], cycles: Vec<Cycle>, missing: usize) -> Option<Self> {
+        let cycle = (cycles.into_iter()).find(|cycle| missing.is_multiple_of(cycle.width))?;
+        Some(Repeated {
             head: tokens[..cycle.end].to_vec(),
             cycle: tokens[cycle.start..cycle.end].to_vec(),
-            repeats,
+            repeats: missing / cycle.width,
             tail: tokens[cycle.end..].to_vec(),
-        }
+        })
     }
 }
 
@@ -100,11 +103,7 @@ pub(crate) fn repeated(bpe: &BytePairEncoding, piece: &str) -> Option<Repeated> 
     // A stand-in whose run is as long as the piece's modulo `width`.
     let chars = STAND_IN_CHARS + (run.chars - STAND_IN_CHARS) % width;
     let tokens = bpe.encode_via_backtracking(&run.stand_in(chars));
-    let missing = run.chars - chars;
-    let cycle = cycles_of(chars, &tokens)
-        .into_iter()
-        .find(|cycle| missing.is_multiple_of(cycle.width))?;
-    Some(Repeated::around(&tokens, &cycle, missing / cycle.width))
+    Repeated::stretched(&tokens, cycles_of(chars, &tokens), run.chars - chars)
 }
 
 /// The run of one character through the middle of `piece`, when it leaves
