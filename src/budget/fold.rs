@@ -132,7 +132,7 @@ pub(crate) fn span_ends(
     }
     let mut furthest = 0;
     let mut ends = Vec::new();
-    let mut starts = timeline.step_starts().iter().copied().peekable();
+    let mut starts = timeline.step_starts().peekable();
     for (index, chunk) in chunks.iter().enumerate().take(limit) {
         if let Some(call) = call_id_of(chunk) {
             furthest = furthest.max(reach.get(call).copied().unwrap_or(index));

@@ -14,6 +14,10 @@
 //! history like any older history, so an agent that runs a thousand tool
 //! steps after one instruction never outgrows its window.
 
+use std::cmp::Ordering;
+
+use imbl::shared_ptr::DefaultSharedPtr;
+use imbl::vector::Focus;
 use smallvec::SmallVec;
 
 use super::rules::{answered_call, call_id_of, is_tool_use};
@@ -58,8 +62,11 @@ pub(crate) fn is_read(chunk: &MemoryChunk) -> bool {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Timeline {
-    /// The index of each step's first chunk, ascending.
-    step_starts: Vec<usize>,
+    /// The index of each step's first chunk, ascending. A session's turn
+    /// copies its last build's timeline and adds its own steps: a shared
+    /// tree makes that copy cost a leaf, where a `Vec` cost every step of
+    /// the session.
+    step_starts: imbl::Vector<usize>,
     /// Whether the last chunk with a side was the assistant's.
     in_step: bool,
     latest_user: Option<usize>,
@@ -72,7 +79,10 @@ pub(crate) struct Timeline {
 /// A cursor over a [`Timeline`]'s steps: the ages of chunks in
 /// ascending order (see [`Timeline::ages`]).
 pub(crate) struct Ages<'t> {
-    starts: &'t [usize],
+    timeline: &'t Timeline,
+    /// Keeps the leaf of the steps last read: a pass in order reads each
+    /// leaf once.
+    starts: Focus<'t, usize, DefaultSharedPtr>,
     /// How many steps start at or before the last chunk asked for.
     passed: usize,
 }
@@ -81,11 +91,13 @@ impl Ages<'_> {
     /// The age of the chunk at `index`; one before the last asked for is
     /// sought afresh.
     pub(crate) fn of(&mut self, index: usize) -> usize {
-        if self.passed > 0 && self.starts[self.passed - 1] > index {
-            self.passed = self.starts.partition_point(|&start| start <= index);
+        let before = self.passed.checked_sub(1);
+        if before.and_then(|b| self.starts.get(b)).is_some_and(|&s| s > index) {
+            self.passed = self.timeline.starts_up_to(index);
         }
-        let ahead = &self.starts[self.passed..];
-        self.passed += ahead.iter().take_while(|&&start| start <= index).count();
+        while self.starts.get(self.passed).is_some_and(|&s| s <= index) {
+            self.passed += 1;
+        }
         self.starts.len() - self.passed
     }
 }
@@ -108,7 +120,7 @@ impl Timeline {
             Side::Neutral => return,
             Side::User => self.in_step = false,
             Side::Assistant if !self.in_step => {
-                self.step_starts.push(index);
+                self.step_starts.push_back(index);
                 self.in_step = true;
             }
             Side::Assistant => {}
@@ -129,7 +141,18 @@ impl Timeline {
 
     /// How many model calls start after the chunk at `index`: its age.
     pub(crate) fn steps_after(&self, index: usize) -> usize {
-        self.step_starts.len() - self.step_starts.partition_point(|&start| start <= index)
+        self.step_starts.len() - self.starts_up_to(index)
+    }
+
+    /// How many steps start at or before the chunk at `index`.
+    fn starts_up_to(&self, index: usize) -> usize {
+        let before_or_at = |&start: &usize| match start <= index {
+            true => Ordering::Less,
+            false => Ordering::Greater,
+        };
+        match self.step_starts.binary_search_by(before_or_at) {
+            Ok(at) | Err(at) => at,
+        }
     }
 
     /// The first chunk fewer than `steps` steps old: those before it are
@@ -146,7 +169,8 @@ impl Timeline {
     /// search costs a logarithm: for a pass over the window.
     pub(crate) fn ages(&self) -> Ages<'_> {
         Ages {
-            starts: &self.step_starts,
+            timeline: self,
+            starts: self.step_starts.focus(),
             passed: 0,
         }
     }
@@ -180,13 +204,14 @@ impl Timeline {
     }
 
     /// The index of each step's first chunk, ascending.
-    pub(crate) fn step_starts(&self) -> &[usize] {
-        &self.step_starts
+    pub(crate) fn step_starts(&self) -> impl Iterator<Item = usize> + '_ {
+        self.step_starts.iter().copied()
     }
 
     /// Where the step of the newest tool use starts, if there is one.
     pub(crate) fn newest_use_start(&self) -> Option<usize> {
-        (!self.newest_use.is_empty()).then(|| self.step_starts[self.newest_use_step])
+        let step = (!self.newest_use.is_empty()).then_some(self.newest_use_step)?;
+        self.step_starts.get(step).copied()
     }
 
     /// Whether `other`'s newest tool use is this one's.
@@ -227,7 +252,7 @@ mod tests {
     fn steps_start_where_the_model_speaks_after_a_reader() {
         let chunks = chunks("utcrtcrsa");
         let timeline = Timeline::of(&chunks, |_| true);
-        assert_eq!(timeline.step_starts, [1, 4, 8]);
+        assert_eq!(timeline.step_starts().collect::<Vec<_>>(), [1, 4, 8]);
         assert_eq!(timeline.steps_after(3), 2);
         assert_eq!(timeline.steps_after(6), 1);
         assert_eq!(timeline.steps_after(8), 0);
