@@ -116,9 +116,13 @@ impl<T: Clone> Rows<T> {
     /// Replaces the rows of each range of `edits` (ascending, apart, and
     /// existing) by its rows. Rows set in place cost a path of the tree
     /// a leaf; splitting and joining the tree costs far more, so the ranges
-    /// whose length changes are written in one stretch.
+    /// whose length changes are written in stretches: ranges apart by at
+    /// most [`ROWS_MOVED_ONE_BY_ONE`] rows in one, with the rows between
+    /// them moved one by one, and stretches further apart each on its own,
+    /// so that a trim that writes at both ends of a long prompt does not
+    /// move every row between.
     pub(crate) fn splice(&mut self, edits: Vec<(std::ops::RangeInclusive<usize>, Vec<T>)>) {
-        let mut changed: Vec<(usize, usize, Vec<T>)> = Vec::new();
+        let mut changed: Vec<Change<T>> = Vec::new();
         // A focus keeps the leaf it last wrote: rows set in order walk the
         // tree once a leaf.
         let mut focus = self.0.focus_mut();
@@ -134,6 +138,16 @@ impl<T: Clone> Rows<T> {
             }
         }
         drop(focus);
+        // From the last stretch, so that the places of those before it
+        // hold.
+        while let Some(stretch) = last_stretch(&mut changed) {
+            self.splice_stretch(stretch);
+        }
+    }
+
+    /// Replaces the rows of each range of `changed` (`start..end`,
+    /// ascending, apart, not empty) by its rows, moving those between them.
+    fn splice_stretch(&mut self, changed: Vec<Change<T>>) {
         let (Some(&(first, ..)), Some(&(_, last, _))) = (changed.first(), changed.last()) else {
             return;
         };
@@ -167,6 +181,19 @@ impl<T: Clone> Rows<T> {
             }
         };
     }
+}
+
+/// A range of rows, `start..end`, and the rows that replace it.
+type Change<T> = (usize, usize, Vec<T>);
+
+/// Takes the last stretch of `changed` (ascending): the ranges after the
+/// last gap of more than [`ROWS_MOVED_ONE_BY_ONE`] rows.
+fn last_stretch<T>(changed: &mut Vec<Change<T>>) -> Option<Vec<Change<T>>> {
+    let mut from = changed.len().checked_sub(1)?;
+    while from > 0 && changed[from].0 - changed[from - 1].1 <= ROWS_MOVED_ONE_BY_ONE {
+        from -= 1;
+    }
+    Some(changed.split_off(from))
 }
 
 impl<T: Clone> Default for Rows<T> {
@@ -436,13 +463,17 @@ mod tests {
     fn rows_splice_as_a_vec_does_wherever_the_ranges_fall() {
         // Ranges near either end (rows moved one by one onto the larger
         // side) and in the middle (two trees joined), growing, shrinking
-        // and keeping their length.
-        let cases: [&[(usize, usize, usize)]; 5] = [
+        // and keeping their length; ranges close enough to be written in
+        // one stretch (256 rows apart) and ranges each written on its own
+        // (257 rows apart, and further).
+        let cases: [&[(usize, usize, usize)]; 7] = [
             &[(3, 5, 1)],
             &[(1990, 1995, 9)],
             &[(900, 902, 0), (950, 950, 4)],
             &[(10, 11, 2), (500, 503, 4), (1800, 1800, 0)],
             &[(0, 0, 3), (1999, 1999, 1)],
+            &[(100, 101, 0), (358, 358, 2), (615, 620, 1), (878, 878, 3)],
+            &[(1, 52, 1), (60, 60, 0), (1263, 1465, 72)],
         ];
         for edits in cases {
             let mut rows: Rows<u32> = (0..2000).collect();
