@@ -67,7 +67,7 @@ pub(crate) use rules::{
     answered_call, call_id_of, class_of, is_tool_result, is_tool_use, never_dropped,
     protects_itself,
 };
-pub(crate) use timeline::{Timeline, is_read};
+pub(crate) use timeline::{Ages, Timeline, is_read};
 pub(crate) use truncate::{MIN_BODY_CAP, MIN_CAP, cut_body, marker_only, truncate_to_cap};
 pub(crate) use units::{
     Calls, Item, NO_UNIT, Step, Unit, group_units, is_orphan_result, plan_steps, tool_call,

@@ -14,8 +14,6 @@
 //! history like any older history, so an agent that runs a thousand tool
 //! steps after one instruction never outgrows its window.
 
-use std::cmp::Ordering;
-
 use imbl::shared_ptr::DefaultSharedPtr;
 use imbl::vector::Focus;
 use smallvec::SmallVec;
@@ -144,15 +142,22 @@ impl Timeline {
         self.step_starts.len() - self.starts_up_to(index)
     }
 
-    /// How many steps start at or before the chunk at `index`.
+    /// How many steps start at or before the chunk at `index`: a search
+    /// by leaf of the tree, then in the leaf, which reads the tree a few
+    /// times where a search by step read it at every probe.
     fn starts_up_to(&self, index: usize) -> usize {
-        let before_or_at = |&start: &usize| match start <= index {
-            true => Ordering::Less,
-            false => Ordering::Greater,
-        };
-        match self.step_starts.binary_search_by(before_or_at) {
-            Ok(at) | Err(at) => at,
+        let mut focus = self.step_starts.focus();
+        // The answer lies in `low..=high`.
+        let (mut low, mut high) = (0, self.step_starts.len());
+        while low < high {
+            let (leaf_range, leaf) = focus.chunk_at(low + (high - low) / 2);
+            match (leaf.first(), leaf.last()) {
+                (_, Some(&last)) if last <= index => low = leaf_range.end,
+                (Some(&first), _) if first > index => high = leaf_range.start,
+                _ => return leaf_range.start + leaf.partition_point(|&start| start <= index),
+            }
         }
+        low
     }
 
     /// The first chunk fewer than `steps` steps old: those before it are
@@ -273,6 +278,36 @@ mod tests {
                 (0..9).all(|index| aged(index) == (index < young)),
                 "{steps} steps"
             );
+        }
+    }
+
+    #[test]
+    fn ages_hold_over_many_leaves_of_steps() {
+        // Steps of one to three chunks, 1,000 of them: many leaves of the
+        // tree, grown turn by turn from shared copies as a session does.
+        let spec: String = (0..1_000).map(|i| ["ut", "utr", "utcr"][i % 3]).collect();
+        let chunks = chunks(&spec);
+        let mut timeline = Timeline::default();
+        let mut copies = Vec::new();
+        for (index, chunk) in chunks.iter().enumerate() {
+            if index % 100 == 0 {
+                copies.push((timeline.clone(), timeline.step_starts().count()));
+            }
+            timeline.push(index, chunk);
+        }
+        for (copy, steps) in copies {
+            assert_eq!(copy.step_starts().count(), steps, "a copy grew");
+        }
+        let starts: Vec<usize> = timeline.step_starts().collect();
+        assert_eq!(starts.len(), 1_000);
+        let mut ages = timeline.ages();
+        for index in 0..chunks.len() + 2 {
+            let expected = starts.len() - starts.partition_point(|&start| start <= index);
+            assert_eq!(timeline.steps_after(index), expected, "chunk {index}");
+            assert_eq!(ages.of(index), expected, "chunk {index}, read forward");
+        }
+        for index in (0..chunks.len()).step_by(97).rev() {
+            assert_eq!(ages.of(index), timeline.steps_after(index), "chunk {index}, read back");
         }
     }
 

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use super::Build;
 use super::extend::Appended;
-use crate::budget::{ChunkDecision, Decision, Timeline, framing_table};
+use crate::budget::{Ages, ChunkDecision, Decision, Timeline, framing_table};
 use crate::model::roles::{ChunkKind, Retention::Disposable};
 use crate::output::last_build::LastBuild;
 use crate::render::Protocol;
@@ -250,17 +250,18 @@ impl Build<'_> {
             let judged = self.judge((turn, reading), (index, row, shows), || ages.of(index));
             places.push(judged?);
         }
-        for place in self.new_places((turn, reading), timeline) {
+        for place in self.new_places((turn, reading), ages) {
             places.push(place?);
         }
         Some(places)
     }
 
-    /// The places of the turn's new chunks in the prompt.
+    /// The places of the turn's new chunks in the prompt, whose ages
+    /// `ages` reads on.
     fn new_places<'t>(
         &'t mut self,
         (turn, reading): (&'t Turn<'_>, Reading),
-        timeline: &'t Timeline,
+        mut ages: Ages<'t>,
     ) -> impl Iterator<Item = Option<Place>> + 't {
         turn.new.iter().map(move |&i| {
             let a = &turn.appended[i];
@@ -268,7 +269,7 @@ impl Build<'_> {
                 Decision::Stubbed { .. } => Shows::Stub,
                 _ => Shows::Body,
             };
-            let age = || timeline.steps_after(a.index);
+            let age = || ages.of(a.index);
             self.judge((turn, reading), (a.index, &a.row, shows), age)
         })
     }
@@ -311,20 +312,22 @@ impl Build<'_> {
             .collect();
         again.sort_unstable();
         again.dedup();
+        // The chunks below are met in ascending order.
+        let mut ages = timeline.ages();
         for place in again {
             let index = places[place].chunk;
             let row = row_of(index)?;
             let shows = shows_of(turn, index, row);
-            let age = || timeline.steps_after(index);
+            let age = || ages.of(index);
             places[place] = self.judge((turn, reading), (index, row, shows), age)?;
         }
         for &index in &planned[places.len()..] {
             let row = row_of(index)?;
             let shows = shows_of(turn, index, row);
-            let age = || timeline.steps_after(index);
+            let age = || ages.of(index);
             places.push(self.judge((turn, reading), (index, row, shows), age)?);
         }
-        for place in self.new_places((turn, reading), timeline) {
+        for place in self.new_places((turn, reading), ages) {
             places.push(place?);
         }
         Some(places)
