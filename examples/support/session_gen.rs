@@ -188,8 +188,14 @@ pub fn push_turn(state: &mut MemoryState, rng: &mut Rng, turn: usize, scale: usi
 
 /// A session of `turns` turns after a system prompt and a pinned task.
 pub fn session(seed: u64, turns: usize, scale: usize) -> MemoryState {
+    chat(seed, turns, scale).state(turns)
+}
+
+/// [`session`] turn by turn, as a live chat adds it: its opening (the
+/// system prompt and the pinned task), then each turn's chunks as a step.
+pub fn chat(seed: u64, turns: usize, scale: usize) -> AgentLoop {
     let mut rng = Rng::new(seed);
-    let mut state = MemoryState::new()
+    let opening = MemoryState::new()
         .with_system_prompt("You are a careful coding agent. Use tools; never guess.")
         .with_chunk(
             MemoryChunk::agent(
@@ -199,10 +205,14 @@ pub fn session(seed: u64, turns: usize, scale: usize) -> MemoryState {
             )
             .pinned(),
         );
-    for turn in 0..turns {
-        push_turn(&mut state, &mut rng, turn, scale);
-    }
-    state
+    let steps = (0..turns)
+        .map(|turn| {
+            let mut state = MemoryState::new();
+            push_turn(&mut state, &mut rng, turn, scale);
+            state.chunks
+        })
+        .collect();
+    AgentLoop { opening, steps }
 }
 
 /// One turn of about 8 KB to append, for the store benches: a user message, a tool call, its result and
@@ -263,7 +273,8 @@ impl LoopShape {
 }
 
 /// An agent loop: a system prompt and an instruction, then its steps, each
-/// the chunks of one model call followed by the results that answer it.
+/// the chunks of one model call followed by the results that answer it (or,
+/// for a [`chat`], each a whole turn).
 #[derive(Debug, Clone)]
 pub struct AgentLoop {
     pub opening: MemoryState,
