@@ -89,8 +89,9 @@ impl Ages<'_> {
     /// The age of the chunk at `index`; one before the last asked for is
     /// sought afresh.
     pub(crate) fn of(&mut self, index: usize) -> usize {
-        let before = self.passed.checked_sub(1);
-        if before.and_then(|b| self.starts.get(b)).is_some_and(|&s| s > index) {
+        let last_passed = self.passed.checked_sub(1);
+        let behind = last_passed.and_then(|last| self.starts.get(last));
+        if behind.is_some_and(|&start| start > index) {
             self.passed = self.timeline.starts_up_to(index);
         }
         while self.starts.get(self.passed).is_some_and(|&s| s <= index) {
@@ -307,7 +308,11 @@ mod tests {
             assert_eq!(ages.of(index), expected, "chunk {index}, read forward");
         }
         for index in (0..chunks.len()).step_by(97).rev() {
-            assert_eq!(ages.of(index), timeline.steps_after(index), "chunk {index}, read back");
+            assert_eq!(
+                ages.of(index),
+                timeline.steps_after(index),
+                "chunk {index}, read back"
+            );
         }
     }
 
