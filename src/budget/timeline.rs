@@ -74,6 +74,9 @@ pub(crate) struct Timeline {
     newest_use_step: usize,
 }
 
+/// The most steps [`Ages::of`] walks before it searches instead.
+const STEPS_WALKED: usize = 16;
+
 /// A cursor over a [`Timeline`]'s steps: the ages of chunks in
 /// ascending order (see [`Timeline::ages`]).
 pub(crate) struct Ages<'t> {
@@ -86,17 +89,22 @@ pub(crate) struct Ages<'t> {
 }
 
 impl Ages<'_> {
-    /// The age of the chunk at `index`; one before the last asked for is
-    /// sought afresh.
+    /// The age of the chunk at `index`: the steps it passes are walked
+    /// when they are few, and sought when it is before the last chunk
+    /// asked for or many steps past it (the first chunk of a window may
+    /// be thousands of steps into the session).
     pub(crate) fn of(&mut self, index: usize) -> usize {
         let last_passed = self.passed.checked_sub(1);
-        let behind = last_passed.and_then(|last| self.starts.get(last));
-        if behind.is_some_and(|&start| start > index) {
-            self.passed = self.timeline.starts_up_to(index);
+        let last_start = last_passed.and_then(|last| self.starts.get(last));
+        if last_start.is_none_or(|&start| start <= index) {
+            for _ in 0..STEPS_WALKED {
+                if self.starts.get(self.passed).is_none_or(|&s| s > index) {
+                    return self.starts.len() - self.passed;
+                }
+                self.passed += 1;
+            }
         }
-        while self.starts.get(self.passed).is_some_and(|&s| s <= index) {
-            self.passed += 1;
-        }
+        self.passed = self.timeline.starts_up_to(index);
         self.starts.len() - self.passed
     }
 }
@@ -171,8 +179,9 @@ impl Timeline {
     }
 
     /// The ages ([`steps_after`](Timeline::steps_after)) of chunks asked
-    /// for in ascending order, each in constant time (amortized) where a
-    /// search costs a logarithm: for a pass over the window.
+    /// for in ascending order, each in constant time (amortized) when they
+    /// are near one another, where a search costs a logarithm: for a pass
+    /// over the window.
     pub(crate) fn ages(&self) -> Ages<'_> {
         Ages {
             timeline: self,
@@ -312,6 +321,15 @@ mod tests {
                 ages.of(index),
                 timeline.steps_after(index),
                 "chunk {index}, read back"
+            );
+        }
+        // Far apart, as a window that starts deep in the session.
+        let mut ages = timeline.ages();
+        for index in (5..chunks.len()).step_by(301) {
+            assert_eq!(
+                ages.of(index),
+                timeline.steps_after(index),
+                "chunk {index}, read far ahead"
             );
         }
     }
