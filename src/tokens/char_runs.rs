@@ -25,14 +25,13 @@
 //! Only tokens that start on a character of the run count for a cycle:
 //! one that starts where the run ends may belong to the next piece.
 
-use std::ops::Range;
 use std::sync::{Mutex, OnceLock};
 
 use rustc_hash::FxHashMap;
 use tiktoken::CoreBpe;
 
 use super::long_runs::next_long_run;
-use super::repeats::{Cycle, Repeated, cycles, repeats};
+use super::repeats::{Cycle, Repeated, Run, cycles};
 
 /// Characters of the run in the first stand-ins tried, shortest first:
 /// the first whose encoding shows a cycle is kept for the character. Runs
@@ -42,14 +41,6 @@ const STAND_IN_CHARS: [usize; 4] = [64, 128, 256, 512];
 /// The most bytes of the long run of one class around the run of one
 /// character: the rest of the class run stays whole in the stand-in.
 const MAX_EDGE_BYTES: usize = 256;
-
-/// The run of one character in a segment, by bytes.
-struct Run<'s> {
-    segment: &'s str,
-    span: Range<usize>,
-    unit: &'s str,
-    chars: usize,
-}
 
 /// What the first run of a character taught, by encoding (the address of
 /// its tables) and character: the characters of the run of the stand-in
@@ -92,8 +83,7 @@ pub(crate) fn repeated(bpe: &CoreBpe, segment: &str) -> Option<Repeated> {
         .take_while(|&chars| chars <= run.chars)
     {
         let tokens = bpe.encode(&run.stand_in(chars));
-        let Some(width) = run
-            .cycles(bpe, chars, &tokens)
+        let Some(width) = cycles_of(bpe, &run, chars, &tokens)
             .iter()
             .map(|c| c.width)
             .min()
@@ -121,7 +111,11 @@ fn learn(key: (usize, char), lesson: Option<(usize, usize)>) {
 fn through(bpe: &CoreBpe, run: &Run<'_>, chars: usize, width: usize) -> Option<Repeated> {
     let chars = chars + run.chars.checked_sub(chars)? % width;
     let tokens = bpe.encode(&run.stand_in(chars));
-    Repeated::stretched(&tokens, run.cycles(bpe, chars, &tokens), run.chars - chars)
+    Repeated::stretched(
+        &tokens,
+        cycles_of(bpe, run, chars, &tokens),
+        run.chars - chars,
+    )
 }
 
 /// The segment's one long run, when it is one character that lies in one
@@ -138,52 +132,22 @@ fn run_of(segment: &str) -> Option<Run<'_>> {
     if c.is_whitespace() || c.is_numeric() || c == '\'' {
         return None;
     }
-    let unit = &segment[middle..middle + c.len_utf8()];
-    let width = unit.len();
-    let before = repeats(&bytes[..middle], unit.as_bytes(), <[u8]>::rchunks_exact);
-    let after = repeats(&bytes[middle..], unit.as_bytes(), <[u8]>::chunks_exact);
-    let span = middle - width * before..middle + width * after;
-    let chars = span.len() / width;
+    let run = Run::around(segment, middle)?;
+    let end = segment.len() - run.tail.len();
     let edges_short =
-        span.start - class.start <= MAX_EDGE_BYTES && class.end - span.end <= MAX_EDGE_BYTES;
+        run.head.len() - class.start <= MAX_EDGE_BYTES && class.end - end <= MAX_EDGE_BYTES;
     // `'re`, `'ve` and `'ll` may take a run's first letter after two.
-    let after_apostrophe = segment[..span.start]
-        .chars()
-        .rev()
-        .take(2)
-        .any(|c| c == '\'');
-    (edges_short && !after_apostrophe).then_some(Run {
-        segment,
-        span,
-        unit,
-        chars,
-    })
+    let after_apostrophe = run.head.chars().rev().take(2).any(|c| c == '\'');
+    (edges_short && !after_apostrophe).then_some(run)
 }
 
-impl Run<'_> {
-    /// The cycles of `tokens`, the crate's encoding of the stand-in with
-    /// `chars` characters: only tokens that start on a character of the
-    /// run count (see the module docs).
-    fn cycles(&self, bpe: &CoreBpe, chars: usize, tokens: &[u32]) -> Vec<Cycle> {
-        let lens: Vec<usize> = tokens.iter().map(|&t| bpe.decode(&[t]).len()).collect();
-        let (start, unit) = (self.span.start, self.unit.len());
-        cycles(tokens, &lens, start..start + chars * unit, unit)
-    }
-
-    /// The segment with `chars` characters in its run.
-    fn stand_in(&self, chars: usize) -> String {
-        let (head, tail) = (
-            &self.segment[..self.span.start],
-            &self.segment[self.span.end..],
-        );
-        let mut text = String::with_capacity(head.len() + chars * self.unit.len() + tail.len());
-        text.push_str(head);
-        for _ in 0..chars {
-            text.push_str(self.unit);
-        }
-        text.push_str(tail);
-        text
-    }
+/// The cycles of `tokens`, the crate's encoding of `run`'s stand-in with
+/// `chars` characters: only tokens that start on a character of the run
+/// count (see the module docs).
+fn cycles_of(bpe: &CoreBpe, run: &Run<'_>, chars: usize, tokens: &[u32]) -> Vec<Cycle> {
+    let lens: Vec<usize> = tokens.iter().map(|&t| bpe.decode(&[t]).len()).collect();
+    let (start, unit) = (run.head.len(), run.unit.len());
+    cycles(tokens, &lens, start..start + chars * unit, unit)
 }
 
 #[cfg(test)]

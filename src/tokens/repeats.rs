@@ -74,13 +74,13 @@ impl Repeated {
     }
 }
 
-/// A piece as its head, `chars` repeats of one character `unit`, and its
-/// tail.
-struct Run<'p> {
-    head: &'p [u8],
-    unit: &'p [u8],
-    chars: usize,
-    tail: &'p [u8],
+/// A text as its head, `chars` repeats of one character `unit`, and its
+/// tail: a piece here, a segment in [`char_runs`](super::char_runs).
+pub(super) struct Run<'t> {
+    pub(super) head: &'t str,
+    pub(super) unit: &'t str,
+    pub(super) chars: usize,
+    pub(super) tail: &'t str,
 }
 
 /// The tokens of `piece` (one pre-tokenizer piece) through a stand-in, or
@@ -95,14 +95,14 @@ pub(crate) fn repeated(bpe: &BytePairEncoding, piece: &str) -> Option<Repeated> 
         let end = run.head.len() + chars * run.unit.len() + 1;
         cycles(tokens, &lens, run.head.len()..end, run.unit.len())
     };
-    let first = bpe.encode_via_backtracking(&run.stand_in(STAND_IN_CHARS));
+    let first = bpe.encode_via_backtracking(run.stand_in(STAND_IN_CHARS).as_bytes());
     let width = cycles_of(STAND_IN_CHARS, &first)
         .iter()
         .map(|cycle| cycle.width)
         .min()?;
     // A stand-in whose run is as long as the piece's modulo `width`.
     let chars = STAND_IN_CHARS + (run.chars - STAND_IN_CHARS) % width;
-    let tokens = bpe.encode_via_backtracking(&run.stand_in(chars));
+    let tokens = bpe.encode_via_backtracking(run.stand_in(chars).as_bytes());
     Repeated::stretched(&tokens, cycles_of(chars, &tokens), run.chars - chars)
 }
 
@@ -112,29 +112,14 @@ fn run_of(piece: &str) -> Option<Run<'_>> {
     if piece.len() < MIN_BYTES {
         return None;
     }
-    let bytes = piece.as_bytes();
-    let middle = piece.floor_char_boundary(piece.len() / 2);
-    let width = piece[middle..].chars().next()?.len_utf8();
-    let unit = &bytes[middle..middle + width];
-    let start = middle - width * repeats(&bytes[..middle], unit, <[u8]>::rchunks_exact);
-    let end = middle + width * repeats(&bytes[middle..], unit, <[u8]>::chunks_exact);
-    let chars = (end - start) / width;
-    (start <= MAX_EDGE_BYTES && bytes.len() - end <= MAX_EDGE_BYTES && chars >= 2 * STAND_IN_CHARS)
-        .then(|| Run {
-            head: &bytes[..start],
-            unit,
-            chars,
-            tail: &bytes[end..],
-        })
+    let run = Run::around(piece, piece.floor_char_boundary(piece.len() / 2))?;
+    let edges_short = run.head.len() <= MAX_EDGE_BYTES && run.tail.len() <= MAX_EDGE_BYTES;
+    (edges_short && run.chars >= 2 * STAND_IN_CHARS).then_some(run)
 }
 
 /// How many of `chunks` in a row, from the first, are `unit`: compared
 /// 32 units at a time, then one by one.
-pub(super) fn repeats<'a, I>(
-    bytes: &'a [u8],
-    unit: &[u8],
-    chunks: impl Fn(&'a [u8], usize) -> I,
-) -> usize
+fn repeats<'a, I>(bytes: &'a [u8], unit: &[u8], chunks: impl Fn(&'a [u8], usize) -> I) -> usize
 where
     I: Iterator<Item = &'a [u8]>,
 {
@@ -150,17 +135,33 @@ where
     blocks * BLOCK + rest
 }
 
-impl Run<'_> {
-    /// The piece with `chars` characters in its run.
-    fn stand_in(&self, chars: usize) -> Vec<u8> {
-        let mut bytes =
-            Vec::with_capacity(self.head.len() + chars * self.unit.len() + self.tail.len());
-        bytes.extend_from_slice(self.head);
+impl<'t> Run<'t> {
+    /// The run of the character at byte `middle` of `text` (a character
+    /// boundary), as far as it goes either way.
+    pub(super) fn around(text: &'t str, middle: usize) -> Option<Self> {
+        let width = text[middle..].chars().next()?.len_utf8();
+        let unit = &text[middle..middle + width];
+        let (bytes, unit_bytes) = (text.as_bytes(), unit.as_bytes());
+        let start = middle - width * repeats(&bytes[..middle], unit_bytes, <[u8]>::rchunks_exact);
+        let end = middle + width * repeats(&bytes[middle..], unit_bytes, <[u8]>::chunks_exact);
+        Some(Run {
+            head: &text[..start],
+            unit,
+            chars: (end - start) / width,
+            tail: &text[end..],
+        })
+    }
+
+    /// The text with `chars` characters in its run.
+    pub(super) fn stand_in(&self, chars: usize) -> String {
+        let mut text =
+            String::with_capacity(self.head.len() + chars * self.unit.len() + self.tail.len());
+        text.push_str(self.head);
         for _ in 0..chars {
-            bytes.extend_from_slice(self.unit);
+            text.push_str(self.unit);
         }
-        bytes.extend_from_slice(self.tail);
-        bytes
+        text.push_str(self.tail);
+        text
     }
 }
 
