@@ -80,7 +80,6 @@ const STEPS_WALKED: usize = 16;
 /// A cursor over a [`Timeline`]'s steps: the ages of chunks in
 /// ascending order (see [`Timeline::ages`]).
 pub(crate) struct Ages<'t> {
-    timeline: &'t Timeline,
     /// Keeps the leaf of the steps last read: a pass in order reads each
     /// leaf once.
     starts: Focus<'t, usize, DefaultSharedPtr>,
@@ -104,9 +103,26 @@ impl Ages<'_> {
                 self.passed += 1;
             }
         }
-        self.passed = self.timeline.starts_up_to(index);
+        self.passed = starts_up_to(&mut self.starts, index);
         self.starts.len() - self.passed
     }
+}
+
+/// How many of the step starts `starts` are at or before the chunk at
+/// `index`: a search by leaf of the tree, then in the leaf, which reads the
+/// tree a few times where a search by step read it at every probe.
+fn starts_up_to(starts: &mut Focus<'_, usize, DefaultSharedPtr>, index: usize) -> usize {
+    // The answer lies in `low..=high`.
+    let (mut low, mut high) = (0, starts.len());
+    while low < high {
+        let (leaf_range, leaf) = starts.chunk_at(low + (high - low) / 2);
+        match (leaf.first(), leaf.last()) {
+            (_, Some(&last)) if last <= index => low = leaf_range.end,
+            (Some(&first), _) if first > index => high = leaf_range.start,
+            _ => return leaf_range.start + leaf.partition_point(|&start| start <= index),
+        }
+    }
+    low
 }
 
 impl Timeline {
@@ -148,25 +164,7 @@ impl Timeline {
 
     /// How many model calls start after the chunk at `index`: its age.
     pub(crate) fn steps_after(&self, index: usize) -> usize {
-        self.step_starts.len() - self.starts_up_to(index)
-    }
-
-    /// How many steps start at or before the chunk at `index`: a search
-    /// by leaf of the tree, then in the leaf, which reads the tree a few
-    /// times where a search by step read it at every probe.
-    fn starts_up_to(&self, index: usize) -> usize {
-        let mut focus = self.step_starts.focus();
-        // The answer lies in `low..=high`.
-        let (mut low, mut high) = (0, self.step_starts.len());
-        while low < high {
-            let (leaf_range, leaf) = focus.chunk_at(low + (high - low) / 2);
-            match (leaf.first(), leaf.last()) {
-                (_, Some(&last)) if last <= index => low = leaf_range.end,
-                (Some(&first), _) if first > index => high = leaf_range.start,
-                _ => return leaf_range.start + leaf.partition_point(|&start| start <= index),
-            }
-        }
-        low
+        self.step_starts.len() - starts_up_to(&mut self.step_starts.focus(), index)
     }
 
     /// The first chunk fewer than `steps` steps old: those before it are
@@ -184,7 +182,6 @@ impl Timeline {
     /// over the window.
     pub(crate) fn ages(&self) -> Ages<'_> {
         Ages {
-            timeline: self,
             starts: self.step_starts.focus(),
             passed: 0,
         }
