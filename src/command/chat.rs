@@ -195,7 +195,6 @@ fn apply(engine: &mut ContextEngine, input: &MemoryState, replace: bool) -> Resu
 /// As [`build`](super::build), and a store or chat that does not exist.
 pub fn build(target: &ChatTarget, options: &BuildOptions) -> Result<Printed> {
     let builder = options.builder()?;
-    builder.load_tables_in_background();
     let mut engine = target.open_existing(builder)?;
     let mut result = engine.build()?;
     if let Some(previous) = &options.previous {

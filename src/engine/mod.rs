@@ -31,6 +31,7 @@ use crate::pipeline::kept_alone_tokens;
 use crate::session::ContextSession;
 use crate::settings::builder::ContextBuilder;
 use crate::store::{CountRecord, MAIN_BRANCH, NewChunk, NodeId, Nodes, Save, Store, TOKEN, Usage};
+use crate::tokens::known::{self, KnownCounts};
 use resume::Start;
 
 /// A durable chat, built turn after turn within the budget.
@@ -82,6 +83,9 @@ pub struct ContextEngine {
     last_build: Option<BuildResult>,
     /// How many chunks a build reads first (see `newest`).
     first_read: usize,
+    /// The counts of the builds' own short texts, kept with the branch's
+    /// build record for the next process (see `tokens::known`).
+    known: KnownCounts,
 }
 
 impl ContextEngine {
@@ -166,6 +170,7 @@ impl ContextEngine {
             uncounted: Vec::new(),
             last_build: None,
             first_read: newest::FIRST_READ,
+            known: KnownCounts::default(),
         };
         engine.load()?;
         Ok(engine)
@@ -518,10 +523,11 @@ impl ContextEngine {
     ///
     /// As [`ContextSession::build_with`].
     pub fn build_with(&mut self, policy: &Policy) -> Result<BuildResult> {
-        self.load_tables_while_reading();
         let key = self.session.config().build_settings().plan_key(policy);
         let mut warnings = Vec::new();
         let start = self.start(key.as_deref(), &mut warnings)?;
+        self.ready_counts(start.record());
+        let capture = known::Capture::start();
         let (mut result, record) = match self.build_from_newest(policy, start.record())? {
             Some(built) => {
                 let record = key.and_then(|key| self.record_of_newest(key, start.record(), &built));
@@ -537,11 +543,13 @@ impl ContextEngine {
                 (result, record)
             }
         };
+        self.known.add(capture.finish());
         result.previous_build = Some(start.outcome());
         // What this engine sent last is what a prompt cache holds for it.
         result.cache = (self.last_build.as_ref()).map(|last| result.cache_since(last));
         result.warnings.append(&mut warnings);
-        if let Some(record) = record {
+        if let Some(mut record) = record {
+            record.counts = self.known.clone();
             self.keep_record(&record, &mut result.warnings);
         }
         self.last_build = Some(result.clone());

@@ -18,8 +18,9 @@
 //! without a protected chunk, or with a call apart from its results: those
 //! rules are the build's, whatever it starts from. Its islands are trusted
 //! as this crate wrote them, ancestors of its head (checked only to sit at
-//! distinct kept positions older than the frontier), as the store's chunks
-//! are trusted.
+//! distinct kept positions older than the frontier), and so are its counts
+//! of the builds' own texts (see `tokens::known`), as the store's chunks
+//! and their counts are trusted.
 
 use serde::{Deserialize, Serialize};
 
@@ -30,10 +31,12 @@ use crate::model::rows::Rows;
 use crate::output::message::{MessageFingerprint, Summary};
 use crate::output::result::{BuildResult, PreviousBuild};
 use crate::store::NodeId;
+use crate::tokens::Encoding;
+use crate::tokens::known::{KnownCount, KnownCounts};
 
 /// The version of the record's layout: a record of another version is
 /// read as no record.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 
 /// What reading one island costs, in chunks read back: they are read in
 /// one go, by node, and their ids make the record longer.
@@ -66,6 +69,10 @@ pub(super) struct BuildRecord {
     /// Its messages' fingerprints and its summary.
     pub(super) fingerprints: Rows<MessageFingerprint>,
     pub(super) summary: Option<Summary>,
+    /// The counts of the builds' own short texts (the system prompt, the
+    /// marker, stubs), so that the next process need not load the
+    /// tokenizer to count them (see `tokens::known`).
+    pub(super) counts: KnownCounts,
 }
 
 impl BuildRecord {
@@ -114,6 +121,7 @@ impl BuildRecord {
             dropped: (count, tokens),
             fingerprints: result.fingerprints.clone(),
             summary: result.summary.clone(),
+            counts: KnownCounts::default(),
         }
     }
 
@@ -137,6 +145,9 @@ impl BuildRecord {
                 .map(|f| (f.role.as_str().to_owned(), f.len, f.hash, f.growable))
                 .collect(),
             summary: (self.summary.as_ref()).map(|s| (s.chunks, s.tokens, s.body.clone())),
+            counts: (self.counts.iter())
+                .map(|c| (c.encoding.name().to_owned(), c.text.to_string(), c.tokens))
+                .collect(),
         };
         serde_json::to_string(&wire).unwrap_or_default()
     }
@@ -191,6 +202,7 @@ impl BuildRecord {
                 tokens,
                 body,
             }),
+            counts: known_counts(wire.counts)?,
         })
     }
 }
@@ -225,6 +237,24 @@ struct Wire {
     messages: Vec<(String, usize, u64, usize)>,
     /// `(chunks, tokens, text)`.
     summary: Option<(usize, usize, String)>,
+    /// `(encoding, text, tokens)`, newest first.
+    counts: Vec<(String, String, usize)>,
+}
+
+/// The counts the record names, if each is of a known encoding.
+fn known_counts(counts: Vec<(String, String, usize)>) -> Option<KnownCounts> {
+    let counts = (counts.into_iter().rev())
+        .map(|(encoding, text, tokens)| {
+            Some(KnownCount {
+                encoding: Encoding::from_name(&encoding)?,
+                text: text.into(),
+                tokens,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let mut known = KnownCounts::default();
+    known.add(counts);
+    Some(known)
 }
 
 /// Fates as runs: `k` kept, `s` stubbed, `d` dropped, each followed by how
@@ -323,13 +353,24 @@ mod tests {
             dropped,
             fingerprints: Rows::new(),
             summary: None,
+            counts: KnownCounts::default(),
         }
     }
 
     #[test]
     fn a_record_reads_back_only_when_its_parts_agree() {
-        let good = record(10, 8, (8, 800));
+        let mut good = record(10, 8, (8, 800));
+        good.counts.add(
+            [("system", 1), ("<a/>", 3)].map(|(text, tokens)| KnownCount {
+                encoding: Encoding::O200kBase,
+                text: text.into(),
+                tokens,
+            }),
+        );
         assert_eq!(BuildRecord::decode(&good.encode(), 10), Ok(good.clone()));
+        let unknown = good.encode().replace("o200k_base", "p99k");
+        let read = BuildRecord::decode(&unknown, 10);
+        assert_eq!(read, Err(PreviousBuild::Unreadable), "an unknown encoding");
         let past = BuildRecord::decode(&good.encode(), 9);
         assert_eq!(past, Err(PreviousBuild::HeadMoved), "a longer head");
         let torn = BuildRecord::decode("{", 10);

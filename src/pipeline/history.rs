@@ -426,16 +426,11 @@ impl<'a> Build<'a> {
         let renderer = self.settings.renderers.renderer_for(chunk);
         let preparer = &self.preparer;
         let render = || preparer.render_text(chunk, renderer);
+        // Not counted again, even in debug builds: a chat built again in a
+        // fresh process counts none of its stored chunks, and loads no
+        // tables (the session's property tests hold every restored chunk
+        // to the cold build's counts).
         if let Some(restored) = self.cache.restore_whole(index, render) {
-            debug_assert_eq!(
-                Some(restored.part.as_ref()),
-                preparer
-                    .prepare(index, chunk, renderer, None)
-                    .ok()
-                    .as_ref()
-                    .map(|p| p.part.as_ref()),
-                "renders and counts the same"
-            );
             return Ok(restored);
         }
         self.cache.forget_rendering(index);

@@ -10,6 +10,7 @@ use crate::model::memory::MemoryChunk;
 use crate::model::roles::Role;
 use crate::render::{ChunkRenderer, RenderContext, body_text, default_tag};
 use crate::tokens::TokenCounter;
+use crate::tokens::known;
 use crate::tokens::parts::{CountedText, count_within};
 
 /// A rendered chunk, as the build's cache holds it.
@@ -55,6 +56,18 @@ impl Preparer<'_> {
     /// [`ErrorKind::CapTooSmall`] when the chunk costs more than the raised
     /// cap even with its body cut to nothing.
     pub(crate) fn prepare(
+        &self,
+        index: usize,
+        chunk: &MemoryChunk,
+        renderer: &dyn ChunkRenderer,
+        cap: Option<usize>,
+    ) -> Result<PreparedChunk> {
+        // A chunk's counts are stored with it, not with the build's own
+        // texts (see `tokens::known`).
+        known::uncaptured(|| self.prepare_counted(index, chunk, renderer, cap))
+    }
+
+    fn prepare_counted(
         &self,
         index: usize,
         chunk: &MemoryChunk,

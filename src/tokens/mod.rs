@@ -8,6 +8,7 @@ mod calibration;
 mod char_runs;
 mod estimate;
 mod framing;
+pub(crate) mod known;
 mod long_runs;
 mod model;
 // Only `count` (the command) shares a text among threads.

@@ -22,6 +22,7 @@ use rustc_hash::FxHashMap;
 use tiktoken::CoreBpe;
 
 use super::char_runs;
+use super::known::{self, KnownCount};
 use super::repeats::{self, Repeated};
 use super::segments::{Route, Segment, segments};
 
@@ -65,6 +66,9 @@ struct Table {
     /// Whether a thread loading `bpe` was started (`load_in_background`).
     loading: AtomicBool,
     memo: OnceLock<Memo>,
+    /// Counts handed over by `known::remember`, answered while `bpe` is
+    /// not loaded.
+    known: OnceLock<Memo>,
 }
 
 impl Table {
@@ -74,6 +78,7 @@ impl Table {
             load,
             loading: AtomicBool::new(false),
             memo: OnceLock::new(),
+            known: OnceLock::new(),
         }
     }
 
@@ -239,8 +244,37 @@ impl TiktokenCounter {
     }
 }
 
-impl TokenCounter for TiktokenCounter {
-    fn count(&self, text: &str) -> usize {
+/// The most counts [`remember`] holds: past it, it starts again.
+const KNOWN_MAX_ENTRIES: usize = 1 << 12;
+
+/// Holds `counts` for their encodings' counters, which answer them without
+/// their tables while those are not loaded (see `known`).
+pub(super) fn remember<'c>(counts: impl Iterator<Item = &'c KnownCount>) {
+    for count in counts {
+        let known = Table::of(count.encoding).known.get_or_init(Memo::default);
+        let mut known = known.lock().unwrap_or_else(|e| e.into_inner());
+        if known.len() >= KNOWN_MAX_ENTRIES {
+            known.clear();
+        }
+        known.insert(count.text.clone(), count.tokens);
+    }
+}
+
+impl TiktokenCounter {
+    /// The count [`remember`] holds for `text`, while the tables are not
+    /// loaded.
+    fn known_count(&self, text: &str) -> Option<usize> {
+        let table = Table::of(self.encoding);
+        if text.len() > known::MOST_BYTES || table.bpe.get().is_some() {
+            return None;
+        }
+        let known = table.known.get()?;
+        let known = known.lock().unwrap_or_else(|e| e.into_inner());
+        known.get(text).copied()
+    }
+
+    /// The count of `text` by the tables (or the memo of their counts).
+    fn count_exact(&self, text: &str) -> usize {
         if text.len() > MEMO_MAX_BYTES {
             return self.count_any(text);
         }
@@ -256,6 +290,14 @@ impl TokenCounter for TiktokenCounter {
             memo.clear();
         }
         memo.insert(Box::from(text), tokens);
+        tokens
+    }
+}
+
+impl TokenCounter for TiktokenCounter {
+    fn count(&self, text: &str) -> usize {
+        let tokens = (self.known_count(text)).unwrap_or_else(|| self.count_exact(text));
+        known::note(self.encoding, text, tokens);
         tokens
     }
 

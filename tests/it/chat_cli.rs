@@ -855,6 +855,52 @@ fn exporting_a_chat_never_loads_the_tokenizer_tables() {
     );
 }
 
+/// A chat built again in a fresh process with nothing new counts only the
+/// build's own texts (the system prompt, the marker, stubs), whose counts
+/// the branch's build record keeps: it loads no tokenizer tables, and
+/// sends the prompt a cold build of the export sends, on every backend.
+/// (The research agent's chat: the coding agent's holds a tool result over
+/// its default cap, whose cut every process counts again.)
+#[test]
+fn a_chat_built_again_loads_no_tokenizer_tables() {
+    for (n, (_held, db)) in fresh_dbs("known").iter().enumerate() {
+        let chat_id = format!("c{n}");
+        let chat = ["chat", "build", "--db", db.as_str(), "--chat", &chat_id];
+        appended_and_exported(db, &chat_id, DATA[1]);
+        let whole = [&chat[..], &["--max-tokens", "200000"]].concat();
+        let first = peak_memory_kib(&whole);
+        let again = peak_memory_kib(&whole);
+        eprintln!("peak memory: first chat build {first} KiB, again {again} KiB");
+        assert!(
+            again + 30_000 < first,
+            "the chat built again peaked at {again} KiB, within 30 MB of its first build's \
+             {first} KiB: it loaded the tables"
+        );
+        for file in DATA {
+            let chat_id = format!("{chat_id}-{file}");
+            let chat = ["chat", "build", "--db", db.as_str(), "--chat", &chat_id];
+            let export = appended_and_exported(db, &chat_id, file);
+            // Trimmed, with a marker and stubs, and under other settings.
+            for flags in [
+                &["--max-tokens", "4000", "--reserve", "500"][..],
+                &["--max-tokens", "3000", "--output", "openai"],
+                &["--max-tokens", "200000"],
+            ] {
+                let cold = ok(run(&[&["build", "-"][..], flags].concat(), &export));
+                for build in ["first", "again"] {
+                    let stored = ok(run(&[&chat[..], flags].concat(), ""));
+                    // A build from the record reports what it read; the
+                    // prompt is the same.
+                    for field in ["messages", "token_count", "included", "elided"] {
+                        let (stored, cold) = (&stored[field], &cold[field]);
+                        assert_eq!(stored, cold, "{db} {file} {flags:?} {field}, built {build}");
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// A `chat build`'s output as `build` writes it: the report without the
 /// `previous_build` a stored chat's report adds (see `stored_cache`).
 fn without_previous_build(stdout: &str, output: &str) -> String {
