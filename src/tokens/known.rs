@@ -14,6 +14,7 @@
 //! count the exact counter made, trusted as the store's chunk counts are.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::Encoding;
 
@@ -35,6 +36,11 @@ pub(crate) struct KnownCount {
     pub(crate) tokens: usize,
 }
 
+/// Captures under way on any thread: while there are none, which is
+/// always for a [`ContextSession`](crate::ContextSession), noting costs a
+/// load.
+static CAPTURES: AtomicUsize = AtomicUsize::new(0);
+
 thread_local! {
     /// The counts noted on this thread since the innermost [`Capture`]
     /// started, if one did.
@@ -44,7 +50,7 @@ thread_local! {
 /// Notes that `encoding` counts `text` as `tokens`, when a [`Capture`] is
 /// under way on this thread and the text is short.
 pub(crate) fn note(encoding: Encoding, text: &str, tokens: usize) {
-    if text.len() > MOST_BYTES {
+    if text.len() > MOST_BYTES || CAPTURES.load(Ordering::Relaxed) == 0 {
         return;
     }
     NOTED.with_borrow_mut(|noted| {
@@ -60,6 +66,9 @@ pub(crate) fn note(encoding: Encoding, text: &str, tokens: usize) {
 
 /// Runs `count` with nothing noted: a chunk's counts are stored with it.
 pub(crate) fn uncaptured<R>(count: impl FnOnce() -> R) -> R {
+    if CAPTURES.load(Ordering::Relaxed) == 0 {
+        return count();
+    }
     let noted = NOTED.take();
     let counted = count();
     NOTED.set(noted);
@@ -75,6 +84,7 @@ pub(crate) struct Capture {
 
 impl Capture {
     pub(crate) fn start() -> Capture {
+        CAPTURES.fetch_add(1, Ordering::Relaxed);
         Capture {
             outer: Some(NOTED.replace(Some(Vec::new()))),
         }
@@ -83,6 +93,7 @@ impl Capture {
     /// The counts noted, oldest first.
     pub(crate) fn finish(mut self) -> Vec<KnownCount> {
         let outer = self.outer.take().flatten();
+        CAPTURES.fetch_sub(1, Ordering::Relaxed);
         NOTED.replace(outer).unwrap_or_default()
     }
 }
@@ -90,6 +101,7 @@ impl Capture {
 impl Drop for Capture {
     fn drop(&mut self) {
         if let Some(outer) = self.outer.take() {
+            CAPTURES.fetch_sub(1, Ordering::Relaxed);
             NOTED.set(outer);
         }
     }

@@ -265,10 +265,10 @@ impl TiktokenCounter {
     /// loaded.
     fn known_count(&self, text: &str) -> Option<usize> {
         let table = Table::of(self.encoding);
+        let known = table.known.get()?;
         if text.len() > known::MOST_BYTES || table.bpe.get().is_some() {
             return None;
         }
-        let known = table.known.get()?;
         let known = known.lock().unwrap_or_else(|e| e.into_inner());
         known.get(text).copied()
     }
