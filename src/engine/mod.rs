@@ -83,9 +83,6 @@ pub struct ContextEngine {
     last_build: Option<BuildResult>,
     /// How many chunks a build reads first (see `newest`).
     first_read: usize,
-    /// The counts of the builds' own short texts, kept with the branch's
-    /// build record for the next process (see `tokens::known`).
-    known: KnownCounts,
 }
 
 impl ContextEngine {
@@ -170,7 +167,6 @@ impl ContextEngine {
             uncounted: Vec::new(),
             last_build: None,
             first_read: newest::FIRST_READ,
-            known: KnownCounts::default(),
         };
         engine.load()?;
         Ok(engine)
@@ -543,13 +539,13 @@ impl ContextEngine {
                 (result, record)
             }
         };
-        self.known.add(capture.finish());
+        let noted = KnownCounts::of(capture.finish());
         result.previous_build = Some(start.outcome());
         // What this engine sent last is what a prompt cache holds for it.
         result.cache = (self.last_build.as_ref()).map(|last| result.cache_since(last));
         result.warnings.append(&mut warnings);
         if let Some(mut record) = record {
-            record.counts = self.known.clone();
+            record.counts = noted;
             self.keep_record(&record, &mut result.warnings);
         }
         self.last_build = Some(result.clone());

@@ -237,13 +237,13 @@ struct Wire {
     messages: Vec<(String, usize, u64, usize)>,
     /// `(chunks, tokens, text)`.
     summary: Option<(usize, usize, String)>,
-    /// `(encoding, text, tokens)`, newest first.
+    /// `(encoding, text, tokens)`, in the order first noted.
     counts: Vec<(String, String, usize)>,
 }
 
 /// The counts the record names, if each is of a known encoding.
 fn known_counts(counts: Vec<(String, String, usize)>) -> Option<KnownCounts> {
-    let counts = (counts.into_iter().rev())
+    let counts = (counts.into_iter())
         .map(|(encoding, text, tokens)| {
             Some(KnownCount {
                 encoding: Encoding::from_name(&encoding)?,
@@ -252,9 +252,7 @@ fn known_counts(counts: Vec<(String, String, usize)>) -> Option<KnownCounts> {
             })
         })
         .collect::<Option<Vec<_>>>()?;
-    let mut known = KnownCounts::default();
-    known.add(counts);
-    Some(known)
+    Some(KnownCounts::of(counts))
 }
 
 /// Fates as runs: `k` kept, `s` stubbed, `d` dropped, each followed by how
@@ -360,13 +358,14 @@ mod tests {
     #[test]
     fn a_record_reads_back_only_when_its_parts_agree() {
         let mut good = record(10, 8, (8, 800));
-        good.counts.add(
-            [("system", 1), ("<a/>", 3)].map(|(text, tokens)| KnownCount {
-                encoding: Encoding::O200kBase,
-                text: text.into(),
-                tokens,
-            }),
-        );
+        good.counts =
+            KnownCounts::of(
+                [("system", 1), ("<a/>", 3)].map(|(text, tokens)| KnownCount {
+                    encoding: Encoding::O200kBase,
+                    text: text.into(),
+                    tokens,
+                }),
+            );
         assert_eq!(BuildRecord::decode(&good.encode(), 10), Ok(good.clone()));
         let unknown = good.encode().replace("o200k_base", "p99k");
         let read = BuildRecord::decode(&unknown, 10);

@@ -147,14 +147,13 @@ impl ContextEngine {
 
     /// Readies what a build from `record` counts with: the counts it keeps
     /// of the builds' own texts, which the counter then answers without
-    /// its tables (and this engine's records keep); and the tables, loading
-    /// while the store reads, unless the record knows every count the
-    /// build needs: it has such counts, and no chunk came after it (one
-    /// that did may have no count stored).
-    pub(super) fn ready_counts(&mut self, record: Option<&BuildRecord>) {
+    /// its tables; and the tables, loading while the store reads, unless
+    /// the record may know every count the build needs: it has such
+    /// counts, and no chunk came after it (one that did may have no count
+    /// stored).
+    pub(super) fn ready_counts(&self, record: Option<&BuildRecord>) {
         if let Some(record) = record {
             known::remember(&record.counts);
-            self.known.add(record.counts.iter().rev().cloned());
         }
         let knows_every_count = record.is_some_and(|record| {
             !record.counts.is_empty() && record.chunks == self.stored && !self.has_pending()

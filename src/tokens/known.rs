@@ -3,18 +3,24 @@
 //! marker, stubs), carried from one process to the next.
 //!
 //! A stored chat keeps its chunks' counts, so a build in a fresh process
-//! counts only these few texts, a few hundred bytes; loading the tables
-//! to count them took most of such a build (about 45 ms of 65). A build
-//! of a [`ContextEngine`](crate::ContextEngine) notes the counts it makes
-//! of texts of at most [`MOST_BYTES`] bytes ([`Capture`]), but not those of
-//! its chunks ([`uncaptured`]); the engine keeps the newest
-//! [`MOST_TEXTS`] with the branch's build record, and an engine that
-//! starts from that record hands them to the counter ([`remember`]), which
-//! answers them without its tables while those are not loaded. Each is a
-//! count the exact counter made, trusted as the store's chunk counts are.
+//! counts only these texts, a few hundred bytes to a few dozen KB;
+//! loading the tables to count them took most of such a build (about 45
+//! ms of 65). A build of a [`ContextEngine`](crate::ContextEngine) notes
+//! the counts it makes or finds of texts of at most [`MOST_BYTES`] bytes
+//! ([`Capture`]), but not those of its chunks ([`uncaptured`]), and the
+//! branch's build record keeps them; an engine that starts from that
+//! record hands them to the counter ([`remember`]), which answers them
+//! without its tables while those are not loaded. A build in a fresh
+//! process notes every such text it needs, so the next one finds them
+//! all; a build that extends its engine's last notes only what it adds,
+//! so a fresh process after it counts (and loads the tables) once. Each
+//! count is one the exact counter made, trusted as the store's chunk
+//! counts are.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rustc_hash::FxHashSet;
 
 use super::Encoding;
 
@@ -22,11 +28,12 @@ use super::Encoding;
 /// pages.
 pub(crate) const MOST_BYTES: usize = 16 << 10;
 
-/// The most counts an engine keeps: the newest noted.
-pub(crate) const MOST_TEXTS: usize = 128;
+/// The most counts a build record keeps: enough for every stub of a
+/// window of 128k tokens and the planner's trial markers.
+pub(crate) const MOST_TEXTS: usize = 4_096;
 
-/// The most bytes of text the counts an engine keeps hold together.
-pub(crate) const MOST_TOTAL_BYTES: usize = 64 << 10;
+/// The most bytes of text the counts a build record keeps hold together.
+pub(crate) const MOST_TOTAL_BYTES: usize = 256 << 10;
 
 /// A text's count by an encoding.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,41 +114,41 @@ impl Drop for Capture {
     }
 }
 
-/// The newest counts an engine noted or started from, newest first, at
-/// most [`MOST_TEXTS`] of them and [`MOST_TOTAL_BYTES`] of text, each text
-/// once per encoding.
+/// The counts a build noted, each text once per encoding, in the order
+/// first noted: at most [`MOST_TEXTS`] of them and [`MOST_TOTAL_BYTES`] of
+/// text, the first noted kept (the system prompt and the framing come
+/// before the planner's trial markers).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct KnownCounts(Vec<KnownCount>);
 
 impl KnownCounts {
+    /// The counts `noted`, as kept.
+    pub(crate) fn of(noted: impl IntoIterator<Item = KnownCount>) -> KnownCounts {
+        let mut seen: FxHashSet<(Encoding, Box<str>)> = FxHashSet::default();
+        let (mut kept, mut bytes) = (Vec::new(), 0);
+        for count in noted {
+            if kept.len() == MOST_TEXTS {
+                break;
+            }
+            if bytes + count.text.len() > MOST_TOTAL_BYTES {
+                continue;
+            }
+            if seen.insert((count.encoding, count.text.clone())) {
+                bytes += count.text.len();
+                kept.push(count);
+            }
+        }
+        KnownCounts(kept)
+    }
+
     /// Whether it holds no count.
     pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
-    /// The counts, newest first.
-    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = &KnownCount> + '_ {
+    /// The counts, in the order first noted.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &KnownCount> + '_ {
         self.0.iter()
-    }
-
-    /// Puts `newest` (oldest first) before the counts kept, and keeps the
-    /// newest that fit the limits.
-    pub(crate) fn add(&mut self, newest: impl IntoIterator<Item = KnownCount>) {
-        let mut newest: Vec<KnownCount> = newest.into_iter().collect();
-        newest.reverse();
-        let old = std::mem::take(&mut self.0);
-        let mut bytes = 0;
-        for count in newest.into_iter().chain(old) {
-            if self.0.len() == MOST_TEXTS {
-                break;
-            }
-            let seen =
-                (self.0.iter()).any(|c| c.encoding == count.encoding && c.text == count.text);
-            if !seen && bytes + count.text.len() <= MOST_TOTAL_BYTES {
-                bytes += count.text.len();
-                self.0.push(count);
-            }
-        }
     }
 }
 
@@ -187,26 +194,22 @@ mod tests {
     }
 
     #[test]
-    fn counts_keep_the_newest_once_each() {
-        let mut known = KnownCounts::default();
-        known.add([count("a", 1), count("b", 1)]);
-        known.add([count("c", 1), count("a", 1)]);
+    fn a_build_keeps_the_first_noted_once_each_within_the_limits() {
+        let known = KnownCounts::of([count("a", 1), count("b", 1), count("a", 1)]);
         let texts: Vec<&str> = known.iter().map(|c| &*c.text).collect();
-        assert_eq!(texts, ["a", "c", "b"]);
-        known.add((0..MOST_TEXTS + 5).map(|i| count(&i.to_string(), 1)));
-        assert_eq!(known.iter().count(), MOST_TEXTS);
-        assert_eq!(
-            &*known
-                .iter()
-                .next()
-                .map(|c| c.text.clone())
-                .unwrap_or_default(),
-            "132"
-        );
-        // Past the bytes a record keeps, older counts go first.
-        let long = |letter: &str| count(&letter.repeat(MOST_BYTES), 1);
-        known.add([long("a"), long("b"), long("c"), long("d"), long("e")]);
-        let firsts: Vec<char> = known.iter().filter_map(|c| c.text.chars().next()).collect();
-        assert_eq!(firsts, ['e', 'd', 'c', 'b']);
+        assert_eq!(texts, ["a", "b"]);
+        let many = KnownCounts::of((0..MOST_TEXTS + 5).map(|i| count(&i.to_string(), 1)));
+        assert_eq!(many.iter().count(), MOST_TEXTS);
+        assert_eq!(many.iter().last().map(|c| &*c.text), Some("4095"));
+        // Past the bytes a record keeps, later long texts are left out, and
+        // short ones still fit.
+        let long = |letter: char| count(&letter.to_string().repeat(MOST_BYTES - 1), 1);
+        let noted = ('a'..='t').map(long).chain([count("x", 1)]);
+        let firsts: Vec<char> = KnownCounts::of(noted)
+            .iter()
+            .filter_map(|c| c.text.chars().next())
+            .collect();
+        assert_eq!(firsts.len(), MOST_TOTAL_BYTES / MOST_BYTES + 1);
+        assert_eq!(firsts.last(), Some(&'x'));
     }
 }
