@@ -344,6 +344,14 @@ impl ContextEngine {
             .filter(|p| extending.is_none_or(|r| r.mark(*p) == Fate::Dropped))
             .find(|p| old.iter().all(|c| c.position != *p))
             .unwrap_or(start);
+        // An orphan result is in no prompt: when the oldest unread chunk
+        // may be one, the marker's place among the old chunks kept after
+        // it is not known.
+        let orphans = unread.unread > unread.chunks;
+        let kept_after = || (old.iter()).any(|c| (first_unread..start).contains(&c.position));
+        if extending.is_none() && orphans && kept_after() {
+            return Ok(None);
+        }
         let outside = Outside {
             chunks: unread.chunks,
             tokens: usize::try_from(unread.tokens).unwrap_or(usize::MAX),
