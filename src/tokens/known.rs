@@ -147,7 +147,7 @@ impl KnownCounts {
     }
 
     /// The counts, in the order first noted.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &KnownCount> + '_ {
+    pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = &KnownCount> + '_ {
         self.0.iter()
     }
 }

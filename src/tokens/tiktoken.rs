@@ -244,16 +244,18 @@ impl TiktokenCounter {
     }
 }
 
-/// The most counts [`remember`] holds: past it, it starts again.
-const KNOWN_MAX_ENTRIES: usize = 1 << 12;
+/// The most counts [`remember`] holds: four records' worth. Past it, it
+/// starts again, before a record, which is handed over whole.
+const KNOWN_MAX_ENTRIES: usize = 4 * known::MOST_TEXTS;
 
 /// Holds `counts` for their encodings' counters, which answer them without
 /// their tables while those are not loaded (see `known`).
-pub(super) fn remember<'c>(counts: impl Iterator<Item = &'c KnownCount>) {
+pub(super) fn remember<'c>(counts: impl ExactSizeIterator<Item = &'c KnownCount>) {
+    let incoming = counts.len();
     for count in counts {
         let known = Table::of(count.encoding).known.get_or_init(Memo::default);
         let mut known = known.lock().unwrap_or_else(|e| e.into_inner());
-        if known.len() >= KNOWN_MAX_ENTRIES {
+        if known.len() + incoming > KNOWN_MAX_ENTRIES {
             known.clear();
         }
         known.insert(count.text.clone(), count.tokens);
