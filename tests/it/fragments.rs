@@ -163,9 +163,11 @@ fn assert_xml_shows_the_json(xml: &str, normalized: &Value, grouped: bool) -> Re
     let wrapped = format!("<root>{xml}</root>");
     let document = roxmltree::Document::parse(&wrapped)
         .unwrap_or_else(|e| panic!("XML does not parse: {e}\n{xml}"));
+    // The wrapper, not an element the JSON names `root`.
+    let wrapper = document.root_element();
     let leaves: Vec<Shown> = document
         .descendants()
-        .filter(|n| n.is_element() && n.tag_name().name() != "root")
+        .filter(|n| n.is_element() && *n != wrapper)
         .filter(|n| !n.children().any(|c| c.is_element()))
         .map(|n| {
             let name = n.attribute("name").unwrap_or(n.tag_name().name());
