@@ -539,13 +539,13 @@ impl ContextEngine {
                 (result, record)
             }
         };
-        let noted = KnownCounts::of(capture.finish());
+        let noted = capture.finish();
         result.previous_build = Some(start.outcome());
         // What this engine sent last is what a prompt cache holds for it.
         result.cache = (self.last_build.as_ref()).map(|last| result.cache_since(last));
         result.warnings.append(&mut warnings);
         if let Some(mut record) = record {
-            record.counts = noted;
+            record.counts = KnownCounts::of(noted);
             self.keep_record(&record, &mut result.warnings);
         }
         self.last_build = Some(result.clone());

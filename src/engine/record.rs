@@ -145,9 +145,7 @@ impl BuildRecord {
                 .map(|f| (f.role.as_str().to_owned(), f.len, f.hash, f.growable))
                 .collect(),
             summary: (self.summary.as_ref()).map(|s| (s.chunks, s.tokens, s.body.clone())),
-            counts: (self.counts.iter())
-                .map(|c| (c.encoding.name().to_owned(), c.text.to_string(), c.tokens))
-                .collect(),
+            counts: encode_counts(&self.counts),
         };
         serde_json::to_string(&wire).unwrap_or_default()
     }
@@ -237,21 +235,33 @@ struct Wire {
     messages: Vec<(String, usize, u64, usize)>,
     /// `(chunks, tokens, text)`.
     summary: Option<(usize, usize, String)>,
-    /// `(encoding, text, tokens)`, in the order first noted.
-    counts: Vec<(String, String, usize)>,
+    /// `(encoding, [(text, tokens)])`, in the order first noted: a run of
+    /// counts by one encoding names it once.
+    counts: Vec<(String, Vec<(String, usize)>)>,
+}
+
+/// `counts` as the record writes them, each run of one encoding together.
+fn encode_counts(counts: &KnownCounts) -> Vec<(String, Vec<(String, usize)>)> {
+    let counts: Vec<&KnownCount> = counts.iter().collect();
+    (counts.chunk_by(|a, b| a.encoding == b.encoding))
+        .map(|run| {
+            let texts = run.iter().map(|c| (c.text.to_string(), c.tokens)).collect();
+            (run[0].encoding.name().to_owned(), texts)
+        })
+        .collect()
 }
 
 /// The counts the record names, if each is of a known encoding.
-fn known_counts(counts: Vec<(String, String, usize)>) -> Option<KnownCounts> {
-    let counts = (counts.into_iter())
-        .map(|(encoding, text, tokens)| {
-            Some(KnownCount {
-                encoding: Encoding::from_name(&encoding)?,
-                text: text.into(),
-                tokens,
-            })
-        })
-        .collect::<Option<Vec<_>>>()?;
+fn known_counts(runs: Vec<(String, Vec<(String, usize)>)>) -> Option<KnownCounts> {
+    let mut counts = Vec::new();
+    for (encoding, texts) in runs {
+        let encoding = Encoding::from_name(&encoding)?;
+        counts.extend(texts.into_iter().map(|(text, tokens)| KnownCount {
+            encoding,
+            text: text.into(),
+            tokens,
+        }));
+    }
     Some(KnownCounts::of(counts))
 }
 
@@ -358,14 +368,19 @@ mod tests {
     #[test]
     fn a_record_reads_back_only_when_its_parts_agree() {
         let mut good = record(10, 8, (8, 800));
-        good.counts =
-            KnownCounts::of(
-                [("system", 1), ("<a/>", 3)].map(|(text, tokens)| KnownCount {
-                    encoding: Encoding::O200kBase,
-                    text: text.into(),
-                    tokens,
-                }),
-            );
+        // Two runs of one encoding around another's: three runs.
+        let counted = [
+            (Encoding::O200kBase, "system"),
+            (Encoding::O200kBase, "<a/>"),
+            (Encoding::Cl100kBase, "<a/>"),
+            (Encoding::O200kBase, "user"),
+        ];
+        good.counts = KnownCounts::of(counted.map(|(encoding, text)| KnownCount {
+            encoding,
+            text: text.into(),
+            tokens: text.len(),
+        }));
+        assert_eq!(encode_counts(&good.counts).len(), 3);
         assert_eq!(BuildRecord::decode(&good.encode(), 10), Ok(good.clone()));
         let unknown = good.encode().replace("o200k_base", "p99k");
         let read = BuildRecord::decode(&unknown, 10);
